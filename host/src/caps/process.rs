@@ -1,0 +1,126 @@
+//! `process`: spawn a program under a timebox, for plugins granted
+//! `process`. Checks the grants (program allow-list, cwd and log path inside
+//! the plugin's roots, environment allow-list), then hands the run to
+//! [`crate::timebox`].
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::bindings::CapabilityError;
+use crate::bindings::mcphost::plugin::process::{Chunk, Host, RunRequest, RunResult, Status, Stream};
+use crate::caps::CallState;
+use crate::client::ClientLink;
+use crate::paths::confine;
+use crate::timebox::{self, Ending, Spawn};
+
+impl Host for CallState {
+    async fn run(&mut self, request: RunRequest) -> wasmtime::Result<Result<RunResult, CapabilityError>> {
+        let spawn = match self.check(request) {
+            Ok(spawn) => spawn,
+            Err(e) => return Ok(Err(e)),
+        };
+        let started = Instant::now();
+        let progress = RunProgress { client: self.call.client.clone(), program: spawn.program.display().to_string() };
+        let outcome = timebox::run(&spawn, &self.call.cancel, &progress).await;
+        tracing::debug!(
+            plugin = %self.grants.plugin, trace_id = %self.call.trace_id, program = %spawn.program.display(),
+            ending = ?outcome.ending, exit_code = ?outcome.exit_code, kill = ?outcome.kill,
+            elapsed_ms = started.elapsed().as_millis() as u64, "process finished"
+        );
+        Ok(Ok(RunResult {
+            status: match outcome.ending {
+                Ending::Exited => Status::Exited,
+                Ending::Timeout => Status::Timeout,
+                Ending::NoOutput => Status::NoOutput,
+                Ending::SpawnFailed => Status::SpawnFailed,
+                Ending::Cancelled => Status::Cancelled,
+            },
+            exit_code: outcome.exit_code,
+            signal: outcome.signal,
+            duration_ms: outcome.duration.as_millis() as u64,
+            tail: outcome
+                .tail
+                .chunks()
+                .into_iter()
+                .map(|(stream, text)| Chunk {
+                    stream: match stream {
+                        timebox::Stream::Stdout => Stream::Stdout,
+                        timebox::Stream::Stderr => Stream::Stderr,
+                    },
+                    text,
+                })
+                .collect(),
+            stdout_bytes: outcome.stdout_bytes,
+            stderr_bytes: outcome.stderr_bytes,
+            truncated: outcome.tail.truncated(),
+            error: outcome.error,
+        }))
+    }
+}
+
+/// Output tails above this are refused: the tail lives in host memory.
+const MAX_TAIL_BYTES: u64 = 16 * 1024 * 1024;
+
+impl CallState {
+    /// Turn a plugin's request into a spawn the policy allows.
+    fn check(&self, request: RunRequest) -> Result<Spawn, CapabilityError> {
+        let g = &self.grants;
+        g.require("process").map_err(CapabilityError::Denied)?;
+        if request.tail_bytes > MAX_TAIL_BYTES {
+            return Err(CapabilityError::Invalid(format!("tail-bytes {} is above the limit of {MAX_TAIL_BYTES}", request.tail_bytes)));
+        }
+        let roots: Vec<PathBuf> = g.read_roots.iter().chain(&g.write_roots).cloned().collect();
+        let cwd = confine(&request.cwd, &g.workspace, &roots).ok_or_else(|| {
+            CapabilityError::Denied(g.denial(&format!("access to cwd `{}`", request.cwd), "fs.read", "a root containing it"))
+        })?;
+        let program = timebox::resolve_here(&request.program, &cwd)
+            .ok_or_else(|| CapabilityError::Invalid(format!("program `{}` was not found on PATH", request.program)))?;
+        if !timebox::allowed(&request.program, &program, &g.programs) {
+            return Err(CapabilityError::Denied(g.denial(
+                &format!("the program `{}`", request.program),
+                "process.programs",
+                &format!("\"{}\"", request.program),
+            )));
+        }
+        if let Some((key, _)) = request.env.iter().find(|(k, _)| k.starts_with("LD_") || k.starts_with("DYLD_") || k.contains('=')) {
+            return Err(CapabilityError::Invalid(format!("environment variable `{key}` may not be set by a plugin")));
+        }
+        let log_path = match &request.log_path {
+            Some(p) => Some(confine(p, &g.workspace, &g.write_roots).ok_or_else(|| {
+                CapabilityError::Denied(g.denial(&format!("writing the log file `{p}`"), "fs.write", "a root containing it"))
+            })?),
+            None => None,
+        };
+        let mut env: Vec<(String, String)> =
+            g.env.iter().filter_map(|name| std::env::var(name).ok().map(|v| (name.clone(), v))).collect();
+        env.extend(request.env);
+        let remaining = self.call.deadline.saturating_duration_since(Instant::now());
+        Ok(Spawn {
+            program,
+            args: request.args,
+            cwd,
+            env,
+            stdin: request.stdin,
+            timeout: Duration::from_millis(request.timeout_ms).min(remaining),
+            no_output_timeout: request.no_output_timeout_ms.map(Duration::from_millis),
+            tail_bytes: request.tail_bytes as usize,
+            log_path,
+        })
+    }
+}
+
+struct RunProgress {
+    client: Arc<dyn ClientLink>,
+    program: String,
+}
+
+impl timebox::Progress for RunProgress {
+    fn running(&self, elapsed: Duration, output_bytes: u64) {
+        self.client.progress(
+            elapsed.as_secs_f64(),
+            None,
+            Some(format!("{} running for {} s, {output_bytes} bytes of output", self.program, elapsed.as_secs())),
+        );
+    }
+}

@@ -1,0 +1,232 @@
+//! The plugin loader and the catalog of tools it builds.
+//!
+//! Every `*.wasm` file in the plugins folder is a plugin named after the
+//! file (`run_test.wasm` → `run_test`). Loading one compiles it (or takes
+//! the cached artifact), links it, asks it for its tools and compiles their
+//! schemas. A plugin that fails any step is reported with its name and the
+//! reason and left out; so is one that offers a tool name another plugin
+//! already serves. Reloading keeps plugins whose bytes did not change.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, anyhow};
+use serde_json::{Map, Value};
+use tokio_util::sync::CancellationToken;
+use wasmtime::Engine;
+use wasmtime::component::Linker;
+
+use crate::bindings::PluginPre;
+use crate::caps::{CallContext, CallState};
+use crate::client::StderrLink;
+use crate::engine::{ComponentCache, Origin};
+use crate::policy::{Config, Grants, Places};
+use crate::runtime;
+use crate::schema::ArgsSchema;
+
+/// A plugin ready to serve calls.
+pub struct Plugin {
+    pub name: String,
+    pub path: PathBuf,
+    pub hash: String,
+    pub origin: Origin,
+    pub pre: PluginPre<CallState>,
+    pub grants: Arc<Grants>,
+    pub tools: Vec<ToolDef>,
+}
+
+/// One tool as declared by its plugin, with its compiled input schema.
+pub struct ToolDef {
+    /// The name the plugin uses.
+    pub name: String,
+    /// The name clients see (dots become `_` with `--underscore-names`).
+    pub exposed: String,
+    pub description: String,
+    pub input_schema: Map<String, Value>,
+    pub output_schema: Option<Map<String, Value>>,
+    pub validator: ArgsSchema,
+}
+
+/// A plugin that could not be loaded, and why.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Problem {
+    pub plugin: String,
+    pub path: PathBuf,
+    pub reason: String,
+}
+
+/// What is being served: the loaded plugins, their tools by exposed name,
+/// and the plugins that were left out.
+#[derive(Default)]
+pub struct Catalog {
+    pub plugins: Vec<Arc<Plugin>>,
+    pub tools: BTreeMap<String, (Arc<Plugin>, usize)>,
+    pub problems: Vec<Problem>,
+}
+
+impl Catalog {
+    pub fn tool(&self, exposed: &str) -> Option<(&Arc<Plugin>, &ToolDef)> {
+        self.tools.get(exposed).map(|(p, i)| (p, &p.tools[*i]))
+    }
+
+    /// A fingerprint of the served tools, to tell whether a reload changed
+    /// what clients see.
+    pub fn fingerprint(&self) -> Vec<(String, String)> {
+        self.tools.iter().map(|(name, (p, _))| (name.clone(), p.hash.clone())).collect()
+    }
+}
+
+/// Everything needed to load plugins.
+pub struct Loader {
+    pub engine: Engine,
+    linker: Linker<CallState>,
+    cache: ComponentCache,
+    pub config: Config,
+    pub places: Places,
+    pub config_hint: String,
+    pub plugins_dir: PathBuf,
+    pub underscore_names: bool,
+}
+
+/// How long a plugin may take to list its tools.
+const LIST_DEADLINE: Duration = Duration::from_secs(5);
+
+impl Loader {
+    pub fn new(
+        engine: Engine,
+        config: Config,
+        places: Places,
+        config_hint: String,
+        plugins_dir: PathBuf,
+        underscore_names: bool,
+    ) -> Result<Self> {
+        let linker = crate::caps::linker(&engine)?;
+        let cache = ComponentCache::new(&engine, places.cache_dir.join("compiled"));
+        Ok(Loader { engine, linker, cache, config, places, config_hint, plugins_dir, underscore_names })
+    }
+
+    pub fn grants(&self, plugin: &str) -> Grants {
+        self.config.grants(plugin, &self.places, &self.config_hint)
+    }
+
+    /// Load the plugins folder, reusing plugins of `previous` whose bytes
+    /// are unchanged.
+    pub async fn load_all(&self, previous: &Catalog) -> Catalog {
+        let mut catalog = Catalog::default();
+        let files = match wasm_files(&self.plugins_dir) {
+            Ok(files) => files,
+            Err(e) => {
+                tracing::error!(dir = %self.plugins_dir.display(), error = %format!("{e:#}"), "cannot read the plugins folder");
+                return catalog;
+            }
+        };
+        for (name, path) in files {
+            let loaded = match std::fs::read(&path) {
+                Ok(bytes) => {
+                    let hash = sha256_hex(&bytes);
+                    match previous.plugins.iter().find(|p| p.path == path && p.hash == hash) {
+                        Some(same) => Ok(same.clone()),
+                        None => self.load(&name, &path, &bytes, hash).await.map(Arc::new),
+                    }
+                }
+                Err(e) => Err(anyhow!("cannot read the file: {e}")),
+            };
+            match loaded {
+                Ok(plugin) => self.admit(&mut catalog, plugin),
+                Err(e) => {
+                    let reason = format!("{e:#}");
+                    tracing::warn!(plugin = %name, path = %path.display(), %reason, "plugin not loaded");
+                    catalog.problems.push(Problem { plugin: name, path, reason });
+                }
+            }
+        }
+        catalog
+    }
+
+    /// Add a plugin unless one of its tools is already served.
+    fn admit(&self, catalog: &mut Catalog, plugin: Arc<Plugin>) {
+        for tool in &plugin.tools {
+            if let Some((other, _)) = catalog.tools.get(&tool.exposed) {
+                let reason = format!(
+                    "tool `{}` is offered by both plugin `{}` ({}) and plugin `{}` ({}); `{}` was not loaded: rename or remove one of them",
+                    tool.exposed,
+                    other.name,
+                    other.path.display(),
+                    plugin.name,
+                    plugin.path.display(),
+                    plugin.name
+                );
+                tracing::error!(plugin = %plugin.name, %reason, "tool name conflict");
+                catalog.problems.push(Problem { plugin: plugin.name.clone(), path: plugin.path.clone(), reason });
+                return;
+            }
+        }
+        for (i, tool) in plugin.tools.iter().enumerate() {
+            catalog.tools.insert(tool.exposed.clone(), (plugin.clone(), i));
+        }
+        tracing::info!(plugin = %plugin.name, tools = plugin.tools.len(), origin = ?plugin.origin, "plugin loaded");
+        catalog.plugins.push(plugin);
+    }
+
+    async fn load(&self, name: &str, path: &Path, bytes: &[u8], hash: String) -> Result<Plugin> {
+        let started = Instant::now();
+        let (component, origin) = self.cache.load(&self.engine, bytes, &hash)?;
+        let pre = self
+            .linker
+            .instantiate_pre(&component)
+            .map_err(anyhow::Error::from)
+            .context("the component needs imports this host does not provide")?;
+        let pre = PluginPre::new(pre).map_err(anyhow::Error::from).context("the component does not export the mcphost:plugin/tools interface")?;
+        let grants = Arc::new(self.grants(name));
+        let call = CallContext {
+            trace_id: "load".into(),
+            tool: "tools.list".into(),
+            cancel: CancellationToken::new(),
+            deadline: Instant::now() + LIST_DEADLINE,
+            client: Arc::new(StderrLink),
+        };
+        let declared = runtime::list_tools(&pre, grants.clone(), call).await.map_err(|e| anyhow!("listing its tools failed: {e}"))?;
+        let mut tools = Vec::with_capacity(declared.len());
+        for tool in declared {
+            let input_schema = schema_object(&tool.input_schema).with_context(|| format!("tool `{}`: input schema", tool.name))?;
+            let output_schema = match &tool.output_schema {
+                Some(s) => Some(schema_object(s).with_context(|| format!("tool `{}`: output schema", tool.name))?),
+                None => None,
+            };
+            let validator = ArgsSchema::compile(&Value::Object(input_schema.clone()))
+                .map_err(|e| anyhow!("tool `{}`: input schema is not a valid JSON Schema: {e}", tool.name))?;
+            let exposed = if self.underscore_names { tool.name.replace('.', "_") } else { tool.name.clone() };
+            tools.push(ToolDef { name: tool.name, exposed, description: tool.description, input_schema, output_schema, validator });
+        }
+        tracing::debug!(plugin = %name, ?origin, elapsed_us = started.elapsed().as_micros() as u64, "plugin prepared");
+        Ok(Plugin { name: name.to_string(), path: path.to_path_buf(), hash, origin, pre, grants, tools })
+    }
+}
+
+fn schema_object(text: &str) -> Result<Map<String, Value>> {
+    match serde_json::from_str(text).context("not JSON")? {
+        Value::Object(map) => Ok(map),
+        _ => Err(anyhow!("a tool schema must be a JSON object")),
+    }
+}
+
+/// `(plugin name, path)` of every `*.wasm` file, sorted by name.
+pub fn wasm_files(dir: &Path) -> Result<Vec<(String, PathBuf)>> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))? {
+        let path = entry?.path();
+        if path.extension().is_some_and(|e| e == "wasm") && path.is_file() {
+            let name = path.file_stem().expect("a .wasm file has a stem").to_string_lossy().into_owned();
+            files.push((name, path));
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}

@@ -1,0 +1,256 @@
+//! The `host` command line.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use tokio_util::sync::CancellationToken;
+
+use crate::catalog::Loader;
+use crate::client::StderrLink;
+use crate::engine;
+use crate::mcp::McpFront;
+use crate::policy::{Config, Places};
+use crate::service::Service;
+
+#[derive(Parser)]
+#[command(name = "host", version, about = "MCP server whose tools are sandboxed WebAssembly components")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve MCP: every plugin in the plugins folder, reloaded when it changes.
+    Serve {
+        /// Speak MCP over stdin/stdout (the only transport; logs go to stderr).
+        #[arg(long)]
+        stdio: bool,
+        /// Do not watch the plugins folder for changes.
+        #[arg(long)]
+        no_watch: bool,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// List the loaded plugins, the tools they serve, or their grants.
+    List {
+        #[arg(value_enum, default_value = "tools")]
+        what: ListWhat,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Call one tool from the shell and print its result as JSON.
+    Call {
+        /// Tool name as `list tools` shows it.
+        tool: String,
+        /// Arguments as a JSON object.
+        #[arg(default_value = "{}")]
+        arguments: String,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Check the config and the plugins folder; exit 1 on any problem.
+    Check {
+        #[command(flatten)]
+        common: Common,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ListWhat {
+    Plugins,
+    Tools,
+    Grants,
+}
+
+#[derive(Args)]
+struct Common {
+    /// Folder of plugin components (*.wasm). [default: $XDG_DATA_HOME/mcp-host/plugins,
+    /// i.e. ~/.local/share/mcp-host/plugins]
+    #[arg(long, env = "MCP_HOST_PLUGINS")]
+    plugins: Option<PathBuf>,
+    /// Policy file merged over the shipped default (config/default.toml).
+    /// [default: ~/.config/mcp-host/config.toml when it exists]
+    #[arg(long, env = "MCP_HOST_CONFIG")]
+    config: Option<PathBuf>,
+    /// Cache of compiled components and plugin data. [default: ~/.cache/mcp-host]
+    #[arg(long, env = "MCP_HOST_CACHE")]
+    cache_dir: Option<PathBuf>,
+    /// The directory plugins work in (`${workspace}` in the policy). [default: current directory]
+    #[arg(long)]
+    workspace: Option<PathBuf>,
+    /// Expose tool names with `_` in place of `.`, for clients that reject dots.
+    #[arg(long)]
+    underscore_names: bool,
+}
+
+impl Common {
+    fn loader(self) -> Result<Loader> {
+        let home = dirs::home_dir().unwrap_or_else(|| PathBuf::from("/"));
+        let user_config = self.config.or_else(|| {
+            Some(dirs::config_dir()?.join("mcp-host/config.toml")).filter(|p| p.exists())
+        });
+        let config = Config::load(user_config.as_deref())?;
+        let config_hint = user_config
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|| "your config file (~/.config/mcp-host/config.toml or --config)".into());
+        let workspace = match self.workspace {
+            Some(w) => w,
+            None => std::env::current_dir().context("cannot read the current directory")?,
+        };
+        let workspace = workspace
+            .canonicalize()
+            .with_context(|| format!("workspace {} does not exist", workspace.display()))?;
+        let places = Places {
+            workspace,
+            home: home.clone(),
+            cache_dir: self
+                .cache_dir
+                .or_else(|| Some(dirs::cache_dir()?.join("mcp-host")))
+                .unwrap_or_else(|| home.join(".cache/mcp-host")),
+        };
+        let plugins_dir = self
+            .plugins
+            .or_else(|| Some(dirs::data_dir()?.join("mcp-host/plugins")))
+            .unwrap_or_else(|| home.join(".local/share/mcp-host/plugins"));
+        let engine = engine::new_engine()?;
+        engine::start_epoch_ticker(&engine);
+        Loader::new(engine, config, places, config_hint, plugins_dir, self.underscore_names)
+    }
+}
+
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    if let Err(e) = crate::logging::init() {
+        eprintln!("error: {e:#}");
+        return ExitCode::from(2);
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
+    match runtime.block_on(run(cli.command)) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+async fn run(command: Command) -> Result<ExitCode> {
+    match command {
+        Command::Serve { stdio, no_watch, common } => {
+            if !stdio {
+                bail!("say how to serve: `host serve --stdio` (stdio is the only transport)");
+            }
+            serve(common.loader()?, !no_watch).await
+        }
+        Command::List { what, common } => {
+            let service = Service::start(common.loader()?).await;
+            list(&service, what);
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Call { tool, arguments, common } => {
+            let arguments: serde_json::Value =
+                serde_json::from_str(&arguments).context("arguments must be a JSON object, e.g. '{\"key\": 1}'")?;
+            let serde_json::Value::Object(arguments) = arguments else {
+                bail!("arguments must be a JSON object, e.g. '{{\"key\": 1}}'");
+            };
+            let service = Service::start(common.loader()?).await;
+            let cancel = CancellationToken::new();
+            let on_ctrl_c = cancel.clone();
+            tokio::spawn(async move {
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    on_ctrl_c.cancel();
+                }
+            });
+            let Some(reply) = service.call(&tool, arguments, Arc::new(StderrLink), cancel).await else {
+                bail!("no plugin serves a tool named `{tool}`: `host list tools` shows what is served");
+            };
+            println!("{}", serde_json::to_string_pretty(&reply)?);
+            Ok(if reply.is_error { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+        }
+        Command::Check { common } => check(common.loader()?).await,
+    }
+}
+
+async fn serve(loader: Loader, watch: bool) -> Result<ExitCode> {
+    std::fs::create_dir_all(&loader.plugins_dir)
+        .with_context(|| format!("cannot create the plugins folder {}", loader.plugins_dir.display()))?;
+    let service = Arc::new(Service::start(loader).await);
+    let catalog = service.catalog();
+    tracing::info!(
+        plugins = catalog.plugins.len(), tools = catalog.tools.len(), problems = catalog.problems.len(),
+        dir = %service.loader.plugins_dir.display(), "serving MCP on stdio"
+    );
+    let running = rmcp::ServiceExt::serve(McpFront::new(service.clone()), rmcp::transport::stdio())
+        .await
+        .context("MCP initialisation with the client failed")?;
+    let _watcher = if watch { Some(crate::watch::watch(service, running.peer().clone())?) } else { None };
+    running.waiting().await.context("the MCP session ended with an error")?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn list(service: &Service, what: ListWhat) {
+    let catalog = service.catalog();
+    match what {
+        ListWhat::Plugins => {
+            for p in &catalog.plugins {
+                println!("{}\t{}\t{} tools\t{:?}", p.name, p.path.display(), p.tools.len(), p.origin);
+            }
+            for p in &catalog.problems {
+                println!("{}\t{}\tNOT LOADED: {}", p.plugin, p.path.display(), p.reason);
+            }
+        }
+        ListWhat::Tools => {
+            for (name, (plugin, i)) in &catalog.tools {
+                let first_line = plugin.tools[*i].description.lines().next().unwrap_or("");
+                println!("{name}\t{}\t{first_line}", plugin.name);
+            }
+        }
+        ListWhat::Grants => {
+            for p in &catalog.plugins {
+                println!("{}", serde_json::to_string_pretty(&grants_json(&p.grants)).expect("JSON"));
+            }
+        }
+    }
+}
+
+fn grants_json(g: &crate::policy::Grants) -> serde_json::Value {
+    serde_json::json!({
+        "plugin": g.plugin,
+        "capabilities": g.capabilities,
+        "process.programs": g.programs,
+        "process.env": g.env,
+        "fs.read": g.read_roots,
+        "fs.write": g.write_roots,
+        "limits.memory_mb": g.memory_bytes / (1024 * 1024),
+        "limits.timeout_ms": g.timeout_ms,
+    })
+}
+
+async fn check(loader: Loader) -> Result<ExitCode> {
+    println!("config: ok ({})", loader.config_hint);
+    if !loader.plugins_dir.is_dir() {
+        println!("plugins folder {} does not exist: create it and copy *.wasm plugins into it", loader.plugins_dir.display());
+        return Ok(ExitCode::FAILURE);
+    }
+    let service = Service::start(loader).await;
+    let catalog = service.catalog();
+    let mut problems = 0;
+    for p in &catalog.plugins {
+        println!("plugin {}: ok, {} tools", p.name, p.tools.len());
+        for root in p.grants.read_roots.iter().chain(&p.grants.write_roots) {
+            if !root.exists() {
+                problems += 1;
+                println!("plugin {}: granted directory {} does not exist", p.name, root.display());
+            }
+        }
+    }
+    for p in &catalog.problems {
+        problems += 1;
+        println!("plugin {}: NOT LOADED ({}): {}", p.plugin, p.path.display(), p.reason);
+    }
+    Ok(if problems == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}

@@ -1,0 +1,43 @@
+//! The link from a running call back to whoever asked for it: an MCP client
+//! (progress and logging notifications) or the shell (`host call`, stderr).
+
+use serde_json::Value;
+
+/// Log levels as MCP names them (a subset).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Level {
+    Debug,
+    Info,
+    Warning,
+    Error,
+}
+
+pub trait ClientLink: Send + Sync {
+    /// Progress of the current call; dropped when the client gave no token.
+    fn progress(&self, progress: f64, total: Option<f64>, message: Option<String>);
+    /// Whether progress notifications reach the client at all.
+    fn wants_progress(&self) -> bool;
+    /// A log record for the client (MCP `notifications/message`).
+    fn log(&self, level: Level, logger: &str, data: Value);
+    /// A relayed event: a progress notification carrying the event JSON as
+    /// its message when the client follows progress, a log record otherwise.
+    fn event(&self, logger: &str, event: Value);
+}
+
+/// For `host call`: progress and logs go to stderr as lines of JSON.
+pub struct StderrLink;
+
+impl ClientLink for StderrLink {
+    fn progress(&self, progress: f64, total: Option<f64>, message: Option<String>) {
+        eprintln!("{}", serde_json::json!({"progress": progress, "total": total, "message": message}));
+    }
+    fn wants_progress(&self) -> bool {
+        true
+    }
+    fn log(&self, level: Level, logger: &str, data: Value) {
+        eprintln!("{}", serde_json::json!({"level": format!("{level:?}").to_lowercase(), "logger": logger, "data": data}));
+    }
+    fn event(&self, _logger: &str, event: Value) {
+        eprintln!("{event}");
+    }
+}

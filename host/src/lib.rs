@@ -1,0 +1,29 @@
+//! An MCP server whose tools are WebAssembly components.
+//!
+//! How a call flows, and where each step lives:
+//! - [`cli`]: the `host` command line; `serve --stdio` starts [`mcp`].
+//! - [`mcp`]: the MCP front (rmcp): tools/list, tools/call, notifications.
+//! - [`service`]: one tool call: validate ([`schema`]), run ([`runtime`]),
+//!   reply, log.
+//! - [`catalog`]: the plugin loader and the tool catalog; [`watch`] reloads
+//!   it when the plugins folder changes; [`engine`] compiles and caches.
+//! - [`runtime`]: a fresh instance per call with memory, deadline and
+//!   cancellation enforced.
+//! - [`caps`]: the host capabilities plugins import, one module per WIT
+//!   interface, gated by [`policy`]; [`timebox`] runs processes for them.
+
+pub mod bindings;
+pub mod caps;
+pub mod catalog;
+pub mod cli;
+pub mod client;
+pub mod engine;
+pub mod logging;
+pub mod mcp;
+pub mod paths;
+pub mod policy;
+pub mod runtime;
+pub mod schema;
+pub mod service;
+pub mod timebox;
+pub mod watch;

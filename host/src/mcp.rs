@@ -1,0 +1,199 @@
+//! The MCP front: rmcp over stdio. Lists the catalog's tools, runs calls
+//! through the [`Service`], forwards progress and log records of a call to
+//! the client in order, and announces tool list changes.
+
+// MCP logging is deprecated by SEP-2577 but is what today's clients speak;
+// the issue asks for logging notifications.
+#![allow(deprecated)]
+
+use std::sync::{Arc, Mutex};
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListToolsResult,
+    LoggingLevel, LoggingMessageNotificationParam, PaginatedRequestParams, ProgressNotificationParam,
+    ProgressToken, ServerCapabilities, ServerConfig, SetLevelRequestParams, Tool,
+};
+use rmcp::service::{Peer, RequestContext, RoleServer};
+use rmcp::{ErrorData as McpError, ServerHandler};
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use crate::client::{ClientLink, Level};
+use crate::service::{Reply, Service};
+
+#[derive(Clone)]
+pub struct McpFront {
+    service: Arc<Service>,
+    /// The lowest level of log record the client wants (`logging/setLevel`).
+    min_level: Arc<Mutex<Level>>,
+}
+
+impl McpFront {
+    pub fn new(service: Arc<Service>) -> Self {
+        McpFront { service, min_level: Arc::new(Mutex::new(Level::Info)) }
+    }
+}
+
+impl ServerHandler for McpFront {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_tool_list_changed().enable_logging().build())
+            .with_server_info(Implementation::new("mcp-wasm-host", env!("CARGO_PKG_VERSION")))
+            .with_instructions("Tools are served by sandboxed WebAssembly plugins; each tool's description says what it does.")
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        let catalog = self.service.catalog();
+        let tools = catalog
+            .tools
+            .iter()
+            .map(|(name, (plugin, i))| {
+                let def = &plugin.tools[*i];
+                let mut tool = Tool::new(name.clone(), def.description.clone(), Arc::new(def.input_schema.clone()));
+                if let Some(output) = &def.output_schema {
+                    tool = tool.with_raw_output_schema(Arc::new(output.clone()));
+                }
+                tool
+            })
+            .collect();
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let (link, forwarder) =
+            McpLink::start(context.peer.clone(), context.meta.get_progress_token(), self.min_level.clone());
+        let reply = self
+            .service
+            .call(&request.name, request.arguments.unwrap_or_default(), link.clone(), context.ct.clone())
+            .await;
+        // Everything the call sent goes out before its response.
+        link.close();
+        let _ = forwarder.await;
+        let Some(reply) = reply else {
+            return Err(McpError::invalid_params(
+                format!("unknown tool `{}`: tools/list shows the tools this host serves", request.name),
+                None,
+            ));
+        };
+        Ok(to_result(reply).into())
+    }
+
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        *self.min_level.lock().expect("level lock") = match request.level {
+            LoggingLevel::Debug => Level::Debug,
+            LoggingLevel::Info | LoggingLevel::Notice => Level::Info,
+            LoggingLevel::Warning => Level::Warning,
+            _ => Level::Error,
+        };
+        Ok(())
+    }
+}
+
+fn to_result(reply: Reply) -> CallToolResult {
+    let mut result = if reply.is_error {
+        CallToolResult::error(vec![ContentBlock::text(reply.text)])
+    } else {
+        CallToolResult::success(vec![ContentBlock::text(reply.text)])
+    };
+    result.structured_content = reply.structured;
+    result
+}
+
+enum Note {
+    Progress(ProgressNotificationParam),
+    Log(LoggingMessageNotificationParam),
+}
+
+/// Sends one call's notifications, in order, through a single task.
+struct McpLink {
+    tx: Mutex<Option<mpsc::UnboundedSender<Note>>>,
+    token: Option<ProgressToken>,
+    min_level: Arc<Mutex<Level>>,
+    last_progress: Mutex<f64>,
+}
+
+impl McpLink {
+    fn start(
+        peer: Peer<RoleServer>,
+        token: Option<ProgressToken>,
+        min_level: Arc<Mutex<Level>>,
+    ) -> (Arc<McpLink>, tokio::task::JoinHandle<()>) {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let forwarder = tokio::spawn(async move {
+            while let Some(note) = rx.recv().await {
+                let sent = match note {
+                    Note::Progress(p) => peer.notify_progress(p).await,
+                    Note::Log(l) => peer.notify_logging_message(l).await,
+                };
+                if let Err(e) = sent {
+                    tracing::debug!(error = %e, "notification not delivered");
+                }
+            }
+        });
+        let link = McpLink { tx: Mutex::new(Some(tx)), token, min_level, last_progress: Mutex::new(0.0) };
+        (Arc::new(link), forwarder)
+    }
+
+    fn close(&self) {
+        self.tx.lock().expect("link lock").take();
+    }
+
+    fn send(&self, note: Note) {
+        if let Some(tx) = &*self.tx.lock().expect("link lock") {
+            let _ = tx.send(note);
+        }
+    }
+}
+
+impl ClientLink for McpLink {
+    fn progress(&self, progress: f64, total: Option<f64>, message: Option<String>) {
+        let Some(token) = &self.token else { return };
+        // The protocol wants progress to increase with every notification.
+        let progress = {
+            let mut last = self.last_progress.lock().expect("progress lock");
+            let value = if progress > *last { progress } else { *last + 1.0 };
+            *last = value;
+            value
+        };
+        let mut param = ProgressNotificationParam::new(token.clone(), progress);
+        param.total = total;
+        param.message = message;
+        self.send(Note::Progress(param));
+    }
+
+    fn wants_progress(&self) -> bool {
+        self.token.is_some()
+    }
+
+    fn log(&self, level: Level, logger: &str, data: Value) {
+        if level < *self.min_level.lock().expect("level lock") {
+            return;
+        }
+        let level = match level {
+            Level::Debug => LoggingLevel::Debug,
+            Level::Info => LoggingLevel::Info,
+            Level::Warning => LoggingLevel::Warning,
+            Level::Error => LoggingLevel::Error,
+        };
+        self.send(Note::Log(LoggingMessageNotificationParam::new(level, data).with_logger(logger)));
+    }
+
+    fn event(&self, logger: &str, event: Value) {
+        if self.wants_progress() {
+            self.progress(0.0, None, Some(event.to_string()));
+        } else {
+            self.log(Level::Info, logger, event);
+        }
+    }
+}

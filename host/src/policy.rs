@@ -1,0 +1,247 @@
+//! The policy: what each plugin may do. Deny by default.
+//!
+//! The shipped default (`config/default.toml`, compiled into the binary) is
+//! merged with the user's file key by key. Every denial names the plugin, the
+//! capability and the config key that would grant it, so the fix is a copy
+//! and paste away.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use serde::Deserialize;
+
+/// The shipped default policy.
+pub const DEFAULT_POLICY: &str = include_str!("../../config/default.toml");
+
+/// Capabilities a plugin must be granted. `log` and `notify` are always on.
+pub const GRANTABLE: &[&str] = &["process", "fs"];
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    #[serde(default)]
+    pub defaults: PluginPolicy,
+    #[serde(default)]
+    pub plugins: BTreeMap<String, PluginPolicy>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PluginPolicy {
+    #[serde(default)]
+    pub capabilities: Vec<String>,
+    #[serde(default)]
+    pub process: ProcessPolicy,
+    #[serde(default)]
+    pub fs: FsPolicy,
+    #[serde(default)]
+    pub limits: Limits,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProcessPolicy {
+    /// Program names (matched without a Windows extension) or absolute paths.
+    #[serde(default)]
+    pub programs: Vec<String>,
+    /// Host environment variables passed through to spawned programs.
+    #[serde(default)]
+    pub env: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FsPolicy {
+    #[serde(default)]
+    pub read: Vec<String>,
+    #[serde(default)]
+    pub write: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Limits {
+    pub memory_mb: Option<u64>,
+    pub timeout_ms: Option<u64>,
+}
+
+/// Where a path placeholder points.
+#[derive(Debug, Clone)]
+pub struct Places {
+    pub workspace: PathBuf,
+    pub home: PathBuf,
+    pub cache_dir: PathBuf,
+}
+
+impl Places {
+    pub fn plugin_cache(&self, plugin: &str) -> PathBuf {
+        self.cache_dir.join("plugins").join(plugin)
+    }
+}
+
+/// The policy in force for one plugin, with placeholders resolved.
+#[derive(Debug, Clone)]
+pub struct Grants {
+    pub plugin: String,
+    /// Config file a user edits to change grants (named in denials).
+    pub config_hint: String,
+    pub capabilities: Vec<String>,
+    pub programs: Vec<String>,
+    pub env: Vec<String>,
+    pub read_roots: Vec<PathBuf>,
+    pub write_roots: Vec<PathBuf>,
+    pub plugin_cache: PathBuf,
+    pub workspace: PathBuf,
+    pub memory_bytes: usize,
+    pub timeout_ms: u64,
+}
+
+impl Grants {
+    pub fn has(&self, capability: &str) -> bool {
+        self.capabilities.iter().any(|c| c == capability)
+    }
+
+    /// The standard denial text: plugin, capability, and the key to set.
+    pub fn denial(&self, capability: &str, key: &str, value: &str) -> String {
+        format!(
+            "plugin `{}` is not granted {capability}: add {value} to `{key}` under [plugins.{}] in {}",
+            self.plugin, self.plugin, self.config_hint
+        )
+    }
+
+    /// Err with a denial unless the capability interface is granted.
+    pub fn require(&self, capability: &str) -> Result<(), String> {
+        if self.has(capability) {
+            Ok(())
+        } else {
+            Err(self.denial(&format!("the `{capability}` capability"), "capabilities", &format!("\"{capability}\"")))
+        }
+    }
+}
+
+impl Config {
+    /// The shipped default merged with the user's file, if any.
+    pub fn load(user_file: Option<&Path>) -> Result<Config> {
+        let mut merged: toml::Table = DEFAULT_POLICY.parse().context("the built-in default policy is not valid TOML")?;
+        if let Some(path) = user_file {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read config file {}", path.display()))?;
+            let user: toml::Table =
+                text.parse().with_context(|| format!("config file {} is not valid TOML", path.display()))?;
+            merge(&mut merged, user);
+        }
+        let config: Config = toml::Value::Table(merged)
+            .try_into()
+            .with_context(|| match user_file {
+                Some(p) => format!("config file {} has an unknown or mistyped key", p.display()),
+                None => "the built-in default policy has an unknown key".into(),
+            })?;
+        config.check()?;
+        Ok(config)
+    }
+
+    fn check(&self) -> Result<()> {
+        for (name, policy) in std::iter::once(("defaults", &self.defaults)).chain(self.plugins.iter().map(|(k, v)| (k.as_str(), v))) {
+            for cap in &policy.capabilities {
+                if !GRANTABLE.contains(&cap.as_str()) {
+                    bail!("[plugins.{name}] capabilities: unknown capability `{cap}` (known: {})", GRANTABLE.join(", "));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Resolve the grants of one plugin: its entry over `[defaults]`.
+    pub fn grants(&self, plugin: &str, places: &Places, config_hint: &str) -> Grants {
+        let d = &self.defaults;
+        let p = self.plugins.get(plugin);
+        let pick = |f: fn(&PluginPolicy) -> &Vec<String>| -> Vec<String> {
+            p.map(f).filter(|v| !v.is_empty()).unwrap_or_else(|| f(d)).clone()
+        };
+        let plugin_cache = places.plugin_cache(plugin);
+        let expand = |roots: Vec<String>| -> Vec<PathBuf> {
+            roots.iter().map(|r| expand_placeholders(r, places, &plugin_cache)).collect()
+        };
+        let limit = |f: fn(&Limits) -> Option<u64>| p.and_then(|p| f(&p.limits)).or(f(&d.limits));
+        Grants {
+            plugin: plugin.to_string(),
+            config_hint: config_hint.to_string(),
+            capabilities: pick(|p| &p.capabilities),
+            programs: pick(|p| &p.process.programs),
+            env: pick(|p| &p.process.env),
+            read_roots: expand(pick(|p| &p.fs.read)),
+            write_roots: expand(pick(|p| &p.fs.write)),
+            plugin_cache,
+            workspace: places.workspace.clone(),
+            memory_bytes: (limit(|l| l.memory_mb).unwrap_or(256) * 1024 * 1024) as usize,
+            timeout_ms: limit(|l| l.timeout_ms).unwrap_or(60_000),
+        }
+    }
+}
+
+fn expand_placeholders(root: &str, places: &Places, plugin_cache: &Path) -> PathBuf {
+    let s = root
+        .replace("${workspace}", &places.workspace.to_string_lossy())
+        .replace("${home}", &places.home.to_string_lossy())
+        .replace("${plugin_cache}", &plugin_cache.to_string_lossy());
+    PathBuf::from(s)
+}
+
+/// Merge `over` into `base`: tables recursively, everything else replaced.
+fn merge(base: &mut toml::Table, over: toml::Table) {
+    for (key, value) in over {
+        match (base.get_mut(&key), value) {
+            (Some(toml::Value::Table(b)), toml::Value::Table(o)) => merge(b, o),
+            (_, v) => {
+                base.insert(key, v);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn places() -> Places {
+        Places { workspace: "/ws".into(), home: "/home/u".into(), cache_dir: "/cache".into() }
+    }
+
+    #[test]
+    fn default_policy_grants_run_test_process_and_denies_others() {
+        let config = Config::load(None).unwrap();
+        let run_test = config.grants("run_test", &places(), "cfg.toml");
+        assert!(run_test.has("process"));
+        assert!(run_test.programs.contains(&"cargo".to_string()));
+        assert_eq!(run_test.write_roots, vec![PathBuf::from("/ws")]);
+        let other = config.grants("stranger", &places(), "cfg.toml");
+        assert!(!other.has("process"));
+        let denial = other.require("process").unwrap_err();
+        assert!(denial.contains("plugin `stranger`") && denial.contains("capabilities") && denial.contains("[plugins.stranger]"), "{denial}");
+    }
+
+    #[test]
+    fn user_file_merges_key_by_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("c.toml");
+        std::fs::write(&file, "[plugins.run_test.limits]\ntimeout_ms = 5\n[plugins.x]\ncapabilities=[\"process\"]\n").unwrap();
+        let config = Config::load(Some(&file)).unwrap();
+        let g = config.grants("run_test", &places(), "c.toml");
+        assert_eq!(g.timeout_ms, 5);
+        assert!(g.has("process"), "untouched keys keep the shipped value");
+        assert!(config.grants("x", &places(), "c.toml").has("process"));
+    }
+
+    #[test]
+    fn unknown_keys_and_capabilities_are_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("c.toml");
+        std::fs::write(&file, "[plugins.x]\ncapabilites=[\"process\"]\n").unwrap();
+        let err = format!("{:#}", Config::load(Some(&file)).unwrap_err());
+        assert!(err.contains("capabilites"), "{err}");
+        std::fs::write(&file, "[plugins.x]\ncapabilities=[\"network\"]\n").unwrap();
+        let err = format!("{:#}", Config::load(Some(&file)).unwrap_err());
+        assert!(err.contains("unknown capability `network`"), "{err}");
+    }
+}

@@ -1,0 +1,149 @@
+//! The host's one entry point for tool calls, shared by the MCP front and
+//! the `host call` command: look the tool up, validate the arguments, run
+//! the plugin, turn whatever happened into a reply, and log one record per
+//! call.
+
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::caps::CallContext;
+use crate::catalog::{Catalog, Loader};
+use crate::client::ClientLink;
+use crate::runtime::{self, CallFailure};
+
+pub struct Service {
+    pub loader: Loader,
+    catalog: RwLock<Arc<Catalog>>,
+}
+
+/// What a tool call answers: MCP `content` text, optional
+/// `structuredContent`, and whether it is an error.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Reply {
+    pub is_error: bool,
+    pub text: String,
+    pub structured: Option<Value>,
+}
+
+impl Reply {
+    /// A tool error: `code: message` as text, the fields as structure.
+    pub fn error(code: &str, message: &str, retryable: bool, details: Map<String, Value>) -> Reply {
+        let mut fields = Map::new();
+        fields.insert("code".into(), json!(code));
+        fields.insert("message".into(), json!(message));
+        fields.insert("retryable".into(), json!(retryable));
+        fields.extend(details);
+        Reply { is_error: true, text: format!("{code}: {message}"), structured: Some(Value::Object(fields)) }
+    }
+}
+
+impl Service {
+    pub async fn start(loader: Loader) -> Service {
+        let catalog = loader.load_all(&Catalog::default()).await;
+        Service { loader, catalog: RwLock::new(Arc::new(catalog)) }
+    }
+
+    pub fn catalog(&self) -> Arc<Catalog> {
+        self.catalog.read().expect("catalog lock").clone()
+    }
+
+    /// Reload the plugins folder; true when the served tools changed.
+    pub async fn reload(&self) -> bool {
+        let old = self.catalog();
+        let new = Arc::new(self.loader.load_all(&old).await);
+        let changed = old.fingerprint() != new.fingerprint();
+        *self.catalog.write().expect("catalog lock") = new;
+        changed
+    }
+
+    /// Run a tool. `None` when no plugin serves `exposed`.
+    pub async fn call(
+        &self,
+        exposed: &str,
+        arguments: Map<String, Value>,
+        client: Arc<dyn ClientLink>,
+        cancel: CancellationToken,
+    ) -> Option<Reply> {
+        let catalog = self.catalog();
+        let (plugin, tool) = catalog.tool(exposed)?;
+        let started = Instant::now();
+        let trace_id = uuid::Uuid::new_v4().simple().to_string()[..16].to_string();
+        let arguments = Value::Object(arguments);
+        let mode = if arguments.get("background") == Some(&Value::Bool(true)) { "background" } else { "foreground" };
+        let reply = match tool.validator.check(&arguments) {
+            Err(problems) => {
+                let summary: Vec<String> = problems.iter().map(|p| p.message.clone()).collect();
+                let mut details = Map::new();
+                details.insert("problems".into(), json!(problems));
+                Reply::error(
+                    "invalid_arguments",
+                    &format!("arguments of `{exposed}` do not match its input schema: {}", summary.join("; ")),
+                    false,
+                    details,
+                )
+            }
+            Ok(()) => {
+                let call = CallContext {
+                    trace_id: trace_id.clone(),
+                    tool: tool.name.clone(),
+                    cancel,
+                    deadline: Instant::now() + Duration::from_millis(plugin.grants.timeout_ms),
+                    client,
+                };
+                let outcome =
+                    runtime::call_tool(&plugin.pre, plugin.grants.clone(), call, &tool.name, &arguments.to_string()).await;
+                reply_from(outcome, tool.output_schema.is_some(), &trace_id)
+            }
+        };
+        let outcome = match &reply.structured {
+            Some(s) if reply.is_error => s["code"].as_str().unwrap_or("error").to_string(),
+            _ if reply.is_error => "error".into(),
+            _ => "ok".into(),
+        };
+        tracing::info!(
+            target: "call",
+            plugin = %plugin.name, tool = %exposed, mode, duration_ms = started.elapsed().as_millis() as u64,
+            %outcome, %trace_id, "tool call"
+        );
+        Some(reply)
+    }
+}
+
+fn reply_from(
+    outcome: Result<Result<crate::bindings::ToolOutput, crate::bindings::ToolError>, CallFailure>,
+    has_output_schema: bool,
+    trace_id: &str,
+) -> Reply {
+    let with_trace = |mut details: Map<String, Value>| {
+        details.insert("trace_id".into(), json!(trace_id));
+        details
+    };
+    match outcome {
+        Ok(Ok(output)) => {
+            let structured = output.structured.as_deref().and_then(|s| serde_json::from_str(s).ok());
+            match structured {
+                None if has_output_schema => Reply::error(
+                    "invalid_plugin_output",
+                    "the plugin declared an output schema but returned no structured result",
+                    false,
+                    with_trace(Map::new()),
+                ),
+                structured => Reply { is_error: false, text: output.text, structured },
+            }
+        }
+        Ok(Err(e)) => {
+            let details = match e.details.as_deref().map(serde_json::from_str::<Value>) {
+                Some(Ok(Value::Object(map))) => map,
+                _ => Map::new(),
+            };
+            Reply::error(&e.code, &e.message, e.retryable, with_trace(details))
+        }
+        Err(failure) => {
+            let retryable = matches!(failure, CallFailure::Timeout(_) | CallFailure::Cancelled);
+            Reply::error(failure.code(), &failure.to_string(), retryable, with_trace(Map::new()))
+        }
+    }
+}

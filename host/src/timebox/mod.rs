@@ -1,0 +1,281 @@
+//! Run a program so that it always comes back: hard timeout, no-output
+//! timeout, cancellation, kill of the whole tree, bounded memory for its
+//! output and the full output streamed to a tagged log file.
+//!
+//! Used by the `process` capability and, for `podman exec`, by later
+//! capabilities that need the same semantics.
+
+mod program;
+mod tail;
+mod tree;
+
+pub use program::{allowed, resolve, resolve_here};
+pub use tail::{Stream, Tail};
+pub use tree::{KillReport, MARKER_VAR, kill_tree, members};
+
+use std::path::PathBuf;
+use std::process::{ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt, BufWriter};
+use tokio::sync::mpsc;
+use tokio::time::{sleep_until, timeout};
+use tokio_util::sync::CancellationToken;
+
+/// What to run and under which limits.
+#[derive(Debug, Clone)]
+pub struct Spawn {
+    pub program: PathBuf,
+    pub args: Vec<String>,
+    pub cwd: PathBuf,
+    /// The complete environment of the child (nothing else is inherited).
+    pub env: Vec<(String, String)>,
+    pub stdin: Option<Vec<u8>>,
+    pub timeout: Duration,
+    pub no_output_timeout: Option<Duration>,
+    pub tail_bytes: usize,
+    pub log_path: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ending {
+    Exited,
+    Timeout,
+    NoOutput,
+    SpawnFailed,
+    Cancelled,
+}
+
+#[derive(Debug)]
+pub struct Outcome {
+    pub ending: Ending,
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    pub duration: Duration,
+    pub tail: Tail,
+    pub stdout_bytes: u64,
+    pub stderr_bytes: u64,
+    pub error: Option<String>,
+    /// Set when the tree had to be killed (timeout, no output, cancel, or
+    /// stragglers left behind by a child that exited).
+    pub kill: Option<KillReport>,
+}
+
+/// Receives progress while a run goes on.
+pub trait Progress: Send + Sync {
+    fn running(&self, elapsed: Duration, output_bytes: u64);
+}
+
+const READ_CHUNK: usize = 64 * 1024;
+const PROGRESS_EVERY: Duration = Duration::from_secs(1);
+/// After the child exits or is killed, how long to wait for its pipes.
+const DRAIN_LIMIT: Duration = Duration::from_secs(2);
+
+pub async fn run(spec: &Spawn, cancel: &CancellationToken, progress: &dyn Progress) -> Outcome {
+    let start = Instant::now();
+    let mut outcome = Outcome {
+        ending: Ending::SpawnFailed,
+        exit_code: None,
+        signal: None,
+        duration: Duration::ZERO,
+        tail: Tail::new(spec.tail_bytes),
+        stdout_bytes: 0,
+        stderr_bytes: 0,
+        error: None,
+        kill: None,
+    };
+    let mut log = match open_log(spec).await {
+        Ok(log) => log,
+        Err(e) => {
+            outcome.error = Some(e);
+            return outcome;
+        }
+    };
+    let marker = uuid::Uuid::new_v4().simple().to_string();
+    let mut command = tokio::process::Command::new(&spec.program);
+    command
+        .args(&spec.args)
+        .current_dir(&spec.cwd)
+        .env_clear()
+        .envs(spec.env.iter().map(|(k, v)| (k, v)))
+        .env(MARKER_VAR, &marker)
+        .stdin(if spec.stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    #[cfg(unix)]
+    // SAFETY: setsid is async-signal-safe and touches no memory of ours.
+    unsafe {
+        command.pre_exec(|| nix::unistd::setsid().map(drop).map_err(std::io::Error::from));
+    }
+    let mut child = match command.spawn() {
+        Ok(child) => child,
+        Err(e) => {
+            outcome.error = Some(format!("cannot start {}: {e}", spec.program.display()));
+            outcome.duration = start.elapsed();
+            finish_log(&mut log, &outcome).await;
+            return outcome;
+        }
+    };
+    let leader = child.id().expect("a just-spawned child has a pid") as i32;
+    if let (Some(bytes), Some(mut stdin)) = (spec.stdin.clone(), child.stdin.take()) {
+        tokio::spawn(async move {
+            let _ = stdin.write_all(&bytes).await;
+        });
+    }
+    let (tx, mut rx) = mpsc::channel::<(Stream, Vec<u8>)>(8);
+    tokio::spawn(pump(child.stdout.take().expect("piped"), Stream::Stdout, tx.clone()));
+    tokio::spawn(pump(child.stderr.take().expect("piped"), Stream::Stderr, tx));
+
+    let deadline = tokio::time::Instant::from_std(start + spec.timeout);
+    let mut last_output = tokio::time::Instant::now();
+    let mut ticker = tokio::time::interval(PROGRESS_EVERY);
+    ticker.tick().await;
+    let mut status: Option<ExitStatus> = None;
+    let mut pipes_open = true;
+    let mut ending = None;
+    while ending.is_none() && (status.is_none() || pipes_open) {
+        let silence_end = spec.no_output_timeout.map(|d| last_output + d);
+        tokio::select! {
+            biased;
+            _ = cancel.cancelled() => ending = Some(Ending::Cancelled),
+            _ = sleep_until(deadline) => ending = Some(Ending::Timeout),
+            _ = sleep_until(silence_end.unwrap_or(deadline)), if silence_end.is_some() => ending = Some(Ending::NoOutput),
+            chunk = rx.recv(), if pipes_open => match chunk {
+                Some((stream, data)) => {
+                    last_output = tokio::time::Instant::now();
+                    record(&mut outcome, &mut log, stream, &data).await;
+                }
+                None => pipes_open = false,
+            },
+            exit = child.wait(), if status.is_none() => {
+                status = exit.ok();
+                // The child is gone but something still holds its pipes:
+                // descendants left running. They do not outlive the run.
+                if pipes_open {
+                    outcome.kill = Some(kill_blocking(leader, &marker).await);
+                }
+            }
+            _ = ticker.tick() => progress.running(start.elapsed(), outcome.stdout_bytes + outcome.stderr_bytes),
+        }
+    }
+    if let Some(ending) = ending {
+        outcome.kill = Some(kill_blocking(leader, &marker).await);
+        outcome.ending = ending;
+        status = child.wait().await.ok();
+        // Keep what the killed tree had already written.
+        let _ = timeout(DRAIN_LIMIT, async {
+            while let Some((stream, data)) = rx.recv().await {
+                record(&mut outcome, &mut log, stream, &data).await;
+            }
+        })
+        .await;
+    } else {
+        outcome.ending = Ending::Exited;
+        // Background descendants that closed their pipes but live on.
+        if !members(leader, &marker).is_empty() {
+            outcome.kill = Some(kill_blocking(leader, &marker).await);
+        }
+    }
+    if let Some(status) = status {
+        outcome.exit_code = status.code();
+        #[cfg(unix)]
+        {
+            use std::os::unix::process::ExitStatusExt;
+            outcome.signal = status.signal();
+        }
+    }
+    outcome.duration = start.elapsed();
+    finish_log(&mut log, &outcome).await;
+    outcome
+}
+
+async fn kill_blocking(leader: i32, marker: &str) -> KillReport {
+    let marker = marker.to_string();
+    tokio::task::spawn_blocking(move || kill_tree(leader, &marker)).await.unwrap_or_default()
+}
+
+async fn pump(mut pipe: impl AsyncRead + Unpin, stream: Stream, tx: mpsc::Sender<(Stream, Vec<u8>)>) {
+    let mut buf = vec![0u8; READ_CHUNK];
+    while let Ok(n) = pipe.read(&mut buf).await {
+        if n == 0 || tx.send((stream, buf[..n].to_vec())).await.is_err() {
+            break;
+        }
+    }
+}
+
+async fn record(outcome: &mut Outcome, log: &mut Option<TaggedLog>, stream: Stream, data: &[u8]) {
+    match stream {
+        Stream::Stdout => outcome.stdout_bytes += data.len() as u64,
+        Stream::Stderr => outcome.stderr_bytes += data.len() as u64,
+    }
+    outcome.tail.push(stream, data);
+    if let Some(log) = log {
+        log.write(stream, data).await;
+    }
+}
+
+async fn open_log(spec: &Spawn) -> Result<Option<TaggedLog>, String> {
+    let Some(path) = &spec.log_path else { return Ok(None) };
+    if let Some(dir) = path.parent() {
+        tokio::fs::create_dir_all(dir).await.map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    }
+    let file = tokio::fs::File::create(path).await.map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+    Ok(Some(TaggedLog { out: BufWriter::with_capacity(256 * 1024, file), open_line: None, failed: false }))
+}
+
+async fn finish_log(log: &mut Option<TaggedLog>, outcome: &Outcome) {
+    if let Some(log) = log {
+        log.finish(outcome).await;
+    }
+}
+
+/// The full output, each line prefixed with the stream it came from.
+struct TaggedLog {
+    out: BufWriter<tokio::fs::File>,
+    /// The stream whose line is not finished yet.
+    open_line: Option<Stream>,
+    failed: bool,
+}
+
+impl TaggedLog {
+    async fn write(&mut self, stream: Stream, data: &[u8]) {
+        let mut buf = Vec::with_capacity(data.len() + 64);
+        if self.open_line.is_some_and(|s| s != stream) {
+            buf.push(b'\n');
+            self.open_line = None;
+        }
+        for piece in data.split_inclusive(|b| *b == b'\n') {
+            if self.open_line.is_none() {
+                buf.extend_from_slice(if stream == Stream::Stdout { b"[stdout] " } else { b"[stderr] " });
+            }
+            buf.extend_from_slice(piece);
+            self.open_line = if piece.ends_with(b"\n") { None } else { Some(stream) };
+        }
+        self.put(&buf).await;
+    }
+
+    async fn finish(&mut self, outcome: &Outcome) {
+        let mut end = String::new();
+        if self.open_line.take().is_some() {
+            end.push('\n');
+        }
+        end.push_str(&format!(
+            "[host] ended: {:?}, exit code {:?}, signal {:?}, {} ms{}\n",
+            outcome.ending,
+            outcome.exit_code,
+            outcome.signal,
+            outcome.duration.as_millis(),
+            outcome.error.as_deref().map(|e| format!(", {e}")).unwrap_or_default()
+        ));
+        self.put(end.as_bytes()).await;
+        let _ = self.out.flush().await;
+    }
+
+    async fn put(&mut self, bytes: &[u8]) {
+        if !self.failed && let Err(e) = self.out.write_all(bytes).await {
+            tracing::warn!(error = %e, "writing the run's log file failed; the log stops here");
+            self.failed = true;
+        }
+    }
+}

@@ -1,0 +1,112 @@
+//! Killing a whole process tree, including descendants that left it.
+//!
+//! Children start as session leaders (`setsid`), so one `killpg` reaches
+//! everything that stayed in the group. Descendants that called `setsid`
+//! themselves or were re-parented after their parent died escape both the
+//! group and the parent chain, so each run also carries a marker variable
+//! in its environment: every process that still has it belongs to the run.
+//! Members get SIGTERM, a short grace period, then SIGKILL, repeated until
+//! a scan of /proc finds none (a member may fork while we look).
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, kill, killpg};
+use nix::unistd::Pid;
+
+/// Environment variable that tags every process of one run.
+pub const MARKER_VAR: &str = "MCP_HOST_RUN_ID";
+
+/// Time between SIGTERM and SIGKILL.
+pub const GRACE: Duration = Duration::from_millis(200);
+
+/// What a tree kill did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct KillReport {
+    /// Distinct processes signalled.
+    pub killed: usize,
+    /// Of those, how many needed SIGKILL after the grace period.
+    pub forced: usize,
+}
+
+struct Proc {
+    ppid: i32,
+    session: i32,
+    pgrp: i32,
+    zombie: bool,
+}
+
+/// Every live process that belongs to the run led by `leader`: in its
+/// session or group, below it in the parent chain, or carrying `marker`.
+pub fn members(leader: i32, marker: &str) -> Vec<i32> {
+    let Ok(all) = procfs::process::all_processes() else { return Vec::new() };
+    let me = std::process::id() as i32;
+    let needle = format!("{MARKER_VAR}={marker}");
+    let mut table: HashMap<i32, Proc> = HashMap::new();
+    let mut marked = Vec::new();
+    for process in all.flatten() {
+        let Ok(stat) = process.stat() else { continue };
+        if stat.pid == me {
+            continue;
+        }
+        // environ() parses into a map; reading raw bytes is cheaper and exact.
+        if std::fs::read(format!("/proc/{}/environ", stat.pid))
+            .is_ok_and(|env| env.split(|b| *b == 0).any(|kv| kv == needle.as_bytes()))
+        {
+            marked.push(stat.pid);
+        }
+        table.insert(stat.pid, Proc { ppid: stat.ppid, session: stat.session, pgrp: stat.pgrp, zombie: stat.state == 'Z' });
+    }
+    let descends = |mut pid: i32| -> bool {
+        for _ in 0..64 {
+            match table.get(&pid) {
+                Some(p) if p.ppid == leader => return true,
+                Some(p) if p.ppid > 1 => pid = p.ppid,
+                _ => return false,
+            }
+        }
+        false
+    };
+    let mut out: Vec<i32> = table
+        .iter()
+        .filter(|(pid, p)| {
+            !p.zombie && (**pid == leader || p.session == leader || p.pgrp == leader || descends(**pid) || marked.contains(pid))
+        })
+        .map(|(pid, _)| *pid)
+        .collect();
+    out.sort_unstable();
+    out
+}
+
+/// Terminate the run led by `leader`. Blocking: at most the grace period
+/// plus a few /proc scans.
+pub fn kill_tree(leader: i32, marker: &str) -> KillReport {
+    let mut seen = std::collections::BTreeSet::new();
+    let first = members(leader, marker);
+    let _ = killpg(Pid::from_raw(leader), Signal::SIGTERM);
+    for pid in &first {
+        let _ = kill(Pid::from_raw(*pid), Signal::SIGTERM);
+        seen.insert(*pid);
+    }
+    let grace_end = Instant::now() + GRACE;
+    let mut left = first;
+    while !left.is_empty() && Instant::now() < grace_end {
+        std::thread::sleep(Duration::from_millis(20));
+        left = members(leader, marker);
+    }
+    let mut forced = std::collections::BTreeSet::new();
+    for _ in 0..100 {
+        if left.is_empty() {
+            break;
+        }
+        let _ = killpg(Pid::from_raw(leader), Signal::SIGKILL);
+        for pid in &left {
+            let _ = kill(Pid::from_raw(*pid), Signal::SIGKILL);
+            seen.insert(*pid);
+            forced.insert(*pid);
+        }
+        std::thread::sleep(Duration::from_millis(5));
+        left = members(leader, marker);
+    }
+    KillReport { killed: seen.len(), forced: forced.len() }
+}

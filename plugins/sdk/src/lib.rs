@@ -1,0 +1,88 @@
+//! Guest-side bindings for the `mcphost:plugin` world and the few helpers
+//! every plugin needs. Plugins depend on this crate instead of generating
+//! bindings themselves, so the WIT is bound in exactly one place:
+//!
+//! ```ignore
+//! struct MyPlugin;
+//! impl plugin_sdk::Guest for MyPlugin { /* list + call */ }
+//! plugin_sdk::export!(MyPlugin);
+//! ```
+
+pub mod bindings {
+    wit_bindgen::generate!({
+        path: "../../wit",
+        world: "plugin",
+        pub_export_macro: true,
+        export_macro_name: "__export_world",
+        default_bindings_module: "plugin_sdk::bindings",
+    });
+}
+
+pub use bindings::exports::mcphost::plugin::tools::Guest;
+pub use bindings::mcphost::plugin::types::{CapabilityError, Tool, ToolError, ToolOutput};
+pub use bindings::mcphost::plugin::{log, notify, process};
+
+/// Export a type implementing [`Guest`] as this component's `tools`.
+#[macro_export]
+macro_rules! export {
+    ($ty:ident) => {
+        $crate::bindings::__export_world!($ty with_types_in $crate::bindings);
+    };
+}
+
+/// Declare a tool from JSON Schema values.
+pub fn tool(
+    name: &str,
+    description: &str,
+    input_schema: serde_json::Value,
+    output_schema: Option<serde_json::Value>,
+) -> Tool {
+    Tool {
+        name: name.to_string(),
+        description: description.to_string(),
+        input_schema: input_schema.to_string(),
+        output_schema: output_schema.map(|s| s.to_string()),
+    }
+}
+
+impl ToolError {
+    /// A tool error the model sees, not retryable, without details.
+    pub fn new(code: &str, message: impl Into<String>) -> Self {
+        ToolError { code: code.to_string(), message: message.into(), retryable: false, details: None }
+    }
+
+    /// Attach extra structured fields (merged into the error object).
+    pub fn with_details(mut self, details: serde_json::Value) -> Self {
+        self.details = Some(details.to_string());
+        self
+    }
+}
+
+/// A refused capability call becomes a tool error the model can act on:
+/// `denied` carries the config key that would grant it.
+impl From<CapabilityError> for ToolError {
+    fn from(e: CapabilityError) -> Self {
+        match e {
+            CapabilityError::Denied(why) => ToolError::new("denied", why),
+            CapabilityError::Invalid(why) => ToolError::new("invalid_request", why),
+        }
+    }
+}
+
+/// A successful result whose text is the pretty JSON of `value` and whose
+/// structured content is `value` itself.
+pub fn structured_output(value: &impl serde::Serialize) -> ToolOutput {
+    let json = serde_json::to_value(value).expect("tool results serialise to JSON");
+    ToolOutput {
+        text: serde_json::to_string_pretty(&json).expect("JSON values serialise"),
+        structured: Some(json.to_string()),
+    }
+}
+
+/// Parse validated call arguments into the tool's argument type. The host
+/// already checked them against the input schema, so a failure here means
+/// the schema and the type disagree.
+pub fn parse_args<T: serde::de::DeserializeOwned>(arguments: &str) -> Result<T, ToolError> {
+    serde_json::from_str(arguments)
+        .map_err(|e| ToolError::new("invalid_arguments", format!("arguments do not fit the tool: {e}")))
+}

@@ -1,0 +1,65 @@
+//! Test fixture plugin for fault injection. Each tool misbehaves in one way
+//! so the end-to-end tests can check that the host contains it: the call
+//! fails, the host keeps serving.
+
+use plugin_sdk::{Guest, Tool, ToolError, ToolOutput, tool};
+use serde_json::json;
+
+struct Faulty;
+
+impl Guest for Faulty {
+    fn list() -> Vec<Tool> {
+        let empty = json!({"type": "object", "properties": {}});
+        vec![
+            tool("fault_loop", "Loops forever.", empty.clone(), None),
+            tool("fault_trap", "Traps (unreachable).", empty.clone(), None),
+            tool("fault_oom", "Allocates until memory runs out.", empty.clone(), None),
+            tool("noop", "Returns its arguments at once.", json!({"type": "object"}), None),
+            tool(
+                "spawn",
+                "Runs a program through the process capability.",
+                json!({"type": "object", "properties": {"program": {"type": "string"}}, "required": ["program"]}),
+                None,
+            ),
+        ]
+    }
+
+    fn call(name: String, arguments: String) -> Result<ToolOutput, ToolError> {
+        match name.as_str() {
+            "fault_loop" => {
+                let mut n: u64 = 0;
+                loop {
+                    n = std::hint::black_box(n.wrapping_add(1));
+                }
+            }
+            "fault_trap" => core::arch::wasm32::unreachable(),
+            "fault_oom" => {
+                let mut hoard: Vec<Vec<u8>> = Vec::new();
+                loop {
+                    hoard.push(vec![1u8; 1 << 20]);
+                    std::hint::black_box(&hoard);
+                }
+            }
+            "noop" => Ok(ToolOutput { text: arguments, structured: None }),
+            "spawn" => {
+                let args: serde_json::Value = serde_json::from_str(&arguments).unwrap();
+                let request = plugin_sdk::process::RunRequest {
+                    program: args["program"].as_str().unwrap().to_string(),
+                    args: vec![],
+                    cwd: ".".into(),
+                    env: vec![],
+                    stdin: None,
+                    timeout_ms: 5_000,
+                    no_output_timeout_ms: None,
+                    tail_bytes: 4096,
+                    log_path: None,
+                };
+                let result = plugin_sdk::process::run(&request)?;
+                Ok(ToolOutput { text: format!("{:?}", result.status), structured: None })
+            }
+            other => Err(ToolError::new("unknown_tool", other)),
+        }
+    }
+}
+
+plugin_sdk::export!(Faulty);
