@@ -1,1 +1,172 @@
+//! `run_test`: a test runner that always comes back (seed 002).
+//!
+//! The model picks a runner and a scope; the plugin builds the command from
+//! a fixed template (never a command string), runs it through the host's
+//! `process` capability under a hard and a no-output timeout, and writes
+//! `raw.log`, `summary.md` and `summary.json` into the report directory on
+//! every run. Summaries come from the last `max_output_bytes` of output
+//! only.
 
+mod excerpt;
+mod request;
+mod template;
+
+use plugin_sdk::process::{self, RunResult, Status};
+use plugin_sdk::{Guest, Tool, ToolError, ToolOutput, tool};
+use serde_json::json;
+
+use request::Checked;
+
+struct RunTest;
+
+impl Guest for RunTest {
+    fn list() -> Vec<Tool> {
+        vec![tool(
+            "run_test",
+            "Run the repository's tests with a fixed command template and always come back: a hard timeout and a \
+             no-output timeout kill the whole process tree. Writes raw.log, summary.md and summary.json to the report \
+             directory and returns the status, exit code, duration and an excerpt of the failures.",
+            request::input_schema(),
+            Some(output_schema()),
+        )]
+    }
+
+    fn call(_name: String, arguments: String) -> Result<ToolOutput, ToolError> {
+        let args: request::Args = plugin_sdk::parse_args(&arguments)?;
+        let workspace = std::env::var("MCP_WORKSPACE")
+            .map_err(|_| ToolError::new("error", "the host did not say which directory is the repository (MCP_WORKSPACE)"))?;
+        let checked = request::check(&args, std::path::Path::new(&workspace), &timestamp_now())?;
+        Ok(plugin_sdk::structured_output(&run(&args, &checked)))
+    }
+}
+
+fn run(args: &request::Args, checked: &Checked) -> serde_json::Value {
+    let raw_log = checked.report_dir.join("raw.log");
+    let request = process::RunRequest {
+        program: checked.command.program.clone(),
+        args: checked.command.args.clone(),
+        cwd: checked.repo.to_string_lossy().into_owned(),
+        env: template::quiet_env(),
+        stdin: None,
+        timeout_ms: args.timeout_ms,
+        no_output_timeout_ms: Some(args.no_output_timeout_ms),
+        tail_bytes: args.max_output_bytes,
+        log_path: Some(raw_log.to_string_lossy().into_owned()),
+    };
+    let outcome = match process::run(&request) {
+        Ok(result) => Outcome::from_run(result),
+        Err(e) => {
+            let why = ToolError::from(e).message;
+            // The host wrote nothing: leave a raw.log that says why.
+            let _ = std::fs::create_dir_all(&checked.report_dir);
+            let _ = std::fs::write(&raw_log, format!("[host] not run: {why}\n"));
+            Outcome { status: "error", exit_code: None, duration_ms: 0, text: String::new(), truncated: false, error: Some(why) }
+        }
+    };
+    let summary = excerpt::summarize(&outcome.text, outcome.truncated, args.runner);
+    let excerpt = match &outcome.error {
+        Some(e) => format!("{e}\n{}", summary.excerpt()),
+        None => summary.excerpt(),
+    };
+    let report_dir = format!("{}/", checked.report_rel.display());
+    let response = json!({
+        "status": outcome.status,
+        "exit_code": outcome.exit_code,
+        "duration_ms": outcome.duration_ms,
+        "report_dir": report_dir,
+        "artifacts": {"raw_log": "raw.log", "summary_md": "summary.md", "summary_json": "summary.json"},
+        "excerpt": excerpt,
+    });
+    let machine = json!({
+        "status": outcome.status,
+        "exit_code": outcome.exit_code,
+        "duration_ms": outcome.duration_ms,
+        "runner": args.runner.name(),
+        "scope": args.scope.name(),
+        "target": args.target,
+        "command": {"template": checked.command.template, "program": checked.command.program, "args": checked.command.args},
+        "started_at": checked.started_at,
+        "report_dir": report_dir,
+        "limits": {"timeout_ms": args.timeout_ms, "no_output_timeout_ms": args.no_output_timeout_ms, "max_output_bytes": args.max_output_bytes},
+        "output_truncated_for_summary": outcome.truncated,
+        "error": outcome.error,
+        "excerpt_blocks": summary.blocks,
+        "last_lines": summary.last_lines,
+    });
+    let markdown = summary.markdown(&excerpt::Header {
+        status: outcome.status,
+        exit_code: outcome.exit_code,
+        duration_ms: outcome.duration_ms,
+        command: &checked.command.display(),
+        started_at: &checked.started_at,
+        error: outcome.error.as_deref(),
+    });
+    let written = std::fs::create_dir_all(&checked.report_dir)
+        .and_then(|_| std::fs::write(checked.report_dir.join("summary.json"), serde_json::to_string_pretty(&machine).unwrap()))
+        .and_then(|_| std::fs::write(checked.report_dir.join("summary.md"), markdown));
+    if let Err(e) = written {
+        plugin_sdk::log::log(plugin_sdk::log::Level::Error, &format!("writing the summaries failed: {e}"));
+    }
+    response
+}
+
+struct Outcome {
+    status: &'static str,
+    exit_code: Option<i32>,
+    duration_ms: u64,
+    /// The tail of the output, both streams in arrival order.
+    text: String,
+    truncated: bool,
+    error: Option<String>,
+}
+
+impl Outcome {
+    fn from_run(r: RunResult) -> Outcome {
+        let status = match r.status {
+            Status::Exited if r.exit_code == Some(0) => "pass",
+            Status::Exited => "fail",
+            Status::Timeout => "timeout",
+            Status::NoOutput => "no_output",
+            Status::SpawnFailed | Status::Cancelled => "error",
+        };
+        let error = match r.status {
+            Status::Cancelled => Some("the run was cancelled".to_string()),
+            _ => r.error,
+        };
+        Outcome {
+            status,
+            exit_code: r.exit_code,
+            duration_ms: r.duration_ms,
+            text: r.tail.into_iter().map(|c| c.text).collect(),
+            truncated: r.truncated,
+            error,
+        }
+    }
+}
+
+fn output_schema() -> serde_json::Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "status": {"enum": ["pass", "fail", "timeout", "no_output", "error"]},
+            "exit_code": {"type": ["integer", "null"]},
+            "duration_ms": {"type": "integer"},
+            "report_dir": {"type": "string"},
+            "artifacts": {
+                "type": "object",
+                "properties": {"raw_log": {"type": "string"}, "summary_md": {"type": "string"}, "summary_json": {"type": "string"}},
+                "required": ["raw_log", "summary_md", "summary_json"]
+            },
+            "excerpt": {"type": "string"}
+        },
+        "required": ["status", "exit_code", "duration_ms", "report_dir", "artifacts", "excerpt"]
+    })
+}
+
+/// `YYYYMMDD_HHMMSS` in UTC, for default report directories.
+fn timestamp_now() -> String {
+    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    request::format_timestamp(secs)
+}
+
+plugin_sdk::export!(RunTest);

@@ -23,10 +23,17 @@ pub use bindings::mcphost::plugin::types::{CapabilityError, Tool, ToolError, Too
 pub use bindings::mcphost::plugin::{log, notify, process};
 
 /// Export a type implementing [`Guest`] as this component's `tools`.
+/// Only on wasm: a native build (for the plugin's unit tests) exports
+/// nothing, since component symbol names are not valid native ones.
 #[macro_export]
 macro_rules! export {
     ($ty:ident) => {
+        #[cfg(target_arch = "wasm32")]
         $crate::bindings::__export_world!($ty with_types_in $crate::bindings);
+        // Natively, keep the entry points reachable so nothing reads as dead.
+        #[cfg(not(target_arch = "wasm32"))]
+        const _: (fn() -> Vec<$crate::Tool>, fn(String, String) -> Result<$crate::ToolOutput, $crate::ToolError>) =
+            (<$ty as $crate::Guest>::list, <$ty as $crate::Guest>::call);
     };
 }
 

@@ -1,0 +1,245 @@
+//! The `run_test` arguments: schema, validation of `target` and
+//! `report_dir`, and the command they resolve to.
+
+use std::path::{Component, Path, PathBuf};
+
+use plugin_sdk::ToolError;
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::template::{self, Command, Runner, Scope};
+
+/// Upper bound for `max_output_bytes`: the summary buffer lives in memory.
+pub const MAX_OUTPUT_BYTES: u64 = 16 * 1024 * 1024;
+const DEFAULT_REPORTS: &str = ".cache/mcp-test-timebox/reports";
+
+#[derive(Debug, Deserialize)]
+pub struct Args {
+    pub runner: Runner,
+    pub scope: Scope,
+    pub target: Option<String>,
+    pub timeout_ms: u64,
+    pub no_output_timeout_ms: u64,
+    pub max_output_bytes: u64,
+    pub report_dir: Option<String>,
+}
+
+pub fn input_schema() -> serde_json::Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "runner": {"enum": Runner::ALL, "description": "Which test runner's fixed command template to use."},
+            "scope": {"enum": ["all", "file", "pattern"], "description": "all: the whole suite; file: one test file; pattern: tests whose name matches."},
+            "target": {"type": "string", "minLength": 1, "maxLength": 512,
+                "description": "scope=file: a test file path relative to the repository (cargo: tests/<name>.rs; go: a file of the package to test). scope=pattern: a test name pattern."},
+            "timeout_ms": {"type": "integer", "minimum": 1, "description": "Hard timeout: the process tree is killed after this many milliseconds."},
+            "no_output_timeout_ms": {"type": "integer", "minimum": 1, "description": "Kill the process tree after this long without any output."},
+            "max_output_bytes": {"type": "integer", "minimum": 1, "maximum": MAX_OUTPUT_BYTES,
+                "description": "How much of the end of the output the summary is built from."},
+            "report_dir": {"type": "string", "minLength": 1,
+                "description": "Relative directory inside the repository for raw.log, summary.md and summary.json. Default .cache/mcp-test-timebox/reports/<timestamp>/."}
+        },
+        "required": ["runner", "scope", "timeout_ms", "no_output_timeout_ms", "max_output_bytes"],
+        "additionalProperties": false,
+        "if": {"properties": {"scope": {"enum": ["file", "pattern"]}}},
+        "then": {"required": ["target"]}
+    })
+}
+
+/// A request that passed every check.
+pub struct Checked {
+    pub repo: PathBuf,
+    pub command: Command,
+    /// Absolute report directory.
+    pub report_dir: PathBuf,
+    /// The same, relative to the repository.
+    pub report_rel: PathBuf,
+    pub started_at: String,
+}
+
+fn invalid(message: String) -> ToolError {
+    ToolError::new("invalid_argument", message)
+}
+
+pub fn check(args: &Args, repo: &Path, timestamp: &str) -> Result<Checked, ToolError> {
+    let target = match (args.scope, args.target.as_deref()) {
+        (Scope::All, _) => None,
+        (Scope::File, Some(t)) => Some(file_target(args.runner, t, repo)?),
+        (Scope::Pattern, Some(t)) => Some(pattern_target(t)?),
+        (_, None) => return Err(invalid(format!("scope `{}` needs a `target`", args.scope.name()))),
+    };
+    let report_rel = match &args.report_dir {
+        Some(dir) => inside_repo(dir).map_err(|why| {
+            invalid(format!("report_dir `{dir}` {why}: give a relative path inside the repository, e.g. \"{DEFAULT_REPORTS}/mine\""))
+        })?,
+        None => fresh_report_dir(repo, timestamp),
+    };
+    Ok(Checked {
+        repo: repo.to_path_buf(),
+        command: template::command(args.runner, args.scope, target.as_deref()),
+        report_dir: repo.join(&report_rel),
+        report_rel,
+        started_at: timestamp.to_string(),
+    })
+}
+
+/// A relative path that stays inside the repository, normalised.
+fn inside_repo(path: &str) -> Result<PathBuf, &'static str> {
+    let p = Path::new(path);
+    if p.is_absolute() || path.starts_with('\\') {
+        return Err("is absolute");
+    }
+    let mut out = PathBuf::new();
+    for component in p.components() {
+        match component {
+            Component::Normal(part) => out.push(part),
+            Component::CurDir => {}
+            Component::ParentDir => return Err("climbs with `..`"),
+            Component::RootDir | Component::Prefix(_) => return Err("is absolute"),
+        }
+    }
+    if out.as_os_str().is_empty() {
+        return Err("is the repository itself");
+    }
+    Ok(out)
+}
+
+fn no_option_or_control(target: &str) -> Result<(), ToolError> {
+    if target.starts_with('-') {
+        return Err(invalid(format!("target `{target}` starts with `-` and would be read as an option: name a file or a test pattern")));
+    }
+    if target.chars().any(char::is_control) {
+        return Err(invalid("target contains control characters (newlines, tabs, NUL): give it on one line".into()));
+    }
+    Ok(())
+}
+
+fn pattern_target(target: &str) -> Result<String, ToolError> {
+    no_option_or_control(target)?;
+    Ok(target.to_string())
+}
+
+/// Check a file target and turn it into what the runner's template takes.
+fn file_target(runner: Runner, target: &str, repo: &Path) -> Result<String, ToolError> {
+    no_option_or_control(target)?;
+    let rel = inside_repo(target)
+        .map_err(|why| invalid(format!("target `{target}` {why}: give a test file path relative to the repository")))?;
+    if !repo.join(&rel).is_file() {
+        return Err(invalid(format!("target `{target}` is not a file in the repository")));
+    }
+    let rel_text = rel.to_string_lossy().replace('\\', "/");
+    match runner {
+        Runner::Cargo => {
+            let name = rel_text
+                .strip_prefix("tests/")
+                .and_then(|n| n.strip_suffix(".rs"))
+                .filter(|n| !n.contains('/'))
+                .ok_or_else(|| invalid(format!("for cargo, a file target is an integration test `tests/<name>.rs`, not `{target}`")))?;
+            Ok(name.to_string())
+        }
+        Runner::Go => {
+            let dir = rel.parent().map(|d| d.to_string_lossy().replace('\\', "/")).unwrap_or_default();
+            Ok(if dir.is_empty() { ".".into() } else { format!("./{dir}") })
+        }
+        _ => Ok(rel_text),
+    }
+}
+
+/// `.cache/mcp-test-timebox/reports/<timestamp>`, suffixed if it exists.
+fn fresh_report_dir(repo: &Path, timestamp: &str) -> PathBuf {
+    let base = Path::new(DEFAULT_REPORTS);
+    (0..)
+        .map(|n| if n == 0 { base.join(timestamp) } else { base.join(format!("{timestamp}_{n}")) })
+        .find(|p| !repo.join(p).exists())
+        .expect("an unused name exists")
+}
+
+/// Seconds since the epoch as `YYYYMMDD_HHMMSS` (UTC).
+pub fn format_timestamp(secs: u64) -> String {
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}{month:02}{day:02}_{:02}{:02}{:02}", rem / 3_600, rem % 3_600 / 60, rem % 60)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(runner: Runner, scope: Scope, target: Option<&str>, report_dir: Option<&str>) -> Args {
+        Args {
+            runner,
+            scope,
+            target: target.map(String::from),
+            timeout_ms: 1000,
+            no_output_timeout_ms: 1000,
+            max_output_bytes: 1000,
+            report_dir: report_dir.map(String::from),
+        }
+    }
+
+    fn repo() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("tests")).unwrap();
+        std::fs::write(dir.path().join("tests/api.rs"), "").unwrap();
+        std::fs::write(dir.path().join("test_math.py"), "").unwrap();
+        dir
+    }
+
+    #[test]
+    fn timestamps() {
+        assert_eq!(format_timestamp(0), "19700101_000000");
+        assert_eq!(format_timestamp(1_768_221_296), "20260112_123456");
+        assert_eq!(format_timestamp(951_782_400), "20000229_000000");
+    }
+
+    #[test]
+    fn report_dir_escapes_are_refused() {
+        let r = repo();
+        for bad in ["../out", "/tmp/out", "a/../../out", ".."] {
+            let err = check(&args(Runner::Cargo, Scope::All, None, Some(bad)), r.path(), "t").err().unwrap();
+            assert_eq!(err.code, "invalid_argument", "{bad}");
+            assert!(err.message.contains("report_dir"), "{}", err.message);
+        }
+        let ok = check(&args(Runner::Cargo, Scope::All, None, Some("./reports/x/")), r.path(), "t").ok().unwrap();
+        assert_eq!(ok.report_rel, PathBuf::from("reports/x"));
+        assert_eq!(ok.report_dir, r.path().join("reports/x"));
+    }
+
+    #[test]
+    fn default_report_dir_is_fresh() {
+        let r = repo();
+        let first = check(&args(Runner::Cargo, Scope::All, None, None), r.path(), "20260112_123456").ok().unwrap();
+        assert_eq!(first.report_rel, PathBuf::from(".cache/mcp-test-timebox/reports/20260112_123456"));
+        std::fs::create_dir_all(&first.report_dir).unwrap();
+        let second = check(&args(Runner::Cargo, Scope::All, None, None), r.path(), "20260112_123456").ok().unwrap();
+        assert_eq!(second.report_rel, PathBuf::from(".cache/mcp-test-timebox/reports/20260112_123456_1"));
+    }
+
+    #[test]
+    fn targets_cannot_inject_options_or_leave_the_repo() {
+        let r = repo();
+        let refuse = |runner, scope, target: &str| check(&args(runner, scope, Some(target), None), r.path(), "t").err().unwrap().message;
+        assert!(refuse(Runner::Pytest, Scope::Pattern, "--collect-only").contains("option"));
+        assert!(refuse(Runner::Pytest, Scope::Pattern, "a\n/exit").contains("control"));
+        assert!(refuse(Runner::Pytest, Scope::File, "../etc/passwd").contains("climbs"));
+        assert!(refuse(Runner::Pytest, Scope::File, "/etc/passwd").contains("absolute"));
+        assert!(refuse(Runner::Pytest, Scope::File, "missing.py").contains("not a file"));
+        assert!(refuse(Runner::Cargo, Scope::File, "test_math.py").contains("tests/<name>.rs"));
+        let cargo = check(&args(Runner::Cargo, Scope::File, Some("tests/api.rs"), None), r.path(), "t").ok().unwrap();
+        assert_eq!(cargo.command.args.last().unwrap(), "api");
+        let pytest = check(&args(Runner::Pytest, Scope::File, Some("./test_math.py"), None), r.path(), "t").ok().unwrap();
+        assert_eq!(pytest.command.args.last().unwrap(), "test_math.py");
+        let missing = check(&args(Runner::Pytest, Scope::Pattern, None, None), r.path(), "t").err().unwrap();
+        assert!(missing.message.contains("needs a `target`"));
+    }
+}
