@@ -1,0 +1,251 @@
+//! Test harness: a scratch environment (plugins folder, config, cache,
+//! workspace), the real `host serve --stdio` binary, and rmcp's client
+//! speaking MCP to it while recording every notification.
+
+// MCP logging is deprecated by SEP-2577; the host still sends it.
+#![allow(deprecated)]
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, LoggingMessageNotificationParam,
+    ProgressNotificationParam, RequestMetaObject, ServerResult, Tool,
+};
+use rmcp::service::{NotificationContext, PeerRequestOptions, RequestHandle, RoleClient, RunningService};
+use rmcp::transport::TokioChildProcess;
+use rmcp::{ClientHandler, ServiceExt};
+use serde_json::{Value, json};
+use tokio::sync::{Mutex, mpsc};
+
+/// Where the plugins were built (scripts/build-plugins).
+pub fn built_plugin(name: &str) -> PathBuf {
+    let dir = std::env::var_os("MCP_TEST_WASM_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/wasm32-wasip2/release"));
+    let path = dir.join(format!("{name}.wasm"));
+    assert!(
+        path.exists(),
+        "{} is missing: build the plugins first with scripts/build-plugins (or set MCP_TEST_WASM_DIR)",
+        path.display()
+    );
+    path
+}
+
+/// Whether `program` is on PATH. Under CI=true a missing one fails the
+/// test; elsewhere the test says what it skipped and returns false.
+pub fn require_program(program: &str, how_to_get: &str) -> bool {
+    let found = std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()));
+    if !found {
+        if std::env::var("CI").as_deref() == Ok("true") {
+            panic!("`{program}` is not on PATH and CI=true: {how_to_get}");
+        }
+        eprintln!("SKIPPED: `{program}` is not on PATH; {how_to_get}");
+    }
+    found
+}
+
+pub struct Env {
+    pub dir: tempfile::TempDir,
+    pub plugins: PathBuf,
+    pub workspace: PathBuf,
+    pub cache: PathBuf,
+    pub config: PathBuf,
+}
+
+impl Env {
+    /// A scratch environment with the named built plugins and a user config.
+    pub fn new(plugins: &[&str], config: &str) -> Env {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().to_path_buf();
+        let env = Env {
+            plugins: root.join("plugins"),
+            workspace: root.join("workspace"),
+            cache: root.join("cache"),
+            config: root.join("config.toml"),
+            dir,
+        };
+        std::fs::create_dir_all(&env.plugins).unwrap();
+        std::fs::create_dir_all(&env.workspace).unwrap();
+        std::fs::write(&env.config, config).unwrap();
+        for name in plugins {
+            env.add_plugin(name, name);
+        }
+        env
+    }
+
+    pub fn add_plugin(&self, built: &str, as_name: &str) {
+        let to = self.plugins.join(format!("{as_name}.wasm"));
+        let tmp = self.dir.path().join(format!("{as_name}.wasm.tmp"));
+        std::fs::copy(built_plugin(built), &tmp).unwrap();
+        std::fs::rename(tmp, to).unwrap();
+    }
+
+    pub fn stderr_log(&self) -> PathBuf {
+        self.dir.path().join("host-stderr.log")
+    }
+
+    /// `host <args>` with this environment's folders.
+    pub fn host(&self, args: &[&str]) -> tokio::process::Command {
+        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_host"));
+        cmd.args(args)
+            .arg("--plugins")
+            .arg(&self.plugins)
+            .arg("--config")
+            .arg(&self.config)
+            .arg("--cache-dir")
+            .arg(&self.cache)
+            .arg("--workspace")
+            .arg(&self.workspace)
+            .env("MCP_SERVER_LOG", "debug");
+        cmd
+    }
+
+    /// Start `host serve --stdio` and connect an MCP client to it.
+    pub async fn start(&self) -> Client {
+        let stderr = std::fs::OpenOptions::new().create(true).append(true).open(self.stderr_log()).unwrap();
+        let (transport, _) =
+            TokioChildProcess::builder(self.host(&["serve", "--stdio"])).stderr(Stdio::from(stderr)).spawn().unwrap();
+        let pid = transport.id().expect("host pid");
+        let (tx, rx) = mpsc::unbounded_channel();
+        let service = Recorder { tx }.serve(transport).await.expect("MCP initialize with the host");
+        Client { service, notes: Mutex::new(rx), pid }
+    }
+}
+
+/// A notification the client received (payloads kept for failure output).
+#[derive(Debug, Clone)]
+#[allow(dead_code)]
+pub enum Note {
+    Progress(ProgressNotificationParam),
+    Log(LoggingMessageNotificationParam),
+    ToolListChanged,
+}
+
+pub struct Recorder {
+    tx: mpsc::UnboundedSender<Note>,
+}
+
+impl ClientHandler for Recorder {
+    async fn on_progress(&self, params: ProgressNotificationParam, _: NotificationContext<RoleClient>) {
+        let _ = self.tx.send(Note::Progress(params));
+    }
+    async fn on_logging_message(&self, params: LoggingMessageNotificationParam, _: NotificationContext<RoleClient>) {
+        let _ = self.tx.send(Note::Log(params));
+    }
+    async fn on_tool_list_changed(&self, _: NotificationContext<RoleClient>) {
+        let _ = self.tx.send(Note::ToolListChanged);
+    }
+}
+
+pub struct Client {
+    pub service: RunningService<RoleClient, Recorder>,
+    notes: Mutex<mpsc::UnboundedReceiver<Note>>,
+    /// The host's process id.
+    pub pid: u32,
+}
+
+fn params(name: &str, args: Value) -> CallToolRequestParams {
+    let Value::Object(map) = args else { panic!("arguments must be an object") };
+    CallToolRequestParams::new(name.to_string()).with_arguments(map)
+}
+
+impl Client {
+    pub async fn tools(&self) -> Vec<Tool> {
+        self.service.list_tools(None).await.expect("tools/list").tools
+    }
+
+    pub async fn call(&self, name: &str, args: Value) -> CallToolResult {
+        self.service.call_tool(params(name, args)).await.expect("tools/call")
+    }
+
+    /// Send a call with a progress token; the handle can cancel it.
+    pub async fn start_call(&self, name: &str, args: Value, progress_token: &str) -> RequestHandle<RoleClient> {
+        let mut p = params(name, args);
+        p.meta = Some(RequestMetaObject::with_progress_token(rmcp::model::ProgressToken(
+            rmcp::model::NumberOrString::String(progress_token.to_string().into()),
+        )));
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(p));
+        self.service.send_cancellable_request(request, PeerRequestOptions::no_options()).await.expect("send tools/call")
+    }
+
+    pub async fn finish(handle: RequestHandle<RoleClient>) -> CallToolResult {
+        match handle.await_response().await.expect("tools/call response") {
+            ServerResult::CallToolResult(r) => r,
+            other => panic!("unexpected response {other:?}"),
+        }
+    }
+
+    /// Wait for a notification that satisfies `pred`, skipping others.
+    pub async fn wait_note(&self, timeout: Duration, pred: impl Fn(&Note) -> bool) -> Option<Note> {
+        let mut rx = self.notes.lock().await;
+        tokio::time::timeout(timeout, async {
+            while let Some(note) = rx.recv().await {
+                if pred(&note) {
+                    return Some(note);
+                }
+            }
+            None
+        })
+        .await
+        .ok()
+        .flatten()
+    }
+
+    /// Every notification received so far.
+    pub async fn drain_notes(&self) -> Vec<Note> {
+        let mut rx = self.notes.lock().await;
+        let mut out = Vec::new();
+        while let Ok(note) = rx.try_recv() {
+            out.push(note);
+        }
+        out
+    }
+}
+
+/// The structured content of a result, which every tool here returns.
+pub fn structured(result: &CallToolResult) -> &Value {
+    result.structured_content.as_ref().unwrap_or_else(|| panic!("no structuredContent in {result:?}"))
+}
+
+pub fn is_error(result: &CallToolResult) -> bool {
+    result.is_error == Some(true)
+}
+
+/// Resident and peak resident memory of a process, in KiB.
+pub fn rss_kib(pid: u32) -> (u64, u64) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let field = |name: &str| -> u64 {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|v| v.parse().ok())
+            .unwrap()
+    };
+    (field("VmRSS:"), field("VmHWM:"))
+}
+
+/// Reset the peak resident memory counter of a process (Linux).
+pub fn reset_peak_rss(pid: u32) {
+    std::fs::write(format!("/proc/{pid}/clear_refs"), "5").unwrap();
+}
+
+/// Whether a process is gone (or a zombie nobody reaped yet).
+pub fn process_gone(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z')),
+    }
+}
+
+pub fn run_test_args(runner: &str, extra: Value) -> Value {
+    let mut args = json!({
+        "runner": runner, "scope": "all",
+        "timeout_ms": 120_000, "no_output_timeout_ms": 60_000, "max_output_bytes": 65_536
+    });
+    args.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+    args
+}

@@ -1,0 +1,167 @@
+//! The host itself: loading, schemas, isolation, policy, hot reload, and a
+//! clean stdout.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+use crate::harness::*;
+
+const FAULTY_LIMITS: &str = "[plugins.faulty.limits]\ntimeout_ms = 1000\nmemory_mb = 32\n";
+
+#[tokio::test]
+async fn tools_list_shows_every_plugin_with_schemas() {
+    let env = Env::new(&["run_test", "faulty"], "");
+    let host = env.start().await;
+    let tools = host.tools().await;
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    assert_eq!(names, ["fault_loop", "fault_oom", "fault_trap", "noop", "run_test", "spawn"]);
+    let run_test = tools.iter().find(|t| t.name == "run_test").unwrap();
+    let required = run_test.input_schema["required"].as_array().unwrap();
+    assert!(required.contains(&json!("timeout_ms")) && required.contains(&json!("no_output_timeout_ms")));
+    assert!(run_test.output_schema.as_ref().unwrap()["properties"]["excerpt"].is_object());
+}
+
+#[tokio::test]
+async fn arguments_are_validated_before_the_plugin_runs() {
+    let env = Env::new(&["run_test"], "");
+    let host = env.start().await;
+    let missing = host.call("run_test", json!({"runner": "cargo", "scope": "all", "no_output_timeout_ms": 1, "max_output_bytes": 1})).await;
+    assert!(is_error(&missing));
+    let err = structured(&missing);
+    assert_eq!(err["code"], "invalid_arguments");
+    assert!(err["message"].as_str().unwrap().contains("timeout_ms"), "{err}");
+    let wrong = host.call("run_test", run_test_args("make", json!({}))).await;
+    let err = structured(&wrong);
+    assert_eq!(err["problems"][0]["path"], "/runner", "{err}");
+    let extra = host.call("run_test", run_test_args("cargo", json!({"command": "rm -rf /"}))).await;
+    assert!(structured(&extra)["message"].as_str().unwrap().contains("command"));
+    // A file scope without a target is caught by the schema too.
+    let no_target = host.call("run_test", run_test_args("cargo", json!({"scope": "file"}))).await;
+    assert!(structured(&no_target)["message"].as_str().unwrap().contains("target"));
+    // An unknown tool is a protocol error.
+    let unknown = host.service.call_tool(rmcp::model::CallToolRequestParams::new("nope")).await;
+    assert!(unknown.is_err());
+}
+
+#[tokio::test]
+async fn loop_trap_and_oom_fail_alone() {
+    let env = Env::new(&["faulty"], FAULTY_LIMITS);
+    let host = env.start().await;
+    for (tool, code) in [("fault_loop", "plugin_timeout"), ("fault_trap", "plugin_trapped"), ("fault_oom", "plugin_out_of_memory")]
+    {
+        let started = std::time::Instant::now();
+        let result = host.call(tool, json!({})).await;
+        assert!(is_error(&result), "{tool}: {result:?}");
+        assert_eq!(structured(&result)["code"], code, "{tool}");
+        assert!(started.elapsed() < Duration::from_secs(5), "{tool} took {:?}", started.elapsed());
+        let ok = host.call("noop", json!({"after": tool})).await;
+        assert!(!is_error(&ok), "the host keeps serving after {tool}");
+    }
+}
+
+#[tokio::test]
+async fn capabilities_are_denied_by_default_with_the_key_to_grant_them() {
+    let env = Env::new(&["faulty"], "");
+    let host = env.start().await;
+    let result = host.call("spawn", json!({"program": "ls"})).await;
+    let err = structured(&result);
+    assert_eq!(err["code"], "denied");
+    let message = err["message"].as_str().unwrap();
+    assert!(message.contains("plugin `faulty`") && message.contains("`process`"), "{message}");
+    assert!(message.contains("`capabilities`") && message.contains("[plugins.faulty]"), "{message}");
+
+    // Granted the capability, a program outside the allow-list is still refused.
+    let env = Env::new(&["faulty"], "[plugins.faulty]\ncapabilities = [\"process\", \"fs\"]\nprocess.programs = [\"true\"]\nfs.read = [\"${workspace}\"]\n");
+    let host = env.start().await;
+    let message = structured(&host.call("spawn", json!({"program": "ls"})).await)["message"].as_str().unwrap().to_string();
+    assert!(message.contains("`process.programs`") && message.contains("\"ls\""), "{message}");
+    let allowed = host.call("spawn", json!({"program": "true"})).await;
+    assert!(!is_error(&allowed), "{allowed:?}");
+}
+
+#[tokio::test]
+async fn dropped_in_plugin_appears_and_removed_one_goes() {
+    let env = Env::new(&["run_test"], "");
+    let host = env.start().await;
+    assert_eq!(host.tools().await.len(), 1);
+    env.add_plugin("faulty", "faulty");
+    let note = host.wait_note(Duration::from_secs(10), |n| matches!(n, Note::ToolListChanged)).await;
+    assert!(note.is_some(), "no tools/list_changed after adding a plugin");
+    assert!(host.tools().await.iter().any(|t| t.name == "noop"));
+    std::fs::remove_file(env.plugins.join("faulty.wasm")).unwrap();
+    let note = host.wait_note(Duration::from_secs(10), |n| matches!(n, Note::ToolListChanged)).await;
+    assert!(note.is_some(), "no tools/list_changed after removing a plugin");
+    assert!(!host.tools().await.iter().any(|t| t.name == "noop"));
+}
+
+#[tokio::test]
+async fn a_broken_plugin_is_skipped_and_a_tool_conflict_names_both() {
+    let env = Env::new(&["faulty", "run_test"], "");
+    env.add_plugin("faulty", "faulty_copy");
+    std::fs::write(env.plugins.join("broken.wasm"), b"not wasm at all").unwrap();
+    let out = env.host(&["check"]).output().await.unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("plugin broken: NOT LOADED"), "{text}");
+    assert!(text.contains("plugin `faulty`") && text.contains("plugin `faulty_copy`"), "{text}");
+    assert!(text.contains("plugin run_test: ok"), "{text}");
+    // Serving goes on with the good plugins.
+    let host = env.start().await;
+    assert!(host.tools().await.iter().any(|t| t.name == "run_test"));
+}
+
+#[tokio::test]
+async fn warm_start_uses_the_compiled_cache() {
+    let env = Env::new(&["run_test", "faulty"], "");
+    let first = env.host(&["list", "plugins"]).output().await.unwrap();
+    assert!(String::from_utf8_lossy(&first.stdout).contains("Compiled"));
+    let second = env.host(&["list", "plugins"]).output().await.unwrap();
+    let text = String::from_utf8_lossy(&second.stdout);
+    assert!(text.lines().all(|l| l.ends_with("Cached")), "{text}");
+    // A changed engine setting or wasm never reuses a stale artifact: the key
+    // holds the wasm hash, so a different file compiles afresh.
+    env.add_plugin("faulty", "run_test");
+    let third = env.host(&["list", "plugins"]).output().await.unwrap();
+    assert!(String::from_utf8_lossy(&third.stdout).contains("faulty\t"), "faulty listed");
+}
+
+/// Read stdout of `host serve --stdio` raw: every line is JSON-RPC.
+#[tokio::test]
+async fn stdout_carries_json_rpc_only() {
+    let env = Env::new(&["run_test", "faulty"], FAULTY_LIMITS);
+    let mut child = env
+        .host(&["serve", "--stdio"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::fs::File::create(env.stderr_log()).unwrap())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let requests = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "fault_trap", "arguments": {}}}),
+        json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "run_test", "arguments": run_test_args("cargo", json!({}))}}),
+    ];
+    for r in &requests {
+        stdin.write_all(format!("{r}\n").as_bytes()).await.unwrap();
+    }
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut seen = Vec::new();
+    while seen.len() < 4 {
+        let line = tokio::time::timeout(Duration::from_secs(60), lines.next_line()).await.unwrap().unwrap().unwrap();
+        let message: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON on stdout ({e}): {line}"));
+        assert_eq!(message["jsonrpc"], "2.0", "{line}");
+        if let Some(id) = message.get("id") {
+            seen.push(id.clone());
+        }
+    }
+    drop(stdin);
+    child.wait().await.unwrap();
+    let stderr = std::fs::read_to_string(env.stderr_log()).unwrap();
+    assert!(stderr.contains("tool call"), "the logs went to stderr");
+}

@@ -1,0 +1,8 @@
+//! End-to-end tests: the real `host serve --stdio` binary, real plugins
+//! built for wasm32-wasip2, real test runners, spoken to over MCP by rmcp's
+//! client. Build the plugins first: scripts/build-plugins (scripts/test
+//! does both).
+
+mod harness;
+mod host_core;
+mod run_test;
