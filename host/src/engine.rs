@@ -12,15 +12,31 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use wasmtime::component::Component;
-use wasmtime::{Config, Engine};
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 /// One epoch tick. Deadlines and cancellation are checked at this grain.
 pub const EPOCH_TICK: Duration = Duration::from_millis(10);
+
+/// Calls that can run at once (each holds one pooled instance slot).
+pub const MAX_CONCURRENT_CALLS: u32 = 128;
+
+/// No plugin's linear memory grows beyond this, whatever its policy says.
+pub const MAX_MEMORY_BYTES: usize = 1 << 30;
 
 pub fn new_engine() -> Result<Engine> {
     let mut config = Config::new();
     config.wasm_component_model(true);
     config.epoch_interruption(true);
+    // A call instantiates afresh; the pooling allocator recycles memories,
+    // tables and fiber stacks instead of mapping and unmapping them each time.
+    let mut pool = PoolingAllocationConfig::default();
+    pool.total_component_instances(MAX_CONCURRENT_CALLS)
+        .total_core_instances(MAX_CONCURRENT_CALLS * 4)
+        .total_memories(MAX_CONCURRENT_CALLS * 2)
+        .total_tables(MAX_CONCURRENT_CALLS * 4)
+        .total_stacks(MAX_CONCURRENT_CALLS)
+        .max_memory_size(MAX_MEMORY_BYTES);
+    config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
     Ok(Engine::new(&config)?)
 }
 

@@ -67,15 +67,13 @@ impl ServerHandler for McpFront {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let (link, forwarder) =
-            McpLink::start(context.peer.clone(), context.meta.get_progress_token(), self.min_level.clone());
+        let link = McpLink::new(context.peer.clone(), context.meta.get_progress_token(), self.min_level.clone());
         let reply = self
             .service
             .call(&request.name, request.arguments.unwrap_or_default(), link.clone(), context.ct.clone())
             .await;
         // Everything the call sent goes out before its response.
-        link.close();
-        let _ = forwarder.await;
+        link.close().await;
         let Some(reply) = reply else {
             return Err(McpError::invalid_params(
                 format!("unknown tool `{}`: tools/list shows the tools this host serves", request.name),
@@ -115,42 +113,55 @@ enum Note {
     Log(LoggingMessageNotificationParam),
 }
 
-/// Sends one call's notifications, in order, through a single task.
+/// Sends one call's notifications, in order, through a single task that
+/// starts with the first notification (most calls send none).
 struct McpLink {
-    tx: Mutex<Option<mpsc::UnboundedSender<Note>>>,
+    peer: Peer<RoleServer>,
+    sender: Mutex<Sender>,
     token: Option<ProgressToken>,
     min_level: Arc<Mutex<Level>>,
     last_progress: Mutex<f64>,
 }
 
+enum Sender {
+    Idle,
+    Running(mpsc::UnboundedSender<Note>, tokio::task::JoinHandle<()>),
+    Closed,
+}
+
 impl McpLink {
-    fn start(
-        peer: Peer<RoleServer>,
-        token: Option<ProgressToken>,
-        min_level: Arc<Mutex<Level>>,
-    ) -> (Arc<McpLink>, tokio::task::JoinHandle<()>) {
-        let (tx, mut rx) = mpsc::unbounded_channel();
-        let forwarder = tokio::spawn(async move {
-            while let Some(note) = rx.recv().await {
-                let sent = match note {
-                    Note::Progress(p) => peer.notify_progress(p).await,
-                    Note::Log(l) => peer.notify_logging_message(l).await,
-                };
-                if let Err(e) = sent {
-                    tracing::debug!(error = %e, "notification not delivered");
-                }
-            }
-        });
-        let link = McpLink { tx: Mutex::new(Some(tx)), token, min_level, last_progress: Mutex::new(0.0) };
-        (Arc::new(link), forwarder)
+    fn new(peer: Peer<RoleServer>, token: Option<ProgressToken>, min_level: Arc<Mutex<Level>>) -> Arc<McpLink> {
+        Arc::new(McpLink { peer, sender: Mutex::new(Sender::Idle), token, min_level, last_progress: Mutex::new(0.0) })
     }
 
-    fn close(&self) {
-        self.tx.lock().expect("link lock").take();
+    /// Stop taking notifications and wait until those taken are sent.
+    async fn close(&self) {
+        let previous = std::mem::replace(&mut *self.sender.lock().expect("link lock"), Sender::Closed);
+        if let Sender::Running(tx, forwarder) = previous {
+            drop(tx);
+            let _ = forwarder.await;
+        }
     }
 
     fn send(&self, note: Note) {
-        if let Some(tx) = &*self.tx.lock().expect("link lock") {
+        let mut sender = self.sender.lock().expect("link lock");
+        if let Sender::Idle = *sender {
+            let (tx, mut rx) = mpsc::unbounded_channel();
+            let peer = self.peer.clone();
+            let forwarder = tokio::spawn(async move {
+                while let Some(note) = rx.recv().await {
+                    let sent = match note {
+                        Note::Progress(p) => peer.notify_progress(p).await,
+                        Note::Log(l) => peer.notify_logging_message(l).await,
+                    };
+                    if let Err(e) = sent {
+                        tracing::debug!(error = %e, "notification not delivered");
+                    }
+                }
+            });
+            *sender = Sender::Running(tx, forwarder);
+        }
+        if let Sender::Running(tx, _) = &*sender {
             let _ = tx.send(note);
         }
     }

@@ -148,6 +148,10 @@ impl Config {
                     bail!("[plugins.{name}] capabilities: unknown capability `{cap}` (known: {})", GRANTABLE.join(", "));
                 }
             }
+            let ceiling = crate::engine::MAX_MEMORY_BYTES / (1024 * 1024);
+            if let Some(mb) = policy.limits.memory_mb.filter(|mb| *mb as usize > ceiling) {
+                bail!("[plugins.{name}] limits.memory_mb = {mb} is above the host's ceiling of {ceiling}: lower it");
+            }
         }
         Ok(())
     }
@@ -243,5 +247,8 @@ mod tests {
         std::fs::write(&file, "[plugins.x]\ncapabilities=[\"network\"]\n").unwrap();
         let err = format!("{:#}", Config::load(Some(&file)).unwrap_err());
         assert!(err.contains("unknown capability `network`"), "{err}");
+        std::fs::write(&file, "[plugins.x.limits]\nmemory_mb = 4096\n").unwrap();
+        let err = format!("{:#}", Config::load(Some(&file)).unwrap_err());
+        assert!(err.contains("limits.memory_mb = 4096"), "{err}");
     }
 }

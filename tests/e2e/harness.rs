@@ -105,9 +105,14 @@ impl Env {
 
     /// Start `host serve --stdio` and connect an MCP client to it.
     pub async fn start(&self) -> Client {
+        self.start_with(&[]).await
+    }
+
+    /// The same with extra `serve` options.
+    pub async fn start_with(&self, options: &[&str]) -> Client {
         let stderr = std::fs::OpenOptions::new().create(true).append(true).open(self.stderr_log()).unwrap();
-        let (transport, _) =
-            TokioChildProcess::builder(self.host(&["serve", "--stdio"])).stderr(Stdio::from(stderr)).spawn().unwrap();
+        let args: Vec<&str> = ["serve", "--stdio"].iter().chain(options).copied().collect();
+        let (transport, _) = TokioChildProcess::builder(self.host(&args)).stderr(Stdio::from(stderr)).spawn().unwrap();
         let pid = transport.id().expect("host pid");
         let (tx, rx) = mpsc::unbounded_channel();
         let service = Recorder { tx }.serve(transport).await.expect("MCP initialize with the host");

@@ -16,11 +16,21 @@ async fn tools_list_shows_every_plugin_with_schemas() {
     let host = env.start().await;
     let tools = host.tools().await;
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
-    assert_eq!(names, ["fault_loop", "fault_oom", "fault_trap", "noop", "run_test", "spawn"]);
+    assert_eq!(names, ["dotted.echo", "fault_loop", "fault_oom", "fault_trap", "noop", "run_test", "spawn"]);
     let run_test = tools.iter().find(|t| t.name == "run_test").unwrap();
     let required = run_test.input_schema["required"].as_array().unwrap();
     assert!(required.contains(&json!("timeout_ms")) && required.contains(&json!("no_output_timeout_ms")));
     assert!(run_test.output_schema.as_ref().unwrap()["properties"]["excerpt"].is_object());
+}
+
+#[tokio::test]
+async fn underscore_names_option_serves_dotted_tools_without_dots() {
+    let env = Env::new(&["faulty"], "");
+    let host = env.start_with(&["--underscore-names"]).await;
+    let names: Vec<String> = host.tools().await.iter().map(|t| t.name.to_string()).collect();
+    assert!(names.contains(&"dotted_echo".to_string()) && !names.iter().any(|n| n.contains('.')), "{names:?}");
+    let result = host.call("dotted_echo", json!({"x": 1})).await;
+    assert!(!is_error(&result), "{result:?}");
 }
 
 #[tokio::test]

@@ -24,6 +24,16 @@ fn npm_project(root: &Path, script: &str) {
     write(root, &[("package.json", &json!({"name": "p", "version": "1.0.0", "scripts": {"test": script}}).to_string())]);
 }
 
+/// A run_test environment holding an npm project, when npm is installed.
+fn npm_env(script: &str) -> Option<Env> {
+    if !require_program("npm", "install Node.js and npm (.ci/run does)") {
+        return None;
+    }
+    let env = env();
+    npm_project(&env.workspace, script);
+    Some(env)
+}
+
 /// The response has exactly the seed's keys, and the reports exist.
 fn check_reports(env: &Env, out: &Value, status: &str) {
     let keys: Vec<&str> = out.as_object().unwrap().keys().map(String::as_str).collect();
@@ -101,11 +111,7 @@ async fn pytest_pass_and_fail() {
 
 #[tokio::test]
 async fn hang_with_output_times_out_with_progress() {
-    if !require_program("npm", "install Node.js and npm") {
-        return;
-    }
-    let env = env();
-    npm_project(&env.workspace, "node -e \"setInterval(() => console.log('tick'), 100)\"");
+    let Some(env) = npm_env("node -e \"setInterval(() => console.log('tick'), 100)\"") else { return };
     let host = env.start().await;
     let started = Instant::now();
     let handle = host
@@ -124,11 +130,7 @@ async fn hang_with_output_times_out_with_progress() {
 
 #[tokio::test]
 async fn silent_hang_ends_as_no_output() {
-    if !require_program("npm", "install Node.js and npm") {
-        return;
-    }
-    let env = env();
-    npm_project(&env.workspace, "node -e \"setInterval(() => {}, 1000)\"");
+    let Some(env) = npm_env("node -e \"setInterval(() => {}, 1000)\"") else { return };
     let host = env.start().await;
     let started = Instant::now();
     let result =
@@ -154,12 +156,11 @@ async fn read_pid(path: &Path) -> i32 {
 
 #[tokio::test]
 async fn grandchild_in_its_own_session_does_not_survive() {
-    if !require_program("npm", "install Node.js and npm") || !require_program("setsid", "install util-linux") {
+    if !require_program("setsid", "install util-linux") {
         return;
     }
-    let env = env();
     // On timeout: the escaped grandchild is killed with the rest.
-    npm_project(&env.workspace, "setsid sh -c 'echo $$ > gc.pid; exec sleep 300' & sleep 300");
+    let Some(env) = npm_env("setsid sh -c 'echo $$ > gc.pid; exec sleep 300' & sleep 300") else { return };
     let host = env.start().await;
     let result =
         host.call("run_test", run_test_args("npm", json!({"timeout_ms": 2000, "no_output_timeout_ms": 60_000}))).await;
@@ -178,12 +179,11 @@ async fn grandchild_in_its_own_session_does_not_survive() {
 
 #[tokio::test]
 async fn output_flood_keeps_host_memory_bounded() {
-    if !require_program("npm", "install Node.js and npm") {
-        return;
-    }
-    let env = env();
     // 500 MB of 71-byte lines.
-    npm_project(&env.workspace, "yes 0123456789012345678901234567890123456789012345678901234567890123456789 | head -c 500000000");
+    let Some(env) = npm_env("yes 0123456789012345678901234567890123456789012345678901234567890123456789 | head -c 500000000")
+    else {
+        return;
+    };
     let host = env.start().await;
     host.tools().await;
     let (before, _) = rss_kib(host.pid);
@@ -218,11 +218,7 @@ async fn report_dir_escapes_are_refused() {
 
 #[tokio::test]
 async fn cancellation_kills_the_run() {
-    if !require_program("npm", "install Node.js and npm") {
-        return;
-    }
-    let env = env();
-    npm_project(&env.workspace, "echo $$ > leader.pid; sleep 300");
+    let Some(env) = npm_env("echo $$ > leader.pid; sleep 300") else { return };
     let host = env.start().await;
     let handle = host.start_call("run_test", run_test_args("npm", json!({"timeout_ms": 300_000})), "c1").await;
     let pid = read_pid(&env.workspace.join("leader.pid")).await;

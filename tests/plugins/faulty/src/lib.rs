@@ -15,6 +15,7 @@ impl Guest for Faulty {
             tool("fault_trap", "Traps (unreachable).", empty.clone(), None),
             tool("fault_oom", "Allocates until memory runs out.", empty.clone(), None),
             tool("noop", "Returns its arguments at once.", json!({"type": "object"}), None),
+            tool("dotted.echo", "Like noop, with a dotted name.", json!({"type": "object"}), None),
             tool(
                 "spawn",
                 "Runs a program through the process capability.",
@@ -40,7 +41,7 @@ impl Guest for Faulty {
                     std::hint::black_box(&hoard);
                 }
             }
-            "noop" => Ok(ToolOutput { text: arguments, structured: None }),
+            "noop" | "dotted.echo" => Ok(ToolOutput { text: arguments, structured: None }),
             "spawn" => {
                 let args: serde_json::Value = serde_json::from_str(&arguments).unwrap();
                 let request = plugin_sdk::process::RunRequest {
