@@ -60,6 +60,22 @@ async fn main() {
     let (rss, _) = rss_kib(client.pid);
     println!("idle RSS after start: {:.1} MiB", rss as f64 / 1024.0);
 
+    // The floor: a ping through the same client, transport and rmcp server.
+    let mut pings = Vec::with_capacity(5000);
+    for _ in 0..5000 {
+        let t = Instant::now();
+        client
+            .service
+            .send_request(rmcp::model::ClientRequest::PingRequest(Default::default()))
+            .await
+            .expect("ping");
+        pings.push(t.elapsed());
+    }
+    println!(
+        "ping round trip over stdio (floor, 5000 pings): p50 {}, p99 {}",
+        ms(percentile(&mut pings, 0.5)),
+        ms(percentile(&mut pings, 0.99))
+    );
     for _ in 0..300 {
         client.call("noop", json!({})).await;
     }

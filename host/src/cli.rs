@@ -184,10 +184,12 @@ async fn serve(loader: Loader, watch: bool) -> Result<ExitCode> {
         plugins = catalog.plugins.len(), tools = catalog.tools.len(), problems = catalog.problems.len(),
         dir = %service.loader.plugins_dir.display(), "serving MCP on stdio"
     );
-    let running = rmcp::ServiceExt::serve(McpFront::new(service.clone()), rmcp::transport::stdio())
+    let (peer_tx, peer_rx) = tokio::sync::oneshot::channel();
+    let _watcher = if watch { Some(crate::watch::watch(service.clone(), peer_rx)?) } else { None };
+    let running = rmcp::ServiceExt::serve(McpFront::new(service), rmcp::transport::stdio())
         .await
         .context("MCP initialisation with the client failed")?;
-    let _watcher = if watch { Some(crate::watch::watch(service, running.peer().clone())?) } else { None };
+    let _ = peer_tx.send(running.peer().clone());
     running.waiting().await.context("the MCP session ended with an error")?;
     Ok(ExitCode::SUCCESS)
 }

@@ -105,7 +105,8 @@ impl Service {
         };
         tracing::info!(
             target: "call",
-            plugin = %plugin.name, tool = %exposed, mode, duration_ms = started.elapsed().as_millis() as u64, duration_us = started.elapsed().as_micros() as u64,
+            plugin = %plugin.name, tool = %exposed, mode, duration_ms = started.elapsed().as_millis() as u64,
+            duration_us = started.elapsed().as_micros() as u64,
             %outcome, %trace_id, "tool call"
         );
         Some(reply)

@@ -15,8 +15,13 @@ use crate::service::Service;
 /// File copies arrive as bursts of events; wait for quiet before reloading.
 const SETTLE: Duration = Duration::from_millis(150);
 
-/// Watch until the returned watcher is dropped.
-pub fn watch(service: Arc<Service>, peer: Peer<RoleServer>) -> Result<notify::RecommendedWatcher> {
+/// Watch until the returned watcher is dropped. Watching starts at once,
+/// before the MCP session exists, so no change after start-up is missed;
+/// changes are announced once `peer` delivers the session.
+pub fn watch(
+    service: Arc<Service>,
+    peer: tokio::sync::oneshot::Receiver<Peer<RoleServer>>,
+) -> Result<notify::RecommendedWatcher> {
     let dir = service.loader.plugins_dir.clone();
     let (tx, mut rx) = mpsc::unbounded_channel();
     let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
@@ -29,6 +34,7 @@ pub fn watch(service: Arc<Service>, peer: Peer<RoleServer>) -> Result<notify::Re
         .watch(&dir, RecursiveMode::NonRecursive)
         .with_context(|| format!("cannot watch {}", dir.display()))?;
     tokio::spawn(async move {
+        let Ok(peer) = peer.await else { return };
         while rx.recv().await.is_some() {
             while let Ok(Some(())) = tokio::time::timeout(SETTLE, rx.recv()).await {}
             if service.reload().await {

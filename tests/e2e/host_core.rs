@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 use crate::harness::*;
+use crate::harness::Client;
 
 const FAULTY_LIMITS: &str = "[plugins.faulty.limits]\ntimeout_ms = 1000\nmemory_mb = 32\n";
 
@@ -16,11 +17,33 @@ async fn tools_list_shows_every_plugin_with_schemas() {
     let host = env.start().await;
     let tools = host.tools().await;
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
-    assert_eq!(names, ["dotted.echo", "fault_loop", "fault_oom", "fault_trap", "noop", "run_test", "spawn"]);
+    assert_eq!(names, ["chatty", "dotted.echo", "fault_loop", "fault_oom", "fault_trap", "noop", "run_test", "spawn"]);
     let run_test = tools.iter().find(|t| t.name == "run_test").unwrap();
     let required = run_test.input_schema["required"].as_array().unwrap();
     assert!(required.contains(&json!("timeout_ms")) && required.contains(&json!("no_output_timeout_ms")));
     assert!(run_test.output_schema.as_ref().unwrap()["properties"]["excerpt"].is_object());
+}
+
+#[tokio::test]
+async fn plugin_logs_progress_and_events_reach_the_client() {
+    let env = Env::new(&["faulty"], "");
+    let host = env.start().await;
+    // With a progress token (rmcp's client always sends one): progress and
+    // the event come as progress notifications, before the response, in
+    // increasing order; info logs as logging notifications, debug stays in
+    // the host's own log. (Without a token: see stdout_carries_json_rpc_only.)
+    let result = Client::finish(host.start_call("chatty", json!({}), "p1").await).await;
+    assert!(!is_error(&result));
+    let notes = host.drain_notes().await;
+    let logs: Vec<Value> = notes.iter().filter_map(|n| if let Note::Log(l) = n { Some(l.data.clone()) } else { None }).collect();
+    assert!(logs.iter().any(|d| d["message"] == "hello from chatty"), "{notes:?}");
+    assert!(!logs.iter().any(|d| d.to_string().contains("too quiet")), "{notes:?}");
+    let progress: Vec<_> = notes.into_iter().filter_map(|n| if let Note::Progress(p) = n { Some(p) } else { None }).collect();
+    assert_eq!(progress.len(), 2, "{progress:?}");
+    assert_eq!(progress[0].message.as_deref(), Some("half way"));
+    let event: Value = serde_json::from_str(progress[1].message.as_deref().unwrap()).unwrap();
+    assert_eq!(event["event"], "step");
+    assert!(progress[1].progress > progress[0].progress);
 }
 
 #[tokio::test]
@@ -156,20 +179,30 @@ async fn stdout_carries_json_rpc_only() {
         json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
         json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "fault_trap", "arguments": {}}}),
         json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "run_test", "arguments": run_test_args("cargo", json!({}))}}),
+        json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "chatty", "arguments": {}}}),
     ];
     for r in &requests {
         stdin.write_all(format!("{r}\n").as_bytes()).await.unwrap();
     }
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let mut seen = Vec::new();
-    while seen.len() < 4 {
+    let mut notifications = Vec::new();
+    while seen.len() < 5 {
         let line = tokio::time::timeout(Duration::from_secs(60), lines.next_line()).await.unwrap().unwrap().unwrap();
         let message: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON on stdout ({e}): {line}"));
         assert_eq!(message["jsonrpc"], "2.0", "{line}");
-        if let Some(id) = message.get("id") {
-            seen.push(id.clone());
+        match message.get("id") {
+            Some(id) => seen.push(id.clone()),
+            None => notifications.push(message),
         }
     }
+    // Without a progress token, a relayed event is a logging notification
+    // and nothing is sent as progress.
+    assert!(
+        notifications.iter().any(|n| n["method"] == "notifications/message" && n["params"]["data"]["event"] == "step"),
+        "{notifications:?}"
+    );
+    assert!(!notifications.iter().any(|n| n["method"] == "notifications/progress"), "{notifications:?}");
     drop(stdin);
     child.wait().await.unwrap();
     let stderr = std::fs::read_to_string(env.stderr_log()).unwrap();

@@ -15,6 +15,7 @@ impl Guest for Faulty {
             tool("fault_trap", "Traps (unreachable).", empty.clone(), None),
             tool("fault_oom", "Allocates until memory runs out.", empty.clone(), None),
             tool("noop", "Returns its arguments at once.", json!({"type": "object"}), None),
+            tool("chatty", "Logs, reports progress and relays an event.", json!({"type": "object"}), None),
             tool("dotted.echo", "Like noop, with a dotted name.", json!({"type": "object"}), None),
             tool(
                 "spawn",
@@ -57,6 +58,13 @@ impl Guest for Faulty {
                 };
                 let result = plugin_sdk::process::run(&request)?;
                 Ok(ToolOutput { text: format!("{:?}", result.status), structured: None })
+            }
+            "chatty" => {
+                plugin_sdk::log::log(plugin_sdk::log::Level::Info, "hello from chatty");
+                plugin_sdk::log::log(plugin_sdk::log::Level::Debug, "too quiet to reach the client");
+                plugin_sdk::notify::progress(0.5, Some(1.0), Some("half way"));
+                plugin_sdk::notify::event("step", r#"{"toolCallId": "t1"}"#);
+                Ok(ToolOutput { text: "done".into(), structured: None })
             }
             other => Err(ToolError::new("unknown_tool", other)),
         }
