@@ -1,6 +1,9 @@
 //! The host itself: loading, schemas, isolation, policy, hot reload, and a
 //! clean stdout.
 
+// Reads MCP logging notifications, deprecated by SEP-2577 but still sent.
+#![allow(deprecated)]
+
 use std::time::Duration;
 
 use serde_json::{Value, json};

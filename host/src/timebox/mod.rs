@@ -9,7 +9,7 @@ mod program;
 mod tail;
 mod tree;
 
-pub use program::{allowed, resolve, resolve_here};
+pub use program::{allowed, resolve_here};
 pub use tail::{Stream, Tail};
 pub use tree::{KillReport, MARKER_VAR, kill_tree, members};
 

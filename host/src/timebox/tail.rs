@@ -66,16 +66,6 @@ impl Tail {
     pub fn chunks(&self) -> Vec<(Stream, String)> {
         self.chunks.iter().map(|(s, d)| (*s, String::from_utf8_lossy(d).into_owned())).collect()
     }
-
-    /// Capacity in bytes.
-    pub fn cap(&self) -> usize {
-        self.cap
-    }
-
-    /// Bytes currently held.
-    pub fn len(&self) -> usize {
-        self.len
-    }
 }
 
 #[cfg(test)]
@@ -88,7 +78,7 @@ mod tests {
         t.push(Stream::Stdout, b"abcdef");
         t.push(Stream::Stderr, b"ghij");
         t.push(Stream::Stdout, b"kl");
-        assert_eq!(t.len(), 10);
+        assert_eq!(t.len, 10);
         assert!(t.truncated());
         let got: Vec<_> = t.chunks();
         assert_eq!(got, vec![(Stream::Stdout, "cdef".into()), (Stream::Stderr, "ghij".into()), (Stream::Stdout, "kl".into())]);
@@ -99,7 +89,7 @@ mod tests {
         let mut t = Tail::new(4);
         t.push(Stream::Stdout, b"0123456789");
         assert_eq!(t.chunks(), vec![(Stream::Stdout, "6789".into())]);
-        assert!(t.len() <= t.cap());
+        assert!(t.len <= t.cap);
     }
 
     #[test]
