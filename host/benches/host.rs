@@ -52,8 +52,15 @@ async fn main() {
         warm.push(t);
         drop(client);
     }
-    println!("start to tools/list, cold (compiles 2 plugins): median {}", ms(percentile(&mut cold, 0.5)));
-    println!("start to tools/list, warm (compiled cache): median {}, p90 {}", ms(percentile(&mut warm, 0.5)), ms(percentile(&mut warm, 0.9)));
+    println!(
+        "start to tools/list, cold (compiles 2 plugins): median {}",
+        ms(percentile(&mut cold, 0.5))
+    );
+    println!(
+        "start to tools/list, warm (compiled cache): median {}, p90 {}",
+        ms(percentile(&mut warm, 0.5)),
+        ms(percentile(&mut warm, 0.9))
+    );
 
     let (_, client) = start_to_list(&env).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -102,7 +109,10 @@ async fn main() {
     for _ in 0..10 {
         let spec = host::timebox::Spawn {
             program: "/bin/sh".into(),
-            args: vec!["-c".into(), "sleep 100 & setsid sleep 100 & sh -c 'sleep 100' & wait".into()],
+            args: vec![
+                "-c".into(),
+                "sleep 100 & setsid sleep 100 & sh -c 'sleep 100' & wait".into(),
+            ],
             cwd: std::env::temp_dir(),
             env: vec![("PATH".into(), std::env::var("PATH").unwrap_or_default())],
             stdin: None,

@@ -12,18 +12,18 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, anyhow};
+use anyhow::{Context, Result, anyhow, bail};
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 use wasmtime::Engine;
 use wasmtime::component::Linker;
 
-use crate::bindings::PluginPre;
+use crate::bindings::{Exports, ResourceTemplate};
 use crate::caps::{CallContext, CallState};
 use crate::client::StderrLink;
 use crate::engine::{ComponentCache, Origin};
 use crate::policy::{Config, Grants, Places};
-use crate::runtime;
+use crate::runtime::{self, Prepared};
 use crate::schema::ArgsSchema;
 
 /// A plugin ready to serve calls.
@@ -32,9 +32,12 @@ pub struct Plugin {
     pub path: PathBuf,
     pub hash: String,
     pub origin: Origin,
-    pub pre: PluginPre<CallState>,
+    pub prepared: Prepared,
     pub grants: Arc<Grants>,
     pub tools: Vec<ToolDef>,
+    /// Resource templates it serves, and the URI scheme they share.
+    pub templates: Vec<ResourceTemplate>,
+    pub scheme: Option<String>,
 }
 
 /// One tool as declared by its plugin, with its compiled input schema.
@@ -63,6 +66,8 @@ pub struct Problem {
 pub struct Catalog {
     pub plugins: Vec<Arc<Plugin>>,
     pub tools: BTreeMap<String, (Arc<Plugin>, usize)>,
+    /// Which plugin serves resources of each URI scheme.
+    pub schemes: BTreeMap<String, Arc<Plugin>>,
     pub problems: Vec<Problem>,
 }
 
@@ -71,10 +76,18 @@ impl Catalog {
         self.tools.get(exposed).map(|(p, i)| (p, &p.tools[*i]))
     }
 
+    /// The plugin serving resource `uri`, by its scheme.
+    pub fn resource_plugin(&self, uri: &str) -> Option<&Arc<Plugin>> {
+        self.schemes.get(uri_scheme(uri)?)
+    }
+
     /// A fingerprint of the served tools, to tell whether a reload changed
     /// what clients see.
     pub fn fingerprint(&self) -> Vec<(String, String)> {
-        self.tools.iter().map(|(name, (p, _))| (name.clone(), p.hash.clone())).collect()
+        self.tools
+            .iter()
+            .map(|(name, (p, _))| (name.clone(), p.hash.clone()))
+            .collect()
     }
 }
 
@@ -104,7 +117,16 @@ impl Loader {
     ) -> Result<Self> {
         let linker = crate::caps::linker(&engine)?;
         let cache = ComponentCache::new(&engine, places.cache_dir.join("compiled"));
-        Ok(Loader { engine, linker, cache, config, places, config_hint, plugins_dir, underscore_names })
+        Ok(Loader {
+            engine,
+            linker,
+            cache,
+            config,
+            places,
+            config_hint,
+            plugins_dir,
+            underscore_names,
+        })
     }
 
     pub fn grants(&self, plugin: &str) -> Grants {
@@ -126,7 +148,11 @@ impl Loader {
             let loaded = match std::fs::read(&path) {
                 Ok(bytes) => {
                     let hash = sha256_hex(&bytes);
-                    match previous.plugins.iter().find(|p| p.path == path && p.hash == hash) {
+                    match previous
+                        .plugins
+                        .iter()
+                        .find(|p| p.path == path && p.hash == hash)
+                    {
                         Some(same) => Ok(same.clone()),
                         None => self.load(&name, &path, &bytes, hash).await.map(Arc::new),
                     }
@@ -138,33 +164,56 @@ impl Loader {
                 Err(e) => {
                     let reason = format!("{e:#}");
                     tracing::warn!(plugin = %name, path = %path.display(), %reason, "plugin not loaded");
-                    catalog.problems.push(Problem { plugin: name, path, reason });
+                    catalog.problems.push(Problem {
+                        plugin: name,
+                        path,
+                        reason,
+                    });
                 }
             }
         }
         catalog
     }
 
-    /// Add a plugin unless one of its tools is already served.
+    /// Add a plugin unless one of its tools or its resource scheme is
+    /// already served.
     fn admit(&self, catalog: &mut Catalog, plugin: Arc<Plugin>) {
-        for tool in &plugin.tools {
-            if let Some((other, _)) = catalog.tools.get(&tool.exposed) {
-                let reason = format!(
-                    "tool `{}` is offered by both plugin `{}` ({}) and plugin `{}` ({}); `{}` was not loaded: rename or remove one of them",
-                    tool.exposed,
-                    other.name,
-                    other.path.display(),
-                    plugin.name,
-                    plugin.path.display(),
-                    plugin.name
-                );
-                tracing::error!(plugin = %plugin.name, %reason, "tool name conflict");
-                catalog.problems.push(Problem { plugin: plugin.name.clone(), path: plugin.path.clone(), reason });
-                return;
-            }
+        let tool_clash = plugin.tools.iter().find_map(|t| {
+            catalog
+                .tools
+                .get(&t.exposed)
+                .map(|(other, _)| (format!("tool `{}`", t.exposed), other.clone()))
+        });
+        let scheme_clash = plugin.scheme.as_ref().and_then(|s| {
+            catalog
+                .schemes
+                .get(s)
+                .map(|other| (format!("resource scheme `{s}://`"), other.clone()))
+        });
+        if let Some((what, other)) = tool_clash.or(scheme_clash) {
+            let reason = format!(
+                "{what} is offered by both plugin `{}` ({}) and plugin `{}` ({}); `{}` was not loaded: rename or remove one of them",
+                other.name,
+                other.path.display(),
+                plugin.name,
+                plugin.path.display(),
+                plugin.name
+            );
+            tracing::error!(plugin = %plugin.name, %reason, "name conflict");
+            catalog.problems.push(Problem {
+                plugin: plugin.name.clone(),
+                path: plugin.path.clone(),
+                reason,
+            });
+            return;
         }
         for (i, tool) in plugin.tools.iter().enumerate() {
-            catalog.tools.insert(tool.exposed.clone(), (plugin.clone(), i));
+            catalog
+                .tools
+                .insert(tool.exposed.clone(), (plugin.clone(), i));
+        }
+        if let Some(scheme) = &plugin.scheme {
+            catalog.schemes.insert(scheme.clone(), plugin.clone());
         }
         tracing::info!(plugin = %plugin.name, tools = plugin.tools.len(), origin = ?plugin.origin, "plugin loaded");
         catalog.plugins.push(plugin);
@@ -178,31 +227,96 @@ impl Loader {
             .instantiate_pre(&component)
             .map_err(anyhow::Error::from)
             .context("the component needs imports this host does not provide")?;
-        let pre = PluginPre::new(pre).map_err(anyhow::Error::from).context("the component does not export the mcphost:plugin/tools interface")?;
+        let exports = Exports::find(&pre)
+            .map_err(anyhow::Error::from)
+            .context("the component does not export the mcphost:plugin/tools interface")?;
+        let prepared = Prepared { pre, exports };
         let grants = Arc::new(self.grants(name));
         let call = CallContext {
             trace_id: "load".into(),
-            tool: "tools.list".into(),
+            tool: "describe".into(),
             cancel: CancellationToken::new(),
             deadline: Instant::now() + LIST_DEADLINE,
             client: Arc::new(StderrLink),
         };
-        let declared = runtime::list_tools(&pre, grants.clone(), call).await.map_err(|e| anyhow!("listing its tools failed: {e}"))?;
+        let (declared, templates) = runtime::describe(&prepared, grants.clone(), call)
+            .await
+            .map_err(|e| anyhow!("listing its tools failed: {e}"))?;
+        let scheme = resource_scheme(&templates)?;
         let mut tools = Vec::with_capacity(declared.len());
         for tool in declared {
-            let input_schema = schema_object(&tool.input_schema).with_context(|| format!("tool `{}`: input schema", tool.name))?;
+            let input_schema = schema_object(&tool.input_schema)
+                .with_context(|| format!("tool `{}`: input schema", tool.name))?;
             let output_schema = match &tool.output_schema {
-                Some(s) => Some(schema_object(s).with_context(|| format!("tool `{}`: output schema", tool.name))?),
+                Some(s) => Some(
+                    schema_object(s)
+                        .with_context(|| format!("tool `{}`: output schema", tool.name))?,
+                ),
                 None => None,
             };
-            let validator = ArgsSchema::compile(&Value::Object(input_schema.clone()))
-                .map_err(|e| anyhow!("tool `{}`: input schema is not a valid JSON Schema: {e}", tool.name))?;
-            let exposed = if self.underscore_names { tool.name.replace('.', "_") } else { tool.name.clone() };
-            tools.push(ToolDef { name: tool.name, exposed, description: tool.description, input_schema, output_schema, validator });
+            let validator =
+                ArgsSchema::compile(&Value::Object(input_schema.clone())).map_err(|e| {
+                    anyhow!(
+                        "tool `{}`: input schema is not a valid JSON Schema: {e}",
+                        tool.name
+                    )
+                })?;
+            let exposed = if self.underscore_names {
+                tool.name.replace('.', "_")
+            } else {
+                tool.name.clone()
+            };
+            tools.push(ToolDef {
+                name: tool.name,
+                exposed,
+                description: tool.description,
+                input_schema,
+                output_schema,
+                validator,
+            });
         }
         tracing::debug!(plugin = %name, ?origin, elapsed_us = started.elapsed().as_micros() as u64, "plugin prepared");
-        Ok(Plugin { name: name.to_string(), path: path.to_path_buf(), hash, origin, pre, grants, tools })
+        Ok(Plugin {
+            name: name.to_string(),
+            path: path.to_path_buf(),
+            hash,
+            origin,
+            prepared,
+            grants,
+            tools,
+            templates,
+            scheme,
+        })
     }
+}
+
+/// The one URI scheme all of a plugin's resource templates use.
+fn resource_scheme(templates: &[ResourceTemplate]) -> Result<Option<String>> {
+    let mut scheme = None;
+    for t in templates {
+        let s = uri_scheme(&t.uri_template).ok_or_else(|| {
+            anyhow!(
+                "resource template `{}` does not start with `<scheme>://`",
+                t.uri_template
+            )
+        })?;
+        match &scheme {
+            Some(first) if first != s => {
+                bail!("resource templates use two schemes, `{first}` and `{s}`: use one per plugin")
+            }
+            _ => scheme = Some(s.to_string()),
+        }
+    }
+    Ok(scheme)
+}
+
+fn uri_scheme(uri: &str) -> Option<&str> {
+    let (scheme, _) = uri.split_once("://")?;
+    let valid = !scheme.is_empty()
+        && scheme
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c));
+    valid.then_some(scheme)
 }
 
 fn schema_object(text: &str) -> Result<Map<String, Value>> {
@@ -218,7 +332,11 @@ pub fn wasm_files(dir: &Path) -> Result<Vec<(String, PathBuf)>> {
     for entry in std::fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))? {
         let path = entry?.path();
         if path.extension().is_some_and(|e| e == "wasm") && path.is_file() {
-            let name = path.file_stem().expect("a .wasm file has a stem").to_string_lossy().into_owned();
+            let name = path
+                .file_stem()
+                .expect("a .wasm file has a stem")
+                .to_string_lossy()
+                .into_owned();
             files.push((name, path));
         }
     }
@@ -228,5 +346,8 @@ pub fn wasm_files(dir: &Path) -> Result<Vec<(String, PathBuf)>> {
 
 pub fn sha256_hex(bytes: &[u8]) -> String {
     use sha2::{Digest, Sha256};
-    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }

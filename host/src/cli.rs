@@ -16,7 +16,11 @@ use crate::policy::{Config, Places};
 use crate::service::Service;
 
 #[derive(Parser)]
-#[command(name = "host", version, about = "MCP server whose tools are sandboxed WebAssembly components")]
+#[command(
+    name = "host",
+    version,
+    about = "MCP server whose tools are sandboxed WebAssembly components"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -96,7 +100,9 @@ impl Common {
         let config = Config::load(user_config.as_deref())?;
         let config_hint = user_config
             .map(|p| p.display().to_string())
-            .unwrap_or_else(|| "your config file (~/.config/mcp-host/config.toml or --config)".into());
+            .unwrap_or_else(|| {
+                "your config file (~/.config/mcp-host/config.toml or --config)".into()
+            });
         let workspace = match self.workspace {
             Some(w) => w,
             None => std::env::current_dir().context("cannot read the current directory")?,
@@ -118,7 +124,14 @@ impl Common {
             .unwrap_or_else(|| home.join(".local/share/mcp-host/plugins"));
         let engine = engine::new_engine()?;
         engine::start_epoch_ticker(&engine);
-        Loader::new(engine, config, places, config_hint, plugins_dir, self.underscore_names)
+        Loader::new(
+            engine,
+            config,
+            places,
+            config_hint,
+            plugins_dir,
+            self.underscore_names,
+        )
     }
 }
 
@@ -128,7 +141,10 @@ pub fn main() -> ExitCode {
         eprintln!("error: {e:#}");
         return ExitCode::from(2);
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
     match runtime.block_on(run(cli.command)) {
         Ok(code) => code,
         Err(e) => {
@@ -140,7 +156,11 @@ pub fn main() -> ExitCode {
 
 async fn run(command: Command) -> Result<ExitCode> {
     match command {
-        Command::Serve { stdio, no_watch, common } => {
+        Command::Serve {
+            stdio,
+            no_watch,
+            common,
+        } => {
             if !stdio {
                 bail!("say how to serve: `host serve --stdio` (stdio is the only transport)");
             }
@@ -151,9 +171,13 @@ async fn run(command: Command) -> Result<ExitCode> {
             list(&service, what);
             Ok(ExitCode::SUCCESS)
         }
-        Command::Call { tool, arguments, common } => {
-            let arguments: serde_json::Value =
-                serde_json::from_str(&arguments).context("arguments must be a JSON object, e.g. '{\"key\": 1}'")?;
+        Command::Call {
+            tool,
+            arguments,
+            common,
+        } => {
+            let arguments: serde_json::Value = serde_json::from_str(&arguments)
+                .context("arguments must be a JSON object, e.g. '{\"key\": 1}'")?;
             let serde_json::Value::Object(arguments) = arguments else {
                 bail!("arguments must be a JSON object, e.g. '{{\"key\": 1}}'");
             };
@@ -165,32 +189,53 @@ async fn run(command: Command) -> Result<ExitCode> {
                     on_ctrl_c.cancel();
                 }
             });
-            let Some(reply) = service.call(&tool, arguments, Arc::new(StderrLink), cancel).await else {
-                bail!("no plugin serves a tool named `{tool}`: `host list tools` shows what is served");
+            let Some(reply) = service
+                .call(&tool, arguments, Arc::new(StderrLink), cancel)
+                .await
+            else {
+                bail!(
+                    "no plugin serves a tool named `{tool}`: `host list tools` shows what is served"
+                );
             };
             println!("{}", serde_json::to_string_pretty(&reply)?);
-            Ok(if reply.is_error { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+            Ok(if reply.is_error {
+                ExitCode::FAILURE
+            } else {
+                ExitCode::SUCCESS
+            })
         }
         Command::Check { common } => check(common.loader()?).await,
     }
 }
 
 async fn serve(loader: Loader, watch: bool) -> Result<ExitCode> {
-    std::fs::create_dir_all(&loader.plugins_dir)
-        .with_context(|| format!("cannot create the plugins folder {}", loader.plugins_dir.display()))?;
+    std::fs::create_dir_all(&loader.plugins_dir).with_context(|| {
+        format!(
+            "cannot create the plugins folder {}",
+            loader.plugins_dir.display()
+        )
+    })?;
     let service = Arc::new(Service::start(loader).await);
     let catalog = service.catalog();
+    service.background.enable(&catalog);
     tracing::info!(
         plugins = catalog.plugins.len(), tools = catalog.tools.len(), problems = catalog.problems.len(),
         dir = %service.loader.plugins_dir.display(), "serving MCP on stdio"
     );
     let (peer_tx, peer_rx) = tokio::sync::oneshot::channel();
-    let _watcher = if watch { Some(crate::watch::watch(service.clone(), peer_rx)?) } else { None };
+    let _watcher = if watch {
+        Some(crate::watch::watch(service.clone(), peer_rx)?)
+    } else {
+        None
+    };
     let running = rmcp::ServiceExt::serve(McpFront::new(service), rmcp::transport::stdio())
         .await
         .context("MCP initialisation with the client failed")?;
     let _ = peer_tx.send(running.peer().clone());
-    running.waiting().await.context("the MCP session ended with an error")?;
+    running
+        .waiting()
+        .await
+        .context("the MCP session ended with an error")?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -199,10 +244,21 @@ fn list(service: &Service, what: ListWhat) {
     match what {
         ListWhat::Plugins => {
             for p in &catalog.plugins {
-                println!("{}\t{}\t{} tools\t{:?}", p.name, p.path.display(), p.tools.len(), p.origin);
+                println!(
+                    "{}\t{}\t{} tools\t{:?}",
+                    p.name,
+                    p.path.display(),
+                    p.tools.len(),
+                    p.origin
+                );
             }
             for p in &catalog.problems {
-                println!("{}\t{}\tNOT LOADED: {}", p.plugin, p.path.display(), p.reason);
+                println!(
+                    "{}\t{}\tNOT LOADED: {}",
+                    p.plugin,
+                    p.path.display(),
+                    p.reason
+                );
             }
         }
         ListWhat::Tools => {
@@ -213,7 +269,10 @@ fn list(service: &Service, what: ListWhat) {
         }
         ListWhat::Grants => {
             for p in &catalog.plugins {
-                println!("{}", serde_json::to_string_pretty(&grants_json(&p.grants)).expect("JSON"));
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&grants_json(&p.grants)).expect("JSON")
+                );
             }
         }
     }
@@ -235,7 +294,10 @@ fn grants_json(g: &crate::policy::Grants) -> serde_json::Value {
 async fn check(loader: Loader) -> Result<ExitCode> {
     println!("config: ok ({})", loader.config_hint);
     if !loader.plugins_dir.is_dir() {
-        println!("plugins folder {} does not exist: create it and copy *.wasm plugins into it", loader.plugins_dir.display());
+        println!(
+            "plugins folder {} does not exist: create it and copy *.wasm plugins into it",
+            loader.plugins_dir.display()
+        );
         return Ok(ExitCode::FAILURE);
     }
     let service = Service::start(loader).await;
@@ -246,13 +308,26 @@ async fn check(loader: Loader) -> Result<ExitCode> {
         for root in p.grants.read_roots.iter().chain(&p.grants.write_roots) {
             if !root.exists() {
                 problems += 1;
-                println!("plugin {}: granted directory {} does not exist", p.name, root.display());
+                println!(
+                    "plugin {}: granted directory {} does not exist",
+                    p.name,
+                    root.display()
+                );
             }
         }
     }
     for p in &catalog.problems {
         problems += 1;
-        println!("plugin {}: NOT LOADED ({}): {}", p.plugin, p.path.display(), p.reason);
+        println!(
+            "plugin {}: NOT LOADED ({}): {}",
+            p.plugin,
+            p.path.display(),
+            p.reason
+        );
     }
-    Ok(if problems == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+    Ok(if problems == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }

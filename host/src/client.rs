@@ -29,13 +29,19 @@ pub struct StderrLink;
 
 impl ClientLink for StderrLink {
     fn progress(&self, progress: f64, total: Option<f64>, message: Option<String>) {
-        eprintln!("{}", serde_json::json!({"progress": progress, "total": total, "message": message}));
+        eprintln!(
+            "{}",
+            serde_json::json!({"progress": progress, "total": total, "message": message})
+        );
     }
     fn wants_progress(&self) -> bool {
         true
     }
     fn log(&self, level: Level, logger: &str, data: Value) {
-        eprintln!("{}", serde_json::json!({"level": format!("{level:?}").to_lowercase(), "logger": logger, "data": data}));
+        eprintln!(
+            "{}",
+            serde_json::json!({"level": format!("{level:?}").to_lowercase(), "logger": logger, "data": data})
+        );
     }
     fn event(&self, _logger: &str, event: Value) {
         eprintln!("{event}");

@@ -79,18 +79,23 @@ impl ComponentCache {
     /// Load `wasm` from the cache, or compile it and store the artifact.
     /// `hash` is the SHA-256 of `wasm` in hex.
     pub fn load(&self, engine: &Engine, wasm: &[u8], hash: &str) -> Result<(Component, Origin)> {
-        let artifact = self.dir.join(format!("{}-{}.cwasm", &hash[..32], self.engine_key));
+        let artifact = self
+            .dir
+            .join(format!("{}-{}.cwasm", &hash[..32], self.engine_key));
         if artifact.exists() {
             // SAFETY: artifacts are written only by `store` below, from
             // `Component::serialize` of this engine configuration (the key
             // includes it), into the host's own cache directory.
             match unsafe { Component::deserialize_file(engine, &artifact) } {
                 Ok(component) => return Ok((component, Origin::Cached)),
-                Err(e) => tracing::warn!(path = %artifact.display(), error = %e, "discarding unreadable compiled artifact"),
+                Err(e) => {
+                    tracing::warn!(path = %artifact.display(), error = %e, "discarding unreadable compiled artifact")
+                }
             }
         }
-        let component =
-            Component::new(engine, wasm).map_err(anyhow::Error::from).context("not a valid WebAssembly component")?;
+        let component = Component::new(engine, wasm)
+            .map_err(anyhow::Error::from)
+            .context("not a valid WebAssembly component")?;
         if let Err(e) = store(&artifact, &component) {
             tracing::warn!(path = %artifact.display(), error = %format!("{e:#}"), "could not cache compiled component");
         }
@@ -110,5 +115,9 @@ fn store(path: &Path, component: &Component) -> Result<()> {
 }
 
 fn tempfile_in(dir: &Path) -> Result<PathBuf> {
-    Ok(dir.join(format!(".tmp-{}-{}", std::process::id(), uuid::Uuid::new_v4().simple())))
+    Ok(dir.join(format!(
+        ".tmp-{}-{}",
+        std::process::id(),
+        uuid::Uuid::new_v4().simple()
+    )))
 }

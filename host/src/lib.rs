@@ -10,8 +10,11 @@
 //! - [`runtime`]: a fresh instance per call with memory, deadline and
 //!   cancellation enforced.
 //! - [`caps`]: the host capabilities plugins import, one module per WIT
-//!   interface, gated by [`policy`]; [`timebox`] runs processes for them.
+//!   interface, gated by [`policy`]; [`timebox`] runs processes for them
+//!   and [`textindex`] keeps their full-text indexes.
+//! - [`background`]: plugins' `refresh` after load and on file changes.
 
+pub mod background;
 pub mod bindings;
 pub mod caps;
 pub mod catalog;
@@ -25,5 +28,6 @@ pub mod policy;
 pub mod runtime;
 pub mod schema;
 pub mod service;
+pub mod textindex;
 pub mod timebox;
 pub mod watch;

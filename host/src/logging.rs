@@ -13,10 +13,16 @@ pub fn init() -> Result<()> {
         Ok(level) => EnvFilter::new(match level.to_ascii_lowercase().as_str() {
             "silent" => "off",
             l @ ("error" | "warn" | "info" | "debug") => l,
-            other => bail!("MCP_SERVER_LOG={other} is not a level: use silent, error, warn, info or debug"),
+            other => bail!(
+                "MCP_SERVER_LOG={other} is not a level: use silent, error, warn, info or debug"
+            ),
         }),
         Err(_) => EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
     };
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(false).init();
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .init();
     Ok(())
 }

@@ -9,9 +9,11 @@
 use std::sync::{Arc, Mutex};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListToolsResult,
-    LoggingLevel, LoggingMessageNotificationParam, PaginatedRequestParams, ProgressNotificationParam,
-    ProgressToken, ServerCapabilities, ServerConfig, SetLevelRequestParams, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    ListResourceTemplatesResult, ListToolsResult, LoggingLevel, LoggingMessageNotificationParam,
+    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ReadResourceRequestParams,
+    ReadResourceResponse, ReadResourceResult, ResourceContents, ResourceTemplate,
+    ServerCapabilities, ServerConfig, SetLevelRequestParams, Tool,
 };
 use rmcp::service::{Peer, RequestContext, RoleServer};
 use rmcp::{ErrorData as McpError, ServerHandler};
@@ -30,13 +32,21 @@ pub struct McpFront {
 
 impl McpFront {
     pub fn new(service: Arc<Service>) -> Self {
-        McpFront { service, min_level: Arc::new(Mutex::new(Level::Info)) }
+        McpFront {
+            service,
+            min_level: Arc::new(Mutex::new(Level::Info)),
+        }
     }
 }
 
 impl ServerHandler for McpFront {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_tool_list_changed().enable_logging().build())
+        ServerConfig::new(ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .enable_resources()
+                .enable_logging()
+                .build())
             .with_server_info(Implementation::new("mcp-wasm-host", env!("CARGO_PKG_VERSION")))
             .with_instructions("Tools are served by sandboxed WebAssembly plugins; each tool's description says what it does.")
     }
@@ -52,7 +62,11 @@ impl ServerHandler for McpFront {
             .iter()
             .map(|(name, (plugin, i))| {
                 let def = &plugin.tools[*i];
-                let mut tool = Tool::new(name.clone(), def.description.clone(), Arc::new(def.input_schema.clone()));
+                let mut tool = Tool::new(
+                    name.clone(),
+                    def.description.clone(),
+                    Arc::new(def.input_schema.clone()),
+                );
                 if let Some(output) = &def.output_schema {
                     tool = tool.with_raw_output_schema(Arc::new(output.clone()));
                 }
@@ -62,21 +76,80 @@ impl ServerHandler for McpFront {
         Ok(ListToolsResult::with_all_items(tools))
     }
 
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        let catalog = self.service.catalog();
+        let templates = catalog
+            .plugins
+            .iter()
+            .flat_map(|p| &p.templates)
+            .map(|t| {
+                ResourceTemplate::new(t.uri_template.clone(), t.name.clone())
+                    .with_description(t.description.clone())
+                    .with_mime_type(t.mime_type.clone())
+            })
+            .collect();
+        Ok(ListResourceTemplatesResult::with_all_items(templates))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        let link = McpLink::new(context.peer.clone(), None, self.min_level.clone());
+        let read = self.service.read_resource(&request.uri, link.clone()).await;
+        link.close().await;
+        match read {
+            Ok(c) => Ok(ReadResourceResult::new(vec![
+                ResourceContents::text(c.text, c.uri).with_mime_type(c.mime_type),
+            ])
+            .into()),
+            Err(f) => {
+                let data = Some(serde_json::json!({ "code": f.code, "uri": request.uri }));
+                Err(match f.code.as_str() {
+                    "not_found" | "NOT_FOUND" | "unknown_scheme" => {
+                        McpError::resource_not_found(f.message, data)
+                    }
+                    "invalid_argument" | "INVALID_ARGUMENT" => {
+                        McpError::invalid_params(f.message, data)
+                    }
+                    _ => McpError::internal_error(f.message, data),
+                })
+            }
+        }
+    }
+
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let link = McpLink::new(context.peer.clone(), context.meta.get_progress_token(), self.min_level.clone());
+        let link = McpLink::new(
+            context.peer.clone(),
+            context.meta.get_progress_token(),
+            self.min_level.clone(),
+        );
         let reply = self
             .service
-            .call(&request.name, request.arguments.unwrap_or_default(), link.clone(), context.ct.clone())
+            .call(
+                &request.name,
+                request.arguments.unwrap_or_default(),
+                link.clone(),
+                context.ct.clone(),
+            )
             .await;
         // Everything the call sent goes out before its response.
         link.close().await;
         let Some(reply) = reply else {
             return Err(McpError::invalid_params(
-                format!("unknown tool `{}`: tools/list shows the tools this host serves", request.name),
+                format!(
+                    "unknown tool `{}`: tools/list shows the tools this host serves",
+                    request.name
+                ),
                 None,
             ));
         };
@@ -130,13 +203,24 @@ enum Sender {
 }
 
 impl McpLink {
-    fn new(peer: Peer<RoleServer>, token: Option<ProgressToken>, min_level: Arc<Mutex<Level>>) -> Arc<McpLink> {
-        Arc::new(McpLink { peer, sender: Mutex::new(Sender::Idle), token, min_level, last_progress: Mutex::new(0.0) })
+    fn new(
+        peer: Peer<RoleServer>,
+        token: Option<ProgressToken>,
+        min_level: Arc<Mutex<Level>>,
+    ) -> Arc<McpLink> {
+        Arc::new(McpLink {
+            peer,
+            sender: Mutex::new(Sender::Idle),
+            token,
+            min_level,
+            last_progress: Mutex::new(0.0),
+        })
     }
 
     /// Stop taking notifications and wait until those taken are sent.
     async fn close(&self) {
-        let previous = std::mem::replace(&mut *self.sender.lock().expect("link lock"), Sender::Closed);
+        let previous =
+            std::mem::replace(&mut *self.sender.lock().expect("link lock"), Sender::Closed);
         if let Sender::Running(tx, forwarder) = previous {
             drop(tx);
             let _ = forwarder.await;
@@ -173,7 +257,11 @@ impl ClientLink for McpLink {
         // The protocol wants progress to increase with every notification.
         let progress = {
             let mut last = self.last_progress.lock().expect("progress lock");
-            let value = if progress > *last { progress } else { *last + 1.0 };
+            let value = if progress > *last {
+                progress
+            } else {
+                *last + 1.0
+            };
             *last = value;
             value
         };
@@ -197,7 +285,9 @@ impl ClientLink for McpLink {
             Level::Warning => LoggingLevel::Warning,
             Level::Error => LoggingLevel::Error,
         };
-        self.send(Note::Log(LoggingMessageNotificationParam::new(level, data).with_logger(logger)));
+        self.send(Note::Log(
+            LoggingMessageNotificationParam::new(level, data).with_logger(logger),
+        ));
     }
 
     fn event(&self, logger: &str, event: Value) {

@@ -12,7 +12,10 @@ use std::path::{Component, Path, PathBuf};
 pub fn confine(path: &str, base: &Path, roots: &[PathBuf]) -> Option<PathBuf> {
     let joined = base.join(path);
     let resolved = resolve_existing_prefix(&normalize(&joined));
-    roots.iter().any(|root| resolved.starts_with(resolve_existing_prefix(&normalize(root)))).then_some(resolved)
+    roots
+        .iter()
+        .any(|root| resolved.starts_with(resolve_existing_prefix(&normalize(root))))
+        .then_some(resolved)
 }
 
 /// Remove `.` and `..` lexically. `..` at the root stays at the root.
@@ -36,9 +39,15 @@ fn resolve_existing_prefix(path: &Path) -> PathBuf {
     let mut rest = Vec::new();
     loop {
         if let Ok(canonical) = existing.canonicalize() {
-            return rest.iter().rev().fold(canonical, |acc, part: &std::ffi::OsString| acc.join(part));
+            return rest
+                .iter()
+                .rev()
+                .fold(canonical, |acc, part: &std::ffi::OsString| acc.join(part));
         }
-        match (existing.file_name().map(|n| n.to_os_string()), existing.parent()) {
+        match (
+            existing.file_name().map(|n| n.to_os_string()),
+            existing.parent(),
+        ) {
             (Some(name), Some(parent)) => {
                 rest.push(name);
                 existing = parent.to_path_buf();

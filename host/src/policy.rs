@@ -11,11 +11,13 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use serde::Deserialize;
 
+use crate::paths::normalize;
+
 /// The shipped default policy.
 pub const DEFAULT_POLICY: &str = include_str!("../../config/default.toml");
 
 /// Capabilities a plugin must be granted. `log` and `notify` are always on.
-pub const GRANTABLE: &[&str] = &["process", "fs"];
+pub const GRANTABLE: &[&str] = &["process", "fs", "index"];
 
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -36,7 +38,19 @@ pub struct PluginPolicy {
     #[serde(default)]
     pub fs: FsPolicy,
     #[serde(default)]
+    pub index: IndexPolicy,
+    /// Environment variables the plugin itself sees (placeholders expanded).
+    #[serde(default)]
+    pub vars: BTreeMap<String, String>,
+    #[serde(default)]
     pub limits: Limits,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IndexPolicy {
+    /// Where the plugin's indexes live. [default: `${plugin_cache}/index`]
+    pub root: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -92,6 +106,8 @@ pub struct Grants {
     pub read_roots: Vec<PathBuf>,
     pub write_roots: Vec<PathBuf>,
     pub plugin_cache: PathBuf,
+    pub index_root: PathBuf,
+    pub vars: Vec<(String, String)>,
     pub workspace: PathBuf,
     pub memory_bytes: usize,
     pub timeout_ms: u64,
@@ -115,7 +131,11 @@ impl Grants {
         if self.has(capability) {
             Ok(())
         } else {
-            Err(self.denial(&format!("the `{capability}` capability"), "capabilities", &format!("\"{capability}\"")))
+            Err(self.denial(
+                &format!("the `{capability}` capability"),
+                "capabilities",
+                &format!("\"{capability}\""),
+            ))
         }
     }
 }
@@ -123,34 +143,47 @@ impl Grants {
 impl Config {
     /// The shipped default merged with the user's file, if any.
     pub fn load(user_file: Option<&Path>) -> Result<Config> {
-        let mut merged: toml::Table = DEFAULT_POLICY.parse().context("the built-in default policy is not valid TOML")?;
+        let mut merged: toml::Table = DEFAULT_POLICY
+            .parse()
+            .context("the built-in default policy is not valid TOML")?;
         if let Some(path) = user_file {
             let text = std::fs::read_to_string(path)
                 .with_context(|| format!("cannot read config file {}", path.display()))?;
-            let user: toml::Table =
-                text.parse().with_context(|| format!("config file {} is not valid TOML", path.display()))?;
+            let user: toml::Table = text
+                .parse()
+                .with_context(|| format!("config file {} is not valid TOML", path.display()))?;
             merge(&mut merged, user);
         }
-        let config: Config = toml::Value::Table(merged)
-            .try_into()
-            .with_context(|| match user_file {
-                Some(p) => format!("config file {} has an unknown or mistyped key", p.display()),
-                None => "the built-in default policy has an unknown key".into(),
-            })?;
+        let config: Config =
+            toml::Value::Table(merged)
+                .try_into()
+                .with_context(|| match user_file {
+                    Some(p) => {
+                        format!("config file {} has an unknown or mistyped key", p.display())
+                    }
+                    None => "the built-in default policy has an unknown key".into(),
+                })?;
         config.check()?;
         Ok(config)
     }
 
     fn check(&self) -> Result<()> {
-        for (name, policy) in std::iter::once(("defaults", &self.defaults)).chain(self.plugins.iter().map(|(k, v)| (k.as_str(), v))) {
+        for (name, policy) in std::iter::once(("defaults", &self.defaults))
+            .chain(self.plugins.iter().map(|(k, v)| (k.as_str(), v)))
+        {
             for cap in &policy.capabilities {
                 if !GRANTABLE.contains(&cap.as_str()) {
-                    bail!("[plugins.{name}] capabilities: unknown capability `{cap}` (known: {})", GRANTABLE.join(", "));
+                    bail!(
+                        "[plugins.{name}] capabilities: unknown capability `{cap}` (known: {})",
+                        GRANTABLE.join(", ")
+                    );
                 }
             }
             let ceiling = crate::engine::MAX_MEMORY_BYTES / (1024 * 1024);
             if let Some(mb) = policy.limits.memory_mb.filter(|mb| *mb as usize > ceiling) {
-                bail!("[plugins.{name}] limits.memory_mb = {mb} is above the host's ceiling of {ceiling}: lower it");
+                bail!(
+                    "[plugins.{name}] limits.memory_mb = {mb} is above the host's ceiling of {ceiling}: lower it"
+                );
             }
         }
         Ok(())
@@ -161,12 +194,24 @@ impl Config {
         let d = &self.defaults;
         let p = self.plugins.get(plugin);
         let pick = |f: fn(&PluginPolicy) -> &Vec<String>| -> Vec<String> {
-            p.map(f).filter(|v| !v.is_empty()).unwrap_or_else(|| f(d)).clone()
+            p.map(f)
+                .filter(|v| !v.is_empty())
+                .unwrap_or_else(|| f(d))
+                .clone()
         };
         let plugin_cache = places.plugin_cache(plugin);
-        let expand = |roots: Vec<String>| -> Vec<PathBuf> {
-            roots.iter().map(|r| expand_placeholders(r, places, &plugin_cache)).collect()
+        let roots = |roots: Vec<String>| -> Vec<PathBuf> {
+            roots
+                .iter()
+                .map(|r| expand_path(r, places, &plugin_cache))
+                .collect()
         };
+        let index_root = p
+            .and_then(|p| p.index.root.clone())
+            .or_else(|| d.index.root.clone())
+            .unwrap_or_else(|| "${plugin_cache}/index".into());
+        let mut vars = d.vars.clone();
+        vars.extend(p.map(|p| p.vars.clone()).unwrap_or_default());
         let limit = |f: fn(&Limits) -> Option<u64>| p.and_then(|p| f(&p.limits)).or(f(&d.limits));
         Grants {
             plugin: plugin.to_string(),
@@ -174,8 +219,13 @@ impl Config {
             capabilities: pick(|p| &p.capabilities),
             programs: pick(|p| &p.process.programs),
             env: pick(|p| &p.process.env),
-            read_roots: expand(pick(|p| &p.fs.read)),
-            write_roots: expand(pick(|p| &p.fs.write)),
+            read_roots: roots(pick(|p| &p.fs.read)),
+            write_roots: roots(pick(|p| &p.fs.write)),
+            index_root: expand_path(&index_root, places, &plugin_cache),
+            vars: vars
+                .iter()
+                .map(|(k, v)| (k.clone(), expand(v, places, &plugin_cache)))
+                .collect(),
             plugin_cache,
             workspace: places.workspace.clone(),
             memory_bytes: (limit(|l| l.memory_mb).unwrap_or(256) * 1024 * 1024) as usize,
@@ -184,12 +234,50 @@ impl Config {
     }
 }
 
-fn expand_placeholders(root: &str, places: &Places, plugin_cache: &Path) -> PathBuf {
-    let s = root
-        .replace("${workspace}", &places.workspace.to_string_lossy())
+/// A path setting: placeholders expanded, relative paths taken from the
+/// workspace, `.` and `..` removed.
+fn expand_path(template: &str, places: &Places, plugin_cache: &Path) -> PathBuf {
+    normalize(
+        &places
+            .workspace
+            .join(expand(template, places, plugin_cache)),
+    )
+}
+
+/// Expand `${workspace}`, `${home}`, `${plugin_cache}` and
+/// `${env:NAME|fallback}` (the host's variable NAME when set and not
+/// empty, else the fallback, which may hold placeholders itself).
+fn expand(template: &str, places: &Places, plugin_cache: &Path) -> String {
+    let mut out = String::new();
+    let mut rest = template;
+    while let Some(start) = rest.find("${env:") {
+        out.push_str(&rest[..start]);
+        let body = &rest[start + 6..];
+        let mut depth = 1;
+        let end = body.char_indices().find_map(|(i, c)| {
+            depth += match c {
+                '{' => 1,
+                '}' => -1,
+                _ => 0,
+            };
+            (depth == 0).then_some(i)
+        });
+        let Some(end) = end else {
+            out.push_str(&rest[start..]);
+            rest = "";
+            break;
+        };
+        let (name, fallback) = body[..end].split_once('|').unwrap_or((&body[..end], ""));
+        match std::env::var(name) {
+            Ok(value) if !value.is_empty() => out.push_str(&value),
+            _ => out.push_str(&expand(fallback, places, plugin_cache)),
+        }
+        rest = &body[end + 1..];
+    }
+    out.push_str(rest);
+    out.replace("${workspace}", &places.workspace.to_string_lossy())
         .replace("${home}", &places.home.to_string_lossy())
-        .replace("${plugin_cache}", &plugin_cache.to_string_lossy());
-    PathBuf::from(s)
+        .replace("${plugin_cache}", &plugin_cache.to_string_lossy())
 }
 
 /// Merge `over` into `base`: tables recursively, everything else replaced.
@@ -209,7 +297,11 @@ mod tests {
     use super::*;
 
     fn places() -> Places {
-        Places { workspace: "/ws".into(), home: "/home/u".into(), cache_dir: "/cache".into() }
+        Places {
+            workspace: "/ws".into(),
+            home: "/home/u".into(),
+            cache_dir: "/cache".into(),
+        }
     }
 
     #[test]
@@ -222,19 +314,66 @@ mod tests {
         let other = config.grants("stranger", &places(), "cfg.toml");
         assert!(!other.has("process"));
         let denial = other.require("process").unwrap_err();
-        assert!(denial.contains("plugin `stranger`") && denial.contains("capabilities") && denial.contains("[plugins.stranger]"), "{denial}");
+        assert!(
+            denial.contains("plugin `stranger`")
+                && denial.contains("capabilities")
+                && denial.contains("[plugins.stranger]"),
+            "{denial}"
+        );
     }
 
     #[test]
     fn user_file_merges_key_by_key() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("c.toml");
-        std::fs::write(&file, "[plugins.run_test.limits]\ntimeout_ms = 5\n[plugins.x]\ncapabilities=[\"process\"]\n").unwrap();
+        std::fs::write(
+            &file,
+            "[plugins.run_test.limits]\ntimeout_ms = 5\n[plugins.x]\ncapabilities=[\"process\"]\n",
+        )
+        .unwrap();
         let config = Config::load(Some(&file)).unwrap();
         let g = config.grants("run_test", &places(), "c.toml");
         assert_eq!(g.timeout_ms, 5);
         assert!(g.has("process"), "untouched keys keep the shipped value");
         assert!(config.grants("x", &places(), "c.toml").has("process"));
+    }
+
+    #[test]
+    fn placeholders_expand_with_host_variables_and_fallbacks() {
+        let cache = Path::new("/cache/plugins/p");
+        // SAFETY: this test is the only reader of this variable.
+        unsafe { std::env::set_var("MCP_HOST_TEST_DOCS", "docs/4.x") };
+        assert_eq!(
+            expand_path(
+                "${env:MCP_HOST_TEST_DOCS|${workspace}/doc}",
+                &places(),
+                cache
+            ),
+            PathBuf::from("/ws/docs/4.x")
+        );
+        assert_eq!(
+            expand_path(
+                "${env:MCP_HOST_TEST_UNSET|${workspace}/doc}",
+                &places(),
+                cache
+            ),
+            PathBuf::from("/ws/doc")
+        );
+        assert_eq!(
+            expand_path("${plugin_cache}/index/../x", &places(), cache),
+            PathBuf::from("/cache/plugins/p/x")
+        );
+        assert_eq!(
+            expand("a-${env:MCP_HOST_TEST_UNSET|b}-c", &places(), cache),
+            "a-b-c"
+        );
+        let config = Config::load(None).unwrap();
+        let godot = config.grants("godot", &places(), "cfg.toml");
+        assert!(godot.has("index") && godot.has("fs") && !godot.has("process"));
+        assert!(
+            godot.write_roots.is_empty(),
+            "the Godot plugin writes only through the index capability"
+        );
     }
 
     #[test]

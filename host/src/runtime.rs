@@ -10,18 +10,23 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use wasmtime::component::InstancePre;
 use wasmtime::{ResourceLimiter, Store, Trap, UpdateDeadline};
 
-use crate::bindings::{PluginPre, Tool, ToolError, ToolOutput};
+use crate::bindings::{Contents, Exports, ResourceTemplate, Tool, ToolError, ToolOutput};
 use crate::caps::{CallContext, CallState};
 use crate::policy::Grants;
 
 /// Why a call produced no result from the plugin.
 #[derive(Debug, thiserror::Error)]
 pub enum CallFailure {
-    #[error("the plugin ran past its {0} ms deadline and was stopped (raise `limits.timeout_ms` for it if it needs longer)")]
+    #[error(
+        "the plugin ran past its {0} ms deadline and was stopped (raise `limits.timeout_ms` for it if it needs longer)"
+    )]
     Timeout(u64),
-    #[error("the plugin exceeded its {0} MiB memory limit (raise `limits.memory_mb` for it if it needs more)")]
+    #[error(
+        "the plugin exceeded its {0} MiB memory limit (raise `limits.memory_mb` for it if it needs more)"
+    )]
     OutOfMemory(u64),
     #[error("the call was cancelled")]
     Cancelled,
@@ -54,19 +59,36 @@ impl MemoryCap {
 }
 
 impl ResourceLimiter for MemoryCap {
-    fn memory_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
         let ok = desired <= self.max;
         self.hit |= !ok;
         Ok(ok)
     }
 
-    fn table_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
         Ok(desired <= 100_000)
     }
 }
 
-fn new_store(pre: &PluginPre<CallState>, grants: Arc<Grants>, call: CallContext) -> Store<CallState> {
-    let mut store = Store::new(pre.engine(), CallState::new(grants, call));
+/// A component linked against the host, with its exports located: what
+/// every call of a plugin instantiates.
+pub struct Prepared {
+    pub pre: InstancePre<CallState>,
+    pub exports: Exports,
+}
+
+fn new_store(prepared: &Prepared, grants: Arc<Grants>, call: CallContext) -> Store<CallState> {
+    let mut store = Store::new(prepared.pre.engine(), CallState::new(grants, call));
     store.limiter(|state| &mut state.memory);
     store.set_epoch_deadline(1);
     store.epoch_deadline_callback(|ctx| {
@@ -80,12 +102,31 @@ fn new_store(pre: &PluginPre<CallState>, grants: Arc<Grants>, call: CallContext)
     store
 }
 
-/// Ask a plugin for its tools.
-pub async fn list_tools(pre: &PluginPre<CallState>, grants: Arc<Grants>, call: CallContext) -> Result<Vec<Tool>, CallFailure> {
-    let mut store = new_store(pre, grants, call);
+/// Ask a plugin for its tools and resource templates.
+pub async fn describe(
+    prepared: &Prepared,
+    grants: Arc<Grants>,
+    call: CallContext,
+) -> Result<(Vec<Tool>, Vec<ResourceTemplate>), CallFailure> {
+    let mut store = new_store(prepared, grants, call);
     let result = async {
-        let plugin = pre.instantiate_async(&mut store).await?;
-        plugin.mcphost_plugin_tools().call_list(&mut store).await
+        let instance = prepared.pre.instantiate_async(&mut store).await?;
+        let tools = prepared
+            .exports
+            .tools
+            .load(&mut store, &instance)?
+            .call_list(&mut store)
+            .await?;
+        let templates = match &prepared.exports.resources {
+            Some(resources) => {
+                resources
+                    .load(&mut store, &instance)?
+                    .call_templates(&mut store)
+                    .await?
+            }
+            None => Vec::new(),
+        };
+        Ok((tools, templates))
     }
     .await;
     result.map_err(|e| classify(&store, e))
@@ -93,19 +134,71 @@ pub async fn list_tools(pre: &PluginPre<CallState>, grants: Arc<Grants>, call: C
 
 /// Run one tool call to its end.
 pub async fn call_tool(
-    pre: &PluginPre<CallState>,
+    prepared: &Prepared,
     grants: Arc<Grants>,
     call: CallContext,
     tool: &str,
     arguments: &str,
 ) -> Result<Result<ToolOutput, ToolError>, CallFailure> {
-    let mut store = new_store(pre, grants, call);
+    let mut store = new_store(prepared, grants, call);
     let result = async {
-        let plugin = pre.instantiate_async(&mut store).await?;
-        plugin.mcphost_plugin_tools().call_call(&mut store, tool, arguments).await
+        let instance = prepared.pre.instantiate_async(&mut store).await?;
+        prepared
+            .exports
+            .tools
+            .load(&mut store, &instance)?
+            .call_call(&mut store, tool, arguments)
+            .await
     }
     .await;
     result.map_err(|e| classify(&store, e))
+}
+
+/// Read one resource; the plugin must export `resources`.
+pub async fn read_resource(
+    prepared: &Prepared,
+    grants: Arc<Grants>,
+    call: CallContext,
+    uri: &str,
+) -> Result<Result<Contents, ToolError>, CallFailure> {
+    let Some(resources) = &prepared.exports.resources else {
+        return Ok(Err(ToolError {
+            code: "not_found".into(),
+            message: "this plugin serves no resources".into(),
+            retryable: false,
+            details: None,
+        }));
+    };
+    let mut store = new_store(prepared, grants, call);
+    let result = async {
+        let instance = prepared.pre.instantiate_async(&mut store).await?;
+        resources
+            .load(&mut store, &instance)?
+            .call_read(&mut store, uri)
+            .await
+    }
+    .await;
+    result.map_err(|e| classify(&store, e))
+}
+
+/// Run the plugin's background `refresh`, if it has one (`None` if not).
+pub async fn refresh(
+    prepared: &Prepared,
+    grants: Arc<Grants>,
+    call: CallContext,
+    changed: &[String],
+) -> Option<Result<Result<Vec<String>, ToolError>, CallFailure>> {
+    let lifecycle = prepared.exports.lifecycle.as_ref()?;
+    let mut store = new_store(prepared, grants, call);
+    let result = async {
+        let instance = prepared.pre.instantiate_async(&mut store).await?;
+        lifecycle
+            .load(&mut store, &instance)?
+            .call_refresh(&mut store, changed)
+            .await
+    }
+    .await;
+    Some(result.map_err(|e| classify(&store, e)))
 }
 
 fn classify(store: &Store<CallState>, error: wasmtime::Error) -> CallFailure {

@@ -18,7 +18,9 @@ pub struct Problem {
 
 impl ArgsSchema {
     pub fn compile(schema: &Value) -> Result<Self, String> {
-        jsonschema::validator_for(schema).map(|validator| ArgsSchema { validator }).map_err(|e| e.to_string())
+        jsonschema::validator_for(schema)
+            .map(|validator| ArgsSchema { validator })
+            .map_err(|e| e.to_string())
     }
 
     pub fn check(&self, arguments: &Value) -> Result<(), Vec<Problem>> {
@@ -27,11 +29,22 @@ impl ArgsSchema {
             .iter_errors(arguments)
             .map(|e| {
                 let path = e.instance_path().to_string();
-                let at = if path.is_empty() { String::new() } else { format!("at `{path}`: ") };
-                Problem { message: format!("{at}{e}"), path }
+                let at = if path.is_empty() {
+                    String::new()
+                } else {
+                    format!("at `{path}`: ")
+                };
+                Problem {
+                    message: format!("{at}{e}"),
+                    path,
+                }
             })
             .collect();
-        if problems.is_empty() { Ok(()) } else { Err(problems) }
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(problems)
+        }
     }
 }
 
@@ -49,14 +62,27 @@ mod tests {
             "additionalProperties": false
         }))
         .unwrap();
-        assert!(schema.check(&json!({"runner": "cargo", "timeout_ms": 5})).is_ok());
+        assert!(
+            schema
+                .check(&json!({"runner": "cargo", "timeout_ms": 5}))
+                .is_ok()
+        );
         let missing = schema.check(&json!({"runner": "cargo"})).unwrap_err();
         assert!(missing[0].message.contains("timeout_ms"), "{missing:?}");
-        let wrong = schema.check(&json!({"runner": "make", "timeout_ms": "soon"})).unwrap_err();
+        let wrong = schema
+            .check(&json!({"runner": "make", "timeout_ms": "soon"}))
+            .unwrap_err();
         assert_eq!(wrong.len(), 2);
         assert!(wrong.iter().any(|p| p.path == "/runner"));
-        assert!(wrong.iter().any(|p| p.path == "/timeout_ms" && p.message.contains("soon")), "{wrong:?}");
-        let extra = schema.check(&json!({"runner": "cargo", "timeout_ms": 1, "cmd": "rm -rf /"})).unwrap_err();
+        assert!(
+            wrong
+                .iter()
+                .any(|p| p.path == "/timeout_ms" && p.message.contains("soon")),
+            "{wrong:?}"
+        );
+        let extra = schema
+            .check(&json!({"runner": "cargo", "timeout_ms": 1, "cmd": "rm -rf /"}))
+            .unwrap_err();
         assert!(extra[0].message.contains("cmd"), "{extra:?}");
     }
 }

@@ -9,6 +9,8 @@ use std::time::{Duration, Instant};
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
+use crate::background::Background;
+use crate::bindings::Contents;
 use crate::caps::CallContext;
 use crate::catalog::{Catalog, Loader};
 use crate::client::ClientLink;
@@ -17,6 +19,7 @@ use crate::runtime::{self, CallFailure};
 pub struct Service {
     pub loader: Loader,
     catalog: RwLock<Arc<Catalog>>,
+    pub background: Background,
 }
 
 /// What a tool call answers: MCP `content` text, optional
@@ -36,14 +39,22 @@ impl Reply {
         fields.insert("message".into(), json!(message));
         fields.insert("retryable".into(), json!(retryable));
         fields.extend(details);
-        Reply { is_error: true, text: format!("{code}: {message}"), structured: Some(Value::Object(fields)) }
+        Reply {
+            is_error: true,
+            text: format!("{code}: {message}"),
+            structured: Some(Value::Object(fields)),
+        }
     }
 }
 
 impl Service {
     pub async fn start(loader: Loader) -> Service {
         let catalog = loader.load_all(&Catalog::default()).await;
-        Service { loader, catalog: RwLock::new(Arc::new(catalog)) }
+        Service {
+            loader,
+            catalog: RwLock::new(Arc::new(catalog)),
+            background: Background::default(),
+        }
     }
 
     pub fn catalog(&self) -> Arc<Catalog> {
@@ -55,7 +66,8 @@ impl Service {
         let old = self.catalog();
         let new = Arc::new(self.loader.load_all(&old).await);
         let changed = old.fingerprint() != new.fingerprint();
-        *self.catalog.write().expect("catalog lock") = new;
+        *self.catalog.write().expect("catalog lock") = new.clone();
+        self.background.sync(&new);
         changed
     }
 
@@ -72,15 +84,29 @@ impl Service {
         let started = Instant::now();
         let trace_id = uuid::Uuid::new_v4().simple().to_string()[..16].to_string();
         let arguments = Value::Object(arguments);
-        let mode = if arguments.get("background") == Some(&Value::Bool(true)) { "background" } else { "foreground" };
+        let mode = if arguments.get("background") == Some(&Value::Bool(true)) {
+            "background"
+        } else {
+            "foreground"
+        };
         let reply = match tool.validator.check(&arguments) {
             Err(problems) => {
                 let summary: Vec<String> = problems.iter().map(|p| p.message.clone()).collect();
                 let mut details = Map::new();
                 details.insert("problems".into(), json!(problems));
+                // A tool may name its own code for bad arguments (`x-error-code`
+                // in its input schema), e.g. a seed's `INVALID_ARGUMENT`.
+                let code = tool
+                    .input_schema
+                    .get("x-error-code")
+                    .and_then(Value::as_str)
+                    .unwrap_or("invalid_arguments");
                 Reply::error(
-                    "invalid_arguments",
-                    &format!("arguments of `{exposed}` do not match its input schema: {}", summary.join("; ")),
+                    code,
+                    &format!(
+                        "arguments of `{exposed}` do not match its input schema: {}",
+                        summary.join("; ")
+                    ),
                     false,
                     details,
                 )
@@ -93,8 +119,14 @@ impl Service {
                     deadline: Instant::now() + Duration::from_millis(plugin.grants.timeout_ms),
                     client,
                 };
-                let outcome =
-                    runtime::call_tool(&plugin.pre, plugin.grants.clone(), call, &tool.name, &arguments.to_string()).await;
+                let outcome = runtime::call_tool(
+                    &plugin.prepared,
+                    plugin.grants.clone(),
+                    call,
+                    &tool.name,
+                    &arguments.to_string(),
+                )
+                .await;
                 reply_from(outcome, tool.output_schema.is_some(), &trace_id)
             }
         };
@@ -113,6 +145,69 @@ impl Service {
     }
 }
 
+/// Why a resource could not be read.
+#[derive(Debug)]
+pub struct ReadFailure {
+    /// The plugin's error code (`not_found`, `invalid_argument`, ...) or
+    /// the host's (`unknown_scheme`, `plugin_trapped`, ...).
+    pub code: String,
+    pub message: String,
+}
+
+impl Service {
+    /// Read a resource from the plugin that serves its URI scheme.
+    pub async fn read_resource(
+        &self,
+        uri: &str,
+        client: Arc<dyn ClientLink>,
+    ) -> Result<Contents, ReadFailure> {
+        let catalog = self.catalog();
+        let Some(plugin) = catalog.resource_plugin(uri) else {
+            let schemes: Vec<&str> = catalog.schemes.keys().map(String::as_str).collect();
+            return Err(ReadFailure {
+                code: "unknown_scheme".into(),
+                message: format!(
+                    "no plugin serves `{uri}`; served schemes: {}",
+                    schemes.join(", ")
+                ),
+            });
+        };
+        let started = Instant::now();
+        let trace_id = uuid::Uuid::new_v4().simple().to_string()[..16].to_string();
+        let call = CallContext {
+            trace_id: trace_id.clone(),
+            tool: "resources.read".into(),
+            cancel: CancellationToken::new(),
+            deadline: Instant::now() + Duration::from_millis(plugin.grants.timeout_ms),
+            client,
+        };
+        let result = match runtime::read_resource(
+            &plugin.prepared,
+            plugin.grants.clone(),
+            call,
+            uri,
+        )
+        .await
+        {
+            Ok(Ok(contents)) => Ok(contents),
+            Ok(Err(e)) => Err(ReadFailure {
+                code: e.code,
+                message: e.message,
+            }),
+            Err(failure) => Err(ReadFailure {
+                code: failure.code().into(),
+                message: format!("{failure} (trace id {trace_id})"),
+            }),
+        };
+        let outcome = result.as_ref().map_or_else(|e| e.code.as_str(), |_| "ok");
+        tracing::info!(
+            target: "call", plugin = %plugin.name, resource = %uri, duration_us = started.elapsed().as_micros() as u64,
+            %outcome, %trace_id, "resource read"
+        );
+        result
+    }
+}
+
 fn reply_from(
     outcome: Result<Result<crate::bindings::ToolOutput, crate::bindings::ToolError>, CallFailure>,
     has_output_schema: bool,
@@ -124,7 +219,10 @@ fn reply_from(
     };
     match outcome {
         Ok(Ok(output)) => {
-            let structured = output.structured.as_deref().and_then(|s| serde_json::from_str(s).ok());
+            let structured = output
+                .structured
+                .as_deref()
+                .and_then(|s| serde_json::from_str(s).ok());
             match structured {
                 None if has_output_schema => Reply::error(
                     "invalid_plugin_output",
@@ -132,7 +230,11 @@ fn reply_from(
                     false,
                     with_trace(Map::new()),
                 ),
-                structured => Reply { is_error: false, text: output.text, structured },
+                structured => Reply {
+                    is_error: false,
+                    text: output.text,
+                    structured,
+                },
             }
         }
         Ok(Err(e)) => {
@@ -144,7 +246,12 @@ fn reply_from(
         }
         Err(failure) => {
             let retryable = matches!(failure, CallFailure::Timeout(_) | CallFailure::Cancelled);
-            Reply::error(failure.code(), &failure.to_string(), retryable, with_trace(Map::new()))
+            Reply::error(
+                failure.code(),
+                &failure.to_string(),
+                retryable,
+                with_trace(Map::new()),
+            )
         }
     }
 }

@@ -10,10 +10,13 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, LoggingMessageNotificationParam,
-    ProgressNotificationParam, RequestMetaObject, ServerResult, Tool,
+    CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest,
+    LoggingMessageNotificationParam, ProgressNotificationParam, RequestMetaObject, ServerResult,
+    Tool,
 };
-use rmcp::service::{NotificationContext, PeerRequestOptions, RequestHandle, RoleClient, RunningService};
+use rmcp::service::{
+    NotificationContext, PeerRequestOptions, RequestHandle, RoleClient, RunningService,
+};
 use rmcp::transport::TokioChildProcess;
 use rmcp::{ClientHandler, ServiceExt};
 use serde_json::{Value, json};
@@ -23,7 +26,9 @@ use tokio::sync::{Mutex, mpsc};
 pub fn built_plugin(name: &str) -> PathBuf {
     let dir = std::env::var_os("MCP_TEST_WASM_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/wasm32-wasip2/release"));
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/wasm32-wasip2/release")
+        });
     let path = dir.join(format!("{name}.wasm"));
     assert!(
         path.exists(),
@@ -110,13 +115,31 @@ impl Env {
 
     /// The same with extra `serve` options.
     pub async fn start_with(&self, options: &[&str]) -> Client {
-        let stderr = std::fs::OpenOptions::new().create(true).append(true).open(self.stderr_log()).unwrap();
-        let args: Vec<&str> = ["serve", "--stdio"].iter().chain(options).copied().collect();
-        let (transport, _) = TokioChildProcess::builder(self.host(&args)).stderr(Stdio::from(stderr)).spawn().unwrap();
+        let stderr = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.stderr_log())
+            .unwrap();
+        let args: Vec<&str> = ["serve", "--stdio"]
+            .iter()
+            .chain(options)
+            .copied()
+            .collect();
+        let (transport, _) = TokioChildProcess::builder(self.host(&args))
+            .stderr(Stdio::from(stderr))
+            .spawn()
+            .unwrap();
         let pid = transport.id().expect("host pid");
         let (tx, rx) = mpsc::unbounded_channel();
-        let service = Recorder { tx }.serve(transport).await.expect("MCP initialize with the host");
-        Client { service, notes: Mutex::new(rx), pid }
+        let service = Recorder { tx }
+            .serve(transport)
+            .await
+            .expect("MCP initialize with the host");
+        Client {
+            service,
+            notes: Mutex::new(rx),
+            pid,
+        }
     }
 }
 
@@ -134,10 +157,18 @@ pub struct Recorder {
 }
 
 impl ClientHandler for Recorder {
-    async fn on_progress(&self, params: ProgressNotificationParam, _: NotificationContext<RoleClient>) {
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _: NotificationContext<RoleClient>,
+    ) {
         let _ = self.tx.send(Note::Progress(params));
     }
-    async fn on_logging_message(&self, params: LoggingMessageNotificationParam, _: NotificationContext<RoleClient>) {
+    async fn on_logging_message(
+        &self,
+        params: LoggingMessageNotificationParam,
+        _: NotificationContext<RoleClient>,
+    ) {
         let _ = self.tx.send(Note::Log(params));
     }
     async fn on_tool_list_changed(&self, _: NotificationContext<RoleClient>) {
@@ -153,27 +184,46 @@ pub struct Client {
 }
 
 fn params(name: &str, args: Value) -> CallToolRequestParams {
-    let Value::Object(map) = args else { panic!("arguments must be an object") };
+    let Value::Object(map) = args else {
+        panic!("arguments must be an object")
+    };
     CallToolRequestParams::new(name.to_string()).with_arguments(map)
 }
 
 impl Client {
     pub async fn tools(&self) -> Vec<Tool> {
-        self.service.list_tools(None).await.expect("tools/list").tools
+        self.service
+            .list_tools(None)
+            .await
+            .expect("tools/list")
+            .tools
     }
 
     pub async fn call(&self, name: &str, args: Value) -> CallToolResult {
-        self.service.call_tool(params(name, args)).await.expect("tools/call")
+        self.service
+            .call_tool(params(name, args))
+            .await
+            .expect("tools/call")
     }
 
     /// Send a call with a progress token; the handle can cancel it.
-    pub async fn start_call(&self, name: &str, args: Value, progress_token: &str) -> RequestHandle<RoleClient> {
+    pub async fn start_call(
+        &self,
+        name: &str,
+        args: Value,
+        progress_token: &str,
+    ) -> RequestHandle<RoleClient> {
         let mut p = params(name, args);
-        p.meta = Some(RequestMetaObject::with_progress_token(rmcp::model::ProgressToken(
-            rmcp::model::NumberOrString::String(progress_token.to_string().into()),
-        )));
+        p.meta = Some(RequestMetaObject::with_progress_token(
+            rmcp::model::ProgressToken(rmcp::model::NumberOrString::String(
+                progress_token.to_string().into(),
+            )),
+        ));
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(p));
-        self.service.send_cancellable_request(request, PeerRequestOptions::no_options()).await.expect("send tools/call")
+        self.service
+            .send_cancellable_request(request, PeerRequestOptions::no_options())
+            .await
+            .expect("send tools/call")
     }
 
     pub async fn finish(handle: RequestHandle<RoleClient>) -> CallToolResult {
@@ -212,7 +262,10 @@ impl Client {
 
 /// The structured content of a result, which every tool here returns.
 pub fn structured(result: &CallToolResult) -> &Value {
-    result.structured_content.as_ref().unwrap_or_else(|| panic!("no structuredContent in {result:?}"))
+    result
+        .structured_content
+        .as_ref()
+        .unwrap_or_else(|| panic!("no structuredContent in {result:?}"))
 }
 
 pub fn is_error(result: &CallToolResult) -> bool {
@@ -242,7 +295,10 @@ pub fn reset_peak_rss(pid: u32) {
 pub fn process_gone(pid: i32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         Err(_) => true,
-        Ok(stat) => stat.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z')),
+        Ok(stat) => stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
     }
 }
 
@@ -251,6 +307,8 @@ pub fn run_test_args(runner: &str, extra: Value) -> Value {
         "runner": runner, "scope": "all",
         "timeout_ms": 120_000, "no_output_timeout_ms": 60_000, "max_output_bytes": 65_536
     });
-    args.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+    args.as_object_mut()
+        .unwrap()
+        .extend(extra.as_object().unwrap().clone());
     args
 }

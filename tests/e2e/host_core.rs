@@ -9,8 +9,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
-use crate::harness::*;
 use crate::harness::Client;
+use crate::harness::*;
 
 const FAULTY_LIMITS: &str = "[plugins.faulty.limits]\ntimeout_ms = 1000\nmemory_mb = 32\n";
 
@@ -20,10 +20,25 @@ async fn tools_list_shows_every_plugin_with_schemas() {
     let host = env.start().await;
     let tools = host.tools().await;
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
-    assert_eq!(names, ["chatty", "dotted.echo", "fault_loop", "fault_oom", "fault_trap", "noop", "run_test", "spawn"]);
+    assert_eq!(
+        names,
+        [
+            "chatty",
+            "dotted.echo",
+            "fault_loop",
+            "fault_oom",
+            "fault_trap",
+            "noop",
+            "run_test",
+            "spawn"
+        ]
+    );
     let run_test = tools.iter().find(|t| t.name == "run_test").unwrap();
     let required = run_test.input_schema["required"].as_array().unwrap();
-    assert!(required.contains(&json!("timeout_ms")) && required.contains(&json!("no_output_timeout_ms")));
+    assert!(
+        required.contains(&json!("timeout_ms"))
+            && required.contains(&json!("no_output_timeout_ms"))
+    );
     assert!(run_test.output_schema.as_ref().unwrap()["properties"]["excerpt"].is_object());
 }
 
@@ -38,10 +53,34 @@ async fn plugin_logs_progress_and_events_reach_the_client() {
     let result = Client::finish(host.start_call("chatty", json!({}), "p1").await).await;
     assert!(!is_error(&result));
     let notes = host.drain_notes().await;
-    let logs: Vec<Value> = notes.iter().filter_map(|n| if let Note::Log(l) = n { Some(l.data.clone()) } else { None }).collect();
-    assert!(logs.iter().any(|d| d["message"] == "hello from chatty"), "{notes:?}");
-    assert!(!logs.iter().any(|d| d.to_string().contains("too quiet")), "{notes:?}");
-    let progress: Vec<_> = notes.into_iter().filter_map(|n| if let Note::Progress(p) = n { Some(p) } else { None }).collect();
+    let logs: Vec<Value> = notes
+        .iter()
+        .filter_map(|n| {
+            if let Note::Log(l) = n {
+                Some(l.data.clone())
+            } else {
+                None
+            }
+        })
+        .collect();
+    assert!(
+        logs.iter().any(|d| d["message"] == "hello from chatty"),
+        "{notes:?}"
+    );
+    assert!(
+        !logs.iter().any(|d| d.to_string().contains("too quiet")),
+        "{notes:?}"
+    );
+    let progress: Vec<_> = notes
+        .into_iter()
+        .filter_map(|n| {
+            if let Note::Progress(p) = n {
+                Some(p)
+            } else {
+                None
+            }
+        })
+        .collect();
     assert_eq!(progress.len(), 2, "{progress:?}");
     assert_eq!(progress[0].message.as_deref(), Some("half way"));
     let event: Value = serde_json::from_str(progress[1].message.as_deref().unwrap()).unwrap();
@@ -53,8 +92,16 @@ async fn plugin_logs_progress_and_events_reach_the_client() {
 async fn underscore_names_option_serves_dotted_tools_without_dots() {
     let env = Env::new(&["faulty"], "");
     let host = env.start_with(&["--underscore-names"]).await;
-    let names: Vec<String> = host.tools().await.iter().map(|t| t.name.to_string()).collect();
-    assert!(names.contains(&"dotted_echo".to_string()) && !names.iter().any(|n| n.contains('.')), "{names:?}");
+    let names: Vec<String> = host
+        .tools()
+        .await
+        .iter()
+        .map(|t| t.name.to_string())
+        .collect();
+    assert!(
+        names.contains(&"dotted_echo".to_string()) && !names.iter().any(|n| n.contains('.')),
+        "{names:?}"
+    );
     let result = host.call("dotted_echo", json!({"x": 1})).await;
     assert!(!is_error(&result), "{result:?}");
 }
@@ -67,17 +114,42 @@ async fn arguments_are_validated_before_the_plugin_runs() {
     assert!(is_error(&missing));
     let err = structured(&missing);
     assert_eq!(err["code"], "invalid_arguments");
-    assert!(err["message"].as_str().unwrap().contains("timeout_ms"), "{err}");
-    let wrong = host.call("run_test", run_test_args("make", json!({}))).await;
+    assert!(
+        err["message"].as_str().unwrap().contains("timeout_ms"),
+        "{err}"
+    );
+    let wrong = host
+        .call("run_test", run_test_args("make", json!({})))
+        .await;
     let err = structured(&wrong);
     assert_eq!(err["problems"][0]["path"], "/runner", "{err}");
-    let extra = host.call("run_test", run_test_args("cargo", json!({"command": "rm -rf /"}))).await;
-    assert!(structured(&extra)["message"].as_str().unwrap().contains("command"));
+    let extra = host
+        .call(
+            "run_test",
+            run_test_args("cargo", json!({"command": "rm -rf /"})),
+        )
+        .await;
+    assert!(
+        structured(&extra)["message"]
+            .as_str()
+            .unwrap()
+            .contains("command")
+    );
     // A file scope without a target is caught by the schema too.
-    let no_target = host.call("run_test", run_test_args("cargo", json!({"scope": "file"}))).await;
-    assert!(structured(&no_target)["message"].as_str().unwrap().contains("target"));
+    let no_target = host
+        .call("run_test", run_test_args("cargo", json!({"scope": "file"})))
+        .await;
+    assert!(
+        structured(&no_target)["message"]
+            .as_str()
+            .unwrap()
+            .contains("target")
+    );
     // An unknown tool is a protocol error.
-    let unknown = host.service.call_tool(rmcp::model::CallToolRequestParams::new("nope")).await;
+    let unknown = host
+        .service
+        .call_tool(rmcp::model::CallToolRequestParams::new("nope"))
+        .await;
     assert!(unknown.is_err());
 }
 
@@ -85,13 +157,20 @@ async fn arguments_are_validated_before_the_plugin_runs() {
 async fn loop_trap_and_oom_fail_alone() {
     let env = Env::new(&["faulty"], FAULTY_LIMITS);
     let host = env.start().await;
-    for (tool, code) in [("fault_loop", "plugin_timeout"), ("fault_trap", "plugin_trapped"), ("fault_oom", "plugin_out_of_memory")]
-    {
+    for (tool, code) in [
+        ("fault_loop", "plugin_timeout"),
+        ("fault_trap", "plugin_trapped"),
+        ("fault_oom", "plugin_out_of_memory"),
+    ] {
         let started = std::time::Instant::now();
         let result = host.call(tool, json!({})).await;
         assert!(is_error(&result), "{tool}: {result:?}");
         assert_eq!(structured(&result)["code"], code, "{tool}");
-        assert!(started.elapsed() < Duration::from_secs(5), "{tool} took {:?}", started.elapsed());
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{tool} took {:?}",
+            started.elapsed()
+        );
         let ok = host.call("noop", json!({"after": tool})).await;
         assert!(!is_error(&ok), "the host keeps serving after {tool}");
     }
@@ -105,14 +184,29 @@ async fn capabilities_are_denied_by_default_with_the_key_to_grant_them() {
     let err = structured(&result);
     assert_eq!(err["code"], "denied");
     let message = err["message"].as_str().unwrap();
-    assert!(message.contains("plugin `faulty`") && message.contains("`process`"), "{message}");
-    assert!(message.contains("`capabilities`") && message.contains("[plugins.faulty]"), "{message}");
+    assert!(
+        message.contains("plugin `faulty`") && message.contains("`process`"),
+        "{message}"
+    );
+    assert!(
+        message.contains("`capabilities`") && message.contains("[plugins.faulty]"),
+        "{message}"
+    );
 
     // Granted the capability, a program outside the allow-list is still refused.
-    let env = Env::new(&["faulty"], "[plugins.faulty]\ncapabilities = [\"process\", \"fs\"]\nprocess.programs = [\"true\"]\nfs.read = [\"${workspace}\"]\n");
+    let env = Env::new(
+        &["faulty"],
+        "[plugins.faulty]\ncapabilities = [\"process\", \"fs\"]\nprocess.programs = [\"true\"]\nfs.read = [\"${workspace}\"]\n",
+    );
     let host = env.start().await;
-    let message = structured(&host.call("spawn", json!({"program": "ls"})).await)["message"].as_str().unwrap().to_string();
-    assert!(message.contains("`process.programs`") && message.contains("\"ls\""), "{message}");
+    let message = structured(&host.call("spawn", json!({"program": "ls"})).await)["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        message.contains("`process.programs`") && message.contains("\"ls\""),
+        "{message}"
+    );
     let allowed = host.call("spawn", json!({"program": "true"})).await;
     assert!(!is_error(&allowed), "{allowed:?}");
 }
@@ -123,12 +217,26 @@ async fn dropped_in_plugin_appears_and_removed_one_goes() {
     let host = env.start().await;
     assert_eq!(host.tools().await.len(), 1);
     env.add_plugin("faulty", "faulty");
-    let note = host.wait_note(Duration::from_secs(10), |n| matches!(n, Note::ToolListChanged)).await;
-    assert!(note.is_some(), "no tools/list_changed after adding a plugin");
+    let note = host
+        .wait_note(Duration::from_secs(10), |n| {
+            matches!(n, Note::ToolListChanged)
+        })
+        .await;
+    assert!(
+        note.is_some(),
+        "no tools/list_changed after adding a plugin"
+    );
     assert!(host.tools().await.iter().any(|t| t.name == "noop"));
     std::fs::remove_file(env.plugins.join("faulty.wasm")).unwrap();
-    let note = host.wait_note(Duration::from_secs(10), |n| matches!(n, Note::ToolListChanged)).await;
-    assert!(note.is_some(), "no tools/list_changed after removing a plugin");
+    let note = host
+        .wait_note(Duration::from_secs(10), |n| {
+            matches!(n, Note::ToolListChanged)
+        })
+        .await;
+    assert!(
+        note.is_some(),
+        "no tools/list_changed after removing a plugin"
+    );
     assert!(!host.tools().await.iter().any(|t| t.name == "noop"));
 }
 
@@ -141,7 +249,10 @@ async fn a_broken_plugin_is_skipped_and_a_tool_conflict_names_both() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{text}");
     assert!(text.contains("plugin broken: NOT LOADED"), "{text}");
-    assert!(text.contains("plugin `faulty`") && text.contains("plugin `faulty_copy`"), "{text}");
+    assert!(
+        text.contains("plugin `faulty`") && text.contains("plugin `faulty_copy`"),
+        "{text}"
+    );
     assert!(text.contains("plugin run_test: ok"), "{text}");
     // Serving goes on with the good plugins.
     let host = env.start().await;
@@ -160,7 +271,10 @@ async fn warm_start_uses_the_compiled_cache() {
     // holds the wasm hash, so a different file compiles afresh.
     env.add_plugin("faulty", "run_test");
     let third = env.host(&["list", "plugins"]).output().await.unwrap();
-    assert!(String::from_utf8_lossy(&third.stdout).contains("faulty\t"), "faulty listed");
+    assert!(
+        String::from_utf8_lossy(&third.stdout).contains("faulty\t"),
+        "faulty listed"
+    );
 }
 
 /// Read stdout of `host serve --stdio` raw: every line is JSON-RPC.
@@ -191,8 +305,13 @@ async fn stdout_carries_json_rpc_only() {
     let mut seen = Vec::new();
     let mut notifications = Vec::new();
     while seen.len() < 5 {
-        let line = tokio::time::timeout(Duration::from_secs(60), lines.next_line()).await.unwrap().unwrap().unwrap();
-        let message: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON on stdout ({e}): {line}"));
+        let line = tokio::time::timeout(Duration::from_secs(60), lines.next_line())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        let message: Value = serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("not JSON on stdout ({e}): {line}"));
         assert_eq!(message["jsonrpc"], "2.0", "{line}");
         match message.get("id") {
             Some(id) => seen.push(id.clone()),
@@ -202,10 +321,18 @@ async fn stdout_carries_json_rpc_only() {
     // Without a progress token, a relayed event is a logging notification
     // and nothing is sent as progress.
     assert!(
-        notifications.iter().any(|n| n["method"] == "notifications/message" && n["params"]["data"]["event"] == "step"),
+        notifications
+            .iter()
+            .any(|n| n["method"] == "notifications/message"
+                && n["params"]["data"]["event"] == "step"),
         "{notifications:?}"
     );
-    assert!(!notifications.iter().any(|n| n["method"] == "notifications/progress"), "{notifications:?}");
+    assert!(
+        !notifications
+            .iter()
+            .any(|n| n["method"] == "notifications/progress"),
+        "{notifications:?}"
+    );
     drop(stdin);
     child.wait().await.unwrap();
     let stderr = std::fs::read_to_string(env.stderr_log()).unwrap();

@@ -21,7 +21,13 @@ fn write(root: &Path, files: &[(&str, &str)]) {
 
 /// An npm project whose `npm test` runs `script` (through sh).
 fn npm_project(root: &Path, script: &str) {
-    write(root, &[("package.json", &json!({"name": "p", "version": "1.0.0", "scripts": {"test": script}}).to_string())]);
+    write(
+        root,
+        &[(
+            "package.json",
+            &json!({"name": "p", "version": "1.0.0", "scripts": {"test": script}}).to_string(),
+        )],
+    );
 }
 
 /// A run_test environment holding an npm project, when npm is installed.
@@ -36,20 +42,50 @@ fn npm_env(script: &str) -> Option<Env> {
 
 /// The response has exactly the seed's keys, and the reports exist.
 fn check_reports(env: &Env, out: &Value, status: &str) {
-    let keys: Vec<&str> = out.as_object().unwrap().keys().map(String::as_str).collect();
-    assert_eq!(keys, ["artifacts", "duration_ms", "excerpt", "exit_code", "report_dir", "status"], "{out}");
+    let keys: Vec<&str> = out
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "artifacts",
+            "duration_ms",
+            "excerpt",
+            "exit_code",
+            "report_dir",
+            "status"
+        ],
+        "{out}"
+    );
     assert_eq!(out["status"], status, "{out:#}");
     let dir = env.workspace.join(out["report_dir"].as_str().unwrap());
     for file in ["raw.log", "summary.md", "summary.json"] {
-        assert!(dir.join(file).is_file(), "{file} missing in {}", dir.display());
+        assert!(
+            dir.join(file).is_file(),
+            "{file} missing in {}",
+            dir.display()
+        );
     }
-    let summary: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
     assert_eq!(summary["status"], status);
-    assert!(std::fs::read_to_string(dir.join("summary.md")).unwrap().contains(&format!("status: **{status}**")));
+    assert!(
+        std::fs::read_to_string(dir.join("summary.md"))
+            .unwrap()
+            .contains(&format!("status: **{status}**"))
+    );
 }
 
 fn raw_log(env: &Env, out: &Value) -> String {
-    std::fs::read_to_string(env.workspace.join(out["report_dir"].as_str().unwrap()).join("raw.log")).unwrap()
+    std::fs::read_to_string(
+        env.workspace
+            .join(out["report_dir"].as_str().unwrap())
+            .join("raw.log"),
+    )
+    .unwrap()
 }
 
 #[tokio::test]
@@ -58,21 +94,40 @@ async fn cargo_pass_and_fail() {
     write(
         &env.workspace,
         &[
-            ("Cargo.toml", "[package]\nname = \"sample\"\nversion = \"0.1.0\"\nedition = \"2021\"\n[workspace]\n"),
-            ("src/lib.rs", "pub fn add(a: i32, b: i32) -> i32 { a + b }\n"),
-            ("tests/good.rs", "#[test]\nfn adds() { assert_eq!(sample::add(1, 2), 3); }\n"),
-            ("tests/bad.rs", "#[test]\nfn adds_wrong() { assert_eq!(sample::add(1, 2), 4, \"math broke\"); }\n"),
+            (
+                "Cargo.toml",
+                "[package]\nname = \"sample\"\nversion = \"0.1.0\"\nedition = \"2021\"\n[workspace]\n",
+            ),
+            (
+                "src/lib.rs",
+                "pub fn add(a: i32, b: i32) -> i32 { a + b }\n",
+            ),
+            (
+                "tests/good.rs",
+                "#[test]\nfn adds() { assert_eq!(sample::add(1, 2), 3); }\n",
+            ),
+            (
+                "tests/bad.rs",
+                "#[test]\nfn adds_wrong() { assert_eq!(sample::add(1, 2), 4, \"math broke\"); }\n",
+            ),
         ],
     );
     let host = env.start().await;
-    let pass = host.call("run_test", run_test_args("cargo", json!({"scope": "file", "target": "tests/good.rs"}))).await;
+    let pass = host
+        .call(
+            "run_test",
+            run_test_args("cargo", json!({"scope": "file", "target": "tests/good.rs"})),
+        )
+        .await;
     assert!(!is_error(&pass), "{pass:?}");
     let out = structured(&pass);
     check_reports(&env, out, "pass");
     assert_eq!(out["exit_code"], 0);
     assert!(raw_log(&env, out).contains("[stdout] test adds ... ok"));
 
-    let fail = host.call("run_test", run_test_args("cargo", json!({"scope": "all"}))).await;
+    let fail = host
+        .call("run_test", run_test_args("cargo", json!({"scope": "all"})))
+        .await;
     let out = structured(&fail);
     check_reports(&env, out, "fail");
     assert_eq!(out["exit_code"], 101);
@@ -80,13 +135,21 @@ async fn cargo_pass_and_fail() {
     assert!(excerpt.contains("test adds_wrong ... FAILED"), "{excerpt}");
     assert!(excerpt.contains("math broke"), "{excerpt}");
 
-    let pattern = host.call("run_test", run_test_args("cargo", json!({"scope": "pattern", "target": "adds_wrong"}))).await;
+    let pattern = host
+        .call(
+            "run_test",
+            run_test_args("cargo", json!({"scope": "pattern", "target": "adds_wrong"})),
+        )
+        .await;
     assert_eq!(structured(&pattern)["status"], "fail");
 }
 
 #[tokio::test]
 async fn pytest_pass_and_fail() {
-    if !require_program("pytest", "install it with `pip install pytest` (.ci/run does)") {
+    if !require_program(
+        "pytest",
+        "install it with `pip install pytest` (.ci/run does)",
+    ) {
         return;
     }
     let env = env();
@@ -94,50 +157,99 @@ async fn pytest_pass_and_fail() {
         &env.workspace,
         &[
             ("test_ok.py", "def test_ok():\n    assert 1 + 1 == 2\n"),
-            ("test_bad.py", "def test_bad():\n    assert 1 + 1 == 3, 'arithmetic'\n"),
+            (
+                "test_bad.py",
+                "def test_bad():\n    assert 1 + 1 == 3, 'arithmetic'\n",
+            ),
         ],
     );
     let host = env.start().await;
-    let pass = host.call("run_test", run_test_args("pytest", json!({"scope": "file", "target": "test_ok.py"}))).await;
+    let pass = host
+        .call(
+            "run_test",
+            run_test_args("pytest", json!({"scope": "file", "target": "test_ok.py"})),
+        )
+        .await;
     check_reports(&env, structured(&pass), "pass");
-    let fail = host.call("run_test", run_test_args("pytest", json!({"scope": "pattern", "target": "bad"}))).await;
+    let fail = host
+        .call(
+            "run_test",
+            run_test_args("pytest", json!({"scope": "pattern", "target": "bad"})),
+        )
+        .await;
     let out = structured(&fail);
     check_reports(&env, out, "fail");
     assert_eq!(out["exit_code"], 1);
     let excerpt = out["excerpt"].as_str().unwrap();
-    assert!(excerpt.contains("FAILED test_bad.py::test_bad"), "{excerpt}");
-    assert!(excerpt.contains("E       AssertionError: arithmetic"), "{excerpt}");
+    assert!(
+        excerpt.contains("FAILED test_bad.py::test_bad"),
+        "{excerpt}"
+    );
+    assert!(
+        excerpt.contains("E       AssertionError: arithmetic"),
+        "{excerpt}"
+    );
 }
 
 #[tokio::test]
 async fn hang_with_output_times_out_with_progress() {
-    let Some(env) = npm_env("node -e \"setInterval(() => console.log('tick'), 100)\"") else { return };
+    let Some(env) = npm_env("node -e \"setInterval(() => console.log('tick'), 100)\"") else {
+        return;
+    };
     let host = env.start().await;
     let started = Instant::now();
     let handle = host
-        .start_call("run_test", run_test_args("npm", json!({"timeout_ms": 2500, "no_output_timeout_ms": 60_000})), "t1")
+        .start_call(
+            "run_test",
+            run_test_args(
+                "npm",
+                json!({"timeout_ms": 2500, "no_output_timeout_ms": 60_000}),
+            ),
+            "t1",
+        )
         .await;
     let result = crate::harness::Client::finish(handle).await;
     let elapsed = started.elapsed();
     let out = structured(&result);
     check_reports(&env, out, "timeout");
-    assert!(elapsed < Duration::from_millis(2500 + 3000), "returned after {elapsed:?}");
+    assert!(
+        elapsed < Duration::from_millis(2500 + 3000),
+        "returned after {elapsed:?}"
+    );
     assert!(out["excerpt"].as_str().unwrap().contains("tick"));
     assert!(raw_log(&env, out).contains("[stdout] tick"));
-    let progress = host.drain_notes().await.into_iter().filter(|n| matches!(n, Note::Progress(_))).count();
+    let progress = host
+        .drain_notes()
+        .await
+        .into_iter()
+        .filter(|n| matches!(n, Note::Progress(_)))
+        .count();
     assert!(progress >= 1, "a 2.5 s run reports progress");
 }
 
 #[tokio::test]
 async fn silent_hang_ends_as_no_output() {
-    let Some(env) = npm_env("node -e \"setInterval(() => {}, 1000)\"") else { return };
+    let Some(env) = npm_env("node -e \"setInterval(() => {}, 1000)\"") else {
+        return;
+    };
     let host = env.start().await;
     let started = Instant::now();
-    let result =
-        host.call("run_test", run_test_args("npm", json!({"timeout_ms": 60_000, "no_output_timeout_ms": 1500}))).await;
+    let result = host
+        .call(
+            "run_test",
+            run_test_args(
+                "npm",
+                json!({"timeout_ms": 60_000, "no_output_timeout_ms": 1500}),
+            ),
+        )
+        .await;
     let out = structured(&result);
     check_reports(&env, out, "no_output");
-    assert!(started.elapsed() < Duration::from_secs(10), "returned after {:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "returned after {:?}",
+        started.elapsed()
+    );
 }
 
 /// Wait (without blocking the test's runtime) for a pid file.
@@ -149,7 +261,11 @@ async fn read_pid(path: &Path) -> i32 {
         {
             return pid;
         }
-        assert!(Instant::now() < deadline, "{} never appeared", path.display());
+        assert!(
+            Instant::now() < deadline,
+            "{} never appeared",
+            path.display()
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
@@ -160,28 +276,44 @@ async fn grandchild_in_its_own_session_does_not_survive() {
         return;
     }
     // On timeout: the escaped grandchild is killed with the rest.
-    let Some(env) = npm_env("setsid sh -c 'echo $$ > gc.pid; exec sleep 300' & sleep 300") else { return };
+    let Some(env) = npm_env("setsid sh -c 'echo $$ > gc.pid; exec sleep 300' & sleep 300") else {
+        return;
+    };
     let host = env.start().await;
-    let result =
-        host.call("run_test", run_test_args("npm", json!({"timeout_ms": 2000, "no_output_timeout_ms": 60_000}))).await;
+    let result = host
+        .call(
+            "run_test",
+            run_test_args(
+                "npm",
+                json!({"timeout_ms": 2000, "no_output_timeout_ms": 60_000}),
+            ),
+        )
+        .await;
     assert_eq!(structured(&result)["status"], "timeout");
     let gc = read_pid(&env.workspace.join("gc.pid")).await;
     assert!(process_gone(gc), "grandchild {gc} survived the timeout");
 
     // On a normal exit: a daemon left behind is killed too.
     std::fs::remove_file(env.workspace.join("gc.pid")).unwrap();
-    npm_project(&env.workspace, "setsid sh -c 'echo $$ > gc.pid; exec sleep 300' </dev/null >/dev/null 2>&1 & sleep 0.5; echo done");
+    npm_project(
+        &env.workspace,
+        "setsid sh -c 'echo $$ > gc.pid; exec sleep 300' </dev/null >/dev/null 2>&1 & sleep 0.5; echo done",
+    );
     let result = host.call("run_test", run_test_args("npm", json!({}))).await;
     assert_eq!(structured(&result)["status"], "pass", "{result:?}");
     let gc = read_pid(&env.workspace.join("gc.pid")).await;
-    assert!(process_gone(gc), "daemonised grandchild {gc} survived the run");
+    assert!(
+        process_gone(gc),
+        "daemonised grandchild {gc} survived the run"
+    );
 }
 
 #[tokio::test]
 async fn output_flood_keeps_host_memory_bounded() {
     // 500 MB of 71-byte lines.
-    let Some(env) = npm_env("yes 0123456789012345678901234567890123456789012345678901234567890123456789 | head -c 500000000")
-    else {
+    let Some(env) = npm_env(
+        "yes 0123456789012345678901234567890123456789012345678901234567890123456789 | head -c 500000000",
+    ) else {
         return;
     };
     let host = env.start().await;
@@ -189,15 +321,33 @@ async fn output_flood_keeps_host_memory_bounded() {
     let (before, _) = rss_kib(host.pid);
     reset_peak_rss(host.pid);
     let result = host
-        .call("run_test", run_test_args("npm", json!({"max_output_bytes": 1_048_576, "timeout_ms": 600_000})))
+        .call(
+            "run_test",
+            run_test_args(
+                "npm",
+                json!({"max_output_bytes": 1_048_576, "timeout_ms": 600_000}),
+            ),
+        )
         .await;
     let (_, peak) = rss_kib(host.pid);
     let out = structured(&result);
     check_reports(&env, out, "pass");
-    let log_len = std::fs::metadata(env.workspace.join(out["report_dir"].as_str().unwrap()).join("raw.log")).unwrap().len();
-    assert!(log_len > 500_000_000, "raw.log keeps everything: {log_len} bytes");
+    let log_len = std::fs::metadata(
+        env.workspace
+            .join(out["report_dir"].as_str().unwrap())
+            .join("raw.log"),
+    )
+    .unwrap()
+    .len();
+    assert!(
+        log_len > 500_000_000,
+        "raw.log keeps everything: {log_len} bytes"
+    );
     let growth_mib = peak.saturating_sub(before) / 1024;
-    assert!(growth_mib < 64, "host memory grew by {growth_mib} MiB during a 500 MB flood");
+    assert!(
+        growth_mib < 64,
+        "host memory grew by {growth_mib} MiB during a 500 MB flood"
+    );
 }
 
 #[tokio::test]
@@ -205,27 +355,51 @@ async fn report_dir_escapes_are_refused() {
     let env = env();
     let host = env.start().await;
     for bad in ["../outside", "/tmp/outside", "reports/../../outside"] {
-        let result = host.call("run_test", run_test_args("cargo", json!({"report_dir": bad}))).await;
+        let result = host
+            .call(
+                "run_test",
+                run_test_args("cargo", json!({"report_dir": bad})),
+            )
+            .await;
         assert!(is_error(&result), "{bad}: {result:?}");
         let err = structured(&result);
         assert_eq!(err["code"], "invalid_argument");
-        assert!(err["message"].as_str().unwrap().contains("report_dir"), "{err}");
+        assert!(
+            err["message"].as_str().unwrap().contains("report_dir"),
+            "{err}"
+        );
     }
     assert!(!env.dir.path().join("outside").exists());
-    let injected = host.call("run_test", run_test_args("pytest", json!({"scope": "pattern", "target": "--version"}))).await;
+    let injected = host
+        .call(
+            "run_test",
+            run_test_args("pytest", json!({"scope": "pattern", "target": "--version"})),
+        )
+        .await;
     assert_eq!(structured(&injected)["code"], "invalid_argument");
 }
 
 #[tokio::test]
 async fn cancellation_kills_the_run() {
-    let Some(env) = npm_env("echo $$ > leader.pid; sleep 300") else { return };
+    let Some(env) = npm_env("echo $$ > leader.pid; sleep 300") else {
+        return;
+    };
     let host = env.start().await;
-    let handle = host.start_call("run_test", run_test_args("npm", json!({"timeout_ms": 300_000})), "c1").await;
+    let handle = host
+        .start_call(
+            "run_test",
+            run_test_args("npm", json!({"timeout_ms": 300_000})),
+            "c1",
+        )
+        .await;
     let pid = read_pid(&env.workspace.join("leader.pid")).await;
     handle.cancel(Some("test cancels".into())).await.unwrap();
     let deadline = Instant::now() + Duration::from_secs(3);
     while !process_gone(pid) {
-        assert!(Instant::now() < deadline, "process {pid} still alive 3 s after cancellation");
+        assert!(
+            Instant::now() < deadline,
+            "process {pid} still alive 3 s after cancellation"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     // The host goes on serving.

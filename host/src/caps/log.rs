@@ -26,7 +26,11 @@ impl Host for CallState {
                 client::Level::Error
             }
         };
-        self.call.client.log(client_level, plugin, serde_json::json!({"trace_id": trace_id, "message": message}));
+        self.call.client.log(
+            client_level,
+            plugin,
+            serde_json::json!({"trace_id": trace_id, "message": message}),
+        );
         Ok(())
     }
 }

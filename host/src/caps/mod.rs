@@ -6,6 +6,7 @@
 //! client for progress and logs. Capability functions check the grants
 //! first and answer `denied` with the config key that would grant them.
 
+pub mod index;
 pub mod log;
 pub mod notify;
 pub mod process;
@@ -14,11 +15,11 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use tokio_util::sync::CancellationToken;
-use wasmtime::component::{HasSelf, Linker, ResourceTable};
 use wasmtime::Engine;
+use wasmtime::component::{HasSelf, Linker, ResourceTable};
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
-use crate::bindings::Plugin;
+use crate::bindings::FullPlugin;
 use crate::client::ClientLink;
 use crate::policy::Grants;
 use crate::runtime::MemoryCap;
@@ -46,24 +47,36 @@ impl CallState {
     pub fn new(grants: Arc<Grants>, call: CallContext) -> Self {
         let memory = MemoryCap::new(grants.memory_bytes);
         let wasi = wasi_ctx(&grants);
-        CallState { grants, call, memory, wasi, table: ResourceTable::new() }
+        CallState {
+            grants,
+            call,
+            memory,
+            wasi,
+            table: ResourceTable::new(),
+        }
     }
 }
 
 impl WasiView for CallState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
-        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
     }
 }
 
 /// WASI for a plugin: stderr only (stdout carries the host's JSON-RPC),
-/// no inherited environment, and the granted directories preopened at
+/// no inherited environment (only the policy's `vars`), and the granted directories preopened at
 /// their host paths so a path means the same thing on both sides.
 fn wasi_ctx(grants: &Grants) -> WasiCtx {
     let mut builder = WasiCtxBuilder::new();
     builder.inherit_stderr();
     builder.env("MCP_WORKSPACE", grants.workspace.to_string_lossy());
     builder.env("MCP_PLUGIN_CACHE", grants.plugin_cache.to_string_lossy());
+    for (name, value) in &grants.vars {
+        builder.env(name, value);
+    }
     if grants.has("fs") {
         let writable = grants.write_roots.iter().map(|r| (r, FsPerms::ReadWrite));
         let readable = grants
@@ -85,7 +98,7 @@ fn wasi_ctx(grants: &Grants) -> WasiCtx {
 pub fn linker(engine: &Engine) -> anyhow::Result<Linker<CallState>> {
     let mut linker = Linker::new(engine);
     wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
-    Plugin::add_to_linker::<CallState, HasSelf<CallState>>(&mut linker, |s| s)?;
+    FullPlugin::add_to_linker::<CallState, HasSelf<CallState>>(&mut linker, |s| s)?;
     Ok(linker)
 }
 

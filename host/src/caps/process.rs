@@ -8,20 +8,28 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::bindings::CapabilityError;
-use crate::bindings::mcphost::plugin::process::{Chunk, Host, RunRequest, RunResult, Status, Stream};
+use crate::bindings::mcphost::plugin::process::{
+    Chunk, Host, RunRequest, RunResult, Status, Stream,
+};
 use crate::caps::CallState;
 use crate::client::ClientLink;
 use crate::paths::confine;
 use crate::timebox::{self, Ending, Spawn};
 
 impl Host for CallState {
-    async fn run(&mut self, request: RunRequest) -> wasmtime::Result<Result<RunResult, CapabilityError>> {
+    async fn run(
+        &mut self,
+        request: RunRequest,
+    ) -> wasmtime::Result<Result<RunResult, CapabilityError>> {
         let spawn = match self.check(request) {
             Ok(spawn) => spawn,
             Err(e) => return Ok(Err(e)),
         };
         let started = Instant::now();
-        let progress = RunProgress { client: self.call.client.clone(), program: spawn.program.display().to_string() };
+        let progress = RunProgress {
+            client: self.call.client.clone(),
+            program: spawn.program.display().to_string(),
+        };
         let outcome = timebox::run(&spawn, &self.call.cancel, &progress).await;
         tracing::debug!(
             plugin = %self.grants.plugin, trace_id = %self.call.trace_id, program = %spawn.program.display(),
@@ -68,14 +76,25 @@ impl CallState {
         let g = &self.grants;
         g.require("process").map_err(CapabilityError::Denied)?;
         if request.tail_bytes > MAX_TAIL_BYTES {
-            return Err(CapabilityError::Invalid(format!("tail-bytes {} is above the limit of {MAX_TAIL_BYTES}", request.tail_bytes)));
+            return Err(CapabilityError::Invalid(format!(
+                "tail-bytes {} is above the limit of {MAX_TAIL_BYTES}",
+                request.tail_bytes
+            )));
         }
         let roots: Vec<PathBuf> = g.read_roots.iter().chain(&g.write_roots).cloned().collect();
         let cwd = confine(&request.cwd, &g.workspace, &roots).ok_or_else(|| {
-            CapabilityError::Denied(g.denial(&format!("access to cwd `{}`", request.cwd), "fs.read", "a root containing it"))
+            CapabilityError::Denied(g.denial(
+                &format!("access to cwd `{}`", request.cwd),
+                "fs.read",
+                "a root containing it",
+            ))
         })?;
-        let program = timebox::resolve_here(&request.program, &cwd)
-            .ok_or_else(|| CapabilityError::Invalid(format!("program `{}` was not found on PATH", request.program)))?;
+        let program = timebox::resolve_here(&request.program, &cwd).ok_or_else(|| {
+            CapabilityError::Invalid(format!(
+                "program `{}` was not found on PATH",
+                request.program
+            ))
+        })?;
         if !timebox::allowed(&request.program, &program, &g.programs) {
             return Err(CapabilityError::Denied(g.denial(
                 &format!("the program `{}`", request.program),
@@ -83,17 +102,30 @@ impl CallState {
                 &format!("\"{}\"", request.program),
             )));
         }
-        if let Some((key, _)) = request.env.iter().find(|(k, _)| k.starts_with("LD_") || k.starts_with("DYLD_") || k.contains('=')) {
-            return Err(CapabilityError::Invalid(format!("environment variable `{key}` may not be set by a plugin")));
+        if let Some((key, _)) = request
+            .env
+            .iter()
+            .find(|(k, _)| k.starts_with("LD_") || k.starts_with("DYLD_") || k.contains('='))
+        {
+            return Err(CapabilityError::Invalid(format!(
+                "environment variable `{key}` may not be set by a plugin"
+            )));
         }
         let log_path = match &request.log_path {
             Some(p) => Some(confine(p, &g.workspace, &g.write_roots).ok_or_else(|| {
-                CapabilityError::Denied(g.denial(&format!("writing the log file `{p}`"), "fs.write", "a root containing it"))
+                CapabilityError::Denied(g.denial(
+                    &format!("writing the log file `{p}`"),
+                    "fs.write",
+                    "a root containing it",
+                ))
             })?),
             None => None,
         };
-        let mut env: Vec<(String, String)> =
-            g.env.iter().filter_map(|name| std::env::var(name).ok().map(|v| (name.clone(), v))).collect();
+        let mut env: Vec<(String, String)> = g
+            .env
+            .iter()
+            .filter_map(|name| std::env::var(name).ok().map(|v| (name.clone(), v)))
+            .collect();
         env.extend(request.env);
         let remaining = self.call.deadline.saturating_duration_since(Instant::now());
         Ok(Spawn {
@@ -120,7 +152,11 @@ impl timebox::Progress for RunProgress {
         self.client.progress(
             elapsed.as_secs_f64(),
             None,
-            Some(format!("{} running for {} s, {output_bytes} bytes of output", self.program, elapsed.as_secs())),
+            Some(format!(
+                "{} running for {} s, {output_bytes} bytes of output",
+                self.program,
+                elapsed.as_secs()
+            )),
         );
     }
 }

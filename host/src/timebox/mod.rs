@@ -99,14 +99,22 @@ pub async fn run(spec: &Spawn, cancel: &CancellationToken, progress: &dyn Progre
         .env_clear()
         .envs(spec.env.iter().map(|(k, v)| (k, v)))
         .env(MARKER_VAR, &marker)
-        .stdin(if spec.stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+        .stdin(if spec.stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
     #[cfg(unix)]
     // SAFETY: setsid is async-signal-safe and touches no memory of ours.
     unsafe {
-        command.pre_exec(|| nix::unistd::setsid().map(drop).map_err(std::io::Error::from));
+        command.pre_exec(|| {
+            nix::unistd::setsid()
+                .map(drop)
+                .map_err(std::io::Error::from)
+        });
     }
     let mut child = match command.spawn() {
         Ok(child) => child,
@@ -124,8 +132,16 @@ pub async fn run(spec: &Spawn, cancel: &CancellationToken, progress: &dyn Progre
         });
     }
     let (tx, mut rx) = mpsc::channel::<(Stream, Vec<u8>)>(8);
-    tokio::spawn(pump(child.stdout.take().expect("piped"), Stream::Stdout, tx.clone()));
-    tokio::spawn(pump(child.stderr.take().expect("piped"), Stream::Stderr, tx));
+    tokio::spawn(pump(
+        child.stdout.take().expect("piped"),
+        Stream::Stdout,
+        tx.clone(),
+    ));
+    tokio::spawn(pump(
+        child.stderr.take().expect("piped"),
+        Stream::Stderr,
+        tx,
+    ));
 
     let deadline = tokio::time::Instant::from_std(start + spec.timeout);
     let mut last_output = tokio::time::Instant::now();
@@ -192,10 +208,16 @@ pub async fn run(spec: &Spawn, cancel: &CancellationToken, progress: &dyn Progre
 
 async fn kill_blocking(leader: i32, marker: &str) -> KillReport {
     let marker = marker.to_string();
-    tokio::task::spawn_blocking(move || kill_tree(leader, &marker)).await.unwrap_or_default()
+    tokio::task::spawn_blocking(move || kill_tree(leader, &marker))
+        .await
+        .unwrap_or_default()
 }
 
-async fn pump(mut pipe: impl AsyncRead + Unpin, stream: Stream, tx: mpsc::Sender<(Stream, Vec<u8>)>) {
+async fn pump(
+    mut pipe: impl AsyncRead + Unpin,
+    stream: Stream,
+    tx: mpsc::Sender<(Stream, Vec<u8>)>,
+) {
     let mut buf = vec![0u8; READ_CHUNK];
     while let Ok(n) = pipe.read(&mut buf).await {
         if n == 0 || tx.send((stream, buf[..n].to_vec())).await.is_err() {
@@ -216,12 +238,22 @@ async fn record(outcome: &mut Outcome, log: &mut Option<TaggedLog>, stream: Stre
 }
 
 async fn open_log(spec: &Spawn) -> Result<Option<TaggedLog>, String> {
-    let Some(path) = &spec.log_path else { return Ok(None) };
+    let Some(path) = &spec.log_path else {
+        return Ok(None);
+    };
     if let Some(dir) = path.parent() {
-        tokio::fs::create_dir_all(dir).await.map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        tokio::fs::create_dir_all(dir)
+            .await
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     }
-    let file = tokio::fs::File::create(path).await.map_err(|e| format!("cannot create {}: {e}", path.display()))?;
-    Ok(Some(TaggedLog { out: BufWriter::with_capacity(256 * 1024, file), open_line: None, failed: false }))
+    let file = tokio::fs::File::create(path)
+        .await
+        .map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+    Ok(Some(TaggedLog {
+        out: BufWriter::with_capacity(256 * 1024, file),
+        open_line: None,
+        failed: false,
+    }))
 }
 
 async fn finish_log(log: &mut Option<TaggedLog>, outcome: &Outcome) {
@@ -247,10 +279,18 @@ impl TaggedLog {
         }
         for piece in data.split_inclusive(|b| *b == b'\n') {
             if self.open_line.is_none() {
-                buf.extend_from_slice(if stream == Stream::Stdout { b"[stdout] " } else { b"[stderr] " });
+                buf.extend_from_slice(if stream == Stream::Stdout {
+                    b"[stdout] "
+                } else {
+                    b"[stderr] "
+                });
             }
             buf.extend_from_slice(piece);
-            self.open_line = if piece.ends_with(b"\n") { None } else { Some(stream) };
+            self.open_line = if piece.ends_with(b"\n") {
+                None
+            } else {
+                Some(stream)
+            };
         }
         self.put(&buf).await;
     }
@@ -266,14 +306,20 @@ impl TaggedLog {
             outcome.exit_code,
             outcome.signal,
             outcome.duration.as_millis(),
-            outcome.error.as_deref().map(|e| format!(", {e}")).unwrap_or_default()
+            outcome
+                .error
+                .as_deref()
+                .map(|e| format!(", {e}"))
+                .unwrap_or_default()
         ));
         self.put(end.as_bytes()).await;
         let _ = self.out.flush().await;
     }
 
     async fn put(&mut self, bytes: &[u8]) {
-        if !self.failed && let Err(e) = self.out.write_all(bytes).await {
+        if !self.failed
+            && let Err(e) = self.out.write_all(bytes).await
+        {
             tracing::warn!(error = %e, "writing the run's log file failed; the log stops here");
             self.failed = true;
         }

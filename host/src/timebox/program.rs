@@ -10,18 +10,34 @@ use std::path::{Path, PathBuf};
 /// Resolve `program` to a file. Names with a path separator are taken
 /// relative to `cwd`; bare names are searched in `path`. With `pathext`
 /// (Windows), a name without one of its extensions is tried with each.
-pub fn resolve(program: &str, path: Option<&OsStr>, pathext: Option<&OsStr>, cwd: &Path) -> Option<PathBuf> {
+pub fn resolve(
+    program: &str,
+    path: Option<&OsStr>,
+    pathext: Option<&OsStr>,
+    cwd: &Path,
+) -> Option<PathBuf> {
     let extensions: Vec<String> = match pathext {
         Some(list) => {
-            let list: Vec<String> =
-                list.to_string_lossy().split(';').filter(|e| !e.is_empty()).map(|e| e.to_ascii_lowercase()).collect();
+            let list: Vec<String> = list
+                .to_string_lossy()
+                .split(';')
+                .filter(|e| !e.is_empty())
+                .map(|e| e.to_ascii_lowercase())
+                .collect();
             let lower = program.to_ascii_lowercase();
-            if list.iter().any(|e| lower.ends_with(e.as_str())) { vec![String::new()] } else { list }
+            if list.iter().any(|e| lower.ends_with(e.as_str())) {
+                vec![String::new()]
+            } else {
+                list
+            }
         }
         None => vec![String::new()],
     };
     let candidates = |dir: &Path| -> Option<PathBuf> {
-        extensions.iter().map(|ext| dir.join(format!("{program}{ext}"))).find(|c| c.is_file())
+        extensions
+            .iter()
+            .map(|ext| dir.join(format!("{program}{ext}")))
+            .find(|c| c.is_file())
     };
     if has_separator(program) {
         return candidates(cwd);
@@ -35,8 +51,17 @@ fn has_separator(program: &str) -> bool {
 
 /// Resolve with this platform's rules and the host's own PATH.
 pub fn resolve_here(program: &str, cwd: &Path) -> Option<PathBuf> {
-    let pathext = if cfg!(windows) { std::env::var_os("PATHEXT") } else { None };
-    resolve(program, std::env::var_os("PATH").as_deref(), pathext.as_deref(), cwd)
+    let pathext = if cfg!(windows) {
+        std::env::var_os("PATHEXT")
+    } else {
+        None
+    };
+    resolve(
+        program,
+        std::env::var_os("PATH").as_deref(),
+        pathext.as_deref(),
+        cwd,
+    )
 }
 
 /// Whether the policy's `programs` list allows `program` (as requested)
@@ -69,12 +94,21 @@ mod tests {
         let shim = touch(bin.path(), "pi.cmd");
         let path = bin.path().as_os_str();
         let pathext = OsStr::new(".COM;.EXE;.BAT;.CMD");
-        assert_eq!(resolve("pi", Some(path), Some(pathext), Path::new("/")), Some(shim.clone()));
+        assert_eq!(
+            resolve("pi", Some(path), Some(pathext), Path::new("/")),
+            Some(shim.clone())
+        );
         // A name that already carries an extension is taken as is.
-        assert_eq!(resolve("pi.cmd", Some(path), Some(pathext), Path::new("/")), Some(shim));
+        assert_eq!(
+            resolve("pi.cmd", Some(path), Some(pathext), Path::new("/")),
+            Some(shim)
+        );
         // .exe wins over .cmd when both exist, in PATHEXT order.
         let exe = touch(bin.path(), "pi.exe");
-        assert_eq!(resolve("pi", Some(path), Some(pathext), Path::new("/")), Some(exe));
+        assert_eq!(
+            resolve("pi", Some(path), Some(pathext), Path::new("/")),
+            Some(exe)
+        );
         // Without PATHEXT (Unix rules) the bare name must exist.
         assert_eq!(resolve("pi", Some(path), None, Path::new("/")), None);
     }
@@ -86,9 +120,15 @@ mod tests {
         touch(b.path(), "tool");
         let first = touch(a.path(), "tool");
         let path = std::env::join_paths([a.path(), b.path()]).unwrap();
-        assert_eq!(resolve("tool", Some(&path), None, Path::new("/")), Some(first));
+        assert_eq!(
+            resolve("tool", Some(&path), None, Path::new("/")),
+            Some(first)
+        );
         let local = touch(b.path(), "script.sh");
-        assert_eq!(resolve("./script.sh", None, None, b.path()), Some(b.path().join("./script.sh")));
+        assert_eq!(
+            resolve("./script.sh", None, None, b.path()),
+            Some(b.path().join("./script.sh"))
+        );
         assert!(local.exists());
     }
 
@@ -96,7 +136,10 @@ mod tests {
     fn allow_list_by_name_or_absolute_path() {
         let programs = vec!["cargo".to_string(), "/opt/bin/pi".to_string()];
         assert!(allowed("cargo", Path::new("/usr/bin/cargo"), &programs));
-        assert!(!allowed("./cargo", Path::new("/ws/cargo"), &programs), "a local file named like an allowed program is not it");
+        assert!(
+            !allowed("./cargo", Path::new("/ws/cargo"), &programs),
+            "a local file named like an allowed program is not it"
+        );
         assert!(allowed("/opt/bin/pi", Path::new("/opt/bin/pi"), &programs));
         assert!(!allowed("sh", Path::new("/bin/sh"), &programs));
     }

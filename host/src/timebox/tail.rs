@@ -28,7 +28,12 @@ pub struct Tail {
 
 impl Tail {
     pub fn new(cap: usize) -> Self {
-        Tail { chunks: VecDeque::new(), len: 0, cap, truncated: false }
+        Tail {
+            chunks: VecDeque::new(),
+            len: 0,
+            cap,
+            truncated: false,
+        }
     }
 
     pub fn push(&mut self, stream: Stream, data: &[u8]) {
@@ -64,7 +69,10 @@ impl Tail {
 
     /// The kept output as text chunks (invalid UTF-8 replaced).
     pub fn chunks(&self) -> Vec<(Stream, String)> {
-        self.chunks.iter().map(|(s, d)| (*s, String::from_utf8_lossy(d).into_owned())).collect()
+        self.chunks
+            .iter()
+            .map(|(s, d)| (*s, String::from_utf8_lossy(d).into_owned()))
+            .collect()
     }
 }
 
@@ -81,7 +89,14 @@ mod tests {
         assert_eq!(t.len, 10);
         assert!(t.truncated());
         let got: Vec<_> = t.chunks();
-        assert_eq!(got, vec![(Stream::Stdout, "cdef".into()), (Stream::Stderr, "ghij".into()), (Stream::Stdout, "kl".into())]);
+        assert_eq!(
+            got,
+            vec![
+                (Stream::Stdout, "cdef".into()),
+                (Stream::Stderr, "ghij".into()),
+                (Stream::Stdout, "kl".into())
+            ]
+        );
     }
 
     #[test]

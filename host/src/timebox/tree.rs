@@ -39,7 +39,9 @@ struct Proc {
 /// Every live process that belongs to the run led by `leader`: in its
 /// session or group, below it in the parent chain, or carrying `marker`.
 pub fn members(leader: i32, marker: &str) -> Vec<i32> {
-    let Ok(all) = procfs::process::all_processes() else { return Vec::new() };
+    let Ok(all) = procfs::process::all_processes() else {
+        return Vec::new();
+    };
     let me = std::process::id() as i32;
     let needle = format!("{MARKER_VAR}={marker}");
     let mut table: HashMap<i32, Proc> = HashMap::new();
@@ -55,7 +57,15 @@ pub fn members(leader: i32, marker: &str) -> Vec<i32> {
         {
             marked.push(stat.pid);
         }
-        table.insert(stat.pid, Proc { ppid: stat.ppid, session: stat.session, pgrp: stat.pgrp, zombie: stat.state == 'Z' });
+        table.insert(
+            stat.pid,
+            Proc {
+                ppid: stat.ppid,
+                session: stat.session,
+                pgrp: stat.pgrp,
+                zombie: stat.state == 'Z',
+            },
+        );
     }
     let descends = |mut pid: i32| -> bool {
         for _ in 0..64 {
@@ -70,7 +80,12 @@ pub fn members(leader: i32, marker: &str) -> Vec<i32> {
     let mut out: Vec<i32> = table
         .iter()
         .filter(|(pid, p)| {
-            !p.zombie && (**pid == leader || p.session == leader || p.pgrp == leader || descends(**pid) || marked.contains(pid))
+            !p.zombie
+                && (**pid == leader
+                    || p.session == leader
+                    || p.pgrp == leader
+                    || descends(**pid)
+                    || marked.contains(pid))
         })
         .map(|(pid, _)| *pid)
         .collect();
@@ -108,5 +123,8 @@ pub fn kill_tree(leader: i32, marker: &str) -> KillReport {
         std::thread::sleep(Duration::from_millis(5));
         left = members(leader, marker);
     }
-    KillReport { killed: seen.len(), forced: forced.len() }
+    KillReport {
+        killed: seen.len(),
+        forced: forced.len(),
+    }
 }

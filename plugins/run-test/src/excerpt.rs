@@ -27,8 +27,17 @@ fn patterns(runner: Runner) -> &'static [&'static str] {
             r"^---- (\S+) stdout ----$",
             r"^test result: FAILED",
         ],
-        Runner::Go => &[r"^\s*--- FAIL: (\S+)", r"^\s+(\S+_test\.go):(\d+): (.*)", r"^FAIL\s+\S+", r"^panic: "],
-        Runner::Pytest => &[r#"^\s*File "(.*)", line (\d+), in (.*)$"#, r"^(FAILED|ERROR) (\S+::\S+)( - (.*))?$", r"^E\s+"],
+        Runner::Go => &[
+            r"^\s*--- FAIL: (\S+)",
+            r"^\s+(\S+_test\.go):(\d+): (.*)",
+            r"^FAIL\s+\S+",
+            r"^panic: ",
+        ],
+        Runner::Pytest => &[
+            r#"^\s*File "(.*)", line (\d+), in (.*)$"#,
+            r"^(FAILED|ERROR) (\S+::\S+)( - (.*))?$",
+            r"^E\s+",
+        ],
         Runner::Flutter | Runner::Dart => &[
             r"^\d+:\d+ \+\d+( ~\d+)?( -\d+)?: (.*) \[E\]$",
             r"^(.+\.dart):(\d+):(\d+): Error: ",
@@ -66,7 +75,9 @@ pub struct Header<'a> {
 
 /// Remove ANSI escape sequences (colours, cursor moves).
 pub fn strip_ansi(text: &str) -> String {
-    static_regex(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07|\x1b[@-Z\\-_]").replace_all(text, "").into_owned()
+    static_regex(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07|\x1b[@-Z\\-_]")
+        .replace_all(text, "")
+        .into_owned()
 }
 
 fn static_regex(pattern: &str) -> Regex {
@@ -86,13 +97,25 @@ pub fn summarize(tail: &str, truncated: bool, runner: Runner) -> Summary {
     if truncated && !lines.is_empty() {
         lines.remove(0); // cut mid-line by the tail buffer
     }
-    let matchers: Vec<Regex> = patterns(runner).iter().chain(std::iter::once(&GENERIC)).map(|p| static_regex(p)).collect();
-    let hits: Vec<usize> = lines.iter().enumerate().filter(|(_, l)| matchers.iter().any(|m| m.is_match(l))).map(|(i, _)| i).collect();
+    let matchers: Vec<Regex> = patterns(runner)
+        .iter()
+        .chain(std::iter::once(&GENERIC))
+        .map(|p| static_regex(p))
+        .collect();
+    let hits: Vec<usize> = lines
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| matchers.iter().any(|m| m.is_match(l)))
+        .map(|(i, _)| i)
+        .collect();
 
     // Merge hits whose context windows touch into one block.
     let mut ranges: Vec<(usize, usize)> = Vec::new();
     for &hit in &hits {
-        let (start, end) = (hit.saturating_sub(CONTEXT), (hit + CONTEXT).min(lines.len() - 1));
+        let (start, end) = (
+            hit.saturating_sub(CONTEXT),
+            (hit + CONTEXT).min(lines.len() - 1),
+        );
         match ranges.last_mut() {
             Some((_, last_end)) if start <= *last_end + 1 => *last_end = end,
             _ => ranges.push((start, end)),
@@ -102,10 +125,25 @@ pub fn summarize(tail: &str, truncated: bool, runner: Runner) -> Summary {
     let blocks = ranges
         .into_iter()
         .take(MAX_BLOCKS)
-        .map(|(s, e)| Block { first_line: s + 1, last_line: e + 1, text: lines[s..=e].iter().map(|l| clip(l)).collect::<Vec<_>>().join("\n") })
+        .map(|(s, e)| Block {
+            first_line: s + 1,
+            last_line: e + 1,
+            text: lines[s..=e]
+                .iter()
+                .map(|l| clip(l))
+                .collect::<Vec<_>>()
+                .join("\n"),
+        })
         .collect();
-    let last_lines = lines[lines.len().saturating_sub(LAST_LINES)..].iter().map(|l| clip(l)).collect();
-    Summary { blocks, blocks_omitted, last_lines }
+    let last_lines = lines[lines.len().saturating_sub(LAST_LINES)..]
+        .iter()
+        .map(|l| clip(l))
+        .collect();
+    Summary {
+        blocks,
+        blocks_omitted,
+        last_lines,
+    }
 }
 
 impl Summary {
@@ -113,12 +151,22 @@ impl Summary {
     pub fn excerpt(&self) -> String {
         let mut out = String::new();
         for b in &self.blocks {
-            out.push_str(&format!("--- lines {}-{} ---\n{}\n", b.first_line, b.last_line, b.text));
+            out.push_str(&format!(
+                "--- lines {}-{} ---\n{}\n",
+                b.first_line, b.last_line, b.text
+            ));
         }
         if self.blocks_omitted > 0 {
-            out.push_str(&format!("--- {} more failure blocks in summary.json / raw.log ---\n", self.blocks_omitted));
+            out.push_str(&format!(
+                "--- {} more failure blocks in summary.json / raw.log ---\n",
+                self.blocks_omitted
+            ));
         }
-        out.push_str(&format!("--- last {} lines ---\n{}", self.last_lines.len(), self.last_lines.join("\n")));
+        out.push_str(&format!(
+            "--- last {} lines ---\n{}",
+            self.last_lines.len(),
+            self.last_lines.join("\n")
+        ));
         out
     }
 
@@ -128,21 +176,33 @@ impl Summary {
             h.status,
             h.command,
             h.status,
-            h.exit_code.map(|c| c.to_string()).unwrap_or_else(|| "none".into()),
+            h.exit_code
+                .map(|c| c.to_string())
+                .unwrap_or_else(|| "none".into()),
             h.duration_ms,
             h.started_at
         );
         if let Some(e) = h.error {
             md.push_str(&format!("- error: {e}\n"));
         }
-        md.push_str(&format!("\n## Failure excerpts ({} of at most {MAX_BLOCKS})\n\n", self.blocks.len()));
+        md.push_str(&format!(
+            "\n## Failure excerpts ({} of at most {MAX_BLOCKS})\n\n",
+            self.blocks.len()
+        ));
         if self.blocks.is_empty() {
             md.push_str("No failure lines matched.\n");
         }
         for b in &self.blocks {
-            md.push_str(&format!("Lines {}-{}:\n\n```\n{}\n```\n\n", b.first_line, b.last_line, b.text));
+            md.push_str(&format!(
+                "Lines {}-{}:\n\n```\n{}\n```\n\n",
+                b.first_line, b.last_line, b.text
+            ));
         }
-        md.push_str(&format!("## Last {} lines\n\n```\n{}\n```\n", self.last_lines.len(), self.last_lines.join("\n")));
+        md.push_str(&format!(
+            "## Last {} lines\n\n```\n{}\n```\n",
+            self.last_lines.len(),
+            self.last_lines.join("\n")
+        ));
         md
     }
 }
@@ -176,10 +236,18 @@ test result: FAILED. 1 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out; 
     fn cargo_failure_blocks_have_context() {
         let s = summarize(CARGO_FAIL, false, Runner::Cargo);
         assert!(!s.blocks.is_empty());
-        let all: String = s.blocks.iter().map(|b| b.text.clone()).collect::<Vec<_>>().join("\n");
+        let all: String = s
+            .blocks
+            .iter()
+            .map(|b| b.text.clone())
+            .collect::<Vec<_>>()
+            .join("\n");
         assert!(all.contains("test tests::subtracts ... FAILED"));
         assert!(all.contains("panicked at src/lib.rs:12:9:"));
-        assert!(all.contains("left: 1"), "context lines after the panic line: {all}");
+        assert!(
+            all.contains("left: 1"),
+            "context lines after the panic line: {all}"
+        );
         assert!(all.contains("test result: FAILED"));
         assert!(!all.contains("\x1b["), "ANSI stripped");
         assert!(s.excerpt().contains("--- last"));
@@ -223,7 +291,11 @@ FAILED test_math.py::test_sub - assert 0 == 1
     #[test]
     fn a_passing_run_has_no_blocks_and_long_lines_are_cut() {
         let long = "x".repeat(10_000);
-        let s = summarize(&format!("{long}\ntest result: ok. 3 passed; 0 failed\n"), false, Runner::Cargo);
+        let s = summarize(
+            &format!("{long}\ntest result: ok. 3 passed; 0 failed\n"),
+            false,
+            Runner::Cargo,
+        );
         assert!(s.blocks.is_empty());
         assert!(s.last_lines[0].len() < 1000);
         // A truncated tail drops its first, partial line.

@@ -33,8 +33,12 @@ impl Guest for RunTest {
 
     fn call(_name: String, arguments: String) -> Result<ToolOutput, ToolError> {
         let args: request::Args = plugin_sdk::parse_args(&arguments)?;
-        let workspace = std::env::var("MCP_WORKSPACE")
-            .map_err(|_| ToolError::new("error", "the host did not say which directory is the repository (MCP_WORKSPACE)"))?;
+        let workspace = std::env::var("MCP_WORKSPACE").map_err(|_| {
+            ToolError::new(
+                "error",
+                "the host did not say which directory is the repository (MCP_WORKSPACE)",
+            )
+        })?;
         let checked = request::check(&args, std::path::Path::new(&workspace), &timestamp_now())?;
         Ok(plugin_sdk::structured_output(&run(&args, &checked)))
     }
@@ -60,7 +64,14 @@ fn run(args: &request::Args, checked: &Checked) -> serde_json::Value {
             // The host wrote nothing: leave a raw.log that says why.
             let _ = std::fs::create_dir_all(&checked.report_dir);
             let _ = std::fs::write(&raw_log, format!("[host] not run: {why}\n"));
-            Outcome { status: "error", exit_code: None, duration_ms: 0, text: String::new(), truncated: false, error: Some(why) }
+            Outcome {
+                status: "error",
+                exit_code: None,
+                duration_ms: 0,
+                text: String::new(),
+                truncated: false,
+                error: Some(why),
+            }
         }
     };
     let summary = excerpt::summarize(&outcome.text, outcome.truncated, args.runner);
@@ -102,10 +113,18 @@ fn run(args: &request::Args, checked: &Checked) -> serde_json::Value {
         error: outcome.error.as_deref(),
     });
     let written = std::fs::create_dir_all(&checked.report_dir)
-        .and_then(|_| std::fs::write(checked.report_dir.join("summary.json"), serde_json::to_string_pretty(&machine).unwrap()))
+        .and_then(|_| {
+            std::fs::write(
+                checked.report_dir.join("summary.json"),
+                serde_json::to_string_pretty(&machine).unwrap(),
+            )
+        })
         .and_then(|_| std::fs::write(checked.report_dir.join("summary.md"), markdown));
     if let Err(e) = written {
-        plugin_sdk::log::log(plugin_sdk::log::Level::Error, &format!("writing the summaries failed: {e}"));
+        plugin_sdk::log::log(
+            plugin_sdk::log::Level::Error,
+            &format!("writing the summaries failed: {e}"),
+        );
     }
     response
 }
@@ -165,7 +184,10 @@ fn output_schema() -> serde_json::Value {
 
 /// `YYYYMMDD_HHMMSS` in UTC, for default report directories.
 fn timestamp_now() -> String {
-    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
     request::format_timestamp(secs)
 }
 

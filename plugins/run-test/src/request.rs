@@ -66,7 +66,12 @@ pub fn check(args: &Args, repo: &Path, timestamp: &str) -> Result<Checked, ToolE
         (Scope::All, _) => None,
         (Scope::File, Some(t)) => Some(file_target(args.runner, t, repo)?),
         (Scope::Pattern, Some(t)) => Some(pattern_target(t)?),
-        (_, None) => return Err(invalid(format!("scope `{}` needs a `target`", args.scope.name()))),
+        (_, None) => {
+            return Err(invalid(format!(
+                "scope `{}` needs a `target`",
+                args.scope.name()
+            )));
+        }
     };
     let report_rel = match &args.report_dir {
         Some(dir) => inside_repo(dir).map_err(|why| {
@@ -106,10 +111,14 @@ fn inside_repo(path: &str) -> Result<PathBuf, &'static str> {
 
 fn no_option_or_control(target: &str) -> Result<(), ToolError> {
     if target.starts_with('-') {
-        return Err(invalid(format!("target `{target}` starts with `-` and would be read as an option: name a file or a test pattern")));
+        return Err(invalid(format!(
+            "target `{target}` starts with `-` and would be read as an option: name a file or a test pattern"
+        )));
     }
     if target.chars().any(char::is_control) {
-        return Err(invalid("target contains control characters (newlines, tabs, NUL): give it on one line".into()));
+        return Err(invalid(
+            "target contains control characters (newlines, tabs, NUL): give it on one line".into(),
+        ));
     }
     Ok(())
 }
@@ -122,10 +131,15 @@ fn pattern_target(target: &str) -> Result<String, ToolError> {
 /// Check a file target and turn it into what the runner's template takes.
 fn file_target(runner: Runner, target: &str, repo: &Path) -> Result<String, ToolError> {
     no_option_or_control(target)?;
-    let rel = inside_repo(target)
-        .map_err(|why| invalid(format!("target `{target}` {why}: give a test file path relative to the repository")))?;
+    let rel = inside_repo(target).map_err(|why| {
+        invalid(format!(
+            "target `{target}` {why}: give a test file path relative to the repository"
+        ))
+    })?;
     if !repo.join(&rel).is_file() {
-        return Err(invalid(format!("target `{target}` is not a file in the repository")));
+        return Err(invalid(format!(
+            "target `{target}` is not a file in the repository"
+        )));
     }
     let rel_text = rel.to_string_lossy().replace('\\', "/");
     match runner {
@@ -138,8 +152,15 @@ fn file_target(runner: Runner, target: &str, repo: &Path) -> Result<String, Tool
             Ok(name.to_string())
         }
         Runner::Go => {
-            let dir = rel.parent().map(|d| d.to_string_lossy().replace('\\', "/")).unwrap_or_default();
-            Ok(if dir.is_empty() { ".".into() } else { format!("./{dir}") })
+            let dir = rel
+                .parent()
+                .map(|d| d.to_string_lossy().replace('\\', "/"))
+                .unwrap_or_default();
+            Ok(if dir.is_empty() {
+                ".".into()
+            } else {
+                format!("./{dir}")
+            })
         }
         _ => Ok(rel_text),
     }
@@ -149,7 +170,13 @@ fn file_target(runner: Runner, target: &str, repo: &Path) -> Result<String, Tool
 fn fresh_report_dir(repo: &Path, timestamp: &str) -> PathBuf {
     let base = Path::new(DEFAULT_REPORTS);
     (0..)
-        .map(|n| if n == 0 { base.join(timestamp) } else { base.join(format!("{timestamp}_{n}")) })
+        .map(|n| {
+            if n == 0 {
+                base.join(timestamp)
+            } else {
+                base.join(format!("{timestamp}_{n}"))
+            }
+        })
         .find(|p| !repo.join(p).exists())
         .expect("an unused name exists")
 }
@@ -168,7 +195,12 @@ pub fn format_timestamp(secs: u64) -> String {
     let day = doy - (153 * mp + 2) / 5 + 1;
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
     let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}{month:02}{day:02}_{:02}{:02}{:02}", rem / 3_600, rem % 3_600 / 60, rem % 60)
+    format!(
+        "{year:04}{month:02}{day:02}_{:02}{:02}{:02}",
+        rem / 3_600,
+        rem % 3_600 / 60,
+        rem % 60
+    )
 }
 
 #[cfg(test)]
@@ -206,11 +238,23 @@ mod tests {
     fn report_dir_escapes_are_refused() {
         let r = repo();
         for bad in ["../out", "/tmp/out", "a/../../out", ".."] {
-            let err = check(&args(Runner::Cargo, Scope::All, None, Some(bad)), r.path(), "t").err().unwrap();
+            let err = check(
+                &args(Runner::Cargo, Scope::All, None, Some(bad)),
+                r.path(),
+                "t",
+            )
+            .err()
+            .unwrap();
             assert_eq!(err.code, "invalid_argument", "{bad}");
             assert!(err.message.contains("report_dir"), "{}", err.message);
         }
-        let ok = check(&args(Runner::Cargo, Scope::All, None, Some("./reports/x/")), r.path(), "t").ok().unwrap();
+        let ok = check(
+            &args(Runner::Cargo, Scope::All, None, Some("./reports/x/")),
+            r.path(),
+            "t",
+        )
+        .ok()
+        .unwrap();
         assert_eq!(ok.report_rel, PathBuf::from("reports/x"));
         assert_eq!(ok.report_dir, r.path().join("reports/x"));
     }
@@ -218,28 +262,69 @@ mod tests {
     #[test]
     fn default_report_dir_is_fresh() {
         let r = repo();
-        let first = check(&args(Runner::Cargo, Scope::All, None, None), r.path(), "20260112_123456").ok().unwrap();
-        assert_eq!(first.report_rel, PathBuf::from(".cache/mcp-test-timebox/reports/20260112_123456"));
+        let first = check(
+            &args(Runner::Cargo, Scope::All, None, None),
+            r.path(),
+            "20260112_123456",
+        )
+        .ok()
+        .unwrap();
+        assert_eq!(
+            first.report_rel,
+            PathBuf::from(".cache/mcp-test-timebox/reports/20260112_123456")
+        );
         std::fs::create_dir_all(&first.report_dir).unwrap();
-        let second = check(&args(Runner::Cargo, Scope::All, None, None), r.path(), "20260112_123456").ok().unwrap();
-        assert_eq!(second.report_rel, PathBuf::from(".cache/mcp-test-timebox/reports/20260112_123456_1"));
+        let second = check(
+            &args(Runner::Cargo, Scope::All, None, None),
+            r.path(),
+            "20260112_123456",
+        )
+        .ok()
+        .unwrap();
+        assert_eq!(
+            second.report_rel,
+            PathBuf::from(".cache/mcp-test-timebox/reports/20260112_123456_1")
+        );
     }
 
     #[test]
     fn targets_cannot_inject_options_or_leave_the_repo() {
         let r = repo();
-        let refuse = |runner, scope, target: &str| check(&args(runner, scope, Some(target), None), r.path(), "t").err().unwrap().message;
+        let refuse = |runner, scope, target: &str| {
+            check(&args(runner, scope, Some(target), None), r.path(), "t")
+                .err()
+                .unwrap()
+                .message
+        };
         assert!(refuse(Runner::Pytest, Scope::Pattern, "--collect-only").contains("option"));
         assert!(refuse(Runner::Pytest, Scope::Pattern, "a\n/exit").contains("control"));
         assert!(refuse(Runner::Pytest, Scope::File, "../etc/passwd").contains("climbs"));
         assert!(refuse(Runner::Pytest, Scope::File, "/etc/passwd").contains("absolute"));
         assert!(refuse(Runner::Pytest, Scope::File, "missing.py").contains("not a file"));
         assert!(refuse(Runner::Cargo, Scope::File, "test_math.py").contains("tests/<name>.rs"));
-        let cargo = check(&args(Runner::Cargo, Scope::File, Some("tests/api.rs"), None), r.path(), "t").ok().unwrap();
+        let cargo = check(
+            &args(Runner::Cargo, Scope::File, Some("tests/api.rs"), None),
+            r.path(),
+            "t",
+        )
+        .ok()
+        .unwrap();
         assert_eq!(cargo.command.args.last().unwrap(), "api");
-        let pytest = check(&args(Runner::Pytest, Scope::File, Some("./test_math.py"), None), r.path(), "t").ok().unwrap();
+        let pytest = check(
+            &args(Runner::Pytest, Scope::File, Some("./test_math.py"), None),
+            r.path(),
+            "t",
+        )
+        .ok()
+        .unwrap();
         assert_eq!(pytest.command.args.last().unwrap(), "test_math.py");
-        let missing = check(&args(Runner::Pytest, Scope::Pattern, None, None), r.path(), "t").err().unwrap();
+        let missing = check(
+            &args(Runner::Pytest, Scope::Pattern, None, None),
+            r.path(),
+            "t",
+        )
+        .err()
+        .unwrap();
         assert!(missing.message.contains("needs a `target`"));
     }
 }

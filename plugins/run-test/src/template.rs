@@ -57,7 +57,10 @@ pub struct Command {
 
 impl Command {
     pub fn display(&self) -> String {
-        std::iter::once(self.program.as_str()).chain(self.args.iter().map(String::as_str)).collect::<Vec<_>>().join(" ")
+        std::iter::once(self.program.as_str())
+            .chain(self.args.iter().map(String::as_str))
+            .collect::<Vec<_>>()
+            .join(" ")
     }
 }
 
@@ -74,8 +77,13 @@ pub fn command(runner: Runner, scope: Scope, target: Option<&str>) -> Command {
         (Runner::Dart, Scope::File) => ("dart", vec!["test", "{target}"]),
         (Runner::Dart, Scope::Pattern) => ("dart", vec!["test", "--name", "{target}"]),
         (Runner::Cargo, Scope::All) => ("cargo", vec!["test", "--color", "never"]),
-        (Runner::Cargo, Scope::File) => ("cargo", vec!["test", "--color", "never", "--test", "{target}"]),
-        (Runner::Cargo, Scope::Pattern) => ("cargo", vec!["test", "--color", "never", "--", "{target}"]),
+        (Runner::Cargo, Scope::File) => (
+            "cargo",
+            vec!["test", "--color", "never", "--test", "{target}"],
+        ),
+        (Runner::Cargo, Scope::Pattern) => {
+            ("cargo", vec!["test", "--color", "never", "--", "{target}"])
+        }
         (Runner::Pytest, Scope::All) => ("pytest", vec!["--color=no"]),
         (Runner::Pytest, Scope::File) => ("pytest", vec!["--color=no", "{target}"]),
         (Runner::Pytest, Scope::Pattern) => ("pytest", vec!["--color=no", "-k", "{target}"]),
@@ -87,18 +95,35 @@ pub fn command(runner: Runner, scope: Scope, target: Option<&str>) -> Command {
         (Runner::Npm, Scope::Pattern) => ("npm", vec!["test", "--", "-t", "{target}"]),
     };
     Command {
-        template: std::iter::once(program).chain(args.iter().copied()).collect::<Vec<_>>().join(" "),
+        template: std::iter::once(program)
+            .chain(args.iter().copied())
+            .collect::<Vec<_>>()
+            .join(" "),
         program: program.to_string(),
-        args: args.iter().map(|a| if *a == "{target}" { t.to_string() } else { a.to_string() }).collect(),
+        args: args
+            .iter()
+            .map(|a| {
+                if *a == "{target}" {
+                    t.to_string()
+                } else {
+                    a.to_string()
+                }
+            })
+            .collect(),
     }
 }
 
 /// Environment that turns colour and interactive prompts off.
 pub fn quiet_env() -> Vec<(String, String)> {
-    [("NO_COLOR", "1"), ("CARGO_TERM_COLOR", "never"), ("CI", "true"), ("TERM", "dumb")]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
+    [
+        ("NO_COLOR", "1"),
+        ("CARGO_TERM_COLOR", "never"),
+        ("CI", "true"),
+        ("TERM", "dumb"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect()
 }
 
 #[cfg(test)]
@@ -112,8 +137,17 @@ mod tests {
         assert_eq!(c.args, vec!["--color=no", "-k", "test_add or test_sub"]);
         assert_eq!(c.template, "pytest --color=no -k {target}");
         let c = command(Runner::Cargo, Scope::File, Some("integration"));
-        assert_eq!(c.args, vec!["test", "--color", "never", "--test", "integration"]);
-        assert_eq!(command(Runner::Flutter, Scope::All, None).display(), "flutter test");
-        assert_eq!(command(Runner::Go, Scope::File, Some("./pkg/util")).args, vec!["test", "./pkg/util"]);
+        assert_eq!(
+            c.args,
+            vec!["test", "--color", "never", "--test", "integration"]
+        );
+        assert_eq!(
+            command(Runner::Flutter, Scope::All, None).display(),
+            "flutter test"
+        );
+        assert_eq!(
+            command(Runner::Go, Scope::File, Some("./pkg/util")).args,
+            vec!["test", "./pkg/util"]
+        );
     }
 }

@@ -7,11 +7,16 @@
 //! impl plugin_sdk::Guest for MyPlugin { /* list + call */ }
 //! plugin_sdk::export!(MyPlugin);
 //! ```
+//!
+//! A plugin that also serves resources or has background work implements
+//! [`resources::Guest`] / [`lifecycle::Guest`] and names them:
+//! `plugin_sdk::export!(MyPlugin, resources, lifecycle)`. Otherwise the
+//! macro exports empty ones (no templates, nothing to refresh).
 
 pub mod bindings {
     wit_bindgen::generate!({
         path: "../../wit",
-        world: "plugin",
+        world: "full-plugin",
         pub_export_macro: true,
         export_macro_name: "__export_world",
         default_bindings_module: "plugin_sdk::bindings",
@@ -19,14 +24,37 @@ pub mod bindings {
 }
 
 pub use bindings::exports::mcphost::plugin::tools::Guest;
+pub use bindings::exports::mcphost::plugin::{lifecycle, resources};
 pub use bindings::mcphost::plugin::types::{CapabilityError, Tool, ToolError, ToolOutput};
-pub use bindings::mcphost::plugin::{log, notify, process};
+pub use bindings::mcphost::plugin::{index, log, notify, process};
 
-/// Export a type implementing [`Guest`] as this component's `tools`.
+/// Export a type implementing [`Guest`] as this component's `tools`, and
+/// optionally its own `resources` and `lifecycle` (see the crate docs).
 /// Only on wasm: a native build (for the plugin's unit tests) exports
 /// nothing, since component symbol names are not valid native ones.
 #[macro_export]
 macro_rules! export {
+    ($ty:ident) => {
+        $crate::__no_resources!($ty);
+        $crate::__no_lifecycle!($ty);
+        $crate::__export_all!($ty);
+    };
+    ($ty:ident, resources) => {
+        $crate::__no_lifecycle!($ty);
+        $crate::__export_all!($ty);
+    };
+    ($ty:ident, lifecycle) => {
+        $crate::__no_resources!($ty);
+        $crate::__export_all!($ty);
+    };
+    ($ty:ident, resources, lifecycle) => {
+        $crate::__export_all!($ty);
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __export_all {
     ($ty:ident) => {
         #[cfg(target_arch = "wasm32")]
         $crate::bindings::__export_world!($ty with_types_in $crate::bindings);
@@ -34,6 +62,36 @@ macro_rules! export {
         #[cfg(not(target_arch = "wasm32"))]
         const _: (fn() -> Vec<$crate::Tool>, fn(String, String) -> Result<$crate::ToolOutput, $crate::ToolError>) =
             (<$ty as $crate::Guest>::list, <$ty as $crate::Guest>::call);
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __no_resources {
+    ($ty:ident) => {
+        impl $crate::resources::Guest for $ty {
+            fn templates() -> Vec<$crate::resources::ResourceTemplate> {
+                Vec::new()
+            }
+            fn read(uri: String) -> Result<$crate::resources::Contents, $crate::ToolError> {
+                Err($crate::ToolError::new(
+                    "not_found",
+                    format!("this plugin serves no resources (asked for {uri})"),
+                ))
+            }
+        }
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __no_lifecycle {
+    ($ty:ident) => {
+        impl $crate::lifecycle::Guest for $ty {
+            fn refresh(_changed: Vec<String>) -> Result<Vec<String>, $crate::ToolError> {
+                Ok(Vec::new())
+            }
+        }
     };
 }
 
@@ -55,7 +113,12 @@ pub fn tool(
 impl ToolError {
     /// A tool error the model sees, not retryable, without details.
     pub fn new(code: &str, message: impl Into<String>) -> Self {
-        ToolError { code: code.to_string(), message: message.into(), retryable: false, details: None }
+        ToolError {
+            code: code.to_string(),
+            message: message.into(),
+            retryable: false,
+            details: None,
+        }
     }
 
     /// Attach extra structured fields (merged into the error object).
@@ -90,6 +153,10 @@ pub fn structured_output(value: &impl serde::Serialize) -> ToolOutput {
 /// already checked them against the input schema, so a failure here means
 /// the schema and the type disagree.
 pub fn parse_args<T: serde::de::DeserializeOwned>(arguments: &str) -> Result<T, ToolError> {
-    serde_json::from_str(arguments)
-        .map_err(|e| ToolError::new("invalid_arguments", format!("arguments do not fit the tool: {e}")))
+    serde_json::from_str(arguments).map_err(|e| {
+        ToolError::new(
+            "invalid_arguments",
+            format!("arguments do not fit the tool: {e}"),
+        )
+    })
 }

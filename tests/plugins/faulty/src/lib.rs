@@ -13,10 +13,30 @@ impl Guest for Faulty {
         vec![
             tool("fault_loop", "Loops forever.", empty.clone(), None),
             tool("fault_trap", "Traps (unreachable).", empty.clone(), None),
-            tool("fault_oom", "Allocates until memory runs out.", empty.clone(), None),
-            tool("noop", "Returns its arguments at once.", json!({"type": "object"}), None),
-            tool("chatty", "Logs, reports progress and relays an event.", json!({"type": "object"}), None),
-            tool("dotted.echo", "Like noop, with a dotted name.", json!({"type": "object"}), None),
+            tool(
+                "fault_oom",
+                "Allocates until memory runs out.",
+                empty.clone(),
+                None,
+            ),
+            tool(
+                "noop",
+                "Returns its arguments at once.",
+                json!({"type": "object"}),
+                None,
+            ),
+            tool(
+                "chatty",
+                "Logs, reports progress and relays an event.",
+                json!({"type": "object"}),
+                None,
+            ),
+            tool(
+                "dotted.echo",
+                "Like noop, with a dotted name.",
+                json!({"type": "object"}),
+                None,
+            ),
             tool(
                 "spawn",
                 "Runs a program through the process capability.",
@@ -42,7 +62,10 @@ impl Guest for Faulty {
                     std::hint::black_box(&hoard);
                 }
             }
-            "noop" | "dotted.echo" => Ok(ToolOutput { text: arguments, structured: None }),
+            "noop" | "dotted.echo" => Ok(ToolOutput {
+                text: arguments,
+                structured: None,
+            }),
             "spawn" => {
                 let args: serde_json::Value = serde_json::from_str(&arguments).unwrap();
                 let request = plugin_sdk::process::RunRequest {
@@ -57,14 +80,23 @@ impl Guest for Faulty {
                     log_path: None,
                 };
                 let result = plugin_sdk::process::run(&request)?;
-                Ok(ToolOutput { text: format!("{:?}", result.status), structured: None })
+                Ok(ToolOutput {
+                    text: format!("{:?}", result.status),
+                    structured: None,
+                })
             }
             "chatty" => {
                 plugin_sdk::log::log(plugin_sdk::log::Level::Info, "hello from chatty");
-                plugin_sdk::log::log(plugin_sdk::log::Level::Debug, "too quiet to reach the client");
+                plugin_sdk::log::log(
+                    plugin_sdk::log::Level::Debug,
+                    "too quiet to reach the client",
+                );
                 plugin_sdk::notify::progress(0.5, Some(1.0), Some("half way"));
                 plugin_sdk::notify::event("step", r#"{"toolCallId": "t1"}"#);
-                Ok(ToolOutput { text: "done".into(), structured: None })
+                Ok(ToolOutput {
+                    text: "done".into(),
+                    structured: None,
+                })
             }
             other => Err(ToolError::new("unknown_tool", other)),
         }

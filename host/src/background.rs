@@ -1,0 +1,169 @@
+//! Background work of plugins that export `lifecycle`: `refresh` runs once
+//! after the plugin loads and again whenever files change under the
+//! directories it asked to watch (only directories its policy lets it
+//! read). One task per plugin, so refreshes of a plugin never overlap; a
+//! replaced or removed plugin's task is stopped, which drops whatever it
+//! was building.
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use notify::{RecursiveMode, Watcher};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::caps::CallContext;
+use crate::catalog::{Catalog, Plugin};
+use crate::client::StderrLink;
+use crate::paths::confine;
+use crate::runtime;
+
+/// Editors and unpackers write in bursts; refresh once things are quiet.
+const SETTLE: Duration = Duration::from_millis(300);
+/// At most this many changed paths are passed to `refresh`.
+const MAX_CHANGED: usize = 200;
+
+#[derive(Default)]
+pub struct Background {
+    enabled: AtomicBool,
+    /// Plugin path -> (hash of the running version, its task).
+    tasks: Mutex<HashMap<PathBuf, (String, JoinHandle<()>)>>,
+}
+
+impl Background {
+    /// Start background work from now on (`host serve` does; one-shot
+    /// commands do not).
+    pub fn enable(&self, catalog: &Catalog) {
+        self.enabled.store(true, Ordering::SeqCst);
+        self.sync(catalog);
+    }
+
+    /// Start tasks for new plugins, stop those of plugins that went away.
+    pub fn sync(&self, catalog: &Catalog) {
+        if !self.enabled.load(Ordering::SeqCst) {
+            return;
+        }
+        let mut tasks = self.tasks.lock().expect("background lock");
+        tasks.retain(|path, (hash, task)| {
+            let alive = catalog
+                .plugins
+                .iter()
+                .any(|p| &p.path == path && &p.hash == hash);
+            if !alive {
+                task.abort();
+            }
+            alive
+        });
+        for plugin in &catalog.plugins {
+            if plugin.prepared.exports.lifecycle.is_some() && !tasks.contains_key(&plugin.path) {
+                let task = tokio::spawn(refresh_loop(plugin.clone()));
+                tasks.insert(plugin.path.clone(), (plugin.hash.clone(), task));
+            }
+        }
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        for (_, (_, task)) in self.tasks.lock().expect("background lock").drain() {
+            task.abort();
+        }
+    }
+}
+
+async fn refresh_loop(plugin: Arc<Plugin>) {
+    let (tx, mut rx) = mpsc::unbounded_channel::<PathBuf>();
+    let mut watcher: Option<notify::RecommendedWatcher> = None;
+    let mut watched: Vec<PathBuf> = Vec::new();
+    let mut changed: Vec<String> = Vec::new();
+    loop {
+        let started = Instant::now();
+        let trace_id = uuid::Uuid::new_v4().simple().to_string()[..16].to_string();
+        let call = CallContext {
+            trace_id: trace_id.clone(),
+            tool: "lifecycle.refresh".into(),
+            cancel: CancellationToken::new(),
+            deadline: Instant::now() + Duration::from_millis(plugin.grants.timeout_ms),
+            client: Arc::new(StderrLink),
+        };
+        let elapsed_ms = || started.elapsed().as_millis() as u64;
+        match runtime::refresh(&plugin.prepared, plugin.grants.clone(), call, &changed).await {
+            None => return,
+            Some(Ok(Ok(dirs))) => {
+                tracing::info!(plugin = %plugin.name, changed = changed.len(), elapsed_ms = elapsed_ms(), %trace_id, "background refresh done");
+                let dirs = allowed_dirs(&plugin, dirs);
+                if dirs != watched {
+                    watcher = watch(&plugin.name, &dirs, tx.clone());
+                    watched = dirs;
+                }
+            }
+            Some(Ok(Err(e))) => {
+                tracing::warn!(plugin = %plugin.name, code = %e.code, message = %e.message, %trace_id, "background refresh failed")
+            }
+            Some(Err(failure)) => {
+                tracing::warn!(plugin = %plugin.name, error = %failure, %trace_id, "background refresh failed")
+            }
+        }
+        let _keep_watching = &watcher;
+        let Some(first) = rx.recv().await else { return };
+        let mut paths = BTreeSet::from([first]);
+        while let Ok(Some(path)) = tokio::time::timeout(SETTLE, rx.recv()).await {
+            paths.insert(path);
+        }
+        changed = paths
+            .iter()
+            .take(MAX_CHANGED)
+            .map(|p| p.to_string_lossy().into_owned())
+            .collect();
+    }
+}
+
+/// The requested directories the plugin may read; the rest are logged.
+fn allowed_dirs(plugin: &Plugin, dirs: Vec<String>) -> Vec<PathBuf> {
+    let grants = &plugin.grants;
+    let roots = if grants.has("fs") {
+        grants.read_roots.as_slice()
+    } else {
+        &[]
+    };
+    dirs.into_iter()
+        .filter_map(|d| {
+            let allowed = confine(&d, &grants.workspace, roots);
+            if allowed.is_none() {
+                tracing::warn!(plugin = %plugin.name, dir = %d, "not watching a directory outside the plugin's readable roots (fs.read)");
+            }
+            allowed
+        })
+        .collect()
+}
+
+fn watch(
+    plugin: &str,
+    dirs: &[PathBuf],
+    tx: mpsc::UnboundedSender<PathBuf>,
+) -> Option<notify::RecommendedWatcher> {
+    if dirs.is_empty() {
+        return None;
+    }
+    let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+        if let Ok(event) = event
+            && !event.kind.is_access()
+        {
+            for path in event.paths {
+                let _ = tx.send(path);
+            }
+        }
+    })
+    .map_err(|e| tracing::warn!(%plugin, error = %e, "cannot start a watcher"))
+    .ok()?;
+    for dir in dirs {
+        if let Err(e) = watcher.watch(dir, RecursiveMode::Recursive) {
+            tracing::warn!(%plugin, dir = %dir.display(), error = %e, "cannot watch directory");
+        }
+    }
+    Some(watcher)
+}

@@ -1,0 +1,123 @@
+//! `index`: named full-text indexes for plugins granted `index`. Checks the
+//! grant and the index name, places the index under the plugin's
+//! `index.root`, and hands the work to [`crate::textindex`].
+
+use std::path::PathBuf;
+
+use wasmtime::component::Resource;
+
+use crate::bindings::CapabilityError;
+use crate::bindings::mcphost::plugin::index::{
+    Document, Hit, Host, HostBuilder, IndexInfo, Schema, SearchRequest,
+};
+use crate::caps::CallState;
+use crate::textindex::{self, Builder, Spec};
+
+type Answer<T> = wasmtime::Result<Result<T, CapabilityError>>;
+
+impl CallState {
+    /// The directory of index `name`, if the plugin may use indexes.
+    fn index_dir(&self, name: &str) -> Result<PathBuf, CapabilityError> {
+        self.grants
+            .require("index")
+            .map_err(CapabilityError::Denied)?;
+        textindex::check_name(name).map_err(CapabilityError::Invalid)?;
+        Ok(self.grants.index_root.join(name))
+    }
+
+    fn opened(&self, name: &str) -> Result<std::sync::Arc<textindex::Opened>, CapabilityError> {
+        let dir = self.index_dir(name)?;
+        textindex::open(name, &dir).ok_or_else(|| {
+            CapabilityError::Invalid(format!("index `{name}` does not exist yet: build it first"))
+        })
+    }
+}
+
+impl Host for CallState {
+    async fn open(&mut self, name: String) -> Answer<Option<IndexInfo>> {
+        Ok(self
+            .index_dir(&name)
+            .map(|dir| textindex::open(&name, &dir).map(|o| o.info.clone())))
+    }
+
+    async fn build(
+        &mut self,
+        name: String,
+        schema: Schema,
+        version: String,
+    ) -> Answer<Option<Resource<Builder>>> {
+        let dir = match self.index_dir(&name) {
+            Ok(dir) => dir,
+            Err(e) => return Ok(Err(e)),
+        };
+        let spec = match Spec::from_wit(&schema, &version) {
+            Ok(spec) => spec,
+            Err(why) => {
+                return Ok(Err(CapabilityError::Invalid(format!(
+                    "index `{name}`: {why}"
+                ))));
+            }
+        };
+        match textindex::build(&name, &dir, spec).await {
+            Ok(Some(builder)) => Ok(Ok(Some(self.table.push(builder)?))),
+            Ok(None) => Ok(Ok(None)),
+            Err(e) => Ok(Err(CapabilityError::Invalid(format!(
+                "cannot build index `{name}` in {}: {e:#}",
+                dir.display()
+            )))),
+        }
+    }
+
+    async fn search(&mut self, name: String, request: SearchRequest) -> Answer<Vec<Hit>> {
+        Ok(self
+            .opened(&name)
+            .and_then(|o| textindex::search(&o, &request).map_err(CapabilityError::Invalid)))
+    }
+
+    async fn get(
+        &mut self,
+        name: String,
+        id: String,
+        return_: Vec<String>,
+    ) -> Answer<Option<Document>> {
+        Ok(self
+            .opened(&name)
+            .and_then(|o| o.get(&id, &return_).map_err(CapabilityError::Invalid)))
+    }
+
+    async fn terms(
+        &mut self,
+        name: String,
+        field: String,
+        prefix: String,
+        limit: u32,
+    ) -> Answer<Vec<String>> {
+        Ok(self.opened(&name).and_then(|o| {
+            o.terms(&field, &prefix, limit as usize)
+                .map_err(CapabilityError::Invalid)
+        }))
+    }
+}
+
+impl HostBuilder for CallState {
+    async fn add(&mut self, builder: Resource<Builder>, documents: Vec<Document>) -> Answer<()> {
+        Ok(self
+            .table
+            .get_mut(&builder)?
+            .add(documents)
+            .map_err(CapabilityError::Invalid))
+    }
+
+    async fn commit(&mut self, builder: Resource<Builder>) -> Answer<IndexInfo> {
+        let builder = self.table.get_mut(&builder)?;
+        Ok(builder
+            .commit()
+            .await
+            .map_err(|e| CapabilityError::Invalid(format!("commit failed: {e:#}"))))
+    }
+
+    async fn drop(&mut self, builder: Resource<Builder>) -> wasmtime::Result<()> {
+        self.table.delete(builder)?;
+        Ok(())
+    }
+}

@@ -1,0 +1,273 @@
+//! One search: the query text analysed per field into BM25 term clauses,
+//! a bonus for adjacent query words found next to each other in prose,
+//! exact keyword terms, filters, the per-document weight, and snippets.
+
+use std::collections::HashSet;
+
+use tantivy::collector::TopDocs;
+use tantivy::query::{
+    BooleanQuery, BoostQuery, ConstScoreQuery, Occur, PhraseQuery, Query, TermQuery,
+};
+use tantivy::schema::{IndexRecordOption, Value};
+use tantivy::snippet::{Snippet, SnippetGenerator};
+use tantivy::{DocAddress, Score, SegmentReader, TantivyDocument, Term};
+
+use super::{Kind, Opened};
+use crate::bindings::mcphost::plugin::index::{Hit, SearchRequest};
+
+/// How much an adjacent pair of query words in a prose field adds,
+/// relative to the field's boost.
+const PHRASE_BONUS: f32 = 0.5;
+const MAX_LIMIT: u32 = 1000;
+
+pub fn search(opened: &Opened, request: &SearchRequest) -> Result<Vec<Hit>, String> {
+    let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+    let mut analysed = Vec::new();
+    for wanted in &request.fields {
+        let (field, kind) = opened.field(&wanted.field)?;
+        if !matches!(kind, Kind::Identifier | Kind::Prose) {
+            return Err(format!(
+                "field `{}` is not a text field: match keyword fields with `terms`",
+                wanted.field
+            ));
+        }
+        let mut analyzer = opened
+            .index
+            .tokenizer_for_field(field)
+            .map_err(|e| e.to_string())?;
+        let mut tokens: Vec<(usize, String)> = Vec::new();
+        analyzer
+            .token_stream(&request.query)
+            .process(&mut |t| tokens.push((t.position, t.text.clone())));
+        let mut seen = HashSet::new();
+        for (_, text) in &tokens {
+            if seen.insert(text.as_str()) {
+                let term = TermQuery::new(
+                    Term::from_field_text(field, text),
+                    IndexRecordOption::WithFreqs,
+                );
+                clauses.push((
+                    Occur::Should,
+                    Box::new(BoostQuery::new(Box::new(term), wanted.boost)),
+                ));
+            }
+        }
+        if kind == Kind::Prose {
+            for pair in tokens.windows(2) {
+                let ((p1, t1), (p2, t2)) = (&pair[0], &pair[1]);
+                let phrase = PhraseQuery::new_with_offset(vec![
+                    (0, Term::from_field_text(field, t1)),
+                    (p2 - p1, Term::from_field_text(field, t2)),
+                ]);
+                clauses.push((
+                    Occur::Should,
+                    Box::new(BoostQuery::new(
+                        Box::new(phrase),
+                        wanted.boost * PHRASE_BONUS,
+                    )),
+                ));
+            }
+        }
+        analysed.push((
+            wanted.field.as_str(),
+            tokens.into_iter().map(|(_, t)| t).collect::<Vec<_>>(),
+        ));
+    }
+    for boost in &request.terms {
+        let field = keyword_field(opened, &boost.field)?;
+        let term = TermQuery::new(
+            Term::from_field_text(field, &boost.term),
+            IndexRecordOption::Basic,
+        );
+        clauses.push((
+            Occur::Should,
+            Box::new(BoostQuery::new(Box::new(term), boost.boost)),
+        ));
+    }
+    if let Some(coverage) = &request.coverage {
+        if let Some(all_words) = coverage_query(opened, &request.query, &coverage.fields)? {
+            clauses.push((
+                Occur::Should,
+                Box::new(ConstScoreQuery::new(all_words, coverage.bonus)),
+            ));
+        }
+    }
+    tracing::debug!(target: "index", index = %opened.info.name, ?analysed, terms = request.terms.len(), "query analysed");
+    if clauses.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut query: Box<dyn Query> = Box::new(BooleanQuery::new(clauses));
+    if !request.filters.is_empty() {
+        let mut all = vec![(Occur::Must, query)];
+        for filter in &request.filters {
+            let field = keyword_field(opened, &filter.field)?;
+            if filter.any_of.is_empty() {
+                return Err(format!("the filter on `{}` lists no values", filter.field));
+            }
+            let terms = filter
+                .any_of
+                .iter()
+                .map(|v| Term::from_field_text(field, v))
+                .collect();
+            let allowed = Box::new(BooleanQuery::new_multiterms_query(terms));
+            all.push((Occur::Must, Box::new(ConstScoreQuery::new(allowed, 0.0))));
+        }
+        query = Box::new(BooleanQuery::new(all));
+    }
+
+    let searcher = opened.reader.searcher();
+    let top = TopDocs::with_limit(request.limit.clamp(1, MAX_LIMIT) as usize);
+    let found: Vec<(Score, DocAddress)> =
+        match opened.spec.fields.iter().find(|f| f.kind == Kind::Weight) {
+            Some(weight) => {
+                let name = weight.name.clone();
+                let by_weight = top.tweak_score(move |segment: &SegmentReader| {
+                    let column = segment
+                        .fast_fields()
+                        .f64(&name)
+                        .ok()
+                        .map(|c| c.first_or_default_col(1.0));
+                    move |doc, score: Score| match &column {
+                        Some(column) => score * column.get_val(doc) as Score,
+                        None => score,
+                    }
+                });
+                searcher.search(&*query, &by_weight)
+            }
+            None => searcher.search(&*query, &top.order_by_score()),
+        }
+        .map_err(|e| e.to_string())?;
+
+    let snippets = match &request.snippet_field {
+        Some(name) => {
+            let (field, _) = opened.field(name)?;
+            let mut generator =
+                SnippetGenerator::create(&searcher, &*query, field).map_err(|e| e.to_string())?;
+            generator.set_max_num_chars(request.snippet_chars.max(20) as usize);
+            Some((field, generator))
+        }
+        None => None,
+    };
+    let id_field = opened.field(&opened.spec.id_field)?.0;
+    let mut hits = Vec::with_capacity(found.len());
+    let mut scores = Vec::new();
+    for (score, address) in found {
+        let doc: TantivyDocument = searcher.doc(address).map_err(|e| e.to_string())?;
+        if scores.len() < 5 {
+            let id = doc
+                .get_first(id_field)
+                .and_then(|v| v.as_str())
+                .unwrap_or("")
+                .to_string();
+            scores.push((id, score));
+        }
+        let snippet = snippets.as_ref().map(|(field, generator)| {
+            let text: Vec<&str> = doc.get_all(*field).filter_map(|v| v.as_str()).collect();
+            let text = text.join(" ");
+            let snippet = generator.snippet(&text);
+            if snippet.highlighted().is_empty() {
+                shorten(&text, request.snippet_chars.max(20) as usize)
+            } else {
+                render(&snippet, text.len())
+            }
+        });
+        hits.push(Hit {
+            score,
+            fields: opened.stored_fields(&doc, &request.return_)?,
+            snippet,
+        });
+    }
+    tracing::debug!(target: "index", index = %opened.info.name, top = ?scores, "top scores");
+    Ok(hits)
+}
+
+/// Matches documents in which each required word of `query` matches in
+/// one of `fields`. A word is required unless every prose field drops it.
+fn coverage_query(
+    opened: &Opened,
+    query: &str,
+    fields: &[String],
+) -> Result<Option<Box<dyn Query>>, String> {
+    let mut analyzers = Vec::new();
+    for name in fields {
+        let (field, kind) = opened.field(name)?;
+        if !matches!(kind, Kind::Identifier | Kind::Prose) {
+            return Err(format!("coverage field `{name}` is not a text field"));
+        }
+        analyzers.push((
+            field,
+            kind,
+            opened
+                .index
+                .tokenizer_for_field(field)
+                .map_err(|e| e.to_string())?,
+        ));
+    }
+    let has_prose = analyzers.iter().any(|(_, kind, _)| *kind == Kind::Prose);
+    let mut words: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+    for word in query.split_whitespace() {
+        let mut either: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+        let mut kept_by_prose = false;
+        for (field, kind, analyzer) in &mut analyzers {
+            analyzer.token_stream(word).process(&mut |t| {
+                kept_by_prose |= *kind == Kind::Prose;
+                let term = TermQuery::new(
+                    Term::from_field_text(*field, &t.text),
+                    IndexRecordOption::Basic,
+                );
+                either.push((Occur::Should, Box::new(term)));
+            });
+        }
+        if !either.is_empty() && (kept_by_prose || !has_prose) {
+            words.push((Occur::Must, Box::new(BooleanQuery::new(either))));
+        }
+    }
+    Ok((!words.is_empty()).then(|| Box::new(BooleanQuery::new(words)) as Box<dyn Query>))
+}
+
+fn keyword_field(opened: &Opened, name: &str) -> Result<tantivy::schema::Field, String> {
+    match opened.field(name)? {
+        (field, Kind::Keyword) => Ok(field),
+        _ => Err(format!(
+            "field `{name}` is not a keyword field: terms and filters need one"
+        )),
+    }
+}
+
+/// The fragment with its matched words in `**`, and `…` where it was cut.
+fn render(snippet: &Snippet, text_len: usize) -> String {
+    let fragment = snippet.fragment();
+    let mut out = String::new();
+    if snippet.fragment_range().start > 0 {
+        out.push('…');
+    }
+    let mut at = 0;
+    let mut ranges = snippet.highlighted().to_vec();
+    ranges.sort_by_key(|r| r.start);
+    for range in ranges {
+        if range.start < at {
+            continue;
+        }
+        out.push_str(&fragment[at..range.start]);
+        out.push_str("**");
+        out.push_str(&fragment[range.clone()]);
+        out.push_str("**");
+        at = range.end;
+    }
+    out.push_str(&fragment[at..]);
+    if snippet.fragment_range().end < text_len {
+        out.push('…');
+    }
+    out
+}
+
+/// The start of `text`, cut at a word boundary within `max` characters.
+fn shorten(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_string();
+    }
+    let cut = text.char_indices().nth(max).map_or(text.len(), |(i, _)| i);
+    let head = &text[..cut];
+    let head = head.rfind(char::is_whitespace).map_or(head, |i| &head[..i]);
+    format!("{}…", head.trim_end())
+}

@@ -1,0 +1,331 @@
+//! What the tools do, over the host's index: search, class and symbol
+//! look-ups (with inheritance), class listing, and "did you mean"
+//! suggestions for names that are not there.
+
+use plugin_sdk::ToolError;
+use plugin_sdk::index::{self, Coverage, FieldBoost, Filter, SearchRequest, TermBoost};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::corpus::{INDEX, ensure};
+use crate::model::SYMBOL_KINDS;
+use crate::uri;
+
+const MAX_SUGGESTIONS: usize = 5;
+
+#[derive(Serialize)]
+pub struct SearchHit {
+    pub uri: String,
+    /// `Class` or `Class.member`.
+    pub name: String,
+    pub kind: String,
+    pub class: String,
+    pub score: f32,
+    pub snippet: String,
+}
+
+fn invalid(message: impl Into<String>) -> ToolError {
+    ToolError::new("INVALID_ARGUMENT", message)
+}
+
+fn not_found(message: String, suggestions: Vec<String>) -> ToolError {
+    let message = if suggestions.is_empty() {
+        message
+    } else {
+        format!("{message}; did you mean: {}?", suggestions.join(", "))
+    };
+    ToolError::new("NOT_FOUND", message)
+        .with_details(serde_json::json!({ "suggestions": suggestions }))
+}
+
+/// Words that name a kind; a query that contains one prefers that kind.
+const KIND_WORDS: [(&str, &str); 5] = [
+    ("class", "class"),
+    ("method", "method"),
+    ("function", "method"),
+    ("property", "property"),
+    ("signal", "signal"),
+];
+
+pub fn search(query: &str, kind: Option<&str>, limit: u32) -> Result<Vec<SearchHit>, ToolError> {
+    let query = query.trim();
+    if query.is_empty() {
+        return Err(invalid(
+            "`query` is empty: give one or more words, e.g. {\"query\": \"move_and_slide\"}",
+        ));
+    }
+    ensure()?;
+    let lower = query.to_lowercase();
+    let words: Vec<&str> = lower.split_whitespace().collect();
+    let exact = |term: String, boost: f32| TermBoost {
+        field: "name_lc".into(),
+        term,
+        boost,
+    };
+    // An exact name, written as is, without spaces, or snake_cased, wins.
+    let mut terms = vec![exact(lower.clone(), 8.0)];
+    if words.len() > 1 {
+        terms.push(exact(words.concat(), 8.0));
+        terms.push(exact(words.join("_"), 8.0));
+    }
+    if lower.contains('.') {
+        terms.push(TermBoost {
+            field: "qname_lc".into(),
+            term: lower.clone(),
+            boost: 16.0,
+        });
+    }
+    if kind.is_none() {
+        for (word, kind) in KIND_WORDS {
+            if words.contains(&word) {
+                terms.push(TermBoost {
+                    field: "kind".into(),
+                    term: kind.into(),
+                    boost: 2.0,
+                });
+            }
+        }
+    }
+    let boost = |field: &str, boost: f32| FieldBoost {
+        field: field.into(),
+        boost,
+    };
+    let request = SearchRequest {
+        query: query.to_string(),
+        fields: vec![
+            boost("name_text", 3.0),
+            boost("class_text", 1.5),
+            boost("summary", 1.0),
+            boost("body", 0.3),
+        ],
+        terms,
+        filters: kind
+            .map(|k| {
+                vec![Filter {
+                    field: "kind".into(),
+                    any_of: vec![k.to_string()],
+                }]
+            })
+            .unwrap_or_default(),
+        // A name or summary that holds every word of the query beats one
+        // that repeats a few of them.
+        coverage: Some(Coverage {
+            fields: vec!["name_text".into(), "class_text".into(), "summary".into()],
+            bonus: 25.0,
+        }),
+        limit,
+        snippet_field: Some("body".into()),
+        snippet_chars: 160,
+        return_: vec!["uri".into(), "kind".into(), "class".into(), "name".into()],
+    };
+    let hits = index::search(INDEX, &request)?;
+    Ok(hits
+        .into_iter()
+        .map(|hit| {
+            let field = |name: &str| {
+                hit.fields
+                    .iter()
+                    .find(|(k, _)| k == name)
+                    .map(|(_, v)| v.clone())
+                    .unwrap_or_default()
+            };
+            let (kind, class, name) = (field("kind"), field("class"), field("name"));
+            SearchHit {
+                uri: field("uri"),
+                name: if kind == "class" {
+                    name
+                } else {
+                    format!("{class}.{name}")
+                },
+                kind,
+                class,
+                score: hit.score,
+                snippet: hit.snippet.unwrap_or_default(),
+            }
+        })
+        .collect())
+}
+
+/// A stored field of a document.
+fn stored(id: &str, field: &str) -> Result<Option<String>, ToolError> {
+    Ok(index::get(INDEX, id, &[field.to_string()])?
+        .and_then(|doc| doc.into_iter().next().map(|(_, v)| v)))
+}
+
+/// The class as JSON text.
+pub fn get_class(name: &str) -> Result<String, ToolError> {
+    let name = name.trim();
+    if name.is_empty() {
+        return Err(invalid(
+            "`name` is empty: give a class name, e.g. {\"name\": \"Node2D\"}",
+        ));
+    }
+    ensure()?;
+    match stored(&uri::class(name), "json")? {
+        Some(json) => Ok(json),
+        None => Err(not_found(
+            format!("no class named `{name}`"),
+            closest(name, &all_classes()?),
+        )),
+    }
+}
+
+fn all_classes() -> Result<Vec<String>, ToolError> {
+    Ok(index::terms(INDEX, "class", "", 100_000)?)
+}
+
+/// `{qname}` is `<Class>.<member>`, split at the first dot (member names
+/// may hold dots and slashes). Looks in the class, then its ancestors;
+/// `kind` picks one kind when a name is used by several.
+pub fn get_symbol(qname: &str, kind: Option<&str>) -> Result<Value, ToolError> {
+    let form = "use `<Class>.<member>`, e.g. `Node._ready`, `Vector2.x` or `Button.pressed`";
+    let Some((class, member)) = qname.trim().split_once('.') else {
+        return Err(invalid(format!("`qname` `{qname}` has no dot: {form}")));
+    };
+    if class.is_empty() || member.is_empty() {
+        return Err(invalid(format!(
+            "`qname` `{qname}` lacks a class or a member: {form}"
+        )));
+    }
+    ensure()?;
+    let kinds: Vec<&str> = match kind {
+        Some(k) => vec![k],
+        None => SYMBOL_KINDS.to_vec(),
+    };
+    let mut chain = Vec::new();
+    let mut at = Some(class.to_string());
+    while let Some(current) = at.take().filter(|c| !c.is_empty() && chain.len() < 64) {
+        let Some(parent) = stored(&uri::class(&current), "inherits")? else {
+            if chain.is_empty() {
+                return Err(not_found(
+                    format!("no class named `{class}`"),
+                    closest(class, &all_classes()?),
+                ));
+            }
+            break;
+        };
+        chain.push(current);
+        at = Some(parent);
+    }
+    // Nearest class first; within a class, kinds in the order of SYMBOL_KINDS.
+    for kind in &kinds {
+        for owner in &chain {
+            if let Some(json) = stored(&uri::symbol(owner, kind, member), "json")? {
+                let mut value: Value = serde_json::from_str(&json)
+                    .map_err(|e| internal(format!("stored symbol is not JSON: {e}")))?;
+                value["qname"] = Value::String(format!("{class}.{member}"));
+                if owner != class {
+                    value["inherited_from"] = Value::String(owner.clone());
+                }
+                return Ok(value);
+            }
+        }
+    }
+    let mut names = Vec::new();
+    for owner in &chain {
+        for line in stored(&uri::class(owner), "members")?
+            .unwrap_or_default()
+            .lines()
+        {
+            if let Some((k, name)) = line.split_once('\t')
+                && kinds.contains(&k)
+            {
+                names.push(format!("{class}.{name}"));
+            }
+        }
+    }
+    let wanted = format!("{class}.{member}");
+    let what = kind.map_or("member".to_string(), |k| k.to_string());
+    Err(not_found(
+        format!("`{class}` has no {what} `{member}` (its ancestors were searched too)"),
+        closest(&wanted, &names),
+    ))
+}
+
+pub fn list_classes(prefix: &str, limit: usize) -> Result<Vec<String>, ToolError> {
+    ensure()?;
+    let prefix = prefix.to_lowercase();
+    Ok(all_classes()?
+        .into_iter()
+        .filter(|c| c.to_lowercase().starts_with(&prefix))
+        .take(limit)
+        .collect())
+}
+
+pub fn internal(detail: String) -> ToolError {
+    plugin_sdk::log::log(plugin_sdk::log::Level::Error, &detail);
+    ToolError::new(
+        "INTERNAL",
+        "unexpected failure; the server log has the details under this error's trace id",
+    )
+}
+
+/// Up to five names closest to `wanted`: same letters ignoring case, then
+/// prefix, then substring, then edit distance.
+pub fn closest(wanted: &str, names: &[String]) -> Vec<String> {
+    let wanted = wanted.to_lowercase();
+    let mut scored: Vec<(usize, &String)> = names
+        .iter()
+        .map(|name| {
+            let lower = name.to_lowercase();
+            let rank = if lower == wanted {
+                0
+            } else if lower.starts_with(&wanted) || wanted.starts_with(&lower) {
+                1 + lower.len().abs_diff(wanted.len()).min(20)
+            } else if lower.contains(&wanted) {
+                21 + lower.len() - wanted.len()
+            } else {
+                40 + levenshtein(&lower, &wanted)
+            };
+            (rank, name)
+        })
+        .filter(|(rank, _)| *rank < 40 + wanted.len().max(3) / 2 + 1)
+        .collect();
+    scored.sort();
+    scored.dedup_by(|a, b| a.1 == b.1);
+    scored
+        .into_iter()
+        .take(MAX_SUGGESTIONS)
+        .map(|(_, n)| n.clone())
+        .collect()
+}
+
+fn levenshtein(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = (prev + usize::from(ca != *cb)).min(row[j] + 1).min(cur + 1);
+            prev = cur;
+        }
+    }
+    row[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn suggestions_prefer_case_prefix_then_edit_distance() {
+        let names: Vec<String> = [
+            "Node",
+            "Node2D",
+            "Node3D",
+            "NodePath",
+            "Timer",
+            "Tween",
+            "CharacterBody2D",
+        ]
+        .map(String::from)
+        .to_vec();
+        assert_eq!(closest("node", &names)[0], "Node");
+        assert_eq!(closest("Nod", &names)[..3], ["Node", "Node2D", "Node3D"]);
+        assert_eq!(closest("Timmer", &names), ["Timer"]);
+        assert!(closest("Qwertyuiop", &names).is_empty());
+        assert!(closest("Node", &names).len() <= 5);
+    }
+}

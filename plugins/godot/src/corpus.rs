@@ -1,0 +1,453 @@
+//! The doc dir and the index built from it: where the XML is, whether the
+//! saved index still matches it, and the documents that go into it.
+//!
+//! One document per class and one per symbol, all in the host's index
+//! `godot`. The index's version label is a fingerprint of the XML files
+//! (path, size, mtime) plus [`FORMAT`], so unchanged docs are never parsed
+//! again and a plugin that indexes differently rebuilds.
+
+use std::collections::HashMap;
+use std::path::{Component, Path, PathBuf};
+
+use plugin_sdk::ToolError;
+use plugin_sdk::index::{self, Analyzer, Field, FieldType, IndexInfo, Schema};
+use plugin_sdk::log::{Level, log};
+
+use crate::bbcode::{first_sentence, prose_only, without_inline_code};
+use crate::model::ClassDoc;
+use crate::parse::parse_class;
+use crate::uri;
+
+pub const INDEX: &str = "godot";
+/// Bump when the documents change shape.
+const FORMAT: &str = "godot-docs/3";
+const BATCH: usize = 2000;
+
+/// The configured doc dir, checked.
+pub struct DocDir {
+    pub path: PathBuf,
+}
+
+impl DocDir {
+    /// `GODOT_DOC_DIR` (relative to the workspace), default `<workspace>/doc`.
+    pub fn locate() -> Result<DocDir, ToolError> {
+        let workspace =
+            PathBuf::from(std::env::var("MCP_WORKSPACE").unwrap_or_else(|_| ".".into()));
+        let configured = std::env::var("GODOT_DOC_DIR").unwrap_or_default();
+        let path = if configured.is_empty() {
+            workspace.join("doc")
+        } else {
+            normalize(&workspace.join(configured))
+        };
+        let hint = "set GODOT_DOC_DIR to the `doc` folder of a Godot source tree (the folder that holds `classes/`), \
+                    e.g. `GODOT_DOC_DIR=$HOME/godot/doc host serve --stdio`, or put that folder at `<workspace>/doc`";
+        if !path.is_dir() {
+            return Err(config_error(format!(
+                "the Godot doc dir {} does not exist (or is not readable): {hint}",
+                path.display()
+            )));
+        }
+        if !path.join("classes").is_dir() {
+            return Err(config_error(format!(
+                "the Godot doc dir {} has no `classes/` folder: {hint}",
+                path.display()
+            )));
+        }
+        Ok(DocDir { path })
+    }
+
+    /// `classes/*.xml` and the module docs (`modules/<m>/*.xml` or
+    /// `modules/<m>/doc_classes/*.xml`), sorted.
+    pub fn xml_files(&self) -> Vec<PathBuf> {
+        let mut files = xml_in(&self.path.join("classes"));
+        for module in subdirs(&self.path.join("modules")) {
+            files.extend(xml_in(&module));
+            files.extend(xml_in(&module.join("doc_classes")));
+        }
+        files.sort();
+        files
+    }
+
+    /// The version label the index should carry for these files.
+    pub fn fingerprint(&self, files: &[PathBuf]) -> String {
+        let mut hash = Fnv::default();
+        for file in files {
+            hash.write(file.to_string_lossy().as_bytes());
+            if let Ok(meta) = std::fs::metadata(file) {
+                hash.write(&meta.len().to_le_bytes());
+                let mtime = meta
+                    .modified()
+                    .ok()
+                    .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
+                hash.write(&mtime.map_or(0, |d| d.as_nanos()).to_le_bytes());
+            }
+        }
+        format!("{FORMAT};files={};{:016x}", files.len(), hash.0)
+    }
+}
+
+fn config_error(message: String) -> ToolError {
+    ToolError::new("CONFIG_ERROR", message)
+}
+
+fn xml_in(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "xml") && p.is_file())
+        .collect()
+}
+
+fn subdirs(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect()
+}
+
+/// Remove `.` and `..` the way the host does for policy paths, so the
+/// path matches the directory the host preopened.
+fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// FNV-1a: a stable hash for the fingerprint (std's hasher may change).
+struct Fnv(u64);
+impl Default for Fnv {
+    fn default() -> Self {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+}
+impl Fnv {
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0 ^ *b as u64).wrapping_mul(0x100_0000_01b3);
+        }
+    }
+}
+
+/// The index as it is, building it first when there is none or it was
+/// built by a plugin that indexes differently. (Whether the XML changed is
+/// `refresh`'s job: a call does not stat a thousand files.)
+pub fn ensure() -> Result<IndexInfo, ToolError> {
+    match index::open(INDEX)? {
+        Some(info) if info.version.starts_with(&format!("{FORMAT};")) => Ok(info),
+        _ => rebuild(&DocDir::locate()?),
+    }
+}
+
+/// Rebuild when the XML no longer matches the saved index; the doc dir to
+/// watch either way.
+pub fn refresh() -> Result<DocDir, ToolError> {
+    let docs = DocDir::locate()?;
+    let files = docs.xml_files();
+    let version = docs.fingerprint(&files);
+    match index::open(INDEX)? {
+        Some(info) if info.version == version => {
+            log(
+                Level::Info,
+                &format!(
+                    "index is up to date: {} documents, {} bytes, docs {}",
+                    info.documents,
+                    info.size_bytes,
+                    docs.path.display()
+                ),
+            );
+        }
+        _ => {
+            build(&docs, &files, &version)?;
+        }
+    }
+    Ok(docs)
+}
+
+fn rebuild(docs: &DocDir) -> Result<IndexInfo, ToolError> {
+    let files = docs.xml_files();
+    let version = docs.fingerprint(&files);
+    build(docs, &files, &version)
+}
+
+fn build(docs: &DocDir, files: &[PathBuf], version: &str) -> Result<IndexInfo, ToolError> {
+    let Some(builder) = index::build(INDEX, &schema(), version)? else {
+        // Someone else built this very version while we waited.
+        return index::open(INDEX)?.ok_or_else(|| {
+            ToolError::new("INTERNAL", "the index vanished right after it was built")
+        });
+    };
+    let classes = parse_all(docs, files);
+    if classes.is_empty() {
+        return Err(config_error(format!(
+            "no class could be read from {}: see the log for the files and positions",
+            docs.path.display()
+        )));
+    }
+    let descendants = descendant_counts(&classes);
+    // The global scopes hold what every script uses: rank them with the most
+    // central class.
+    let central = descendants.values().copied().max().unwrap_or(0);
+    let mut batch = Vec::with_capacity(BATCH);
+    for class in &classes {
+        let reach = if class.name.starts_with('@') {
+            central
+        } else {
+            *descendants.get(class.name.as_str()).unwrap_or(&0)
+        };
+        let prior = 1.0 + 0.08 * (1.0 + reach as f64).ln();
+        batch.push(class_document(class, prior));
+        for symbol in class.symbols() {
+            batch.push(symbol_document(class, &symbol, prior));
+            if batch.len() >= BATCH {
+                builder.add(&std::mem::take(&mut batch))?;
+            }
+        }
+    }
+    builder.add(&batch)?;
+    let info = builder.commit()?;
+    log(
+        Level::Info,
+        &format!(
+            "index built: {} classes, {} documents, {} bytes, docs {}",
+            classes.len(),
+            info.documents,
+            info.size_bytes,
+            docs.path.display()
+        ),
+    );
+    Ok(info)
+}
+
+/// Parse every file; a file that fails is logged (file:line:column) and
+/// left out, so one bad file never hides the rest.
+fn parse_all(docs: &DocDir, files: &[PathBuf]) -> Vec<ClassDoc> {
+    let mut classes = Vec::with_capacity(files.len());
+    for file in files {
+        let shown = file
+            .strip_prefix(&docs.path)
+            .unwrap_or(file)
+            .to_string_lossy()
+            .into_owned();
+        let xml = match std::fs::read_to_string(file) {
+            Ok(xml) => xml,
+            Err(e) => {
+                log(Level::Error, &format!("{shown}: cannot read: {e}"));
+                continue;
+            }
+        };
+        let docs_url = docs_url(&xml);
+        match parse_class(&shown, &xml, &docs_url) {
+            Ok(class) => classes.push(class),
+            Err(e) => log(
+                Level::Error,
+                &format!("skipping a class file that does not parse: {e}"),
+            ),
+        }
+    }
+    classes
+}
+
+/// `$DOCS_URL` for a file: its `version` attribute (3.x has one) or stable.
+fn docs_url(xml: &str) -> String {
+    let head = &xml[..xml.len().min(400)];
+    let version = head
+        .split_once(" version=\"")
+        .and_then(|(_, rest)| rest.split_once('"'))
+        .map(|(v, _)| v.split('.').take(2).collect::<Vec<_>>().join("."))
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| "stable".into());
+    format!("https://docs.godotengine.org/en/{version}")
+}
+
+/// How many classes inherit from each class, directly or not: a measure of
+/// how central it is (Node, Object), used as a ranking prior.
+fn descendant_counts(classes: &[ClassDoc]) -> HashMap<&str, usize> {
+    let parent: HashMap<&str, &str> = classes
+        .iter()
+        .filter_map(|c| c.inherits.as_deref().map(|p| (c.name.as_str(), p)))
+        .collect();
+    let mut counts: HashMap<&str, usize> = HashMap::new();
+    for class in classes {
+        let mut at = class.name.as_str();
+        let mut hops = 0;
+        while let Some(&up) = parent.get(at) {
+            *counts.entry(up).or_default() += 1;
+            at = up;
+            hops += 1;
+            if hops > 64 {
+                break; // a cycle in broken docs
+            }
+        }
+    }
+    counts
+}
+
+fn schema() -> Schema {
+    let field = |name: &str, type_: FieldType, stored: bool| Field {
+        name: name.into(),
+        type_,
+        stored,
+    };
+    Schema {
+        fields: vec![
+            field("uri", FieldType::Keyword, true),
+            field("kind", FieldType::Keyword, true),
+            field("class", FieldType::Keyword, true),
+            field("name", FieldType::Keyword, true),
+            field("name_lc", FieldType::Keyword, false),
+            field("qname_lc", FieldType::Keyword, false),
+            field("name_text", FieldType::Text(Analyzer::Identifier), false),
+            field("class_text", FieldType::Text(Analyzer::Identifier), false),
+            field("summary", FieldType::Text(Analyzer::Prose), false),
+            field("body", FieldType::Text(Analyzer::Prose), true),
+            field("inherits", FieldType::Stored, true),
+            field("members", FieldType::Stored, true),
+            field("json", FieldType::Stored, true),
+            field("weight", FieldType::Weight, false),
+        ],
+        id_field: "uri".into(),
+    }
+}
+
+fn class_document(class: &ClassDoc, prior: f64) -> Vec<(String, String)> {
+    let members: Vec<String> = class
+        .symbols()
+        .iter()
+        .map(|s| format!("{}\t{}", s.kind, s.name))
+        .collect();
+    let body = format!(
+        "{}\n{}",
+        class.brief_description,
+        prose_only(&class.description)
+    );
+    let weight = prior * if class.deprecated.is_some() { 0.7 } else { 1.0 };
+    vec![
+        ("uri".into(), uri::class(&class.name)),
+        ("kind".into(), "class".into()),
+        ("class".into(), class.name.clone()),
+        ("name".into(), class.name.clone()),
+        ("name_lc".into(), class.name.to_lowercase()),
+        ("qname_lc".into(), class.name.to_lowercase()),
+        ("name_text".into(), class.name.clone()),
+        (
+            "summary".into(),
+            without_inline_code(&class.brief_description),
+        ),
+        ("body".into(), body.trim().to_string()),
+        (
+            "inherits".into(),
+            class.inherits.clone().unwrap_or_default(),
+        ),
+        ("members".into(), members.join("\n")),
+        (
+            "json".into(),
+            serde_json::to_string(class).expect("classes serialise"),
+        ),
+        ("weight".into(), weight.to_string()),
+    ]
+}
+
+/// How much each kind of symbol counts, relative to a class.
+fn kind_prior(kind: &str) -> f64 {
+    match kind {
+        "method" | "property" | "signal" => 1.0,
+        "annotation" => 0.9,
+        "constant" => 0.5,
+        "constructor" => 0.5,
+        "theme_item" => 0.5,
+        _ => 0.3, // operators
+    }
+}
+
+fn symbol_document(
+    class: &ClassDoc,
+    symbol: &crate::model::Symbol<'_>,
+    prior: f64,
+) -> Vec<(String, String)> {
+    let weight = prior * kind_prior(symbol.kind) * if symbol.deprecated { 0.7 } else { 1.0 };
+    let prose = prose_only(symbol.description);
+    let mut json = symbol.json.clone();
+    if let Some(object) = json.as_object_mut() {
+        object.insert("kind".into(), symbol.kind.into());
+        object.insert("class".into(), class.name.clone().into());
+        object.insert(
+            "uri".into(),
+            uri::symbol(&class.name, symbol.kind, symbol.name).into(),
+        );
+    }
+    vec![
+        (
+            "uri".into(),
+            uri::symbol(&class.name, symbol.kind, symbol.name),
+        ),
+        ("kind".into(), symbol.kind.into()),
+        ("class".into(), class.name.clone()),
+        ("name".into(), symbol.name.to_string()),
+        ("name_lc".into(), symbol.name.to_lowercase()),
+        (
+            "qname_lc".into(),
+            format!("{}.{}", class.name, symbol.name).to_lowercase(),
+        ),
+        ("name_text".into(), symbol.name.to_string()),
+        ("class_text".into(), class.name.clone()),
+        (
+            "summary".into(),
+            without_inline_code(first_sentence(prose.trim())),
+        ),
+        ("body".into(), prose.trim().to_string()),
+        ("json".into(), json.to_string()),
+        ("weight".into(), weight.to_string()),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn docs_url_uses_the_version_attribute_or_stable() {
+        assert_eq!(
+            docs_url(r#"<class name="A" version="3.6" >"#),
+            "https://docs.godotengine.org/en/3.6"
+        );
+        assert_eq!(
+            docs_url(r#"<class name="A" inherits="B">"#),
+            "https://docs.godotengine.org/en/stable"
+        );
+    }
+
+    #[test]
+    fn descendants_count_every_generation() {
+        let class = |n: &str, p: Option<&str>| ClassDoc {
+            name: n.into(),
+            inherits: p.map(Into::into),
+            ..Default::default()
+        };
+        let classes = [
+            class("Object", None),
+            class("Node", Some("Object")),
+            class("Node2D", Some("Node")),
+            class("Timer", Some("Node")),
+        ];
+        let counts = descendant_counts(&classes);
+        assert_eq!(
+            (counts["Object"], counts["Node"], counts.get("Timer")),
+            (3, 2, None)
+        );
+    }
+}

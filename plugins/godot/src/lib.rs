@@ -1,0 +1,254 @@
+//! `godot.*`: the Godot class reference, offline (seed 004).
+//!
+//! The XML in `GODOT_DOC_DIR` is parsed ([`parse`], [`bbcode`]) into typed
+//! classes ([`model`]) and indexed in the host's index store ([`corpus`]);
+//! the tools ([`api`]) search and read that index, so a call never parses
+//! XML. `refresh` (run by the host after load and when the doc dir
+//! changes) rebuilds the index when the XML no longer matches it.
+
+pub mod api;
+pub mod bbcode;
+pub mod corpus;
+pub mod model;
+pub mod parse;
+pub mod uri;
+
+use plugin_sdk::resources::{Contents, ResourceTemplate};
+use plugin_sdk::{
+    Guest, Tool, ToolError, ToolOutput, lifecycle, parse_args, resources, structured_output, tool,
+};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+struct Godot;
+
+const KINDS: [&str; 9] = [
+    "class",
+    "method",
+    "property",
+    "signal",
+    "constant",
+    "theme_item",
+    "annotation",
+    "operator",
+    "constructor",
+];
+
+/// Tool errors use the seed's codes; so do invalid arguments caught by the
+/// host's schema check (`x-error-code`).
+fn input_schema(properties: Value, required: &[&str]) -> Value {
+    json!({
+        "type": "object",
+        "properties": properties,
+        "required": required,
+        "additionalProperties": false,
+        "x-error-code": "INVALID_ARGUMENT",
+    })
+}
+
+#[derive(Deserialize)]
+struct SearchArgs {
+    query: String,
+    kind: Option<String>,
+    limit: Option<u32>,
+}
+
+#[derive(Deserialize)]
+struct ClassArgs {
+    name: String,
+}
+
+#[derive(Deserialize)]
+struct SymbolArgs {
+    qname: String,
+    kind: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct ListArgs {
+    prefix: Option<String>,
+    limit: Option<u32>,
+}
+
+impl Guest for Godot {
+    fn list() -> Vec<Tool> {
+        let kind =
+            json!({ "type": "string", "enum": KINDS, "description": "Only this kind of entry." });
+        let symbol_kind = json!({ "type": "string", "enum": &KINDS[1..], "description": "Which kind, when the name is used by several (e.g. Button.pressed)." });
+        vec![
+            tool(
+                "godot.search",
+                "Full-text search of the Godot class reference (classes, methods, properties, signals, constants). \
+                 Best match first; an exact class or member name ranks first. Each result has a godot:// uri for \
+                 godot.get_class / godot.get_symbol or resources/read.",
+                input_schema(
+                    json!({
+                        "query": { "type": "string", "minLength": 1, "description": "Words or a name, e.g. `move_and_slide`, `http request`, `Node._ready`." },
+                        "kind": kind,
+                        "limit": { "type": "integer", "minimum": 1, "maximum": 100, "default": 10 },
+                    }),
+                    &["query"],
+                ),
+                Some(json!({
+                    "type": "object",
+                    "properties": { "results": { "type": "array", "items": { "type": "object",
+                        "properties": {
+                            "uri": { "type": "string" }, "name": { "type": "string" }, "kind": { "type": "string" },
+                            "class": { "type": "string" }, "score": { "type": "number" }, "snippet": { "type": "string" }
+                        },
+                        "required": ["uri", "name", "kind", "score", "snippet"] } } },
+                    "required": ["results"],
+                })),
+            ),
+            tool(
+                "godot.get_class",
+                "One class of the Godot reference: description, methods, properties (members), signals, constants, \
+                 theme items, annotations, operators, constructors. Sections a class lacks are empty lists.",
+                input_schema(
+                    json!({ "name": { "type": "string", "minLength": 1, "description": "Class name, e.g. `Node2D`." } }),
+                    &["name"],
+                ),
+                None,
+            ),
+            tool(
+                "godot.get_symbol",
+                "One member of a Godot class by qualified name `<Class>.<member>`, e.g. `Node._ready`, `Vector2.x`, \
+                 `Button.pressed`. Members inherited from ancestors are found too.",
+                input_schema(
+                    json!({ "qname": { "type": "string", "minLength": 1, "description": "`<Class>.<member>`; split at the first dot." }, "kind": symbol_kind }),
+                    &["qname"],
+                ),
+                None,
+            ),
+            tool(
+                "godot.list_classes",
+                "Class names of the Godot reference, sorted, optionally only those starting with `prefix` (any case).",
+                input_schema(
+                    json!({
+                        "prefix": { "type": "string" },
+                        "limit": { "type": "integer", "minimum": 1, "maximum": 5000, "default": 200 },
+                    }),
+                    &[],
+                ),
+                Some(
+                    json!({ "type": "object", "properties": { "classes": { "type": "array", "items": { "type": "string" } } }, "required": ["classes"] }),
+                ),
+            ),
+        ]
+    }
+
+    fn call(name: String, arguments: String) -> Result<ToolOutput, ToolError> {
+        match name.as_str() {
+            "godot.search" => {
+                let args: SearchArgs = parse_args(&arguments)?;
+                let results =
+                    api::search(&args.query, args.kind.as_deref(), args.limit.unwrap_or(10))?;
+                Ok(structured_output(&json!({ "results": results })))
+            }
+            "godot.get_class" => {
+                let args: ClassArgs = parse_args(&arguments)?;
+                Ok(json_output(api::get_class(&args.name)?))
+            }
+            "godot.get_symbol" => {
+                let args: SymbolArgs = parse_args(&arguments)?;
+                Ok(json_output(
+                    api::get_symbol(&args.qname, args.kind.as_deref())?.to_string(),
+                ))
+            }
+            "godot.list_classes" => {
+                let args: ListArgs = parse_args(&arguments)?;
+                let classes = api::list_classes(
+                    args.prefix.as_deref().unwrap_or(""),
+                    args.limit.unwrap_or(200) as usize,
+                )?;
+                Ok(structured_output(&json!({ "classes": classes })))
+            }
+            other => Err(ToolError::new(
+                "INVALID_ARGUMENT",
+                format!("unknown tool `{other}`"),
+            )),
+        }
+    }
+}
+
+/// A JSON document as the tool's text (pretty) and structured result.
+fn json_output(json: String) -> ToolOutput {
+    let value: Value = serde_json::from_str(&json).unwrap_or(Value::String(json));
+    structured_output(&value)
+}
+
+impl resources::Guest for Godot {
+    fn templates() -> Vec<ResourceTemplate> {
+        let template = |uri: &str, name: &str, description: &str| ResourceTemplate {
+            uri_template: uri.into(),
+            name: name.into(),
+            description: description.into(),
+            mime_type: "application/json".into(),
+        };
+        vec![
+            template(
+                "godot://class/{name}",
+                "Godot class",
+                "One class of the Godot reference (as godot.get_class).",
+            ),
+            template(
+                "godot://symbol/{class}/{kind}/{name}",
+                "Godot class member",
+                "One member; kind is method, property, signal, constant, theme_item, annotation, operator or constructor.",
+            ),
+            template(
+                "godot://search{?q,kind}",
+                "Godot reference search",
+                "Search results (as godot.search, 10 best).",
+            ),
+        ]
+    }
+
+    fn read(resource: String) -> Result<Contents, ToolError> {
+        let text = match uri::parse(&resource).map_err(|e| ToolError::new("INVALID_ARGUMENT", e))? {
+            uri::Target::Class(name) => api::get_class(&name)?,
+            uri::Target::Symbol { class, kind, name } => {
+                if !KINDS[1..].contains(&kind.as_str()) {
+                    return Err(ToolError::new(
+                        "INVALID_ARGUMENT",
+                        format!(
+                            "unknown kind `{kind}`: use one of {}",
+                            KINDS[1..].join(", ")
+                        ),
+                    ));
+                }
+                let value = api::get_symbol(&format!("{class}.{name}"), Some(&kind))?;
+                if value.get("inherited_from").is_some() {
+                    return Err(ToolError::new(
+                        "NOT_FOUND",
+                        format!("`{class}` does not declare {kind} `{name}` itself"),
+                    ));
+                }
+                value.to_string()
+            }
+            uri::Target::Search { query, kind } => {
+                if let Some(k) = kind.as_deref().filter(|k| !KINDS.contains(k)) {
+                    return Err(ToolError::new(
+                        "INVALID_ARGUMENT",
+                        format!("unknown kind `{k}`: use one of {}", KINDS.join(", ")),
+                    ));
+                }
+                json!({ "results": api::search(&query, kind.as_deref(), 10)? }).to_string()
+            }
+        };
+        Ok(Contents {
+            uri: resource,
+            mime_type: "application/json".into(),
+            text,
+        })
+    }
+}
+
+impl lifecycle::Guest for Godot {
+    fn refresh(_changed: Vec<String>) -> Result<Vec<String>, ToolError> {
+        let docs = corpus::refresh()?;
+        Ok(vec![docs.path.to_string_lossy().into_owned()])
+    }
+}
+
+plugin_sdk::export!(Godot, resources, lifecycle);

@@ -1,0 +1,185 @@
+//! The typed class reference: what `godot.get_class` and
+//! `godot.get_symbol` return. Sections a class lacks are empty lists.
+
+use serde::Serialize;
+
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct ClassDoc {
+    pub name: String,
+    pub inherits: Option<String>,
+    pub brief_description: String,
+    pub description: String,
+    /// `Some("")` when deprecated without a note.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deprecated: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub experimental: Option<String>,
+    pub keywords: Vec<String>,
+    pub tutorials: Vec<Tutorial>,
+    pub methods: Vec<Method>,
+    pub members: Vec<Property>,
+    pub signals: Vec<Signal>,
+    pub constants: Vec<Constant>,
+    pub theme_items: Vec<ThemeItem>,
+    pub annotations: Vec<Method>,
+    pub operators: Vec<Method>,
+    pub constructors: Vec<Method>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct Tutorial {
+    pub title: String,
+    pub url: String,
+}
+
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct Param {
+    pub index: u32,
+    pub name: String,
+    #[serde(rename = "type")]
+    pub type_: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub default: Option<String>,
+    #[serde(rename = "enum", skip_serializing_if = "Option::is_none")]
+    pub enum_: Option<String>,
+}
+
+/// A method, annotation, operator or constructor.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct Method {
+    pub name: String,
+    pub return_type: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub return_enum: Option<String>,
+    pub qualifiers: String,
+    pub params: Vec<Param>,
+    pub description: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deprecated: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub experimental: Option<String>,
+}
+
+/// A `<member>`: a property.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct Property {
+    pub name: String,
+    #[serde(rename = "type")]
+    pub type_: String,
+    pub setter: String,
+    pub getter: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub default: Option<String>,
+    #[serde(rename = "enum", skip_serializing_if = "Option::is_none")]
+    pub enum_: Option<String>,
+    /// Set when this entry overrides the default of an inherited property.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub overrides: Option<String>,
+    pub description: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deprecated: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub experimental: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct Signal {
+    pub name: String,
+    pub params: Vec<Param>,
+    pub description: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deprecated: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub experimental: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct Constant {
+    pub name: String,
+    pub value: String,
+    #[serde(rename = "enum", skip_serializing_if = "Option::is_none")]
+    pub enum_: Option<String>,
+    pub is_bitfield: bool,
+    pub description: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deprecated: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub experimental: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct ThemeItem {
+    pub name: String,
+    pub data_type: String,
+    #[serde(rename = "type")]
+    pub type_: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub default: Option<String>,
+    pub description: String,
+}
+
+/// The kinds of symbol, as they appear in URIs and the `kind` filter.
+pub const SYMBOL_KINDS: [&str; 8] = [
+    "method",
+    "property",
+    "signal",
+    "constant",
+    "annotation",
+    "constructor",
+    "operator",
+    "theme_item",
+];
+
+/// One symbol of a class, in the shape the index and `get_symbol` use.
+pub struct Symbol<'a> {
+    pub kind: &'static str,
+    pub name: &'a str,
+    pub description: &'a str,
+    pub deprecated: bool,
+    pub json: serde_json::Value,
+}
+
+impl ClassDoc {
+    /// Every symbol, in the order of [`SYMBOL_KINDS`].
+    pub fn symbols(&self) -> Vec<Symbol<'_>> {
+        fn all<'a, T: Serialize>(
+            out: &mut Vec<Symbol<'a>>,
+            kind: &'static str,
+            items: &'a [T],
+            fields: impl Fn(&'a T) -> (&'a str, &'a str, bool),
+        ) {
+            for item in items {
+                let (name, description, deprecated) = fields(item);
+                let json = serde_json::to_value(item).expect("symbols serialise");
+                out.push(Symbol {
+                    kind,
+                    name,
+                    description,
+                    deprecated,
+                    json,
+                });
+            }
+        }
+        fn method(m: &Method) -> (&str, &str, bool) {
+            (&m.name, &m.description, m.deprecated.is_some())
+        }
+        let mut out = Vec::new();
+        all(&mut out, "method", &self.methods, method);
+        all(&mut out, "property", &self.members, |p| {
+            (&p.name, &p.description, p.deprecated.is_some())
+        });
+        all(&mut out, "signal", &self.signals, |s| {
+            (&s.name, &s.description, s.deprecated.is_some())
+        });
+        all(&mut out, "constant", &self.constants, |c| {
+            (&c.name, &c.description, c.deprecated.is_some())
+        });
+        all(&mut out, "annotation", &self.annotations, method);
+        all(&mut out, "constructor", &self.constructors, method);
+        all(&mut out, "operator", &self.operators, method);
+        all(&mut out, "theme_item", &self.theme_items, |t| {
+            (&t.name, &t.description, false)
+        });
+        out
+    }
+}

@@ -1,0 +1,156 @@
+//! `godot://` URIs: `class/<C>`, `symbol/<C>/<kind>/<name>` and
+//! `search?q=&kind=`. Names keep `@`, `/` and `.`; only characters that
+//! would break a URI (space, `%`, `?`, `#`) are percent-encoded.
+
+pub fn class(name: &str) -> String {
+    format!("godot://class/{}", encode(name))
+}
+
+pub fn symbol(class: &str, kind: &str, name: &str) -> String {
+    format!("godot://symbol/{}/{kind}/{}", encode(class), encode(name))
+}
+
+pub fn search(query: &str, kind: Option<&str>) -> String {
+    let q = encode(query).replace('&', "%26").replace('=', "%3D");
+    match kind {
+        Some(kind) => format!("godot://search?q={q}&kind={kind}"),
+        None => format!("godot://search?q={q}"),
+    }
+}
+
+/// What a `godot://` URI points at.
+#[derive(Debug, PartialEq)]
+pub enum Target {
+    Class(String),
+    Symbol {
+        class: String,
+        kind: String,
+        name: String,
+    },
+    Search {
+        query: String,
+        kind: Option<String>,
+    },
+}
+
+/// Parse a URI; the error says which forms exist.
+pub fn parse(uri: &str) -> Result<Target, String> {
+    let forms = "use godot://class/<Class>, godot://symbol/<Class>/<kind>/<name> or godot://search?q=<words>&kind=<kind>";
+    let rest = uri
+        .strip_prefix("godot://")
+        .ok_or_else(|| format!("`{uri}` is not a godot:// URI: {forms}"))?;
+    if let Some(name) = rest.strip_prefix("class/") {
+        if !name.is_empty() && !name.contains('/') {
+            return Ok(Target::Class(decode(name)));
+        }
+    } else if let Some(path) = rest.strip_prefix("symbol/") {
+        let mut parts = path.splitn(3, '/');
+        if let (Some(class), Some(kind), Some(name)) = (parts.next(), parts.next(), parts.next())
+            && !class.is_empty()
+            && !name.is_empty()
+        {
+            return Ok(Target::Symbol {
+                class: decode(class),
+                kind: kind.to_string(),
+                name: decode(name),
+            });
+        }
+    } else if let Some(query) = rest.strip_prefix("search?") {
+        let mut q = None;
+        let mut kind = None;
+        for pair in query.split('&') {
+            match pair.split_once('=') {
+                Some(("q", v)) => q = Some(decode(&v.replace('+', " "))),
+                Some(("kind", v)) if !v.is_empty() => kind = Some(decode(v)),
+                _ => {}
+            }
+        }
+        if let Some(query) = q.filter(|q| !q.trim().is_empty()) {
+            return Ok(Target::Search { query, kind });
+        }
+    }
+    Err(format!("`{uri}` is not a valid godot:// URI: {forms}"))
+}
+
+fn encode(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            ' ' => out.push_str("%20"),
+            '%' => out.push_str("%25"),
+            '?' => out.push_str("%3F"),
+            '#' => out.push_str("%23"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        if bytes[i] == b'%'
+            && i + 2 < bytes.len()
+            && let (Some(h), Some(l)) = (hex(bytes[i + 1]), hex(bytes[i + 2]))
+        {
+            out.push((h * 16 + l) as u8);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uris_round_trip_with_at_slash_dot_and_spaces() {
+        assert_eq!(
+            symbol("@GlobalScope", "constant", "KEY_ESCAPE"),
+            "godot://symbol/@GlobalScope/constant/KEY_ESCAPE"
+        );
+        let tricky = symbol("Control", "theme_item", "font/size.x");
+        assert_eq!(
+            parse(&tricky).unwrap(),
+            Target::Symbol {
+                class: "Control".into(),
+                kind: "theme_item".into(),
+                name: "font/size.x".into()
+            }
+        );
+        let op = symbol("Vector2", "operator", "operator +");
+        assert_eq!(op, "godot://symbol/Vector2/operator/operator%20+");
+        assert_eq!(
+            parse(&op).unwrap(),
+            Target::Symbol {
+                class: "Vector2".into(),
+                kind: "operator".into(),
+                name: "operator +".into()
+            }
+        );
+        assert_eq!(
+            parse(&class("Node2D")).unwrap(),
+            Target::Class("Node2D".into())
+        );
+        assert_eq!(
+            parse(&search("play sound & more", Some("method"))).unwrap(),
+            Target::Search {
+                query: "play sound & more".into(),
+                kind: Some("method".into())
+            }
+        );
+        assert!(
+            parse("godot://class/")
+                .unwrap_err()
+                .contains("godot://class/<Class>")
+        );
+        assert!(parse("http://x").is_err());
+    }
+}
