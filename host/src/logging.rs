@@ -3,7 +3,8 @@
 //!
 //! The level comes from `MCP_SERVER_LOG` (`silent|error|warn|info|debug`)
 //! or, for finer control, `RUST_LOG` (an `EnvFilter` directive). Default:
-//! `info`.
+//! `info`. `debug` is ours only (the host, plugins, searches): libraries
+//! stay at `info`, since some would log whole messages and documents.
 
 use anyhow::{Result, bail};
 use tracing_subscriber::EnvFilter;
@@ -12,7 +13,8 @@ pub fn init() -> Result<()> {
     let filter = match std::env::var("MCP_SERVER_LOG") {
         Ok(level) => EnvFilter::new(match level.to_ascii_lowercase().as_str() {
             "silent" => "off",
-            l @ ("error" | "warn" | "info" | "debug") => l,
+            "debug" => "info,host=debug,call=debug,index=debug,plugin=debug",
+            l @ ("error" | "warn" | "info") => l,
             other => bail!(
                 "MCP_SERVER_LOG={other} is not a level: use silent, error, warn, info or debug"
             ),

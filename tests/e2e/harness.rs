@@ -312,3 +312,30 @@ pub fn run_test_args(runner: &str, extra: Value) -> Value {
         .extend(extra.as_object().unwrap().clone());
     args
 }
+
+/// The real Godot class reference (folder with 4.x/ and 3.x/): $GODOT_DOCS,
+/// by default ../shared/data/godot-docs beside the repository. Missing is
+/// a failure under CI=true and a plain skip elsewhere.
+pub fn godot_docs() -> Option<PathBuf> {
+    let dir = std::env::var_os("GODOT_DOCS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/godot-docs"));
+    if dir.join("4.x/classes").is_dir() {
+        return Some(dir);
+    }
+    let how = "set GODOT_DOCS to the folder holding 4.x/ and 3.x/ (the Godot class reference)";
+    if std::env::var("CI").as_deref() == Ok("true") {
+        panic!("the Godot docs are not at {} and CI=true: {how}", dir.display());
+    }
+    eprintln!("SKIPPED: the Godot docs are not at {}; {how}", dir.display());
+    None
+}
+
+/// A user config that points the Godot plugin at `doc_dir`, its index in
+/// the environment's cache.
+pub fn godot_config(doc_dir: &Path) -> String {
+    format!(
+        "[plugins.godot]\nfs.read = [{d:?}]\nvars.GODOT_DOC_DIR = {d:?}\nindex.root = \"${{plugin_cache}}/index\"\n",
+        d = doc_dir.display().to_string()
+    )
+}

@@ -4,5 +4,6 @@
 //! does both).
 
 mod harness;
+mod godot;
 mod host_core;
 mod run_test;
