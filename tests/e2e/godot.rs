@@ -37,9 +37,14 @@ fn error_code(result: &rmcp::model::CallToolResult) -> String {
 }
 
 async fn read(client: &Client, uri: &str) -> Result<Value, rmcp::ServiceError> {
-    let result = client.service.read_resource(ReadResourceRequestParams::new(uri)).await?;
+    let result = client
+        .service
+        .read_resource(ReadResourceRequestParams::new(uri))
+        .await?;
     match &result.contents[0] {
-        ResourceContents::TextResourceContents { text, .. } => Ok(serde_json::from_str(text).unwrap()),
+        ResourceContents::TextResourceContents { text, .. } => {
+            Ok(serde_json::from_str(text).unwrap())
+        }
         other => panic!("unexpected contents {other:?}"),
     }
 }
@@ -56,7 +61,12 @@ async fn real_reference_ranks_queries_and_serves_tools_and_resources() {
     let mut report = Vec::new();
     for line in tsv.lines().skip(1) {
         let cols: Vec<&str> = line.split('\t').collect();
-        let (query, kind, expected, note) = (cols[0], cols[1], cols[2], cols.get(3).copied().unwrap_or(""));
+        let (query, kind, expected, note) = (
+            cols[0],
+            cols[1],
+            cols[2],
+            cols.get(3).copied().unwrap_or(""),
+        );
         let mut accepted = vec![expected.to_string()];
         accepted.extend(
             note.split(|c: char| c.is_whitespace() || c == '(' || c == ')')
@@ -68,7 +78,10 @@ async fn real_reference_ranks_queries_and_serves_tools_and_resources() {
             args["kind"] = json!(kind);
         }
         let found = results(&client.call("godot.search", args).await);
-        let top = found.first().map(|r| r["uri"].as_str().unwrap().to_string()).unwrap_or_default();
+        let top = found
+            .first()
+            .map(|r| r["uri"].as_str().unwrap().to_string())
+            .unwrap_or_default();
         if accepted.contains(&top) {
             right += 1;
         } else {
@@ -76,81 +89,222 @@ async fn real_reference_ranks_queries_and_serves_tools_and_resources() {
         }
     }
     eprintln!("queries.tsv: {right}/30 top-1 right; misses: {report:#?}");
-    assert!(right >= 28, "only {right}/30 queries rank their expected result first: {report:#?}");
+    assert!(
+        right >= 28,
+        "only {right}/30 queries rank their expected result first: {report:#?}"
+    );
 
     // Search results: descending scores, highlighted snippets, kind filter, limit.
-    let found = results(&client.call("godot.search", json!({ "query": "countdown timer", "limit": 5 })).await);
+    let found = results(
+        &client
+            .call(
+                "godot.search",
+                json!({ "query": "countdown timer", "limit": 5 }),
+            )
+            .await,
+    );
     assert!(found.len() <= 5 && !found.is_empty());
-    assert!(found.windows(2).all(|w| w[0]["score"].as_f64() >= w[1]["score"].as_f64()), "{found:#?}");
-    assert!(found.iter().any(|r| r["snippet"].as_str().unwrap().contains("**")), "matched words highlighted: {found:#?}");
+    assert!(
+        found
+            .windows(2)
+            .all(|w| w[0]["score"].as_f64() >= w[1]["score"].as_f64()),
+        "{found:#?}"
+    );
+    assert!(
+        found
+            .iter()
+            .any(|r| r["snippet"].as_str().unwrap().contains("**")),
+        "matched words highlighted: {found:#?}"
+    );
     for r in &found {
         for key in ["uri", "name", "kind", "score", "snippet"] {
             assert!(r.get(key).is_some(), "{key} missing in {r}");
         }
     }
-    let signals = results(&client.call("godot.search", json!({ "query": "timeout", "kind": "signal" })).await);
-    assert!(signals.iter().all(|r| r["kind"] == "signal"), "{signals:#?}");
-    let none = client.call("godot.search", json!({ "query": "zzqqxxyy" })).await;
-    assert!(!is_error(&none) && results(&none).is_empty(), "no match is an empty list: {none:?}");
+    let signals = results(
+        &client
+            .call(
+                "godot.search",
+                json!({ "query": "timeout", "kind": "signal" }),
+            )
+            .await,
+    );
+    assert!(
+        signals.iter().all(|r| r["kind"] == "signal"),
+        "{signals:#?}"
+    );
+    let none = client
+        .call("godot.search", json!({ "query": "zzqqxxyy" }))
+        .await;
+    assert!(
+        !is_error(&none) && results(&none).is_empty(),
+        "no match is an empty list: {none:?}"
+    );
 
     // Classes: every section present, missing ones empty.
-    let node = client.call("godot.get_class", json!({ "name": "Node" })).await;
+    let node = client
+        .call("godot.get_class", json!({ "name": "Node" }))
+        .await;
     let node = structured(&node);
     assert_eq!(node["inherits"], "Object");
-    assert!(node["methods"].as_array().unwrap().iter().any(|m| m["name"] == "_ready"));
+    assert!(
+        node["methods"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["name"] == "_ready")
+    );
     assert_eq!(node["theme_items"], json!([]));
-    let missing = client.call("godot.get_class", json!({ "name": "Nod2D" })).await;
+    let missing = client
+        .call("godot.get_class", json!({ "name": "Nod2D" }))
+        .await;
     assert_eq!(error_code(&missing), "NOT_FOUND");
-    let suggestions = structured(&missing)["suggestions"].as_array().unwrap().clone();
-    assert!(suggestions.len() <= 5 && suggestions.contains(&json!("Node2D")), "{suggestions:?}");
+    let suggestions = structured(&missing)["suggestions"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert!(
+        suggestions.len() <= 5 && suggestions.contains(&json!("Node2D")),
+        "{suggestions:?}"
+    );
 
     // Symbols, including one inherited from an ancestor.
-    let ready = client.call("godot.get_symbol", json!({ "qname": "Node._ready" })).await;
-    assert_eq!((structured(&ready)["kind"].as_str(), structured(&ready)["qualifiers"].as_str()), (Some("method"), Some("virtual")));
-    let x = client.call("godot.get_symbol", json!({ "qname": "Vector2.x" })).await;
+    let ready = client
+        .call("godot.get_symbol", json!({ "qname": "Node._ready" }))
+        .await;
+    assert_eq!(
+        (
+            structured(&ready)["kind"].as_str(),
+            structured(&ready)["qualifiers"].as_str()
+        ),
+        (Some("method"), Some("virtual"))
+    );
+    let x = client
+        .call("godot.get_symbol", json!({ "qname": "Vector2.x" }))
+        .await;
     assert_eq!(structured(&x)["kind"], "property");
-    let pressed = client.call("godot.get_symbol", json!({ "qname": "Button.pressed" })).await;
-    assert_eq!((structured(&pressed)["kind"].as_str(), structured(&pressed)["inherited_from"].as_str()), (Some("signal"), Some("BaseButton")));
-    let style = client.call("godot.get_symbol", json!({ "qname": "Button.pressed", "kind": "theme_item" })).await;
+    let pressed = client
+        .call("godot.get_symbol", json!({ "qname": "Button.pressed" }))
+        .await;
+    assert_eq!(
+        (
+            structured(&pressed)["kind"].as_str(),
+            structured(&pressed)["inherited_from"].as_str()
+        ),
+        (Some("signal"), Some("BaseButton"))
+    );
+    let style = client
+        .call(
+            "godot.get_symbol",
+            json!({ "qname": "Button.pressed", "kind": "theme_item" }),
+        )
+        .await;
     assert_eq!(structured(&style)["data_type"], "style");
-    let typo = client.call("godot.get_symbol", json!({ "qname": "Node.queue_fre" })).await;
+    let typo = client
+        .call("godot.get_symbol", json!({ "qname": "Node.queue_fre" }))
+        .await;
     assert_eq!(error_code(&typo), "NOT_FOUND");
     assert_eq!(structured(&typo)["suggestions"][0], "Node.queue_free");
-    let bad = client.call("godot.get_symbol", json!({ "qname": "queue_free" })).await;
+    let bad = client
+        .call("godot.get_symbol", json!({ "qname": "queue_free" }))
+        .await;
     assert_eq!(error_code(&bad), "INVALID_ARGUMENT");
-    assert!(structured(&bad)["message"].as_str().unwrap().contains("Node._ready"), "shows the right form: {bad:?}");
+    assert!(
+        structured(&bad)["message"]
+            .as_str()
+            .unwrap()
+            .contains("Node._ready"),
+        "shows the right form: {bad:?}"
+    );
     let no_key = client.call("godot.get_symbol", json!({})).await;
     assert_eq!(error_code(&no_key), "INVALID_ARGUMENT");
-    assert!(structured(&no_key)["message"].as_str().unwrap().contains("qname"), "names the missing key: {no_key:?}");
+    assert!(
+        structured(&no_key)["message"]
+            .as_str()
+            .unwrap()
+            .contains("qname"),
+        "names the missing key: {no_key:?}"
+    );
 
-    let list = client.call("godot.list_classes", json!({ "prefix": "audiostreamplayer", "limit": 3 })).await;
-    assert_eq!(structured(&list)["classes"], json!(["AudioStreamPlayer", "AudioStreamPlayer2D", "AudioStreamPlayer3D"]));
+    let list = client
+        .call(
+            "godot.list_classes",
+            json!({ "prefix": "audiostreamplayer", "limit": 3 }),
+        )
+        .await;
+    assert_eq!(
+        structured(&list)["classes"],
+        json!([
+            "AudioStreamPlayer",
+            "AudioStreamPlayer2D",
+            "AudioStreamPlayer3D"
+        ])
+    );
 
     // The same data as MCP resources.
-    let templates = client.service.list_resource_templates(None).await.unwrap().resource_templates;
+    let templates = client
+        .service
+        .list_resource_templates(None)
+        .await
+        .unwrap()
+        .resource_templates;
     let uris: Vec<&str> = templates.iter().map(|t| t.uri_template.as_str()).collect();
-    assert_eq!(uris, ["godot://class/{name}", "godot://symbol/{class}/{kind}/{name}", "godot://search{?q,kind}"]);
-    assert_eq!(read(&client, "godot://class/@GlobalScope").await.unwrap()["name"], "@GlobalScope");
-    let key = read(&client, "godot://symbol/@GlobalScope/constant/KEY_ESCAPE").await.unwrap();
+    assert_eq!(
+        uris,
+        [
+            "godot://class/{name}",
+            "godot://symbol/{class}/{kind}/{name}",
+            "godot://search{?q,kind}"
+        ]
+    );
+    assert_eq!(
+        read(&client, "godot://class/@GlobalScope").await.unwrap()["name"],
+        "@GlobalScope"
+    );
+    let key = read(&client, "godot://symbol/@GlobalScope/constant/KEY_ESCAPE")
+        .await
+        .unwrap();
     assert_eq!(key["enum"], "Key");
-    let search = read(&client, "godot://search?q=queue_free&kind=method").await.unwrap();
-    assert_eq!(search["results"][0]["uri"], "godot://symbol/Node/method/queue_free");
-    let err = read(&client, "godot://class/NoSuchClass").await.unwrap_err();
+    let search = read(&client, "godot://search?q=queue_free&kind=method")
+        .await
+        .unwrap();
+    assert_eq!(
+        search["results"][0]["uri"],
+        "godot://symbol/Node/method/queue_free"
+    );
+    let err = read(&client, "godot://class/NoSuchClass")
+        .await
+        .unwrap_err();
     assert!(format!("{err}").contains("NoSuchClass"), "{err}");
     let err = read(&client, "godot://nonsense").await.unwrap_err();
     assert!(format!("{err}").contains("godot://class/<Class>"), "{err}");
 
     // Debug logs: the analysed query and top scores, never whole documents.
     let log = std::fs::read_to_string(env.stderr_log()).unwrap();
-    assert!(log.contains("query analysed") && log.contains("top scores"), "debug search records missing");
-    assert!(!log.contains("Nodes are Godot's building blocks"), "a document body reached the log");
+    assert!(
+        log.contains("query analysed") && log.contains("top scores"),
+        "debug search records missing"
+    );
+    assert!(
+        !log.contains("Nodes are Godot's building blocks"),
+        "a document body reached the log"
+    );
 }
 
 /// `host call` runs one call without background work: the first builds
 /// the index, the second loads it, a damaged one is rebuilt.
 async fn one_call(env: &Env, query: &str) -> (Value, String) {
-    let out = env.host(&["call", "godot.search", &json!({ "query": query }).to_string()]).output().await.unwrap();
-    let reply: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    let out = env
+        .host(&[
+            "call",
+            "godot.search",
+            &json!({ "query": query }).to_string(),
+        ])
+        .output()
+        .await
+        .unwrap();
+    let reply: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
     (reply, String::from_utf8_lossy(&out.stderr).into_owned())
 }
 
@@ -158,23 +312,45 @@ async fn one_call(env: &Env, query: &str) -> (Value, String) {
 async fn index_is_saved_reused_and_rebuilt_when_damaged() {
     let env = Env::new(&["godot"], &godot_config(&fixture_docs()));
     let (reply, log) = one_call(&env, "Widget").await;
-    assert_eq!(reply["structured"]["results"][0]["uri"], "godot://class/Widget", "{reply:#}");
+    assert_eq!(
+        reply["structured"]["results"][0]["uri"], "godot://class/Widget",
+        "{reply:#}"
+    );
     assert!(log.contains("index built"), "first start builds: {log}");
 
     let (reply, log) = one_call(&env, "Widget.spin").await;
-    assert_eq!(reply["structured"]["results"][0]["uri"], "godot://symbol/Widget/method/spin", "{reply:#}");
-    assert!(log.contains("index opened") && !log.contains("index built"), "second start loads without parsing: {log}");
+    assert_eq!(
+        reply["structured"]["results"][0]["uri"], "godot://symbol/Widget/method/spin",
+        "{reply:#}"
+    );
+    assert!(
+        log.contains("index opened") && !log.contains("index built"),
+        "second start loads without parsing: {log}"
+    );
 
     // Damage every file of the saved generation.
     let root = env.cache.join("plugins/godot/index/godot");
     let generation = std::fs::read_to_string(root.join("CURRENT")).unwrap();
-    for file in std::fs::read_dir(root.join(generation.trim())).unwrap().flatten() {
+    for file in std::fs::read_dir(root.join(generation.trim()))
+        .unwrap()
+        .flatten()
+    {
         std::fs::write(file.path(), b"garbage").unwrap();
     }
     let (reply, log) = one_call(&env, "Widget").await;
-    assert_eq!(reply["structured"]["results"][0]["uri"], "godot://class/Widget", "{reply:#}");
-    assert!(log.contains("it will be rebuilt") && log.contains("index built"), "{log}");
-    let dirs = std::fs::read_dir(&root).unwrap().flatten().filter(|e| e.path().is_dir()).count();
+    assert_eq!(
+        reply["structured"]["results"][0]["uri"], "godot://class/Widget",
+        "{reply:#}"
+    );
+    assert!(
+        log.contains("it will be rebuilt") && log.contains("index built"),
+        "{log}"
+    );
+    let dirs = std::fs::read_dir(&root)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().is_dir())
+        .count();
     assert_eq!(dirs, 1, "the damaged generation is replaced, not kept");
 }
 
@@ -185,21 +361,35 @@ async fn changed_xml_is_rebuilt_in_the_background_and_swapped_in() {
     copy_dir(&fixture_docs(), &docs);
     std::fs::write(&env.config, godot_config(&docs)).unwrap();
     let client = env.start().await;
-    let first = results(&client.call("godot.search", json!({ "query": "sprocket" })).await);
+    let first = results(
+        &client
+            .call("godot.search", json!({ "query": "sprocket" }))
+            .await,
+    );
     assert!(first.is_empty());
 
     let widget = std::fs::read_to_string(docs.join("classes/Widget.xml")).unwrap();
-    let sprocket = widget.replace("name=\"Widget\"", "name=\"Sprocket\"").replace("A widget for tests", "A sprocket for tests");
+    let sprocket = widget
+        .replace("name=\"Widget\"", "name=\"Sprocket\"")
+        .replace("A widget for tests", "A sprocket for tests");
     std::fs::write(docs.join("classes/Sprocket.xml"), sprocket).unwrap();
     let mut found = Vec::new();
     for _ in 0..100 {
-        found = results(&client.call("godot.search", json!({ "query": "sprocket" })).await);
+        found = results(
+            &client
+                .call("godot.search", json!({ "query": "sprocket" }))
+                .await,
+        );
         if !found.is_empty() {
             break;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    assert_eq!(found.first().map(|r| r["uri"].clone()), Some(json!("godot://class/Sprocket")), "background rebuild never showed up");
+    assert_eq!(
+        found.first().map(|r| r["uri"].clone()),
+        Some(json!("godot://class/Sprocket")),
+        "background rebuild never showed up"
+    );
     // Searches during the rebuild saw the old index or the new one: never an error.
     let log = std::fs::read_to_string(env.stderr_log()).unwrap();
     assert!(log.contains("background refresh done"), "{log}");
@@ -213,17 +403,36 @@ async fn missing_doc_dir_and_broken_files_are_explained() {
     let (reply, _) = one_call(&env, "node").await;
     assert_eq!(reply["structured"]["code"], "CONFIG_ERROR", "{reply:#}");
     let message = reply["structured"]["message"].as_str().unwrap();
-    assert!(message.contains("no-such-doc") && message.contains("GODOT_DOC_DIR"), "{message}");
+    assert!(
+        message.contains("no-such-doc") && message.contains("GODOT_DOC_DIR"),
+        "{message}"
+    );
 
     let docs = env.dir.path().join("doc");
     std::fs::create_dir_all(&docs).unwrap();
     std::fs::write(&env.config, godot_config(&docs)).unwrap();
     let (reply, _) = one_call(&env, "node").await;
-    assert!(reply["structured"]["message"].as_str().unwrap().contains("no `classes/` folder"), "{reply:#}");
+    assert!(
+        reply["structured"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no `classes/` folder"),
+        "{reply:#}"
+    );
 
     copy_dir(&fixture_docs(), &docs);
-    std::fs::copy(Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/godot/malformed/Broken.xml"), docs.join("classes/Broken.xml")).unwrap();
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/godot/malformed/Broken.xml"),
+        docs.join("classes/Broken.xml"),
+    )
+    .unwrap();
     let (reply, log) = one_call(&env, "widget").await;
-    assert_eq!(reply["structured"]["results"][0]["uri"], "godot://class/Widget", "the other files are indexed: {reply:#}");
-    assert!(log.contains("classes/Broken.xml:5:"), "the parse error names file, line and column: {log}");
+    assert_eq!(
+        reply["structured"]["results"][0]["uri"], "godot://class/Widget",
+        "the other files are indexed: {reply:#}"
+    );
+    assert!(
+        log.contains("classes/Broken.xml:5:"),
+        "the parse error names file, line and column: {log}"
+    );
 }

@@ -319,15 +319,23 @@ pub fn run_test_args(runner: &str, extra: Value) -> Value {
 pub fn godot_docs() -> Option<PathBuf> {
     let dir = std::env::var_os("GODOT_DOCS")
         .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/godot-docs"));
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/godot-docs")
+        });
     if dir.join("4.x/classes").is_dir() {
         return Some(dir);
     }
     let how = "set GODOT_DOCS to the folder holding 4.x/ and 3.x/ (the Godot class reference)";
     if std::env::var("CI").as_deref() == Ok("true") {
-        panic!("the Godot docs are not at {} and CI=true: {how}", dir.display());
+        panic!(
+            "the Godot docs are not at {} and CI=true: {how}",
+            dir.display()
+        );
     }
-    eprintln!("SKIPPED: the Godot docs are not at {}; {how}", dir.display());
+    eprintln!(
+        "SKIPPED: the Godot docs are not at {}; {how}",
+        dir.display()
+    );
     None
 }
 

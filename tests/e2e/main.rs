@@ -3,7 +3,7 @@
 //! client. Build the plugins first: scripts/build-plugins (scripts/test
 //! does both).
 
-mod harness;
 mod godot;
+mod harness;
 mod host_core;
 mod run_test;

@@ -381,9 +381,12 @@ pub async fn build(name: &str, dir: &Path, spec: Spec) -> Result<Option<Builder>
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(2);
-    let writer = index
+    let writer: IndexWriter = index
         .writer_with_num_threads(threads, threads * 40_000_000)
         .context("starting the index writer")?;
+    // A build is written once and replaced whole: merging its few segments
+    // would only delay the commit.
+    writer.set_merge_policy(Box::new(tantivy::merge_policy::NoMergePolicy));
     let schema = index.schema();
     let fields = spec
         .fields

@@ -361,33 +361,69 @@ mod tests {
     const URL: &str = "https://docs.godotengine.org/en/4.6";
 
     fn fixture(path: &str) -> String {
-        let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/godot").join(path);
+        let file = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/godot")
+            .join(path);
         std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()))
     }
 
     #[test]
     fn a_4x_class_has_every_section_with_entities_cdata_and_bbcode() {
         let c = parse_class("Widget.xml", &fixture("doc/classes/Widget.xml"), URL).unwrap();
-        assert_eq!((c.name.as_str(), c.inherits.as_deref()), ("Widget", Some("Gadget")));
+        assert_eq!(
+            (c.name.as_str(), c.inherits.as_deref()),
+            ("Widget", Some("Gadget"))
+        );
         assert_eq!(c.brief_description, "A widget for tests & fixtures.");
         assert_eq!(c.keywords, ["thing", "part"]);
         assert!(c.description.starts_with(
             "The Widget spins when `spin()` is called with `speed` < 10. See Widgets (https://docs.godotengine.org/en/4.6/tutorials/widgets.html)."
         ), "{}", c.description);
-        assert!(c.description.contains("```gdscript\nvar w = Widget.new()\nif w.speed > 1:\n\tw.spin(2)\n```"), "{}", c.description);
-        assert!(c.description.contains("Raw <b>markup</b> & text stays"), "CDATA kept verbatim: {}", c.description);
-        assert_eq!(c.tutorials[0].url, "https://docs.godotengine.org/en/4.6/tutorials/widgets.html");
+        assert!(
+            c.description
+                .contains("```gdscript\nvar w = Widget.new()\nif w.speed > 1:\n\tw.spin(2)\n```"),
+            "{}",
+            c.description
+        );
+        assert!(
+            c.description.contains("Raw <b>markup</b> & text stays"),
+            "CDATA kept verbatim: {}",
+            c.description
+        );
+        assert_eq!(
+            c.tutorials[0].url,
+            "https://docs.godotengine.org/en/4.6/tutorials/widgets.html"
+        );
         let spin = &c.methods[0];
-        assert_eq!((spin.return_type.as_str(), spin.qualifiers.as_str(), spin.params.len()), ("int", "const", 2));
+        assert_eq!(
+            (
+                spin.return_type.as_str(),
+                spin.qualifiers.as_str(),
+                spin.params.len()
+            ),
+            ("int", "const", 2)
+        );
         assert_eq!(spin.params[1].enum_.as_deref(), Some("Widget.Mode"));
-        assert_eq!(spin.description, "Spins the widget. Returns `0` on success.");
-        assert_eq!(c.methods[1].deprecated.as_deref(), Some("Use `spin()` instead."));
+        assert_eq!(
+            spin.description,
+            "Spins the widget. Returns `0` on success."
+        );
+        assert_eq!(
+            c.methods[1].deprecated.as_deref(),
+            Some("Use `spin()` instead.")
+        );
         assert_eq!(c.methods[1].description, "");
         assert_eq!(c.methods[2].experimental.as_deref(), Some("May change."));
         assert_eq!(c.members[1].name, "theme_override/color.x");
         assert_eq!(c.signals[0].params[0].name, "turns");
         assert!(c.constants[1].is_bitfield && c.constants[0].enum_.as_deref() == Some("Mode"));
-        assert_eq!((c.theme_items[0].data_type.as_str(), c.theme_items[0].type_.as_str()), ("style", "StyleBox"));
+        assert_eq!(
+            (
+                c.theme_items[0].data_type.as_str(),
+                c.theme_items[0].type_.as_str()
+            ),
+            ("style", "StyleBox")
+        );
         assert_eq!(c.annotations[0].name, "@widget");
         assert_eq!(c.operators[0].name, "operator ==");
         assert_eq!(c.constructors[0].return_type, "Widget");
@@ -397,28 +433,70 @@ mod tests {
     #[test]
     fn old_4x_flags_mark_deprecated_and_experimental() {
         let c = parse_class("Gadget.xml", &fixture("doc/classes/Gadget.xml"), URL).unwrap();
-        assert_eq!((c.deprecated.as_deref(), c.experimental.as_deref()), (Some(""), Some("")));
+        assert_eq!(
+            (c.deprecated.as_deref(), c.experimental.as_deref()),
+            (Some(""), Some(""))
+        );
         assert_eq!(c.methods[0].deprecated.as_deref(), Some(""));
-        assert!(c.members.is_empty() && c.constants.is_empty() && c.theme_items.is_empty() && c.tutorials.is_empty());
+        assert!(
+            c.members.is_empty()
+                && c.constants.is_empty()
+                && c.theme_items.is_empty()
+                && c.tutorials.is_empty()
+        );
     }
 
     #[test]
     fn a_3x_class_reads_arguments_as_params_and_missing_sections_as_empty() {
-        let c = parse_class("Legacy.xml", &fixture("doc/modules/extra/doc_classes/Legacy.xml"), "https://docs.godotengine.org/en/3.6").unwrap();
-        assert_eq!(c.brief_description, "A Godot 3.x class with \"arguments\" and few sections.");
+        let c = parse_class(
+            "Legacy.xml",
+            &fixture("doc/modules/extra/doc_classes/Legacy.xml"),
+            "https://docs.godotengine.org/en/3.6",
+        )
+        .unwrap();
+        assert_eq!(
+            c.brief_description,
+            "A Godot 3.x class with \"arguments\" and few sections."
+        );
         let m = &c.methods[0];
-        assert_eq!(m.params.iter().map(|p| p.name.as_str()).collect::<Vec<_>>(), ["target", "binds"]);
-        assert_eq!((m.return_enum.as_deref(), m.params[1].default.as_deref()), (Some("Error"), Some("[  ]")));
-        assert_eq!(m.description, "Connects. See docs (https://docs.godotengine.org/en/3.6/x.html).");
-        assert!(c.members.is_empty() && c.signals.is_empty() && c.constants.is_empty() && c.annotations.is_empty());
+        assert_eq!(
+            m.params.iter().map(|p| p.name.as_str()).collect::<Vec<_>>(),
+            ["target", "binds"]
+        );
+        assert_eq!(
+            (m.return_enum.as_deref(), m.params[1].default.as_deref()),
+            (Some("Error"), Some("[  ]"))
+        );
+        assert_eq!(
+            m.description,
+            "Connects. See docs (https://docs.godotengine.org/en/3.6/x.html)."
+        );
+        assert!(
+            c.members.is_empty()
+                && c.signals.is_empty()
+                && c.constants.is_empty()
+                && c.annotations.is_empty()
+        );
         assert_eq!(c.description, "");
     }
 
     #[test]
     fn malformed_xml_names_file_line_and_column() {
-        let e = parse_class("malformed/Broken.xml", &fixture("malformed/Broken.xml"), URL).unwrap_err();
-        assert_eq!((e.file.as_str(), e.line), ("malformed/Broken.xml", 5), "{e}");
-        assert!(e.column > 1 && e.to_string().starts_with("malformed/Broken.xml:5:"), "{e}");
+        let e = parse_class(
+            "malformed/Broken.xml",
+            &fixture("malformed/Broken.xml"),
+            URL,
+        )
+        .unwrap_err();
+        assert_eq!(
+            (e.file.as_str(), e.line),
+            ("malformed/Broken.xml", 5),
+            "{e}"
+        );
+        assert!(
+            e.column > 1 && e.to_string().starts_with("malformed/Broken.xml:5:"),
+            "{e}"
+        );
         let e = parse_class("x.xml", "<class name=\"A\"><methods>", URL).unwrap_err();
         assert!(e.message.contains("<methods> is not closed"), "{e}");
         let e = parse_class("y.xml", "<class name=\"A\">&bogus;</class>", URL).unwrap_err();
@@ -429,15 +507,23 @@ mod tests {
     fn real_docs() -> Option<PathBuf> {
         let dir = std::env::var_os("GODOT_DOCS")
             .map(PathBuf::from)
-            .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/godot-docs"));
+            .unwrap_or_else(|| {
+                Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/godot-docs")
+            });
         if dir.join("4.x/classes").is_dir() {
             return Some(dir);
         }
         let how = "set GODOT_DOCS to the folder holding 4.x/ and 3.x/ (the Godot class reference)";
         if std::env::var("CI").as_deref() == Ok("true") {
-            panic!("the Godot docs are not at {} and CI=true: {how}", dir.display());
+            panic!(
+                "the Godot docs are not at {} and CI=true: {how}",
+                dir.display()
+            );
         }
-        eprintln!("SKIPPED: the Godot docs are not at {}; {how}", dir.display());
+        eprintln!(
+            "SKIPPED: the Godot docs are not at {}; {how}",
+            dir.display()
+        );
         None
     }
 
@@ -456,7 +542,11 @@ mod tests {
         }
         let (mut errors, mut classes) = (Vec::new(), Vec::new());
         for file in &files {
-            match parse_class(&file.display().to_string(), &std::fs::read_to_string(file).unwrap(), URL) {
+            match parse_class(
+                &file.display().to_string(),
+                &std::fs::read_to_string(file).unwrap(),
+                URL,
+            ) {
                 Ok(c) => classes.push(c),
                 Err(e) => errors.push(e.to_string()),
             }
@@ -472,16 +562,31 @@ mod tests {
             assert!(errors.is_empty(), "{set}: {errors:?}");
             assert_eq!((files, classes.len()), (expected, expected), "{set}");
             assert!(classes.iter().all(|c| !c.name.is_empty()));
-            assert!(!classes.iter().any(|c| c.description.contains("$DOCS_URL")), "{set}: $DOCS_URL left unexpanded");
+            assert!(
+                !classes.iter().any(|c| c.description.contains("$DOCS_URL")),
+                "{set}: $DOCS_URL left unexpanded"
+            );
         }
         let (_, _, classes) = parse_tree(&docs.join("3.x/classes"));
         let node = classes.iter().find(|c| c.name == "Node").unwrap();
         let add_child = node.methods.iter().find(|m| m.name == "add_child").unwrap();
-        assert_eq!(add_child.params[0].name, "node", "3.x <argument> read as a parameter");
+        assert_eq!(
+            add_child.params[0].name, "node",
+            "3.x <argument> read as a parameter"
+        );
         let (_, _, classes) = parse_tree(&docs.join("4.x/classes"));
         let node = classes.iter().find(|c| c.name == "Node").unwrap();
-        assert!(node.methods.iter().any(|m| m.name == "_ready" && m.qualifiers == "virtual"));
+        assert!(
+            node.methods
+                .iter()
+                .any(|m| m.name == "_ready" && m.qualifiers == "virtual")
+        );
         let global = classes.iter().find(|c| c.name == "@GlobalScope").unwrap();
-        assert!(global.constants.iter().any(|c| c.name == "KEY_ESCAPE" && c.enum_.as_deref() == Some("Key")));
+        assert!(
+            global
+                .constants
+                .iter()
+                .any(|c| c.name == "KEY_ESCAPE" && c.enum_.as_deref() == Some("Key"))
+        );
     }
 }

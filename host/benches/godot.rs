@@ -1,0 +1,200 @@
+//! Godot docs benchmarks on the full 4.x reference (classes + modules):
+//! `cargo bench -p host --bench godot` (after scripts/build-plugins; the
+//! docs come from $GODOT_DOCS, default ../shared/data/godot-docs).
+//!
+//! - cold start: no saved index; host start to the first search answered
+//!   (parse + index inside);
+//! - warm start: the same with the saved index;
+//! - search latency, client to client over MCP stdio, for a few thousand
+//!   1-2 word and 3+ word queries made from the reference's own names and
+//!   words;
+//! - resident memory of the host with the index loaded, against the same
+//!   host without the Godot plugin.
+
+#[path = "../../tests/e2e/harness.rs"]
+#[allow(dead_code)]
+mod harness;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use harness::{Env, godot_config, godot_docs, rss_kib};
+use serde_json::json;
+
+fn percentile(samples: &mut [Duration], p: f64) -> Duration {
+    samples.sort();
+    samples[((samples.len() as f64 - 1.0) * p).round() as usize]
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.3} ms", d.as_secs_f64() * 1000.0)
+}
+
+async fn start_to_first_search(env: &Env) -> (Duration, harness::Client) {
+    let started = Instant::now();
+    let client = env.start().await;
+    let result = client
+        .call("godot.search", json!({ "query": "Node2D" }))
+        .await;
+    let elapsed = started.elapsed();
+    assert!(!harness::is_error(&result), "{result:?}");
+    (elapsed, client)
+}
+
+/// Attribute values `name="..."` of the given element in a class file.
+fn names_of<'a>(xml: &'a str, element: &str) -> Vec<&'a str> {
+    let open = format!("<{element} name=\"");
+    xml.match_indices(&open)
+        .filter_map(|(i, _)| xml[i + open.len()..].split('"').next())
+        .collect()
+}
+
+/// Queries from the corpus: (1-2 words, 3+ words), deterministic.
+fn corpus_queries(dir: &Path, n: usize) -> (Vec<String>, Vec<String>) {
+    let mut files = Vec::new();
+    let mut dirs = vec![dir.to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            if e.path().is_dir() {
+                dirs.push(e.path());
+            } else if e.path().extension().is_some_and(|x| x == "xml") {
+                files.push(e.path());
+            }
+        }
+    }
+    files.sort();
+    let (mut classes, mut members, mut sentences) = (Vec::new(), Vec::new(), Vec::new());
+    for file in &files {
+        let xml = std::fs::read_to_string(file).unwrap();
+        let class = names_of(&xml, "class")
+            .first()
+            .map(|s| s.to_string())
+            .unwrap_or_default();
+        for kind in ["method", "member", "signal", "constant"] {
+            members.extend(
+                names_of(&xml, kind)
+                    .into_iter()
+                    .map(|m| (class.clone(), m.to_string())),
+            );
+        }
+        if let Some(brief) = xml
+            .split("<brief_description>")
+            .nth(1)
+            .and_then(|b| b.split("</brief_description>").next())
+        {
+            let words: Vec<String> = brief
+                .split(|c: char| !c.is_alphanumeric())
+                .filter(|w| w.len() > 2)
+                .map(str::to_lowercase)
+                .collect();
+            if words.len() >= 3 {
+                sentences.push(words);
+            }
+        }
+        classes.push(class);
+    }
+    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = move |bound: usize| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed % bound as u64) as usize
+    };
+    let mut short = Vec::with_capacity(n);
+    for i in 0..n {
+        let (class, member) = &members[next(members.len())];
+        short.push(match i % 4 {
+            0 => member.clone(),
+            1 => format!("{class} {member}"),
+            2 => classes[next(classes.len())].clone(),
+            _ => {
+                let words = &sentences[next(sentences.len())];
+                format!("{} {}", words[next(words.len())], words[next(words.len())])
+            }
+        });
+    }
+    let mut long = Vec::with_capacity(n);
+    for _ in 0..n {
+        let words = &sentences[next(sentences.len())];
+        let len = 3 + next(3).min(words.len() - 3);
+        let start = next(words.len() - len + 1);
+        long.push(words[start..start + len].join(" "));
+    }
+    (short, long)
+}
+
+#[tokio::main]
+async fn main() {
+    let Some(docs) = godot_docs() else { return };
+    let doc_dir = docs.join("4.x");
+    let env = Env::new(&["godot"], &godot_config(&doc_dir));
+    let index = env.cache.join("plugins/godot/index");
+
+    // Compile the plugin once so cold start measures parse + index only.
+    drop(start_to_first_search(&env).await);
+    let mut cold = Vec::new();
+    let mut peak_kib = 0;
+    for _ in 0..3 {
+        let _ = std::fs::remove_dir_all(&index);
+        let (t, client) = start_to_first_search(&env).await;
+        peak_kib = peak_kib.max(rss_kib(client.pid).1);
+        cold.push(t);
+        drop(client);
+    }
+    let mut warm = Vec::new();
+    for _ in 0..10 {
+        let (t, client) = start_to_first_search(&env).await;
+        warm.push(t);
+        drop(client);
+    }
+    println!(
+        "cold start to first search (parse + index 1058 classes): median {}",
+        ms(percentile(&mut cold, 0.5))
+    );
+    println!(
+        "warm start to first search (saved index): median {}, max {}",
+        ms(percentile(&mut warm, 0.5)),
+        ms(percentile(&mut warm, 1.0))
+    );
+    println!(
+        "peak resident memory during a cold build: {:.1} MiB",
+        peak_kib as f64 / 1024.0
+    );
+
+    let (short, long) = corpus_queries(&doc_dir, 2000);
+    let client = env.start().await;
+    for q in short.iter().take(200) {
+        client.call("godot.search", json!({ "query": q })).await;
+    }
+    for (label, queries) in [("1-2 words", &short), ("3+ words", &long)] {
+        let mut samples = Vec::with_capacity(queries.len());
+        for q in queries.iter() {
+            let started = Instant::now();
+            let result = client.call("godot.search", json!({ "query": q })).await;
+            samples.push(started.elapsed());
+            assert!(!harness::is_error(&result), "{q}: {result:?}");
+        }
+        println!(
+            "search, {label} ({} queries): p50 {}, p95 {}, p99 {}",
+            samples.len(),
+            ms(percentile(&mut samples, 0.5)),
+            ms(percentile(&mut samples, 0.95)),
+            ms(percentile(&mut samples, 0.99))
+        );
+    }
+    let loaded_kib = rss_kib(client.pid).0;
+    drop(client);
+
+    let bare = Env::new(&["run_test"], "");
+    drop(bare.start().await); // compile once: measure a warm start
+    let idle = bare.start().await;
+    idle.tools().await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let idle_kib = rss_kib(idle.pid).0;
+    println!(
+        "resident memory with the index loaded: {:.1} MiB; host without the Godot plugin: {:.1} MiB; extra: {:.1} MiB",
+        loaded_kib as f64 / 1024.0,
+        idle_kib as f64 / 1024.0,
+        (loaded_kib as f64 - idle_kib as f64) / 1024.0
+    );
+}
