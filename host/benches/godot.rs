@@ -11,6 +11,7 @@
 //! - resident memory of the host with the index loaded, against the same
 //!   host without the Godot plugin.
 
+mod common;
 #[path = "../../tests/e2e/harness.rs"]
 #[allow(dead_code)]
 mod harness;
@@ -18,17 +19,9 @@ mod harness;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use common::{ms, percentile};
 use harness::{Env, godot_config, godot_docs, rss_kib};
 use serde_json::json;
-
-fn percentile(samples: &mut [Duration], p: f64) -> Duration {
-    samples.sort();
-    samples[((samples.len() as f64 - 1.0) * p).round() as usize]
-}
-
-fn ms(d: Duration) -> String {
-    format!("{:.3} ms", d.as_secs_f64() * 1000.0)
-}
 
 async fn start_to_first_search(env: &Env) -> (Duration, harness::Client) {
     let started = Instant::now();

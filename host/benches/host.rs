@@ -7,24 +7,17 @@
 //! - per-call overhead of a no-op tool through MCP over stdio;
 //! - time from a timeout to the whole process tree being dead.
 
+mod common;
 #[path = "../../tests/e2e/harness.rs"]
 #[allow(dead_code)]
 mod harness;
 
 use std::time::{Duration, Instant};
 
+use common::{ms, percentile};
 use harness::{Env, rss_kib};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
-
-fn percentile(samples: &mut [Duration], p: f64) -> Duration {
-    samples.sort();
-    samples[((samples.len() as f64 - 1.0) * p).round() as usize]
-}
-
-fn ms(d: Duration) -> String {
-    format!("{:.3} ms", d.as_secs_f64() * 1000.0)
-}
 
 async fn start_to_list(env: &Env) -> (Duration, harness::Client) {
     let started = Instant::now();

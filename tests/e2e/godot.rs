@@ -94,6 +94,17 @@ async fn real_reference_ranks_queries_and_serves_tools_and_resources() {
         "only {right}/30 queries rank their expected result first: {report:#?}"
     );
 
+    // Every class of the reference (classes + modules) was indexed.
+    let all = client
+        .call("godot.list_classes", json!({ "limit": 5000 }))
+        .await;
+    assert_eq!(structured(&all)["classes"].as_array().unwrap().len(), 1058);
+    let log = std::fs::read_to_string(env.stderr_log()).unwrap();
+    assert!(
+        !log.contains("does not parse"),
+        "a 4.x class failed to parse"
+    );
+
     // Search results: descending scores, highlighted snippets, kind filter, limit.
     let found = results(
         &client
@@ -288,6 +299,47 @@ async fn real_reference_ranks_queries_and_serves_tools_and_resources() {
     assert!(
         !log.contains("Nodes are Godot's building blocks"),
         "a document body reached the log"
+    );
+}
+
+#[tokio::test]
+async fn real_3x_reference_parses_completely() {
+    let Some(docs) = godot_docs() else { return };
+    let env = Env::new(&["godot"], &godot_config(&docs.join("3.x")));
+    let out = env
+        .host(&["call", "godot.list_classes", r#"{"limit": 5000}"#])
+        .output()
+        .await
+        .unwrap();
+    let reply: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        reply["structured"]["classes"].as_array().unwrap().len(),
+        714,
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("does not parse"));
+    // 3.x <argument> elements are parameters.
+    let out = env
+        .host(&["call", "godot.get_symbol", r#"{"qname": "Node.add_child"}"#])
+        .output()
+        .await
+        .unwrap();
+    let reply: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        reply["structured"]["params"][0]["name"], "node",
+        "{reply:#}"
+    );
+    let out = env
+        .host(&["call", "godot.get_class", r#"{"name": "Node"}"#])
+        .output()
+        .await
+        .unwrap();
+    let reply: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let url = reply["structured"]["tutorials"][0]["url"].as_str().unwrap();
+    assert!(
+        url.starts_with("https://docs.godotengine.org/en/3.6/"),
+        "$DOCS_URL expanded with the file's version: {url}"
     );
 }
 

@@ -20,7 +20,7 @@ use crate::uri;
 
 pub const INDEX: &str = "godot";
 /// Bump when the documents change shape.
-const FORMAT: &str = "godot-docs/3";
+const FORMAT: &str = "godot-docs/4";
 const BATCH: usize = 2000;
 
 /// The configured doc dir, checked.
@@ -264,8 +264,11 @@ fn parse_all(docs: &DocDir, files: &[PathBuf]) -> Vec<ClassDoc> {
 
 /// `$DOCS_URL` for a file: its `version` attribute (3.x has one) or stable.
 fn docs_url(xml: &str) -> String {
-    let head = &xml[..xml.len().min(400)];
-    let version = head
+    let tag = xml
+        .split_once("<class ")
+        .and_then(|(_, rest)| rest.split_once('>'))
+        .map_or("", |(tag, _)| tag);
+    let version = tag
         .split_once(" version=\"")
         .and_then(|(_, rest)| rest.split_once('"'))
         .map(|(v, _)| v.split('.').take(2).collect::<Vec<_>>().join("."))
