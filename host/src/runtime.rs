@@ -10,7 +10,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use wasmtime::component::InstancePre;
+use wasmtime::component::{Instance, InstancePre};
 use wasmtime::{ResourceLimiter, Store, Trap, UpdateDeadline};
 
 use crate::bindings::{Contents, Exports, ResourceTemplate, Tool, ToolError, ToolOutput};
@@ -102,34 +102,48 @@ fn new_store(prepared: &Prepared, grants: Arc<Grants>, call: CallContext) -> Sto
     store
 }
 
+/// Instantiate the plugin in a fresh store, run `f` on the instance, and
+/// turn a trap into the reason the call failed.
+async fn in_fresh_instance<R>(
+    prepared: &Prepared,
+    grants: Arc<Grants>,
+    call: CallContext,
+    f: impl AsyncFnOnce(&mut Store<CallState>, &Instance) -> wasmtime::Result<R>,
+) -> Result<R, CallFailure> {
+    let mut store = new_store(prepared, grants, call);
+    let result = async {
+        let instance = prepared.pre.instantiate_async(&mut store).await?;
+        f(&mut store, &instance).await
+    }
+    .await;
+    result.map_err(|e| classify(&store, e))
+}
+
 /// Ask a plugin for its tools and resource templates.
 pub async fn describe(
     prepared: &Prepared,
     grants: Arc<Grants>,
     call: CallContext,
 ) -> Result<(Vec<Tool>, Vec<ResourceTemplate>), CallFailure> {
-    let mut store = new_store(prepared, grants, call);
-    let result = async {
-        let instance = prepared.pre.instantiate_async(&mut store).await?;
+    in_fresh_instance(prepared, grants, call, async |store, instance| {
         let tools = prepared
             .exports
             .tools
-            .load(&mut store, &instance)?
-            .call_list(&mut store)
+            .load(&mut *store, instance)?
+            .call_list(&mut *store)
             .await?;
         let templates = match &prepared.exports.resources {
             Some(resources) => {
                 resources
-                    .load(&mut store, &instance)?
-                    .call_templates(&mut store)
+                    .load(&mut *store, instance)?
+                    .call_templates(&mut *store)
                     .await?
             }
             None => Vec::new(),
         };
         Ok((tools, templates))
-    }
-    .await;
-    result.map_err(|e| classify(&store, e))
+    })
+    .await
 }
 
 /// Run one tool call to its end.
@@ -140,18 +154,15 @@ pub async fn call_tool(
     tool: &str,
     arguments: &str,
 ) -> Result<Result<ToolOutput, ToolError>, CallFailure> {
-    let mut store = new_store(prepared, grants, call);
-    let result = async {
-        let instance = prepared.pre.instantiate_async(&mut store).await?;
+    in_fresh_instance(prepared, grants, call, async |store, instance| {
         prepared
             .exports
             .tools
-            .load(&mut store, &instance)?
-            .call_call(&mut store, tool, arguments)
+            .load(&mut *store, instance)?
+            .call_call(&mut *store, tool, arguments)
             .await
-    }
-    .await;
-    result.map_err(|e| classify(&store, e))
+    })
+    .await
 }
 
 /// Read one resource; the plugin must export `resources`.
@@ -169,16 +180,13 @@ pub async fn read_resource(
             details: None,
         }));
     };
-    let mut store = new_store(prepared, grants, call);
-    let result = async {
-        let instance = prepared.pre.instantiate_async(&mut store).await?;
+    in_fresh_instance(prepared, grants, call, async |store, instance| {
         resources
-            .load(&mut store, &instance)?
-            .call_read(&mut store, uri)
+            .load(&mut *store, instance)?
+            .call_read(&mut *store, uri)
             .await
-    }
-    .await;
-    result.map_err(|e| classify(&store, e))
+    })
+    .await
 }
 
 /// Run the plugin's background `refresh`, if it has one (`None` if not).
@@ -189,16 +197,15 @@ pub async fn refresh(
     changed: &[String],
 ) -> Option<Result<Result<Vec<String>, ToolError>, CallFailure>> {
     let lifecycle = prepared.exports.lifecycle.as_ref()?;
-    let mut store = new_store(prepared, grants, call);
-    let result = async {
-        let instance = prepared.pre.instantiate_async(&mut store).await?;
-        lifecycle
-            .load(&mut store, &instance)?
-            .call_refresh(&mut store, changed)
-            .await
-    }
-    .await;
-    Some(result.map_err(|e| classify(&store, e)))
+    Some(
+        in_fresh_instance(prepared, grants, call, async |store, instance| {
+            lifecycle
+                .load(&mut *store, instance)?
+                .call_refresh(&mut *store, changed)
+                .await
+        })
+        .await,
+    )
 }
 
 fn classify(store: &Store<CallState>, error: wasmtime::Error) -> CallFailure {
