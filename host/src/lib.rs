@@ -11,7 +11,8 @@
 //!   cancellation enforced.
 //! - [`caps`]: the host capabilities plugins import, one module per WIT
 //!   interface, gated by [`policy`]; [`timebox`] runs processes for them
-//!   and [`textindex`] keeps their full-text indexes.
+//!   and [`textindex`] keeps their full-text indexes; [`podman`] and
+//!   [`git`] run those CLIs for the `containers` and `git` capabilities.
 //! - [`background`]: plugins' `refresh` after load and on file changes.
 
 pub mod background;
@@ -21,9 +22,11 @@ pub mod catalog;
 pub mod cli;
 pub mod client;
 pub mod engine;
+pub mod git;
 pub mod logging;
 pub mod mcp;
 pub mod paths;
+pub mod podman;
 pub mod policy;
 pub mod runtime;
 pub mod schema;

@@ -82,6 +82,6 @@ mod tests {
         let root = dir.path().join("repo");
         std::fs::create_dir_all(&root).unwrap();
         std::os::unix::fs::symlink(dir.path(), root.join("escape")).unwrap();
-        assert!(confine("escape/x", &root, &[root.clone()]).is_none());
+        assert!(confine("escape/x", &root, std::slice::from_ref(&root)).is_none());
     }
 }

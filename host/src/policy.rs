@@ -17,7 +17,7 @@ use crate::paths::normalize;
 pub const DEFAULT_POLICY: &str = include_str!("../../config/default.toml");
 
 /// Capabilities a plugin must be granted. `log` and `notify` are always on.
-pub const GRANTABLE: &[&str] = &["process", "fs", "index"];
+pub const GRANTABLE: &[&str] = &["process", "fs", "index", "containers", "git"];
 
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -39,6 +39,8 @@ pub struct PluginPolicy {
     pub fs: FsPolicy,
     #[serde(default)]
     pub index: IndexPolicy,
+    #[serde(default)]
+    pub containers: ContainersPolicy,
     /// Environment variables the plugin itself sees (placeholders expanded).
     #[serde(default)]
     pub vars: BTreeMap<String, String>,
@@ -51,6 +53,14 @@ pub struct PluginPolicy {
 pub struct IndexPolicy {
     /// Where the plugin's indexes live. [default: `${plugin_cache}/index`]
     pub root: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ContainersPolicy {
+    /// Images the plugin may run: exact names, `prefix*`, or `*`.
+    #[serde(default)]
+    pub images: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -103,6 +113,7 @@ pub struct Grants {
     pub capabilities: Vec<String>,
     pub programs: Vec<String>,
     pub env: Vec<String>,
+    pub images: Vec<String>,
     pub read_roots: Vec<PathBuf>,
     pub write_roots: Vec<PathBuf>,
     pub plugin_cache: PathBuf,
@@ -219,6 +230,7 @@ impl Config {
             capabilities: pick(|p| &p.capabilities),
             programs: pick(|p| &p.process.programs),
             env: pick(|p| &p.process.env),
+            images: pick(|p| &p.containers.images),
             read_roots: roots(pick(|p| &p.fs.read)),
             write_roots: roots(pick(|p| &p.fs.write)),
             index_root: expand_path(&index_root, places, &plugin_cache),

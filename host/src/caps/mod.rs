@@ -6,6 +6,8 @@
 //! client for progress and logs. Capability functions check the grants
 //! first and answer `denied` with the config key that would grant them.
 
+pub mod containers;
+pub mod git;
 pub mod index;
 pub mod log;
 pub mod notify;

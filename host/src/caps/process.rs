@@ -26,49 +26,54 @@ impl Host for CallState {
             Err(e) => return Ok(Err(e)),
         };
         let started = Instant::now();
-        let progress = RunProgress {
-            client: self.call.client.clone(),
-            program: spawn.program.display().to_string(),
-        };
+        let progress = RunProgress::new(
+            self.call.client.clone(),
+            spawn.program.display().to_string(),
+        );
         let outcome = timebox::run(&spawn, &self.call.cancel, &progress).await;
         tracing::debug!(
             plugin = %self.grants.plugin, trace_id = %self.call.trace_id, program = %spawn.program.display(),
             ending = ?outcome.ending, exit_code = ?outcome.exit_code, kill = ?outcome.kill,
             elapsed_ms = started.elapsed().as_millis() as u64, "process finished"
         );
-        Ok(Ok(RunResult {
-            status: match outcome.ending {
-                Ending::Exited => Status::Exited,
-                Ending::Timeout => Status::Timeout,
-                Ending::NoOutput => Status::NoOutput,
-                Ending::SpawnFailed => Status::SpawnFailed,
-                Ending::Cancelled => Status::Cancelled,
-            },
-            exit_code: outcome.exit_code,
-            signal: outcome.signal,
-            duration_ms: outcome.duration.as_millis() as u64,
-            tail: outcome
-                .tail
-                .chunks()
-                .into_iter()
-                .map(|(stream, text)| Chunk {
-                    stream: match stream {
-                        timebox::Stream::Stdout => Stream::Stdout,
-                        timebox::Stream::Stderr => Stream::Stderr,
-                    },
-                    text,
-                })
-                .collect(),
-            stdout_bytes: outcome.stdout_bytes,
-            stderr_bytes: outcome.stderr_bytes,
-            truncated: outcome.tail.truncated(),
-            error: outcome.error,
-        }))
+        Ok(Ok(run_result(outcome)))
+    }
+}
+
+/// A timebox outcome as the WIT `run-result` (shared with `containers.exec`).
+pub fn run_result(outcome: timebox::Outcome) -> RunResult {
+    RunResult {
+        status: match outcome.ending {
+            Ending::Exited => Status::Exited,
+            Ending::Timeout => Status::Timeout,
+            Ending::NoOutput => Status::NoOutput,
+            Ending::SpawnFailed => Status::SpawnFailed,
+            Ending::Cancelled => Status::Cancelled,
+        },
+        exit_code: outcome.exit_code,
+        signal: outcome.signal,
+        duration_ms: outcome.duration.as_millis() as u64,
+        tail: outcome
+            .tail
+            .chunks()
+            .into_iter()
+            .map(|(stream, text)| Chunk {
+                stream: match stream {
+                    timebox::Stream::Stdout => Stream::Stdout,
+                    timebox::Stream::Stderr => Stream::Stderr,
+                },
+                text,
+            })
+            .collect(),
+        stdout_bytes: outcome.stdout_bytes,
+        stderr_bytes: outcome.stderr_bytes,
+        truncated: outcome.tail.truncated(),
+        error: outcome.error,
     }
 }
 
 /// Output tails above this are refused: the tail lives in host memory.
-const MAX_TAIL_BYTES: u64 = 16 * 1024 * 1024;
+pub const MAX_TAIL_BYTES: u64 = 16 * 1024 * 1024;
 
 impl CallState {
     /// Turn a plugin's request into a spawn the policy allows.
@@ -142,9 +147,16 @@ impl CallState {
     }
 }
 
-struct RunProgress {
+/// Progress notifications while a program runs.
+pub struct RunProgress {
     client: Arc<dyn ClientLink>,
     program: String,
+}
+
+impl RunProgress {
+    pub fn new(client: Arc<dyn ClientLink>, program: String) -> Self {
+        RunProgress { client, program }
+    }
 }
 
 impl timebox::Progress for RunProgress {

@@ -506,10 +506,11 @@ fn remove_other_generations(dir: &Path, keep: &str) {
     };
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        if name.starts_with("g-") && name != keep {
-            if let Err(e) = std::fs::remove_dir_all(entry.path()) {
-                tracing::debug!(dir = %entry.path().display(), error = %e, "old index generation not removed yet");
-            }
+        if name.starts_with("g-")
+            && name != keep
+            && let Err(e) = std::fs::remove_dir_all(entry.path())
+        {
+            tracing::debug!(dir = %entry.path().display(), error = %e, "old index generation not removed yet");
         }
     }
 }

@@ -84,13 +84,13 @@ pub fn search(opened: &Opened, request: &SearchRequest) -> Result<Vec<Hit>, Stri
             Box::new(BoostQuery::new(Box::new(term), boost.boost)),
         ));
     }
-    if let Some(coverage) = &request.coverage {
-        if let Some(all_words) = coverage_query(opened, &request.query, &coverage.fields)? {
-            clauses.push((
-                Occur::Should,
-                Box::new(ConstScoreQuery::new(all_words, coverage.bonus)),
-            ));
-        }
+    if let Some(coverage) = &request.coverage
+        && let Some(all_words) = coverage_query(opened, &request.query, &coverage.fields)?
+    {
+        clauses.push((
+            Occur::Should,
+            Box::new(ConstScoreQuery::new(all_words, coverage.bonus)),
+        ));
     }
     tracing::debug!(target: "index", index = %opened.info.name, ?analysed, terms = request.terms.len(), "query analysed");
     if clauses.is_empty() {

@@ -1,0 +1,487 @@
+//! `containers`: Podman containers for plugins granted `containers`.
+//!
+//! What a plugin may ask for is checked here: an image allowed by
+//! `containers.images`, bind mounts inside its fs roots, ports published on
+//! 127.0.0.1 only, no privileged options at all (there is no field for
+//! them). Every container gets the label `mcphost.plugin=<plugin>`; a
+//! plugin can see, exec in, stop or remove only containers with its own
+//! label.
+//!
+//! `exec` runs `podman exec` under [`crate::timebox`]. The run's marker
+//! variable is passed into the container (`--env MCP_HOST_RUN_ID`), so the
+//! processes it starts there carry it too; they are host processes in the
+//! container's PID namespace, and the timebox's tree kill (a /proc scan for
+//! the marker) ends them with the `podman exec` client, re-parented
+//! descendants included. Killing the client alone would leave them
+//! running: conmon keeps the exec session alive.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::{LazyLock, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::bindings::mcphost::plugin::containers::{
+    ContainerError, ContainerInfo, CreateRequest, ExecRequest, Host, PortBinding, Removal, StopKind,
+};
+use crate::bindings::mcphost::plugin::process::RunResult;
+use crate::caps::CallState;
+use crate::caps::process::{RunProgress, run_result};
+use crate::paths::confine;
+use crate::podman::{self, Inspected, PodmanError};
+use crate::policy::Grants;
+use crate::timebox::{self, MARKER_VAR, Spawn};
+
+/// The label that ties a container to the plugin that made it.
+pub const OWNER_LABEL: &str = "mcphost.plugin";
+
+type Answer<T> = wasmtime::Result<Result<T, ContainerError>>;
+
+impl From<PodmanError> for ContainerError {
+    fn from(e: PodmanError) -> Self {
+        match e {
+            PodmanError::Unavailable(m) => ContainerError::Unavailable(m),
+            PodmanError::NotFound(m) => ContainerError::NotFound(m),
+            PodmanError::Failed(m) => ContainerError::Failed(m),
+        }
+    }
+}
+
+/// (plugin, id or name) pairs already seen to carry the plugin's label, so
+/// an `exec` does not pay for a `podman inspect` every time.
+static OWNED: LazyLock<Mutex<HashSet<(String, String)>>> = LazyLock::new(Default::default);
+
+fn remember(plugin: &str, info: &Inspected) {
+    let mut owned = OWNED.lock().expect("owned set poisoned");
+    owned.insert((plugin.to_string(), info.id.clone()));
+    owned.insert((plugin.to_string(), info.name.clone()));
+}
+
+fn forget(plugin: &str, info: &Inspected) {
+    let mut owned = OWNED.lock().expect("owned set poisoned");
+    owned.remove(&(plugin.to_string(), info.id.clone()));
+    owned.remove(&(plugin.to_string(), info.name.clone()));
+}
+
+fn granted(g: &Grants) -> Result<(), ContainerError> {
+    g.require("containers").map_err(ContainerError::Denied)
+}
+
+/// The container `id` if it exists and belongs to this plugin.
+async fn owned(g: &Grants, id: &str) -> Result<Inspected, ContainerError> {
+    {
+        granted(g)?;
+        check_word("container id", id)?;
+        let not_found = || {
+            ContainerError::NotFound(format!(
+                "no container `{id}` belongs to plugin `{}`",
+                g.plugin
+            ))
+        };
+        let info = match podman::inspect(&[id.to_string()]).await {
+            Ok(mut found) if !found.is_empty() => found.remove(0),
+            Ok(_) | Err(PodmanError::NotFound(_)) => return Err(not_found()),
+            Err(e) => return Err(e.into()),
+        };
+        if owner(&info) != Some(g.plugin.as_str()) {
+            return Err(not_found());
+        }
+        remember(&g.plugin, &info);
+        Ok(info)
+    }
+}
+
+/// Turn a create request into `podman run` arguments the policy allows.
+fn run_args(g: &Grants, request: &CreateRequest) -> Result<Vec<String>, ContainerError> {
+    {
+        if !image_allowed(&request.image, &g.images) {
+            return Err(ContainerError::Denied(g.denial(
+                &format!("the image `{}`", request.image),
+                "containers.images",
+                &format!("\"{}\"", request.image),
+            )));
+        }
+        check_word("image", &request.image)?;
+        let mut args: Vec<String> = vec!["run".into(), "--detach".into(), "--pull=never".into()];
+        args.extend(["--label".into(), format!("{OWNER_LABEL}={}", g.plugin)]);
+        for (key, value) in &request.labels {
+            if key.is_empty() || key.contains('=') || key == OWNER_LABEL || value.contains('\n') {
+                return Err(ContainerError::Invalid(format!(
+                    "label `{key}` cannot be set"
+                )));
+            }
+            args.extend(["--label".into(), format!("{key}={value}")]);
+        }
+        for mount in &request.mounts {
+            let roots: Vec<PathBuf> = if mount.read_only {
+                g.read_roots.iter().chain(&g.write_roots).cloned().collect()
+            } else {
+                g.write_roots.clone()
+            };
+            let key = if mount.read_only {
+                "fs.read"
+            } else {
+                "fs.write"
+            };
+            let source = confine(&mount.source, &g.workspace, &roots)
+                .filter(|_| Path::new(&mount.source).is_absolute())
+                .ok_or_else(|| {
+                    ContainerError::Denied(g.denial(
+                        &format!("mounting `{}`", mount.source),
+                        key,
+                        "an absolute root containing it",
+                    ))
+                })?;
+            let source = source.to_string_lossy();
+            if !mount.target.starts_with('/')
+                || [&*source, &mount.target]
+                    .iter()
+                    .any(|p| p.contains([':', ',']))
+            {
+                return Err(ContainerError::Invalid(format!(
+                    "mount `{}` -> `{}`: the target must be absolute, and neither may contain ':' or ','",
+                    mount.source, mount.target
+                )));
+            }
+            let ro = if mount.read_only { ":ro" } else { "" };
+            args.extend(["--volume".into(), format!("{source}:{}{ro}", mount.target)]);
+        }
+        if let Some(dir) = &request.workdir {
+            args.extend(["--workdir".into(), dir.clone()]);
+        }
+        args.extend(env_args(&request.env)?);
+        for port in &request.ports {
+            if *port == 0 {
+                return Err(ContainerError::Invalid("port 0 cannot be published".into()));
+            }
+            args.extend(["--publish".into(), format!("127.0.0.1::{port}")]);
+        }
+        if !request.use_entrypoint {
+            args.push("--entrypoint=".into());
+        }
+        if let Some(name) = &request.name {
+            check_word("container name", name)?;
+            args.extend(["--name".into(), name.clone()]);
+        }
+        args.push(request.image.clone());
+        args.extend(request.command.iter().cloned());
+        Ok(args)
+    }
+}
+
+/// Run a block that uses `?` with the call's grants as `g` (cloned: the
+/// future must be `Send`, and `CallState` is not `Sync`).
+macro_rules! answer {
+    ($state:expr, |$g:ident| $body:expr) => {{
+        let $g = $state.grants.clone();
+        Ok(async move { $body }.await)
+    }};
+}
+
+impl Host for CallState {
+    async fn run(&mut self, request: CreateRequest) -> Answer<ContainerInfo> {
+        answer!(self, |g| {
+            granted(&g)?;
+            let args = run_args(&g, &request)?;
+            let id = podman::run(&args).await?.trim().to_string();
+            let info = owned(&g, &id).await?;
+            Ok(container_info(&info))
+        })
+    }
+
+    async fn exec(&mut self, id: String, request: ExecRequest) -> Answer<RunResult> {
+        let call = self.call.clone();
+        answer!(self, |g| {
+            granted(&g)?;
+            let known = OWNED
+                .lock()
+                .expect("owned set poisoned")
+                .contains(&(g.plugin.clone(), id.clone()));
+            let image = if request.use_entrypoint || !known {
+                Some(owned(&g, &id).await?.image_name)
+            } else {
+                None
+            };
+            if request.argv.is_empty() {
+                return Err(ContainerError::Invalid("argv is empty".into()));
+            }
+            let mut args: Vec<String> = vec!["exec".into(), "--env".into(), MARKER_VAR.into()];
+            if request.stdin.is_some() {
+                args.push("--interactive".into());
+            }
+            if let Some(dir) = &request.workdir {
+                args.extend(["--workdir".into(), dir.clone()]);
+            }
+            args.extend(env_args(&request.env)?);
+            args.push(id.clone());
+            if let (true, Some(image)) = (request.use_entrypoint, &image) {
+                args.extend(podman::image_entrypoint(image).await?);
+            }
+            args.extend(request.argv.iter().cloned());
+            let remaining = call.deadline.saturating_duration_since(Instant::now());
+            let spawn = Spawn {
+                program: podman::program()?,
+                args,
+                cwd: std::env::temp_dir(),
+                env: std::env::vars().collect(),
+                stdin: request.stdin,
+                timeout: Duration::from_millis(request.timeout_ms).min(remaining),
+                no_output_timeout: request.no_output_timeout_ms.map(Duration::from_millis),
+                tail_bytes: request.tail_bytes.min(crate::caps::process::MAX_TAIL_BYTES) as usize,
+                log_path: None,
+            };
+            let progress = RunProgress::new(call.client.clone(), format!("podman exec {id}"));
+            let outcome = timebox::run(&spawn, &call.cancel, &progress).await;
+            // Podman's own failures (exit 125/255 with its `Error:` line and
+            // nothing on stdout): the session never ran. Matched narrowly so
+            // a command's own exit code 125 is never mistaken for one.
+            if matches!(outcome.exit_code, Some(125) | Some(255)) && outcome.stdout_bytes == 0 {
+                let said: String = outcome.tail.chunks().into_iter().map(|(_, t)| t).collect();
+                let podman_said = said.starts_with("Error: ")
+                    && [
+                        "no such container",
+                        "no container with",
+                        "container state improper",
+                    ]
+                    .iter()
+                    .any(|sign| said.contains(sign));
+                if podman_said {
+                    return Err(podman::classify(&format!("podman exec {id}"), &said).into());
+                }
+            }
+            tracing::debug!(
+                plugin = %g.plugin, trace_id = %call.trace_id, container = %id,
+                ending = ?outcome.ending, exit_code = ?outcome.exit_code, kill = ?outcome.kill,
+                "exec finished"
+            );
+            Ok(run_result(outcome))
+        })
+    }
+
+    async fn inspect(&mut self, id: String) -> Answer<ContainerInfo> {
+        answer!(self, |g| owned(&g, &id)
+            .await
+            .map(|info| container_info(&info)))
+    }
+
+    async fn stop(&mut self, id: String, grace_ms: u32) -> Answer<StopKind> {
+        answer!(self, |g| {
+            let info = owned(&g, &id).await?;
+            stop(&info, grace_ms).await
+        })
+    }
+
+    async fn remove(&mut self, id: String, grace_ms: u32) -> Answer<Removal> {
+        answer!(self, |g| {
+            let info = owned(&g, &id).await?;
+            let stop = stop(&info, grace_ms).await?;
+            podman::run(&[
+                "rm".into(),
+                "--force".into(),
+                "--time=0".into(),
+                info.id.clone(),
+            ])
+            .await?;
+            forget(&g.plugin, &info);
+            let leftovers = tokio::task::spawn_blocking({
+                let (id, name) = (info.id.clone(), info.name.clone());
+                move || kill_leftovers(&id, &name)
+            })
+            .await
+            .unwrap_or(0);
+            Ok(Removal {
+                id: info.id,
+                stop,
+                leftovers_killed: leftovers,
+            })
+        })
+    }
+
+    async fn list(&mut self, labels: Vec<(String, String)>) -> Answer<Vec<ContainerInfo>> {
+        answer!(self, |g| {
+            granted(&g)?;
+            let mut args: Vec<String> = vec![
+                "ps".into(),
+                "--all".into(),
+                "--quiet".into(),
+                "--no-trunc".into(),
+                "--filter".into(),
+                format!("label={OWNER_LABEL}={}", g.plugin),
+            ];
+            for (key, value) in &labels {
+                check_word("label", key)?;
+                args.extend(["--filter".into(), format!("label={key}={value}")]);
+            }
+            let ids: Vec<String> = podman::run(&args)
+                .await?
+                .lines()
+                .map(str::to_string)
+                .collect();
+            // A container removed between `ps` and `inspect` is simply gone.
+            let found = match podman::inspect(&ids).await {
+                Err(PodmanError::NotFound(_)) => {
+                    let mut found = Vec::new();
+                    for id in ids {
+                        found.extend(podman::inspect(&[id]).await.unwrap_or_default());
+                    }
+                    found
+                }
+                other => other?,
+            };
+            Ok(found
+                .iter()
+                .filter(|info| owner(info) == Some(g.plugin.as_str()))
+                .inspect(|info| remember(&g.plugin, info))
+                .map(container_info)
+                .collect())
+        })
+    }
+}
+
+fn owner(info: &Inspected) -> Option<&str> {
+    info.config
+        .labels
+        .as_ref()?
+        .get(OWNER_LABEL)
+        .map(String::as_str)
+}
+
+/// Stop a running container: SIGTERM, then SIGKILL after the grace period.
+async fn stop(info: &Inspected, grace_ms: u32) -> Result<StopKind, ContainerError> {
+    if info.state.status != "running" && info.state.status != "paused" {
+        return Ok(StopKind::NotRunning);
+    }
+    let seconds = grace_ms.div_ceil(1000);
+    podman::run(&["stop".into(), format!("--time={seconds}"), info.id.clone()]).await?;
+    let after = podman::inspect(std::slice::from_ref(&info.id)).await?;
+    // Exit code 137 = 128 + SIGKILL: the grace period ran out.
+    Ok(match after.first().map(|i| i.state.exit_code) {
+        Some(137) => StopKind::Killed,
+        _ => StopKind::Terminated,
+    })
+}
+
+/// Host processes still naming the removed container (an exec client, a
+/// monitor): killed, and counted for the caller's report.
+fn kill_leftovers(id: &str, name: &str) -> u32 {
+    use nix::sys::signal::{Signal, kill};
+    use nix::unistd::Pid;
+    let Ok(all) = procfs::process::all_processes() else {
+        return 0;
+    };
+    let me = std::process::id() as i32;
+    let mut killed = 0;
+    for process in all.flatten() {
+        if process.pid == me {
+            continue;
+        }
+        let Ok(cmdline) = process.cmdline() else {
+            continue;
+        };
+        let podman_related = cmdline
+            .first()
+            .is_some_and(|p| p.ends_with("podman") || p.ends_with("conmon"));
+        if podman_related
+            && cmdline.iter().any(|arg| arg == id || arg == name)
+            && kill(Pid::from_raw(process.pid), Signal::SIGKILL).is_ok()
+        {
+            killed += 1;
+        }
+    }
+    killed
+}
+
+fn container_info(info: &Inspected) -> ContainerInfo {
+    let mut ports = Vec::new();
+    for (spec, bindings) in info.network_settings.ports.iter().flatten() {
+        let Some(port) = spec.split('/').next().and_then(|p| p.parse().ok()) else {
+            continue;
+        };
+        for binding in bindings.iter().flatten() {
+            if let Ok(host_port) = binding.host_port.parse() {
+                ports.push(PortBinding {
+                    container_port: port,
+                    host_ip: binding.host_ip.clone(),
+                    host_port,
+                });
+            }
+        }
+    }
+    ContainerInfo {
+        id: info.id.clone(),
+        name: info.name.clone(),
+        image: info.image_name.clone(),
+        state: info.state.status.clone(),
+        labels: info
+            .config
+            .labels
+            .iter()
+            .flatten()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+        ports,
+        ip_address: Some(info.network_settings.ip_address.clone()).filter(|ip| !ip.is_empty()),
+    }
+}
+
+fn env_args(env: &[(String, String)]) -> Result<Vec<String>, ContainerError> {
+    let mut args = Vec::new();
+    for (key, value) in env {
+        if key.is_empty() || key.contains('=') || key == MARKER_VAR {
+            return Err(ContainerError::Invalid(format!(
+                "environment variable `{key}` cannot be set"
+            )));
+        }
+        args.extend(["--env".into(), format!("{key}={value}")]);
+    }
+    Ok(args)
+}
+
+/// Ids, names, images and label keys: one token podman cannot take for an option.
+fn check_word(what: &str, word: &str) -> Result<(), ContainerError> {
+    if word.is_empty()
+        || word.starts_with('-')
+        || word.chars().any(|c| c.is_whitespace() || c.is_control())
+    {
+        Err(ContainerError::Invalid(format!(
+            "{what} `{word}` is not valid"
+        )))
+    } else {
+        Ok(())
+    }
+}
+
+/// `containers.images` entries: an exact image, `prefix*`, or `*`.
+fn image_allowed(image: &str, allowed: &[String]) -> bool {
+    allowed
+        .iter()
+        .any(|pattern| match pattern.strip_suffix('*') {
+            Some(prefix) => image.starts_with(prefix),
+            None => pattern == image,
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn image_patterns() {
+        let allowed = vec![
+            "localhost/*".to_string(),
+            "docker.io/library/alpine:3".into(),
+        ];
+        assert!(image_allowed("localhost/cofer-test:latest", &allowed));
+        assert!(image_allowed("docker.io/library/alpine:3", &allowed));
+        assert!(!image_allowed("docker.io/library/alpine:4", &allowed));
+        assert!(image_allowed("anything", &["*".to_string()]));
+        assert!(!image_allowed("anything", &[]));
+    }
+
+    #[test]
+    fn option_like_words_are_refused() {
+        assert!(check_word("image", "--privileged").is_err());
+        assert!(check_word("image", "a b").is_err());
+        assert!(check_word("image", "localhost/x:1").is_ok());
+        assert!(env_args(&[(MARKER_VAR.to_string(), "x".into())]).is_err());
+    }
+}

@@ -1,0 +1,323 @@
+//! `git`: typed git operations for plugins granted `git`.
+//!
+//! Why not `process` with `git` allowed: git's own options (`-C`,
+//! `-c core.fsmonitor=<program>`, `--git-dir`, aliases, hooks, `worktree add
+//! <anywhere>`) let an argv write outside any root or run any program, and
+//! an argv filter for all of them would be a losing game. Here the plugin
+//! names an operation; the host builds the command line ([`crate::git`]),
+//! confines every path to the plugin's writable roots (a repository is
+//! written to even by "read" commands: index refresh, lock files) and
+//! serialises operations on one repository.
+
+use std::path::{Path, PathBuf};
+
+use crate::bindings::mcphost::plugin::git::{GitError, GitFailure, Host, Repo, Worktree};
+use crate::caps::CallState;
+use crate::git::{self, GitError as RunError};
+use crate::paths::confine;
+use crate::policy::Grants;
+
+type Answer<T> = wasmtime::Result<Result<T, GitError>>;
+
+impl From<RunError> for GitError {
+    fn from(e: RunError) -> Self {
+        match e {
+            RunError::Unavailable => GitError::Unavailable(e.to_string()),
+            RunError::NotARepository(_) => GitError::NotARepository(e.to_string()),
+            RunError::Failed {
+                command,
+                exit_code,
+                stderr,
+            } => GitError::Failed(GitFailure {
+                command,
+                exit_code,
+                stderr,
+            }),
+        }
+    }
+}
+
+/// `path` inside a writable root, with the `git` grant checked.
+fn git_path(g: &Grants, path: &str) -> Result<PathBuf, GitError> {
+    {
+        g.require("git").map_err(GitError::Denied)?;
+        if !Path::new(path).is_absolute() {
+            return Err(GitError::Invalid(format!(
+                "`{path}` is not an absolute path"
+            )));
+        }
+        confine(path, &g.workspace, &g.write_roots).ok_or_else(|| {
+            GitError::Denied(g.denial(
+                &format!("git access to `{path}`"),
+                "fs.write",
+                "a root containing it",
+            ))
+        })
+    }
+}
+
+/// Run one git command in `repo` under the repository's lock.
+async fn git_locked(repo: &Path, args: &[&str]) -> Result<String, GitError> {
+    let lock = git::repo_lock(repo);
+    let _held = lock.lock().await;
+    Ok(git::run(repo, args).await?)
+}
+
+/// Run a block that uses `?` with the call's grants as `g` (cloned: the
+/// future must be `Send`, and `CallState` is not `Sync`).
+macro_rules! answer {
+    ($state:expr, |$g:ident| $body:expr) => {{
+        let $g = $state.grants.clone();
+        Ok(async move { $body }.await)
+    }};
+}
+
+impl Host for CallState {
+    async fn open(&mut self, path: String) -> Answer<Repo> {
+        answer!(self, |g| {
+            let dir = git_path(&g, &path)?;
+            let root = git::toplevel(&dir).await?;
+            // The whole repository must be writable, not just `path` in it.
+            let root = git_path(&g, &root.to_string_lossy())?;
+            let head = git::resolve(&root, "HEAD").await?;
+            let status = git_locked(&root, &["status", "--porcelain", "--untracked-files=all"])
+                .await?
+                .lines()
+                .map(str::to_string)
+                .collect();
+            Ok(Repo {
+                root: root.to_string_lossy().into_owned(),
+                head,
+                status,
+            })
+        })
+    }
+
+    async fn remote_url(&mut self, repo: String, name: String) -> Answer<Option<String>> {
+        answer!(self, |g| {
+            let repo = git_path(&g, &repo)?;
+            Ok(git::remote_url(&repo, &name).await?)
+        })
+    }
+
+    async fn resolve(&mut self, repo: String, rev: String) -> Answer<Option<String>> {
+        answer!(self, |g| {
+            let repo = git_path(&g, &repo)?;
+            Ok(git::resolve(&repo, &rev).await?)
+        })
+    }
+
+    async fn worktrees(&mut self, repo: String) -> Answer<Vec<Worktree>> {
+        answer!(self, |g| {
+            let repo = git_path(&g, &repo)?;
+            let out = git::run(&repo, &["worktree", "list", "--porcelain"]).await?;
+            Ok(parse_worktrees(&out))
+        })
+    }
+
+    async fn worktree_add(
+        &mut self,
+        repo: String,
+        path: String,
+        branch: String,
+        start: String,
+    ) -> Answer<()> {
+        answer!(self, |g| {
+            let repo = git_path(&g, &repo)?;
+            let path = git_path(&g, &path)?;
+            check_ref_name(&branch)?;
+            let path = path.to_string_lossy();
+            git_locked(
+                &repo,
+                &["worktree", "add", "-b", &branch, "--", &path, &start],
+            )
+            .await
+            .map(drop)
+        })
+    }
+
+    async fn worktree_remove(&mut self, repo: String, path: String, force: bool) -> Answer<()> {
+        answer!(self, |g| {
+            let repo = git_path(&g, &repo)?;
+            let path = git_path(&g, &path)?;
+            let path = path.to_string_lossy();
+            let mut args = vec!["worktree", "remove", "--force"];
+            if force {
+                args.push("--force");
+            }
+            args.extend(["--", &path]);
+            git_locked(&repo, &args).await.map(drop)
+        })
+    }
+
+    async fn worktree_prune(&mut self, repo: String) -> Answer<()> {
+        answer!(self, |g| {
+            let repo = git_path(&g, &repo)?;
+            git_locked(&repo, &["worktree", "prune"]).await.map(drop)
+        })
+    }
+
+    async fn delete_branch(&mut self, repo: String, branch: String) -> Answer<bool> {
+        answer!(self, |g| {
+            let repo = git_path(&g, &repo)?;
+            check_ref_name(&branch)?;
+            if git::resolve(&repo, &format!("refs/heads/{branch}"))
+                .await?
+                .is_none()
+            {
+                return Ok(false);
+            }
+            git_locked(&repo, &["branch", "-D", "--", &branch])
+                .await
+                .map(|_| true)
+        })
+    }
+
+    async fn commit_all(&mut self, worktree: String, message: String) -> Answer<Option<String>> {
+        answer!(self, |g| {
+            let dir = git_path(&g, &worktree)?;
+            let lock = git::repo_lock(&dir);
+            let _held = lock.lock().await;
+            git::run(&dir, &["add", "--all"]).await?;
+            let staged = git::run(&dir, &["diff", "--cached", "--name-only", "-z"]).await?;
+            if staged.is_empty() {
+                return Ok(None);
+            }
+            let message = if message.trim().is_empty() {
+                "cofer: update".to_string()
+            } else {
+                message
+            };
+            let identity = git::identity_fallback(&dir).await;
+            git::run_with(
+                &dir,
+                &identity,
+                &["commit", "--quiet", "--no-verify", "-m", &message],
+            )
+            .await?;
+            Ok(git::resolve(&dir, "HEAD").await?)
+        })
+    }
+
+    async fn push(&mut self, repo: String, remote: String, refspecs: Vec<String>) -> Answer<()> {
+        answer!(self, |g| {
+            let repo = git_path(&g, &repo)?;
+            let Some(url) = git::remote_url(&repo, &remote).await? else {
+                return Err(GitError::Invalid(format!(
+                    "the repository has no remote `{remote}`"
+                )));
+            };
+            // Only a local remote inside a writable root: a push writes there.
+            // `host:path` (scp-like) and `scheme://` other than file:// are network remotes.
+            let network = url
+                .split('/')
+                .next()
+                .is_some_and(|first| first.contains(':'));
+            let local = match url.strip_prefix("file://") {
+                Some(path) => path,
+                None if network => {
+                    return Err(GitError::Denied(format!(
+                        "plugin `{}` may push only to local remotes; remote `{remote}` is {url}",
+                        g.plugin
+                    )));
+                }
+                None => &url,
+            };
+            git_path(&g, &repo.join(local).to_string_lossy())?;
+            for spec in &refspecs {
+                if spec.starts_with('-') {
+                    return Err(GitError::Invalid(format!(
+                        "refspec `{spec}` starts with '-'"
+                    )));
+                }
+            }
+            let mut args = vec!["push", "--quiet", "--no-verify", "--force", &remote];
+            args.extend(refspecs.iter().map(String::as_str));
+            git_locked(&repo, &args).await.map(drop)
+        })
+    }
+
+    async fn exclude(&mut self, repo: String, pattern: String) -> Answer<()> {
+        answer!(self, |g| {
+            let repo = git_path(&g, &repo)?;
+            if pattern.contains('\n') {
+                return Err(GitError::Invalid("an exclude pattern is one line".into()));
+            }
+            let lock = git::repo_lock(&repo);
+            let _held = lock.lock().await;
+            Ok(git::exclude(&repo, &pattern).await?)
+        })
+    }
+}
+
+/// Branch names the plugin gives: no options, nothing git would reject late.
+fn check_ref_name(name: &str) -> Result<(), GitError> {
+    let bad = name.is_empty()
+        || name.starts_with('-')
+        || name.contains("..")
+        || name
+            .chars()
+            .any(|c| c.is_whitespace() || "~^:?*[\\".contains(c));
+    if bad {
+        Err(GitError::Invalid(format!(
+            "`{name}` is not a valid branch name"
+        )))
+    } else {
+        Ok(())
+    }
+}
+
+/// `git worktree list --porcelain`: blocks of `key value` lines.
+fn parse_worktrees(out: &str) -> Vec<Worktree> {
+    out.split("\n\n")
+        .filter_map(|block| {
+            let mut tree = Worktree {
+                path: String::new(),
+                branch: None,
+                head: None,
+                locked: false,
+            };
+            for line in block.lines() {
+                let (key, value) = line.split_once(' ').unwrap_or((line, ""));
+                match key {
+                    "worktree" => tree.path = value.to_string(),
+                    "HEAD" => tree.head = Some(value.to_string()),
+                    "branch" => {
+                        tree.branch = Some(
+                            value
+                                .strip_prefix("refs/heads/")
+                                .unwrap_or(value)
+                                .to_string(),
+                        )
+                    }
+                    "locked" => tree.locked = true,
+                    _ => {}
+                }
+            }
+            (!tree.path.is_empty()).then_some(tree)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn worktree_list_is_parsed() {
+        let out = "worktree /r\nHEAD abc\nbranch refs/heads/main\n\nworktree /r/.cofer/worktrees/x\nHEAD def\nbranch refs/heads/cofer/x\nlocked\n\nworktree /d\nHEAD 123\ndetached\n";
+        let trees = parse_worktrees(out);
+        assert_eq!(trees.len(), 3);
+        assert_eq!(trees[1].branch.as_deref(), Some("cofer/x"));
+        assert!(trees[1].locked && !trees[0].locked);
+        assert_eq!(trees[2].branch, None);
+    }
+
+    #[test]
+    fn branch_names_that_look_like_options_are_refused() {
+        assert!(check_ref_name("cofer/bold-otter").is_ok());
+        for bad in ["-D", "a..b", "a b", "x:y", ""] {
+            assert!(check_ref_name(bad).is_err(), "{bad}");
+        }
+    }
+}
