@@ -58,6 +58,8 @@ pub struct Env {
     pub workspace: PathBuf,
     pub cache: PathBuf,
     pub config: PathBuf,
+    /// Extra environment variables for the host process.
+    pub host_vars: Vec<(String, String)>,
 }
 
 impl Env {
@@ -70,6 +72,7 @@ impl Env {
             workspace: root.join("workspace"),
             cache: root.join("cache"),
             config: root.join("config.toml"),
+            host_vars: Vec::new(),
             dir,
         };
         std::fs::create_dir_all(&env.plugins).unwrap();
@@ -104,7 +107,8 @@ impl Env {
             .arg(&self.cache)
             .arg("--workspace")
             .arg(&self.workspace)
-            .env("MCP_SERVER_LOG", "debug");
+            .env("MCP_SERVER_LOG", "debug")
+            .envs(self.host_vars.iter().map(|(k, v)| (k, v)));
         cmd
     }
 

@@ -3,6 +3,7 @@
 //! client. Build the plugins first: scripts/build-plugins (scripts/test
 //! does both).
 
+mod cofer;
 mod godot;
 mod harness;
 mod host_core;

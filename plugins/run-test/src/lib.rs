@@ -184,11 +184,7 @@ fn output_schema() -> serde_json::Value {
 
 /// `YYYYMMDD_HHMMSS` in UTC, for default report directories.
 fn timestamp_now() -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
-    request::format_timestamp(secs)
+    request::format_timestamp(plugin_sdk::now_secs())
 }
 
 plugin_sdk::export!(RunTest);

@@ -183,24 +183,8 @@ fn fresh_report_dir(repo: &Path, timestamp: &str) -> PathBuf {
 
 /// Seconds since the epoch as `YYYYMMDD_HHMMSS` (UTC).
 pub fn format_timestamp(secs: u64) -> String {
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}{month:02}{day:02}_{:02}{:02}{:02}",
-        rem / 3_600,
-        rem % 3_600 / 60,
-        rem % 60
-    )
+    let [year, month, day, hour, minute, second] = plugin_sdk::utc(secs);
+    format!("{year:04}{month:02}{day:02}_{hour:02}{minute:02}{second:02}")
 }
 
 #[cfg(test)]

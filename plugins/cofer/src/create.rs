@@ -1,0 +1,200 @@
+//! `environment_create`: worktree, branch, push, container, record, in that
+//! order, undone in reverse when a later step fails, so a failed create
+//! leaves nothing behind.
+
+use plugin_sdk::containers::{self, CreateRequest, Mount};
+use plugin_sdk::{ToolError, ToolOutput, git};
+
+use crate::args::Create;
+use crate::env::{self, Env, Record};
+use crate::errors::{error, from_container, from_git, transient_container, transient_git};
+use crate::{destroy, note, open_repo, setting};
+
+/// Live environments allowed at once on this machine (all repositories).
+const DEFAULT_MAX_ENVIRONMENTS: u64 = 8;
+const DEFAULT_IMAGE: &str = "docker.io/library/ubuntu:24.04";
+
+pub fn create(args: Create) -> Result<ToolOutput, ToolError> {
+    let repo = open_repo(&args.environment_source)?;
+    if git::remote_url(&repo.root, env::REMOTE)
+        .map_err(|e| from_git("look up the cofer remote", e))?
+        .is_none()
+    {
+        return Err(error(
+            "precondition_failed",
+            format!(
+                "{} has no `{}` remote, which environments are pushed to",
+                repo.root,
+                env::REMOTE
+            ),
+            &format!(
+                "run `cofer init` in {} once, then call environment_create again",
+                repo.root
+            ),
+        ));
+    }
+    let env = match &args.environment_id {
+        Some(id) => Env::new(&repo.root, id),
+        None => fresh_env(&repo.root)?,
+    };
+    let exists = env.has_worktree() || env.read_record().is_some() || !env.containers()?.is_empty();
+    if exists && !args.allow_replace {
+        return Err(error(
+            "conflict",
+            format!(
+                "environment `{}` already exists in {}; it was left as it is",
+                env.id, repo.root
+            ),
+            "pass allow_replace=true to replace it, choose another environment_id, or use environment_open",
+        ));
+    }
+    if exists {
+        note(format!(
+            "environment_create env={} replacing the existing environment",
+            env.id
+        ));
+        destroy::remove_all(&env, true)?;
+    }
+    check_limit()?;
+
+    let image = args
+        .image
+        .clone()
+        .or_else(|| {
+            std::env::var("COFER_DEFAULT_IMAGE")
+                .ok()
+                .filter(|i| !i.is_empty())
+        })
+        .unwrap_or_else(|| DEFAULT_IMAGE.into());
+    let from = args.from_git_ref.clone().unwrap_or_else(|| "HEAD".into());
+    let base = git::resolve(&repo.root, &from)
+        .map_err(|e| from_git("resolve from_git_ref", e))?
+        .ok_or_else(|| {
+            error(
+                "invalid_request",
+                format!("from_git_ref `{from}` names no commit in {}", repo.root),
+                "pass a branch, tag or commit that exists (or leave from_git_ref out for HEAD)",
+            )
+        })?;
+    git::exclude(&repo.root, "/.cofer/")
+        .map_err(|e| from_git("exclude .cofer from git status", e))?;
+    note(format!(
+        "environment_create env={} mode=foreground image={image} from={from} explanation={:?}",
+        env.id,
+        args.explanation.as_deref().unwrap_or("")
+    ));
+
+    git::worktree_add(&repo.root, &env.worktree(), &env.branch(), &base)
+        .map_err(|e| from_git("create the worktree", e))?;
+    let made = (|| {
+        push(&env)?;
+        start_main_container(&env, &image)?;
+        let record = Record {
+            id: env.id.clone(),
+            title: args.title.clone(),
+            image: image.clone(),
+            from_git_ref: from.clone(),
+            base_commit: base.clone(),
+            created_at: plugin_sdk::iso8601(plugin_sdk::now_secs()),
+        };
+        env.write_record(&record)?;
+        Ok(record)
+    })();
+    let record = match made {
+        Ok(record) => record,
+        Err(e) => {
+            // Leave nothing half-made; the original error is what matters.
+            let _ = destroy::remove_all(&env, true);
+            return Err(e);
+        }
+    };
+
+    let mut text =
+        serde_json::to_string_pretty(&env.describe(&record, &[])).expect("JSON serialises");
+    if !repo.status.is_empty() {
+        text.push_str(&format!(
+            "\n\nWARNING: the source repository has uncommitted changes; the environment was created from {from} \
+             ({}) and does not contain them:\n{}\n",
+            &base[..base.len().min(12)],
+            repo.status.join("\n")
+        ));
+    }
+    Ok(ToolOutput {
+        text,
+        structured: None,
+    })
+}
+
+/// A generated id that no environment of this repository uses.
+fn fresh_env(repo: &str) -> Result<Env, ToolError> {
+    for _ in 0..20 {
+        let env = Env::new(repo, &env::petname());
+        if !env.has_worktree() && env.read_record().is_none() {
+            return Ok(env);
+        }
+    }
+    Err(error(
+        "conflict",
+        "could not find an unused environment name",
+        "pass environment_id explicitly",
+    ))
+}
+
+fn check_limit() -> Result<(), ToolError> {
+    let max = setting("COFER_MAX_ENVIRONMENTS", DEFAULT_MAX_ENVIRONMENTS);
+    let live = containers::list(&[(env::LABEL_ROLE.into(), "main".into())])
+        .map_err(|e| from_container("count live environments", e))?
+        .iter()
+        .filter(|c| c.state == "running")
+        .count() as u64;
+    if live >= max {
+        return Err(error(
+            "limit_exceeded",
+            format!(
+                "{live} environments are running and the limit is {max}; no environment was created"
+            ),
+            "destroy an environment you no longer need (environment_destroy), or raise COFER_MAX_ENVIRONMENTS in the host's config",
+        ));
+    }
+    Ok(())
+}
+
+/// Push the environment's branch to the `cofer` remote (one retry).
+pub fn push(env: &Env) -> Result<(), ToolError> {
+    let spec = format!("refs/heads/{0}:refs/heads/{0}", env.branch());
+    let attempt = || git::push(&env.repo, env::REMOTE, std::slice::from_ref(&spec));
+    match attempt() {
+        Err(e) if transient_git(&e) => attempt(),
+        other => other,
+    }
+    .map_err(|e| from_git("push to the cofer remote", e))
+}
+
+/// Start the environment's main container (one retry).
+pub fn start_main_container(env: &Env, image: &str) -> Result<(), ToolError> {
+    let request = CreateRequest {
+        image: image.to_string(),
+        name: Some(env.container_name()),
+        command: env::idle_command(),
+        use_entrypoint: false,
+        labels: env.labels("main"),
+        mounts: vec![Mount {
+            source: env.worktree(),
+            target: env::WORKDIR.into(),
+            read_only: false,
+        }],
+        workdir: Some(env::WORKDIR.into()),
+        env: Vec::new(),
+        ports: Vec::new(),
+    };
+    match containers::run(&request) {
+        Err(e) if transient_container(&e) => {
+            // A half-created container would hold the name: clear it first.
+            let _ = containers::remove(&env.container_name(), 0);
+            containers::run(&request)
+        }
+        other => other,
+    }
+    .map(drop)
+    .map_err(|e| from_container("start the container", e))
+}

@@ -1,0 +1,264 @@
+//! What an environment is made of, and where each part lives:
+//! - a worktree `<repo>/.cofer/worktrees/<id>` on branch `cofer/<id>`,
+//!   pushed to the `cofer` remote (git: survives anything but `destroy`);
+//! - a record `<repo>/.cofer/environments/<id>.json` (title, image, base);
+//! - containers labelled `cofer.env=<id>`, `cofer.source=<repo>` and
+//!   `cofer.role=main|service` (Podman).
+//!
+//! Nothing is kept in memory: every call finds these again, so a restarted
+//! host sees the environments the last one made.
+
+use plugin_sdk::ToolError;
+use plugin_sdk::containers::{self, ContainerInfo};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::errors::{error, from_container};
+
+/// Inside every environment's container, the worktree is mounted here.
+pub const WORKDIR: &str = "/workdir";
+/// The remote `cofer init` creates and environments are pushed to.
+pub const REMOTE: &str = "cofer";
+
+pub const LABEL_ENV: &str = "cofer.env";
+pub const LABEL_SOURCE: &str = "cofer.source";
+pub const LABEL_ROLE: &str = "cofer.role";
+
+/// One environment of one repository.
+pub struct Env {
+    pub id: String,
+    pub repo: String,
+}
+
+impl Env {
+    pub fn new(repo: &str, id: &str) -> Env {
+        Env {
+            id: id.to_string(),
+            repo: repo.trim_end_matches('/').to_string(),
+        }
+    }
+
+    pub fn worktree(&self) -> String {
+        format!("{}/.cofer/worktrees/{}", self.repo, self.id)
+    }
+
+    pub fn branch(&self) -> String {
+        format!("cofer/{}", self.id)
+    }
+
+    pub fn remote_ref(&self) -> String {
+        format!("{REMOTE}/{}", self.branch())
+    }
+
+    pub fn record_path(&self) -> String {
+        format!("{}/.cofer/environments/{}.json", self.repo, self.id)
+    }
+
+    /// Container names are machine-wide: the repository's hash keeps two
+    /// repositories' `bold-otter`s apart.
+    pub fn container_name(&self) -> String {
+        format!(
+            "cofer-{}-{:08x}",
+            self.id,
+            fnv1a(self.repo.as_bytes()) as u32
+        )
+    }
+
+    pub fn labels(&self, role: &str) -> Vec<(String, String)> {
+        vec![
+            (LABEL_ENV.into(), self.id.clone()),
+            (LABEL_SOURCE.into(), self.repo.clone()),
+            (LABEL_ROLE.into(), role.into()),
+        ]
+    }
+
+    pub fn read_record(&self) -> Option<Record> {
+        let text = std::fs::read_to_string(self.record_path()).ok()?;
+        serde_json::from_str(&text).ok()
+    }
+
+    /// Write the record atomically (a reader never sees half of it).
+    pub fn write_record(&self, record: &Record) -> Result<(), ToolError> {
+        let path = self.record_path();
+        let tmp = format!("{path}.tmp");
+        let write = || -> std::io::Result<()> {
+            std::fs::create_dir_all(format!("{}/.cofer/environments", self.repo))?;
+            std::fs::write(
+                &tmp,
+                serde_json::to_vec_pretty(record).expect("records serialise"),
+            )?;
+            std::fs::rename(&tmp, &path)
+        };
+        write().map_err(|e| {
+            crate::errors::step_failed(
+                "write environment record",
+                format!("{path}: {e}"),
+                "check that the repository's .cofer directory is writable",
+            )
+        })
+    }
+
+    pub fn has_worktree(&self) -> bool {
+        std::fs::metadata(self.worktree()).is_ok()
+    }
+
+    /// Every container of this environment (main and services).
+    pub fn containers(&self) -> Result<Vec<ContainerInfo>, ToolError> {
+        containers::list(&[
+            (LABEL_ENV.into(), self.id.clone()),
+            (LABEL_SOURCE.into(), self.repo.clone()),
+        ])
+        .map_err(|e| from_container("list containers", e))
+    }
+
+    /// The error for an environment that does not exist.
+    pub fn not_found(&self) -> ToolError {
+        error(
+            "not_found",
+            format!(
+                "there is no environment `{}` in {}: nothing was changed, and sending the same call again will not help",
+                self.id, self.repo
+            ),
+            "call environment_list to see the environments of this repository, or environment_create to make one",
+        )
+    }
+
+    /// The container-use shaped description of the environment.
+    pub fn describe(&self, record: &Record, services: &[ContainerInfo]) -> Value {
+        let mut out = json!({
+            "id": self.id,
+            "title": record.title,
+            "config": record.config(),
+            "remote_ref": self.remote_ref(),
+            "checkout_command_to_share_with_user": format!("cofer checkout {}", self.id),
+            "log_command_to_share_with_user": format!("cofer log {}", self.id),
+            "diff_command_to_share_with_user": format!("cofer diff {}", self.id),
+        });
+        if !services.is_empty() {
+            out["services"] = services
+                .iter()
+                .map(|s| json!({"name": s.name, "state": s.state}))
+                .collect();
+        }
+        out
+    }
+}
+
+/// What `environment_create` decided, kept beside the worktree.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Record {
+    pub id: String,
+    pub title: String,
+    pub image: String,
+    pub from_git_ref: String,
+    pub base_commit: String,
+    pub created_at: String,
+}
+
+impl Record {
+    /// container-use's `config`, empty fields left out.
+    fn config(&self) -> Value {
+        json!({"workdir": WORKDIR, "base_image": self.image})
+    }
+}
+
+/// The main container's process: waits forever, exits at once on SIGTERM
+/// (a plain `sleep` as PID 1 would ignore it and cost the stop's grace
+/// period). Needs only `sh` and `sleep` in the image.
+pub fn idle_command() -> Vec<String> {
+    vec![
+        "sh".into(),
+        "-c".into(),
+        "trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done".into(),
+    ]
+}
+
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+/// A fresh `adverb-animal` name, as container-use gives.
+pub fn petname() -> String {
+    const ADVERBS: &[&str] = &[
+        "boldly", "calmly", "deftly", "eagerly", "fairly", "gladly", "hardly", "keenly", "lightly",
+        "merely", "neatly", "openly", "partly", "quickly", "rarely", "safely", "simply", "softly",
+        "subtly", "swiftly", "truly", "vastly", "warmly", "wisely", "briskly", "deeply", "firmly",
+        "gently", "justly", "kindly", "loudly", "mildly",
+    ];
+    const ANIMALS: &[&str] = &[
+        "otter", "badger", "heron", "lynx", "marten", "newt", "oriole", "panda", "quail", "raven",
+        "salmon", "tapir", "urchin", "vole", "walrus", "yak", "zebra", "beaver", "cobra", "dingo",
+        "eagle", "ferret", "gecko", "hare", "ibis", "jackal", "koala", "lemur", "moose", "narwhal",
+        "ocelot", "puffin",
+    ];
+    let r = random();
+    format!(
+        "{}-{}",
+        ADVERBS[(r % ADVERBS.len() as u64) as usize],
+        ANIMALS[((r >> 32) % ANIMALS.len() as u64) as usize]
+    )
+}
+
+/// 64 random bits: `RandomState` is seeded from the host's entropy.
+fn random() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_paths() {
+        let env = Env::new("/src/repo/", "bold-otter");
+        assert_eq!(env.worktree(), "/src/repo/.cofer/worktrees/bold-otter");
+        assert_eq!(env.branch(), "cofer/bold-otter");
+        assert_eq!(env.remote_ref(), "cofer/cofer/bold-otter");
+        assert!(env.container_name().starts_with("cofer-bold-otter-"));
+        assert_ne!(
+            env.container_name(),
+            Env::new("/src/other", "bold-otter").container_name()
+        );
+    }
+
+    #[test]
+    fn petnames_look_like_container_use_ids() {
+        for _ in 0..50 {
+            let name = petname();
+            let (adverb, animal) = name.split_once('-').unwrap();
+            assert!(adverb.ends_with("ly") && !animal.is_empty(), "{name}");
+        }
+    }
+
+    #[test]
+    fn description_has_container_use_fields() {
+        let env = Env::new("/r", "x");
+        let record = Record {
+            id: "x".into(),
+            title: "t".into(),
+            image: "img".into(),
+            from_git_ref: "HEAD".into(),
+            base_commit: "abc".into(),
+            created_at: "2026-01-01T00:00:00Z".into(),
+        };
+        let d = env.describe(&record, &[]);
+        for key in [
+            "id",
+            "title",
+            "config",
+            "remote_ref",
+            "checkout_command_to_share_with_user",
+            "log_command_to_share_with_user",
+            "diff_command_to_share_with_user",
+        ] {
+            assert!(d.get(key).is_some(), "{key}");
+        }
+        assert!(d.get("services").is_none(), "empty fields are left out");
+        assert_eq!(d["config"]["workdir"], "/workdir");
+    }
+}

@@ -1,0 +1,79 @@
+//! Tool errors: a stable code, a message, and always a remediation, so the
+//! model (or the person reading over its shoulder) knows what to do next.
+//! The host adds the call's trace id to every error.
+
+use plugin_sdk::ToolError;
+use plugin_sdk::containers::ContainerError;
+use plugin_sdk::git::GitError;
+use serde_json::json;
+
+/// An error with its remediation.
+pub fn error(code: &str, message: impl Into<String>, remediation: &str) -> ToolError {
+    ToolError::new(code, message).with_details(json!({ "remediation": remediation }))
+}
+
+/// A step that failed after its retries: which step, why, and what to do.
+pub fn step_failed(step: &str, why: impl std::fmt::Display, remediation: &str) -> ToolError {
+    ToolError::new("step_failed", format!("{step} failed: {why}"))
+        .with_details(json!({ "step": step, "remediation": remediation }))
+}
+
+/// A git capability error raised during `step`.
+pub fn from_git(step: &str, e: GitError) -> ToolError {
+    match e {
+        GitError::Denied(why) => error(
+            "denied",
+            why,
+            "grant the repository in the host config (see the message), or use a repository inside the granted roots",
+        ),
+        GitError::Invalid(why) => error("invalid_request", why, "correct the arguments"),
+        GitError::Unavailable(why) => error("git_unavailable", why, "install git on the host"),
+        GitError::NotARepository(why) => error(
+            "precondition_failed",
+            why,
+            "point environment_source at a git repository (run `git init` and commit first)",
+        ),
+        GitError::Failed(f) => step_failed(
+            step,
+            format!("`{}` (exit {:?}): {}", f.command, f.exit_code, f.stderr),
+            "check the repository's state with `git status` and `git worktree list`, then retry",
+        ),
+    }
+}
+
+/// A containers capability error raised during `step`.
+pub fn from_container(step: &str, e: ContainerError) -> ToolError {
+    match e {
+        ContainerError::Denied(why) => error(
+            "denied",
+            why,
+            "grant it in the host config as the message says",
+        ),
+        ContainerError::Invalid(why) => error("invalid_request", why, "correct the arguments"),
+        ContainerError::Unavailable(why) => error(
+            "podman_unavailable",
+            why,
+            "install Podman on the host (Debian/Ubuntu: `apt-get install podman runc`) and check `podman info`",
+        ),
+        ContainerError::NotFound(why) => error(
+            "not_found",
+            why,
+            "the container is gone: environment_open recreates it, or environment_destroy cleans up",
+        ),
+        ContainerError::Failed(why) => step_failed(
+            step,
+            why,
+            "check `podman ps -a` and that the image exists locally (`podman images`); then retry",
+        ),
+    }
+}
+
+/// Is this failure worth one more try? (Podman and git hiccups, not
+/// refusals or missing things.)
+pub fn transient_container(e: &ContainerError) -> bool {
+    matches!(e, ContainerError::Failed(_))
+}
+
+pub fn transient_git(e: &GitError) -> bool {
+    matches!(e, GitError::Failed(_))
+}

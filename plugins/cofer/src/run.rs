@@ -1,0 +1,362 @@
+//! `environment_run_cmd`: a command in the environment's container under
+//! the host's timebox (hard timeout `COHERRA_TIMEOUT_RUN`, 64 KB ring
+//! buffer, process tree killed), then the workdir's changes committed to
+//! the environment's branch and pushed. With `background`, the command
+//! becomes the main process of a new service container instead.
+
+use plugin_sdk::containers::{
+    self, ContainerError, ContainerInfo, CreateRequest, ExecRequest, Mount,
+};
+use plugin_sdk::process::{RunResult, Status, Stream};
+use plugin_sdk::{ToolError, ToolOutput, git};
+use serde_json::{Value, json};
+
+use crate::args::{RunCmd, SHELLS};
+use crate::create::{push, start_main_container};
+use crate::env::{self, Env, Record};
+use crate::errors::{error, from_container, from_git};
+use crate::{note, open_repo, setting};
+
+const DEFAULT_TIMEOUT_MS: u64 = 600_000;
+/// Output kept in memory while a command runs (seed: 64 KB ring buffer).
+const TAIL_BYTES: u64 = 64 * 1024;
+/// Lines of each stream returned (seed: the last 512).
+const TAIL_LINES: usize = 512;
+
+pub fn output_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "exit_code": {"type": ["integer", "null"]},
+            "stdout": {"type": "string"},
+            "stderr": {"type": "string"},
+            "stdout_bytes": {"type": "integer"},
+            "stderr_bytes": {"type": "integer"},
+            "truncated": {"type": "boolean", "description": "Older output was dropped: only the last 64 KB were kept."},
+            "duration_ms": {"type": "integer"},
+            "commit": {"type": ["string", "null"], "description": "The commit of the workdir's changes, if any."},
+            "remote_ref": {"type": "string"},
+            "background": {"type": "boolean"},
+            "container": {"type": "string"},
+            "endpoints": {"type": "object"},
+        },
+        "required": ["background"],
+    })
+}
+
+pub fn run_cmd(args: RunCmd) -> Result<ToolOutput, ToolError> {
+    let repo = open_repo(&args.environment_source)?;
+    let env = Env::new(&repo.root, &args.environment_id);
+    let record = env.read_record().ok_or_else(|| env.not_found())?;
+    if !SHELLS.contains(&args.shell.as_str()) {
+        return Err(error(
+            "invalid_request",
+            format!("shell `{}` is not allowed", args.shell),
+            &format!("use one of {}", SHELLS.join(", ")),
+        ));
+    }
+    if !args.ports.is_empty() && !args.background {
+        return Err(error(
+            "invalid_request",
+            "ports are published only for background commands",
+            "set background=true, or leave ports out",
+        ));
+    }
+    let mode = if args.background {
+        "background"
+    } else {
+        "foreground"
+    };
+    note(format!(
+        "environment_run_cmd env={} mode={mode} shell={}",
+        env.id, args.shell
+    ));
+    if args.background {
+        return background(&env, &record, &args);
+    }
+    ensure_main_container(&env, &record)?;
+    let timeout_ms = setting("COHERRA_TIMEOUT_RUN", DEFAULT_TIMEOUT_MS);
+    let request = ExecRequest {
+        argv: vec![args.shell.clone(), "-c".into(), args.command.clone()],
+        workdir: Some(env::WORKDIR.into()),
+        env: Vec::new(),
+        use_entrypoint: args.use_entrypoint,
+        stdin: None,
+        timeout_ms,
+        no_output_timeout_ms: None,
+        tail_bytes: TAIL_BYTES,
+    };
+    let result = exec(&env, &record, &request)?;
+    // Whatever the command changed is kept, even when it timed out.
+    let commit = commit(&env, args.explanation.as_deref(), &args.command)?;
+    let (stdout, stderr) = split_tail(&result);
+    let report = json!({
+        "exit_code": result.exit_code,
+        "stdout": stdout,
+        "stderr": stderr,
+        "stdout_bytes": result.stdout_bytes,
+        "stderr_bytes": result.stderr_bytes,
+        "truncated": result.truncated,
+        "duration_ms": result.duration_ms,
+        "commit": commit,
+        "remote_ref": env.remote_ref(),
+        "background": false,
+    });
+    match result.status {
+        Status::Exited => Ok(ToolOutput {
+            text: foreground_text(&env, &report),
+            structured: Some(report.to_string()),
+        }),
+        Status::Timeout | Status::NoOutput => Err(error(
+            "timeout",
+            format!(
+                "the command ran longer than {timeout_ms} ms (COHERRA_TIMEOUT_RUN); its process tree in the container was killed"
+            ),
+            "make the command finish sooner, run it with background=true, or raise COHERRA_TIMEOUT_RUN",
+        )
+        .with_details(json!({
+            "step": "run the command",
+            "remediation": "make the command finish sooner, run it with background=true, or raise COHERRA_TIMEOUT_RUN",
+            "timeout_ms": timeout_ms,
+            "result": report,
+        }))),
+        Status::Cancelled => Err(error(
+            "cancelled",
+            "the call was cancelled; the command's process tree was killed",
+            "call again if the command should still run",
+        )),
+        Status::SpawnFailed => Err(crate::errors::step_failed(
+            "run the command",
+            result.error.unwrap_or_else(|| "podman exec could not start".into()),
+            "check that Podman works on the host (`podman info`)",
+        )),
+    }
+}
+
+/// Exec in the main container, recreating it once if it is gone or stopped
+/// (after a reboot, or removed by hand).
+fn exec(env: &Env, record: &Record, request: &ExecRequest) -> Result<RunResult, ToolError> {
+    match containers::exec(&env.container_name(), request) {
+        Err(ContainerError::NotFound(_)) | Err(ContainerError::Failed(_)) => {
+            note(format!(
+                "environment_run_cmd env={} container not running; recreating it",
+                env.id
+            ));
+            recreate_main_container(env, record)?;
+            containers::exec(&env.container_name(), request)
+        }
+        other => other,
+    }
+    .map_err(|e| from_container("run the command", e))
+}
+
+/// Make sure the main container exists and runs.
+pub fn ensure_main_container(env: &Env, record: &Record) -> Result<(), ToolError> {
+    match containers::inspect(&env.container_name()) {
+        Ok(info) if info.state == "running" => Ok(()),
+        Ok(_) | Err(ContainerError::NotFound(_)) => recreate_main_container(env, record),
+        Err(e) => Err(from_container("inspect the container", e)),
+    }
+}
+
+fn recreate_main_container(env: &Env, record: &Record) -> Result<(), ToolError> {
+    match containers::remove(&env.container_name(), 1000) {
+        Ok(_) | Err(ContainerError::NotFound(_)) => {}
+        Err(e) => return Err(from_container("remove the stopped container", e)),
+    }
+    start_main_container(env, &record.image)
+}
+
+/// The environment's service containers.
+pub fn services(env: &Env) -> Result<Vec<ContainerInfo>, ToolError> {
+    Ok(env
+        .containers()?
+        .into_iter()
+        .filter(|c| {
+            c.labels
+                .iter()
+                .any(|(k, v)| k == env::LABEL_ROLE && v == "service")
+        })
+        .collect())
+}
+
+fn background(env: &Env, record: &Record, args: &RunCmd) -> Result<ToolOutput, ToolError> {
+    let mut labels = env.labels("service");
+    labels.push(("cofer.command".into(), args.command.clone()));
+    let request = CreateRequest {
+        image: record.image.clone(),
+        name: None,
+        command: service_command(&args.shell, &args.command),
+        use_entrypoint: args.use_entrypoint,
+        labels,
+        mounts: vec![Mount {
+            source: env.worktree(),
+            target: env::WORKDIR.into(),
+            read_only: false,
+        }],
+        workdir: Some(env::WORKDIR.into()),
+        env: Vec::new(),
+        ports: args.ports.clone(),
+    };
+    let info = containers::run(&request)
+        .map_err(|e| from_container("start the background container", e))?;
+    let internal_host = info.ip_address.clone().unwrap_or_else(|| info.name.clone());
+    let mut endpoints = serde_json::Map::new();
+    for port in &args.ports {
+        let external = info
+            .ports
+            .iter()
+            .find(|b| b.container_port == *port)
+            .map(|b| format!("tcp://{}:{}", b.host_ip, b.host_port));
+        endpoints.insert(
+            port.to_string(),
+            json!({
+                "environment_internal": format!("tcp://{internal_host}:{port}"),
+                "host_external": external,
+            }),
+        );
+    }
+    let endpoints = Value::Object(endpoints);
+    let report = json!({
+        "background": true,
+        "container": info.id,
+        "endpoints": endpoints,
+        "remote_ref": env.remote_ref(),
+    });
+    Ok(ToolOutput {
+        text: format!(
+            "Command started in the background in NEW container. Endpoints are {endpoints}"
+        ),
+        structured: Some(report.to_string()),
+    })
+}
+
+/// The service runs as a child of a shell that passes SIGTERM on: run as
+/// PID 1 itself, it would ignore SIGTERM and every destroy would wait out
+/// the grace period before SIGKILL.
+fn service_command(shell: &str, command: &str) -> Vec<String> {
+    vec![
+        "sh".into(),
+        "-c".into(),
+        r#"trap 'kill -TERM $pid 2>/dev/null; wait $pid; exit 0' TERM INT; "$0" -c "$1" & pid=$!; wait $pid"#.into(),
+        shell.into(),
+        command.into(),
+    ]
+}
+
+/// Commit the workdir's changes and push them; the commit, if any.
+fn commit(
+    env: &Env,
+    explanation: Option<&str>,
+    command: &str,
+) -> Result<Option<String>, ToolError> {
+    let message = match explanation.map(str::trim).filter(|e| !e.is_empty()) {
+        Some(explanation) => explanation.to_string(),
+        None => format!("Run {command}"),
+    };
+    let commit = git::commit_all(&env.worktree(), &message)
+        .map_err(|e| from_git("commit the workdir", e))?;
+    if commit.is_some() {
+        push(env)?;
+    }
+    Ok(commit)
+}
+
+/// The tail's stdout and stderr, each cut to its last 512 lines.
+fn split_tail(result: &RunResult) -> (String, String) {
+    let (mut out, mut err) = (String::new(), String::new());
+    for chunk in &result.tail {
+        match chunk.stream {
+            Stream::Stdout => out.push_str(&chunk.text),
+            Stream::Stderr => err.push_str(&chunk.text),
+        }
+    }
+    (last_lines(&out, TAIL_LINES), last_lines(&err, TAIL_LINES))
+}
+
+fn last_lines(text: &str, n: usize) -> String {
+    let body = text.strip_suffix('\n').unwrap_or(text);
+    match body.rmatch_indices('\n').nth(n - 1) {
+        Some((cut, _)) => text[cut + 1..].to_string(),
+        None => text.to_string(),
+    }
+}
+
+/// container-use's text: stdout, `stderr: ...`, then what happened to the
+/// changes; Cofer adds the exit code and says when output was cut.
+fn foreground_text(env: &Env, report: &Value) -> String {
+    let mut text = report["stdout"].as_str().unwrap_or_default().to_string();
+    let stderr = report["stderr"].as_str().unwrap_or_default();
+    if !stderr.is_empty() {
+        if !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str(&format!("stderr: {stderr}"));
+    }
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.push('\n');
+    }
+    if report["truncated"] == json!(true) {
+        text.push_str(&format!(
+            "(output truncated: {} bytes of stdout and {} of stderr; the last 64 KB were kept, shown up to {TAIL_LINES} lines each)\n",
+            report["stdout_bytes"], report["stderr_bytes"]
+        ));
+    }
+    text.push_str(&format!("exit code: {}\n", report["exit_code"]));
+    match report["commit"].as_str() {
+        Some(commit) => text.push_str(&format!(
+            "Changes committed to {} ({}) and pushed to {}.",
+            env.branch(),
+            &commit[..commit.len().min(12)],
+            env.remote_ref()
+        )),
+        None => text.push_str("No changes in /workdir to commit."),
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn last_lines_keeps_the_end() {
+        assert_eq!(last_lines("a\nb\nc\n", 2), "b\nc\n");
+        assert_eq!(last_lines("a\nb\nc", 2), "b\nc");
+        assert_eq!(last_lines("a\nb\n", 5), "a\nb\n");
+        assert_eq!(last_lines("", 5), "");
+        let many: String = (0..1000).map(|i| format!("{i}\n")).collect();
+        let kept = last_lines(&many, 512);
+        assert_eq!(kept.lines().count(), 512);
+        assert!(kept.starts_with("488\n") && kept.ends_with("999\n"));
+    }
+
+    #[test]
+    fn streams_are_split() {
+        let result = RunResult {
+            status: Status::Exited,
+            exit_code: Some(0),
+            signal: None,
+            duration_ms: 1,
+            tail: vec![
+                plugin_sdk::process::Chunk {
+                    stream: Stream::Stdout,
+                    text: "out1\n".into(),
+                },
+                plugin_sdk::process::Chunk {
+                    stream: Stream::Stderr,
+                    text: "err\n".into(),
+                },
+                plugin_sdk::process::Chunk {
+                    stream: Stream::Stdout,
+                    text: "out2\n".into(),
+                },
+            ],
+            stdout_bytes: 10,
+            stderr_bytes: 4,
+            truncated: false,
+            error: None,
+        };
+        assert_eq!(split_tail(&result), ("out1\nout2\n".into(), "err\n".into()));
+    }
+}

@@ -1,0 +1,700 @@
+//! Cofer environments through the host: real git, real Podman, the local
+//! test image (scripts/test-image). The tests run one at a time: the
+//! environment limit counts running environments machine-wide.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::LazyLock;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::harness::*;
+
+static SERIAL: LazyLock<tokio::sync::Mutex<()>> = LazyLock::new(Default::default);
+
+fn image() -> String {
+    std::env::var("COFER_TEST_IMAGE").unwrap_or_else(|_| "localhost/cofer-test:latest".into())
+}
+
+/// Podman and the test image, or a skip (a failure under CI=true).
+fn podman_ready() -> bool {
+    if !require_program(
+        "podman",
+        "install Podman (`apt-get install podman runc`; .ci/run does)",
+    ) {
+        return false;
+    }
+    let present = Command::new("podman")
+        .args(["image", "exists", &image()])
+        .env("CONTAINERS_CONF", containers_conf())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !present {
+        let how = format!("the image {} is missing: run scripts/test-image", image());
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "CI=true: {how}"
+        );
+        eprintln!("SKIPPED: {how}");
+    }
+    present
+}
+
+/// The user's CONTAINERS_CONF, else the repository's (runc, ulimits).
+fn containers_conf() -> String {
+    std::env::var("CONTAINERS_CONF").unwrap_or_else(|_| {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../config/containers.conf")
+            .to_string_lossy()
+            .into_owned()
+    })
+}
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn cofer(dir: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_cofer"))
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_PAGER", "cat")
+        .output()
+        .unwrap()
+}
+
+fn podman(args: &[&str]) -> String {
+    let out = Command::new("podman")
+        .args(args)
+        .env("CONTAINERS_CONF", containers_conf())
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A host with the cofer plugin and a committed repository in its
+/// workspace; the repository's containers are removed on drop.
+struct Fixture {
+    env: Env,
+    repo: PathBuf,
+}
+
+impl Fixture {
+    fn new(vars: &[(&str, &str)], init: bool) -> Fixture {
+        let mut env = Env::new(&["cofer"], "");
+        env.host_vars
+            .push(("CONTAINERS_CONF".into(), containers_conf()));
+        for (k, v) in vars {
+            env.host_vars.push((k.to_string(), v.to_string()));
+        }
+        let repo = env.workspace.join("repo");
+        std::fs::create_dir_all(&repo).unwrap();
+        git(&repo, &["init", "--quiet", "--initial-branch=main"]);
+        std::fs::write(repo.join("README.md"), "hello\n").unwrap();
+        git(&repo, &["add", "."]);
+        git(&repo, &["commit", "--quiet", "-m", "first"]);
+        if init {
+            let out = cofer(&repo, &["init"]);
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        Fixture { env, repo }
+    }
+
+    fn source(&self) -> String {
+        self.repo.to_string_lossy().into_owned()
+    }
+
+    fn create_args(&self, id: &str) -> Value {
+        json!({"environment_source": self.source(), "title": "test env", "image": image(), "environment_id": id})
+    }
+
+    fn run_args(&self, id: &str, command: &str) -> Value {
+        json!({"environment_source": self.source(), "environment_id": id, "command": command,
+               "explanation": format!("run {command}")})
+    }
+
+    fn scoped(&self, id: &str) -> Value {
+        json!({"environment_source": self.source(), "environment_id": id})
+    }
+
+    /// Container ids of this repository's environments.
+    fn containers(&self) -> Vec<String> {
+        podman(&[
+            "ps",
+            "-a",
+            "-q",
+            "--filter",
+            &format!("label=cofer.source={}", self.source()),
+        ])
+        .lines()
+        .map(str::to_string)
+        .collect()
+    }
+}
+
+impl Drop for Fixture {
+    fn drop(&mut self) {
+        for id in self.containers() {
+            podman(&["rm", "-f", "-t", "0", &id]);
+        }
+    }
+}
+
+fn text(result: &rmcp::model::CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect()
+}
+
+/// The error object of a failed call (code, message, remediation, ...).
+fn error_of(result: &rmcp::model::CallToolResult) -> &Value {
+    assert!(is_error(result), "expected an error, got {result:?}");
+    structured(result)
+}
+
+fn created(result: &rmcp::model::CallToolResult) -> Value {
+    assert!(!is_error(result), "create failed: {result:?}");
+    let body = text(result);
+    let json_part = body.split("\n\nWARNING").next().unwrap();
+    serde_json::from_str(json_part).unwrap()
+}
+
+async fn http_get(port: u16, path: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Ok(mut stream) = tokio::net::TcpStream::connect(("127.0.0.1", port)).await {
+            stream
+                .write_all(format!("GET {path} HTTP/1.0\r\nHost: x\r\n\r\n").as_bytes())
+                .await
+                .unwrap();
+            let mut body = String::new();
+            if stream.read_to_string(&mut body).await.is_ok() && !body.is_empty() {
+                return body;
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "nothing answered on 127.0.0.1:{port}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn create_run_serve_destroy() {
+    let _serial = SERIAL.lock().await;
+    if !podman_ready() {
+        return;
+    }
+    let f = Fixture::new(&[], true);
+    std::fs::write(f.repo.join("scratch.txt"), "uncommitted\n").unwrap();
+    let client = f.env.start().await;
+
+    let r = client
+        .call("environment_create", f.create_args("first-env"))
+        .await;
+    let env = created(&r);
+    for key in [
+        "id",
+        "title",
+        "config",
+        "remote_ref",
+        "checkout_command_to_share_with_user",
+        "log_command_to_share_with_user",
+        "diff_command_to_share_with_user",
+    ] {
+        assert!(env.get(key).is_some(), "{key} missing in {env}");
+    }
+    assert_eq!(env["id"], "first-env");
+    assert_eq!(env["config"]["workdir"], "/workdir");
+    assert_eq!(env["config"]["base_image"], image());
+    assert!(
+        text(&r).contains("WARNING") && text(&r).contains("?? scratch.txt"),
+        "dirty repo warning: {}",
+        text(&r)
+    );
+    let status = git(&f.repo, &["status", "--porcelain"]);
+    assert_eq!(
+        status.trim(),
+        "?? scratch.txt",
+        ".cofer/ must stay out of git status"
+    );
+    assert!(
+        f.repo
+            .join(".cofer/worktrees/first-env/README.md")
+            .is_file()
+    );
+
+    // Foreground command: exit code, output, commit on the env branch.
+    let r = client
+        .call(
+            "environment_run_cmd",
+            f.run_args(
+                "first-env",
+                "echo served > index.html; cat README.md; echo warn >&2; exit 7",
+            ),
+        )
+        .await;
+    assert!(!is_error(&r), "{r:?}");
+    let out = structured(&r);
+    assert_eq!(out["exit_code"], 7);
+    assert_eq!(out["stdout"], "hello\n");
+    assert_eq!(out["stderr"], "warn\n");
+    assert!(
+        text(&r).contains("stderr: warn") && text(&r).contains("exit code: 7"),
+        "{}",
+        text(&r)
+    );
+    let log = git(&f.repo, &["log", "--format=%s", "cofer/first-env"]);
+    assert!(
+        log.starts_with("run echo served"),
+        "commit message is the explanation: {log}"
+    );
+    let on_remote = git(
+        &f.repo,
+        &[
+            "--git-dir",
+            ".cofer/remote.git",
+            "log",
+            "--format=%s",
+            "cofer/first-env",
+        ],
+    );
+    assert_eq!(on_remote, log, "the branch is pushed to the cofer remote");
+
+    // The commands named in the response work.
+    let diff = cofer(&f.repo, &["diff", "first-env"]);
+    assert!(
+        String::from_utf8_lossy(&diff.stdout).contains("+served"),
+        "{diff:?}"
+    );
+    let log_cmd = cofer(&f.repo, &["log", "first-env"]);
+    assert!(
+        String::from_utf8_lossy(&log_cmd.stdout).contains("run echo served"),
+        "{log_cmd:?}"
+    );
+    std::fs::remove_file(f.repo.join("scratch.txt")).unwrap();
+    let checkout = cofer(&f.repo, &["checkout", "first-env"]);
+    assert!(checkout.status.success(), "{checkout:?}");
+    assert_eq!(
+        std::fs::read_to_string(f.repo.join("index.html")).unwrap(),
+        "served\n"
+    );
+    git(&f.repo, &["checkout", "--quiet", "main"]);
+
+    // Background service with a published port.
+    let mut args = f.run_args("first-env", "httpd -f -p 8080 -h /workdir");
+    args["background"] = json!(true);
+    args["ports"] = json!([8080]);
+    let r = client.call("environment_run_cmd", args).await;
+    assert!(!is_error(&r), "{r:?}");
+    assert!(
+        text(&r).starts_with("Command started in the background in NEW container. Endpoints are ")
+    );
+    let endpoint = &structured(&r)["endpoints"]["8080"];
+    assert!(
+        endpoint["environment_internal"]
+            .as_str()
+            .unwrap()
+            .ends_with(":8080"),
+        "{endpoint}"
+    );
+    let external = endpoint["host_external"].as_str().unwrap();
+    let port: u16 = external
+        .strip_prefix("tcp://127.0.0.1:")
+        .unwrap()
+        .parse()
+        .unwrap();
+    let page = http_get(port, "/index.html").await;
+    assert!(page.contains("served"), "{page}");
+
+    let listed = client
+        .call(
+            "environment_list",
+            json!({"environment_source": f.source()}),
+        )
+        .await;
+    let listed: Value = serde_json::from_str(&text(&listed)).unwrap();
+    assert_eq!(listed["environments"][0]["id"], "first-env");
+    assert_eq!(listed["environments"][0]["services"], 1);
+
+    // Destroy: nothing left.
+    let r = client
+        .call("environment_destroy", f.scoped("first-env"))
+        .await;
+    assert!(!is_error(&r), "{r:?}");
+    let report = structured(&r);
+    assert_eq!(report["id"], "first-env");
+    assert_eq!(
+        report["containers"].as_array().unwrap().len(),
+        2,
+        "{report}"
+    );
+    assert!(
+        report["removed_paths"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p.as_str().unwrap().ends_with(".cofer/worktrees/first-env"))
+    );
+    assert_eq!(report["branch_deleted"], true);
+    assert!(
+        f.containers().is_empty(),
+        "containers left: {:?}",
+        f.containers()
+    );
+    assert!(!f.repo.join(".cofer/worktrees/first-env").exists());
+    assert!(
+        git(&f.repo, &["branch", "--list", "cofer/*"])
+            .trim()
+            .is_empty()
+    );
+    assert!(!git(&f.repo, &["worktree", "list"]).contains("first-env"));
+
+    let again = client
+        .call("environment_destroy", f.scoped("first-env"))
+        .await;
+    let e = error_of(&again);
+    assert_eq!(e["code"], "not_found");
+    assert!(
+        e["message"].as_str().unwrap().contains("will not help"),
+        "{e}"
+    );
+    assert!(e["trace_id"].is_string());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn refusals_conflict_precondition_and_policy() {
+    let _serial = SERIAL.lock().await;
+    if !podman_ready() {
+        return;
+    }
+    let f = Fixture::new(&[], false);
+    let client = f.env.start().await;
+    let r = client
+        .call("environment_create", f.create_args("one"))
+        .await;
+    let e = error_of(&r);
+    assert_eq!(e["code"], "precondition_failed");
+    assert!(
+        e["remediation"].as_str().unwrap().contains("cofer init"),
+        "{e}"
+    );
+    assert!(f.containers().is_empty());
+
+    assert!(cofer(&f.repo, &["init"]).status.success());
+    created(
+        &client
+            .call("environment_create", f.create_args("one"))
+            .await,
+    );
+    let head = git(&f.repo, &["rev-parse", "cofer/one"]);
+    let before = f.containers();
+
+    let r = client
+        .call("environment_create", f.create_args("one"))
+        .await;
+    let e = error_of(&r);
+    assert_eq!(e["code"], "conflict");
+    assert_eq!(f.containers(), before, "the old environment is untouched");
+    assert_eq!(git(&f.repo, &["rev-parse", "cofer/one"]), head);
+    let r = client
+        .call("environment_run_cmd", f.run_args("one", "true"))
+        .await;
+    assert!(!is_error(&r), "the old environment still works: {r:?}");
+
+    let mut replace = f.create_args("one");
+    replace["allow_replace"] = json!(true);
+    created(&client.call("environment_create", replace).await);
+    assert_ne!(f.containers(), before, "replaced by a new container");
+
+    // Arguments outside the schema, and a repository outside the policy.
+    let mut bad_shell = f.run_args("one", "true");
+    bad_shell["shell"] = json!("python");
+    assert_eq!(
+        error_of(&client.call("environment_run_cmd", bad_shell).await)["code"],
+        "invalid_request"
+    );
+    let outside = tempfile::tempdir().unwrap();
+    git(outside.path(), &["init", "--quiet"]);
+    let r = client
+        .call(
+            "environment_create",
+            json!({"environment_source": outside.path(), "title": "x", "image": image()}),
+        )
+        .await;
+    let e = error_of(&r);
+    assert_eq!(e["code"], "denied");
+    assert!(e["message"].as_str().unwrap().contains("fs.write"), "{e}");
+    let r = client
+        .call("environment_run_cmd", f.run_args("no-such-env", "true"))
+        .await;
+    assert_eq!(error_of(&r)["code"], "not_found");
+
+    client.call("environment_destroy", f.scoped("one")).await;
+    assert!(f.containers().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn limit_of_live_environments() {
+    let _serial = SERIAL.lock().await;
+    if !podman_ready() {
+        return;
+    }
+    let running = podman(&[
+        "ps",
+        "-q",
+        "--filter",
+        "label=cofer.role=main",
+        "--filter",
+        "status=running",
+    ])
+    .lines()
+    .count();
+    let limit = (running + 1).to_string();
+    let f = Fixture::new(&[("COFER_MAX_ENVIRONMENTS", &limit)], true);
+    let client = f.env.start().await;
+    created(&client.call("environment_create", f.create_args("a")).await);
+    let r = client.call("environment_create", f.create_args("b")).await;
+    let e = error_of(&r);
+    assert_eq!(e["code"], "limit_exceeded");
+    assert!(
+        e["remediation"]
+            .as_str()
+            .unwrap()
+            .contains("COFER_MAX_ENVIRONMENTS"),
+        "{e}"
+    );
+    assert!(
+        !f.repo.join(".cofer/worktrees/b").exists(),
+        "nothing made for the refused one"
+    );
+    client.call("environment_destroy", f.scoped("a")).await;
+    created(&client.call("environment_create", f.create_args("b")).await);
+    client.call("environment_destroy", f.scoped("b")).await;
+}
+
+/// Processes on the host (container processes included) whose command
+/// line contains `needle`.
+fn processes_with(needle: &str) -> Vec<i32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if cmdline.contains(needle) && !process_gone(pid) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn timeout_kills_the_tree_in_the_container() {
+    let _serial = SERIAL.lock().await;
+    if !podman_ready() {
+        return;
+    }
+    let f = Fixture::new(&[("COHERRA_TIMEOUT_RUN", "1500")], true);
+    let client = f.env.start().await;
+    created(
+        &client
+            .call("environment_create", f.create_args("slow"))
+            .await,
+    );
+    // A child that leaves its parent (setsid, re-parented) and one that stays.
+    let command = "echo started; setsid sleep 4242 & sleep 4243; echo never";
+    let started = Instant::now();
+    let r = client
+        .call("environment_run_cmd", f.run_args("slow", command))
+        .await;
+    let e = error_of(&r);
+    assert_eq!(e["code"], "timeout");
+    assert!(started.elapsed() < Duration::from_secs(15));
+    assert_eq!(
+        e["result"]["stdout"], "started\n",
+        "output before the kill is kept: {e}"
+    );
+    assert!(e["remediation"].is_string() && e["step"].is_string());
+    for sleeper in ["sleep 4242", "sleep 4243"] {
+        assert!(
+            processes_with(sleeper).is_empty(),
+            "`{sleeper}` survived the timeout"
+        );
+    }
+    // The environment still works after the kill.
+    let r = client
+        .call("environment_run_cmd", f.run_args("slow", "echo ok"))
+        .await;
+    assert_eq!(structured(&r)["stdout"], "ok\n");
+    client.call("environment_destroy", f.scoped("slow")).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn hundred_megabytes_of_output_in_bounded_memory() {
+    let _serial = SERIAL.lock().await;
+    if !podman_ready() {
+        return;
+    }
+    let f = Fixture::new(&[], true);
+    let client = f.env.start().await;
+    created(
+        &client
+            .call("environment_create", f.create_args("loud"))
+            .await,
+    );
+    // Warm up, then measure the host's peak memory over the big run only.
+    client
+        .call("environment_run_cmd", f.run_args("loud", "true"))
+        .await;
+    reset_peak_rss(client.pid);
+    let (before, _) = rss_kib(client.pid);
+    let r = client
+        .call("environment_run_cmd", f.run_args("loud", "yes 0123456789abcdefghijklmnopqrstuvwxyz | head -c 100000000; echo; echo last line"))
+        .await;
+    let (_, peak) = rss_kib(client.pid);
+    let out = structured(&r);
+    assert_eq!(out["stdout_bytes"], 100_000_000 + 11);
+    assert_eq!(out["truncated"], true);
+    let stdout = out["stdout"].as_str().unwrap();
+    assert!(stdout.len() <= 64 * 1024 && stdout.ends_with("last line\n"));
+    assert!(stdout.lines().count() <= 512);
+    let growth_mib = peak.saturating_sub(before) / 1024;
+    assert!(
+        growth_mib < 48,
+        "host memory grew by {growth_mib} MiB for 100 MB of output"
+    );
+    client.call("environment_destroy", f.scoped("loud")).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn environments_survive_a_host_restart() {
+    let _serial = SERIAL.lock().await;
+    if !podman_ready() {
+        return;
+    }
+    let f = Fixture::new(&[], true);
+    {
+        let client = f.env.start().await;
+        created(
+            &client
+                .call("environment_create", f.create_args("kept"))
+                .await,
+        );
+        client.service.cancel().await.unwrap();
+    }
+    let client = f.env.start().await;
+    let r = client
+        .call(
+            "environment_run_cmd",
+            f.run_args("kept", "echo after restart > note.txt; cat note.txt"),
+        )
+        .await;
+    assert_eq!(structured(&r)["stdout"], "after restart\n", "{r:?}");
+    let opened = client.call("environment_open", f.scoped("kept")).await;
+    assert_eq!(created(&opened)["title"], "test env");
+
+    // A container removed behind our back is recreated from the record.
+    for id in f.containers() {
+        podman(&["rm", "-f", "-t", "0", &id]);
+    }
+    let r = client
+        .call("environment_run_cmd", f.run_args("kept", "cat note.txt"))
+        .await;
+    assert_eq!(structured(&r)["stdout"], "after restart\n", "{r:?}");
+    client.call("environment_destroy", f.scoped("kept")).await;
+    assert!(f.containers().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn two_environments_at_once() {
+    let _serial = SERIAL.lock().await;
+    if !podman_ready() {
+        return;
+    }
+    let f = Fixture::new(&[], true);
+    let client = f.env.start().await;
+    let (a, b) = tokio::join!(
+        client.call("environment_create", f.create_args("left")),
+        client.call("environment_create", f.create_args("right")),
+    );
+    created(&a);
+    created(&b);
+    let (a, b) = tokio::join!(
+        client.call(
+            "environment_run_cmd",
+            f.run_args("left", "echo L > side.txt")
+        ),
+        client.call(
+            "environment_run_cmd",
+            f.run_args("right", "echo R > side.txt")
+        ),
+    );
+    assert!(!is_error(&a) && !is_error(&b), "{a:?} {b:?}");
+    assert_eq!(git(&f.repo, &["show", "cofer/left:side.txt"]), "L\n");
+    assert_eq!(git(&f.repo, &["show", "cofer/right:side.txt"]), "R\n");
+    let (a, b) = tokio::join!(
+        client.call("environment_destroy", f.scoped("left")),
+        client.call("environment_destroy", f.scoped("right")),
+    );
+    assert!(!is_error(&a) && !is_error(&b), "{a:?} {b:?}");
+    assert!(f.containers().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn force_destroy_of_a_locked_worktree() {
+    let _serial = SERIAL.lock().await;
+    if !podman_ready() {
+        return;
+    }
+    let f = Fixture::new(&[], true);
+    let client = f.env.start().await;
+    created(
+        &client
+            .call("environment_create", f.create_args("stuck"))
+            .await,
+    );
+    git(&f.repo, &["worktree", "lock", ".cofer/worktrees/stuck"]);
+    let r = client.call("environment_destroy", f.scoped("stuck")).await;
+    let e = error_of(&r);
+    assert_eq!(e["code"], "step_failed");
+    assert_eq!(e["step"], "remove the worktree");
+    assert!(
+        e["remediation"].as_str().unwrap().contains("force=true"),
+        "{e}"
+    );
+
+    let mut force = f.scoped("stuck");
+    force["force"] = json!(true);
+    let r = client.call("environment_destroy", force).await;
+    assert!(!is_error(&r), "{r:?}");
+    assert!(!structured(&r)["warnings"].as_array().unwrap().is_empty());
+    assert!(!f.repo.join(".cofer/worktrees/stuck").exists());
+    assert!(
+        git(&f.repo, &["branch", "--list", "cofer/*"])
+            .trim()
+            .is_empty()
+    );
+    assert!(f.containers().is_empty());
+}
