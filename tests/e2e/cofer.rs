@@ -2,8 +2,7 @@
 //! test image (scripts/test-image). The tests run one at a time: the
 //! environment limit counts running environments machine-wide.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::PathBuf;
 use std::sync::LazyLock;
 use std::time::{Duration, Instant};
 
@@ -13,77 +12,6 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use crate::harness::*;
 
 static SERIAL: LazyLock<tokio::sync::Mutex<()>> = LazyLock::new(Default::default);
-
-fn image() -> String {
-    std::env::var("COFER_TEST_IMAGE").unwrap_or_else(|_| "localhost/cofer-test:latest".into())
-}
-
-/// Podman and the test image, or a skip (a failure under CI=true).
-fn podman_ready() -> bool {
-    if !require_program(
-        "podman",
-        "install Podman (`apt-get install podman runc`; .ci/run does)",
-    ) {
-        return false;
-    }
-    let present = Command::new("podman")
-        .args(["image", "exists", &image()])
-        .env("CONTAINERS_CONF", containers_conf())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !present {
-        let how = format!("the image {} is missing: run scripts/test-image", image());
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "CI=true: {how}"
-        );
-        eprintln!("SKIPPED: {how}");
-    }
-    present
-}
-
-/// The user's CONTAINERS_CONF, else the repository's (runc, ulimits).
-fn containers_conf() -> String {
-    std::env::var("CONTAINERS_CONF").unwrap_or_else(|_| {
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../config/containers.conf")
-            .to_string_lossy()
-            .into_owned()
-    })
-}
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn cofer(dir: &Path, args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_cofer"))
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_PAGER", "cat")
-        .output()
-        .unwrap()
-}
-
-fn podman(args: &[&str]) -> String {
-    let out = Command::new("podman")
-        .args(args)
-        .env("CONTAINERS_CONF", containers_conf())
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
 
 /// A host with the cofer plugin and a committed repository in its
 /// workspace; the repository's containers are removed on drop.
@@ -122,7 +50,7 @@ impl Fixture {
     }
 
     fn create_args(&self, id: &str) -> Value {
-        json!({"environment_source": self.source(), "title": "test env", "image": image(), "environment_id": id})
+        json!({"environment_source": self.source(), "title": "test env", "image": cofer_image(), "environment_id": id})
     }
 
     fn run_args(&self, id: &str, command: &str) -> Value {
@@ -226,7 +154,7 @@ async fn create_run_serve_destroy() {
     }
     assert_eq!(env["id"], "first-env");
     assert_eq!(env["config"]["workdir"], "/workdir");
-    assert_eq!(env["config"]["base_image"], image());
+    assert_eq!(env["config"]["base_image"], cofer_image());
     assert!(
         text(&r).contains("WARNING") && text(&r).contains("?? scratch.txt"),
         "dirty repo warning: {}",
@@ -439,7 +367,7 @@ async fn refusals_conflict_precondition_and_policy() {
     let r = client
         .call(
             "environment_create",
-            json!({"environment_source": outside.path(), "title": "x", "image": image()}),
+            json!({"environment_source": outside.path(), "title": "x", "image": cofer_image()}),
         )
         .await;
     let e = error_of(&r);

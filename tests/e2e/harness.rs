@@ -6,7 +6,7 @@
 #![allow(deprecated)]
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use rmcp::model::{
@@ -351,3 +351,77 @@ pub fn godot_config(doc_dir: &Path) -> String {
         d = doc_dir.display().to_string()
     )
 }
+
+// --- Cofer: git, the cofer command, Podman and its test image.
+
+pub fn cofer_image() -> String {
+    std::env::var("COFER_TEST_IMAGE").unwrap_or_else(|_| "localhost/cofer-test:latest".into())
+}
+
+/// Podman and the Cofer test image, or a skip (a failure under CI=true).
+pub fn podman_ready() -> bool {
+    if !require_program(
+        "podman",
+        "install Podman (`apt-get install podman runc`; .ci/run does)",
+    ) {
+        return false;
+    }
+    let present = Command::new("podman")
+        .args(["image", "exists", &cofer_image()])
+        .env("CONTAINERS_CONF", containers_conf())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !present {
+        let how = format!("the image {} is missing: run scripts/test-image", cofer_image());
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "CI=true: {how}"
+        );
+        eprintln!("SKIPPED: {how}");
+    }
+    present
+}
+
+/// The user's CONTAINERS_CONF, else the repository's (runc, ulimits).
+pub fn containers_conf() -> String {
+    std::env::var("CONTAINERS_CONF").unwrap_or_else(|_| {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../config/containers.conf")
+            .to_string_lossy()
+            .into_owned()
+    })
+}
+
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+pub fn cofer(dir: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_cofer"))
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_PAGER", "cat")
+        .output()
+        .unwrap()
+}
+
+pub fn podman(args: &[&str]) -> String {
+    let out = Command::new("podman")
+        .args(args)
+        .env("CONTAINERS_CONF", containers_conf())
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+

@@ -127,12 +127,15 @@ impl Host for CallState {
             let path = git_path(&g, &path)?;
             check_ref_name(&branch)?;
             let path = path.to_string_lossy();
-            git_locked(
-                &repo,
-                &["worktree", "add", "-b", &branch, "--", &path, &start],
-            )
-            .await
-            .map(drop)
+            let lock = git::repo_lock(&repo);
+            let _held = lock.lock().await;
+            // Parallel checkout (one worker per core): a 10k-file worktree is
+            // written 2-4x faster than by git's default single worker.
+            let args = ["worktree", "add", "-b", &branch, "--", &path, &start];
+            git::run_with(&repo, &["checkout.workers=0".into()], &args)
+                .await
+                .map(drop)
+                .map_err(Into::into)
         })
     }
 

@@ -74,7 +74,6 @@ pub fn run_cmd(args: RunCmd) -> Result<ToolOutput, ToolError> {
     if args.background {
         return background(&env, &record, &args);
     }
-    ensure_main_container(&env, &record)?;
     let timeout_ms = setting("COHERRA_TIMEOUT_RUN", DEFAULT_TIMEOUT_MS);
     let request = ExecRequest {
         argv: vec![args.shell.clone(), "-c".into(), args.command.clone()],
