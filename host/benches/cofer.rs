@@ -29,7 +29,8 @@ async fn main() {
         return;
     }
     let mut env = Env::new(&["cofer"], "");
-    env.host_vars.push(("CONTAINERS_CONF".into(), containers_conf()));
+    env.host_vars
+        .push(("CONTAINERS_CONF".into(), containers_conf()));
     let repo = env.workspace.join("repo");
     for i in 0..FILES {
         let dir = repo.join(format!("src/d{:03}", i / 100));
@@ -43,9 +44,7 @@ async fn main() {
     let source = repo.to_string_lossy().into_owned();
     let client = env.start().await;
     let scoped = |id: &str| json!({"environment_source": source, "environment_id": id});
-    let run = |id: &str, command: &str| {
-        json!({"environment_source": source, "environment_id": id, "command": command})
-    };
+    let run = |id: &str, command: &str| json!({"environment_source": source, "environment_id": id, "command": command});
 
     let (mut create, mut destroy) = (Vec::new(), Vec::new());
     for round in 0..=ROUNDS {
@@ -78,13 +77,23 @@ async fn main() {
 
     let args = json!({"environment_source": source, "title": "bench", "image": cofer_image(), "environment_id": "runs"});
     assert!(!is_error(&client.call("environment_create", args).await));
-    let container = podman(&["ps", "-q", "--filter", "label=cofer.env=runs"]).trim().to_string();
+    let container = podman(&["ps", "-q", "--filter", "label=cofer.env=runs"])
+        .trim()
+        .to_string();
     let time = |samples: &mut Vec<Duration>, started: Instant| samples.push(started.elapsed());
     let (mut plain, mut tool, mut changing) = (Vec::new(), Vec::new(), Vec::new());
     for i in 0..RUNS + 3 {
         let started = Instant::now();
         let out = std::process::Command::new("podman")
-            .args(["exec", "--workdir", "/workdir", &container, "sh", "-c", "true"])
+            .args([
+                "exec",
+                "--workdir",
+                "/workdir",
+                &container,
+                "sh",
+                "-c",
+                "true",
+            ])
             .env("CONTAINERS_CONF", containers_conf())
             .status()
             .unwrap();
@@ -93,13 +102,20 @@ async fn main() {
             time(&mut plain, started);
         }
         let started = Instant::now();
-        let r = client.call("environment_run_cmd", run("runs", "true")).await;
+        let r = client
+            .call("environment_run_cmd", run("runs", "true"))
+            .await;
         assert!(!is_error(&r), "{r:?}");
         if i >= 3 {
             time(&mut tool, started);
         }
         let started = Instant::now();
-        let r = client.call("environment_run_cmd", run("runs", &format!("echo {i} > counter.txt"))).await;
+        let r = client
+            .call(
+                "environment_run_cmd",
+                run("runs", &format!("echo {i} > counter.txt")),
+            )
+            .await;
         assert!(!is_error(&r), "{r:?}");
         if i >= 3 {
             time(&mut changing, started);
@@ -110,7 +126,10 @@ async fn main() {
         percentile(&mut tool, 0.5),
         percentile(&mut changing, 0.5),
     );
-    println!("plain `podman exec <ctr> sh -c true` ({RUNS} runs): median {}", ms(p));
+    println!(
+        "plain `podman exec <ctr> sh -c true` ({RUNS} runs): median {}",
+        ms(p)
+    );
     println!(
         "environment_run_cmd `true`, nothing to commit: median {}, overhead {}",
         ms(t),

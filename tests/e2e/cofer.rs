@@ -255,6 +255,24 @@ async fn create_run_serve_destroy() {
     let page = http_get(port, "/index.html").await;
     assert!(page.contains("served"), "{page}");
 
+    let log = std::fs::read_to_string(f.env.stderr_log()).unwrap();
+    let record = log
+        .lines()
+        .find(|l| {
+            l.contains("tool call")
+                && l.contains("tool=environment_run_cmd")
+                && l.contains("mode=\"background\"")
+        })
+        .unwrap_or_else(|| panic!("no background tool call record in\n{log}"));
+    assert!(
+        record.as_bytes()[..4].iter().all(u8::is_ascii_digit) && record.as_bytes()[10] == b'T',
+        "ISO 8601: {record}"
+    );
+    assert!(
+        log.lines()
+            .any(|l| l.contains("tool=environment_run_cmd") && l.contains("mode=\"foreground\""))
+    );
+
     let listed = client
         .call(
             "environment_list",
@@ -285,6 +303,10 @@ async fn create_run_serve_destroy() {
             .any(|p| p.as_str().unwrap().ends_with(".cofer/worktrees/first-env"))
     );
     assert_eq!(report["branch_deleted"], true);
+    for c in report["containers"].as_array().unwrap() {
+        assert_eq!(c["stop"], "terminated", "both stop on SIGTERM: {c}");
+        assert_eq!(c["leftover_processes_killed"], 0);
+    }
     assert!(
         f.containers().is_empty(),
         "containers left: {:?}",
@@ -603,11 +625,20 @@ async fn force_destroy_of_a_locked_worktree() {
             .call("environment_create", f.create_args("stuck"))
             .await,
     );
+    let mut stubborn = f.run_args("stuck", "trap '' TERM; while :; do sleep 1; done");
+    stubborn["background"] = json!(true);
+    assert!(!is_error(
+        &client.call("environment_run_cmd", stubborn).await
+    ));
     git(&f.repo, &["worktree", "lock", ".cofer/worktrees/stuck"]);
     let r = client.call("environment_destroy", f.scoped("stuck")).await;
     let e = error_of(&r);
     assert_eq!(e["code"], "step_failed");
     assert_eq!(e["step"], "remove the worktree");
+    assert!(
+        f.containers().is_empty(),
+        "containers go before the worktree"
+    );
     assert!(
         e["remediation"].as_str().unwrap().contains("force=true"),
         "{e}"
@@ -625,4 +656,64 @@ async fn force_destroy_of_a_locked_worktree() {
             .is_empty()
     );
     assert!(f.containers().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn missing_or_broken_podman_says_how_to_install_it() {
+    let _serial = SERIAL.lock().await;
+    if !require_program("git", "install git") {
+        return;
+    }
+    let git_path = std::env::split_paths(&std::env::var_os("PATH").unwrap())
+        .map(|d| d.join("git"))
+        .find(|p| p.is_file())
+        .unwrap();
+    let bin = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(&git_path, bin.path().join("git")).unwrap();
+    let path = bin.path().to_string_lossy().into_owned();
+    let f = Fixture::new(&[("PATH", &path)], true);
+    let client = f.env.start().await;
+    let r = client
+        .call("environment_create", f.create_args("nopod"))
+        .await;
+    let e = error_of(&r);
+    assert_eq!(e["code"], "podman_unavailable", "{e}");
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains("apt-get install podman"),
+        "{e}"
+    );
+    assert!(!f.repo.join(".cofer/worktrees/nopod").exists());
+    drop(client);
+
+    // A Podman that cannot run containers (fault injection: a fake CLI
+    // answering as crun does on these machines).
+    let fake = bin.path().join("podman");
+    std::fs::write(
+        &fake,
+        "#!/bin/sh\nif [ \"$1\" = run ]; then echo 'Error: OCI runtime error: crun: cgroups in hybrid mode not supported' >&2; exit 125; fi\nexit 0\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let client = f.env.start().await;
+    let r = client
+        .call("environment_create", f.create_args("broken"))
+        .await;
+    let e = error_of(&r);
+    assert_eq!(e["code"], "podman_unavailable", "{e}");
+    assert!(
+        e["message"].as_str().unwrap().contains("CONTAINERS_CONF"),
+        "{e}"
+    );
+    assert!(
+        !f.repo.join(".cofer/worktrees/broken").exists(),
+        "the failed create left its worktree"
+    );
+    assert!(
+        git(&f.repo, &["branch", "--list", "cofer/*"])
+            .trim()
+            .is_empty()
+    );
 }

@@ -372,7 +372,10 @@ pub fn podman_ready() -> bool {
         .status()
         .is_ok_and(|s| s.success());
     if !present {
-        let how = format!("the image {} is missing: run scripts/test-image", cofer_image());
+        let how = format!(
+            "the image {} is missing: run scripts/test-image",
+            cofer_image()
+        );
         assert!(
             std::env::var("CI").as_deref() != Ok("true"),
             "CI=true: {how}"
@@ -424,4 +427,3 @@ pub fn podman(args: &[&str]) -> String {
         .unwrap();
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
-

@@ -82,7 +82,17 @@ pub fn remove_all(env: &Env, force: bool) -> Result<Value, ToolError> {
     let mut warnings = Vec::new();
     let mut removed_paths = Vec::new();
     if env.has_worktree() {
-        remove_worktree(env, force, &mut warnings)?;
+        remove_worktree(env, force, &mut warnings).map_err(|mut e| {
+            // Say what was already done: the containers are gone.
+            let mut details: Value = e
+                .details
+                .as_deref()
+                .and_then(|d| serde_json::from_str(d).ok())
+                .unwrap_or_else(|| json!({}));
+            details["containers"] = json!(removed_containers);
+            e.details = Some(details.to_string());
+            e
+        })?;
         removed_paths.push(env.worktree());
     } else {
         // A worktree directory deleted by hand still has git's bookkeeping.
@@ -120,7 +130,6 @@ fn remove_worktree(env: &Env, force: bool, warnings: &mut Vec<String>) -> Result
         return Err(from_git("remove the worktree", first).with_details(json!({
             "step": "remove the worktree",
             "remediation": "call environment_destroy again with force=true (removes locked worktrees and deletes the directory if git cannot)",
-            "containers_removed": true,
         })));
     }
     warnings.push(format!(
