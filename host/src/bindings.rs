@@ -11,7 +11,10 @@ wasmtime::component::bindgen!({
     world: "full-plugin",
     imports: { default: async | trappable },
     exports: { default: async },
-    with: { "mcphost:plugin/index.builder": crate::textindex::Builder },
+    with: {
+        "mcphost:plugin/index.builder": crate::textindex::Builder,
+        "mcphost:plugin/pty.session": crate::caps::pty::Session,
+    },
 });
 
 use wasmtime::component::InstancePre;

@@ -17,7 +17,7 @@ use crate::paths::normalize;
 pub const DEFAULT_POLICY: &str = include_str!("../../config/default.toml");
 
 /// Capabilities a plugin must be granted. `log` and `notify` are always on.
-pub const GRANTABLE: &[&str] = &["process", "fs", "index", "containers", "git"];
+pub const GRANTABLE: &[&str] = &["process", "fs", "index", "containers", "git", "pty"];
 
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]

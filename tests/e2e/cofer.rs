@@ -352,6 +352,16 @@ async fn refusals_conflict_precondition_and_policy() {
     assert!(f.containers().is_empty());
 
     assert!(cofer(&f.repo, &["init"]).status.success());
+    let again = cofer(&f.repo, &["init"]);
+    assert!(
+        again.status.success() && String::from_utf8_lossy(&again.stdout).contains("nothing to do"),
+        "{again:?}"
+    );
+    assert_eq!(
+        git(&f.repo, &["remote"]).trim(),
+        "cofer",
+        "init is idempotent"
+    );
     created(
         &client
             .call("environment_create", f.create_args("one"))

@@ -7,4 +7,5 @@ mod cofer;
 mod godot;
 mod harness;
 mod host_core;
+mod pty;
 mod run_test;

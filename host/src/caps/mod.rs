@@ -12,6 +12,7 @@ pub mod index;
 pub mod log;
 pub mod notify;
 pub mod process;
+pub mod pty;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -42,7 +43,7 @@ pub struct CallState {
     pub call: CallContext,
     pub memory: MemoryCap,
     wasi: WasiCtx,
-    table: ResourceTable,
+    pub(crate) table: ResourceTable,
 }
 
 impl CallState {

@@ -75,40 +75,47 @@ pub fn run_result(outcome: timebox::Outcome) -> RunResult {
 /// Output tails above this are refused: the tail lives in host memory.
 pub const MAX_TAIL_BYTES: u64 = 16 * 1024 * 1024;
 
+/// A program start the policy allows: the resolved program, the confined
+/// working directory, and the complete environment of the child.
+pub struct Allowed {
+    pub program: PathBuf,
+    pub cwd: PathBuf,
+    pub env: Vec<(String, String)>,
+}
+
 impl CallState {
-    /// Turn a plugin's request into a spawn the policy allows.
-    fn check(&self, request: RunRequest) -> Result<Spawn, CapabilityError> {
+    /// The checks `process` and `pty` share: the capability granted, `cwd`
+    /// inside a root, the program on `process.programs`, no loader
+    /// variables. The child's environment is the policy's pass-through
+    /// variables plus the request's.
+    pub fn allowed_program(
+        &self,
+        capability: &str,
+        program: &str,
+        cwd: &str,
+        request_env: Vec<(String, String)>,
+    ) -> Result<Allowed, CapabilityError> {
         let g = &self.grants;
-        g.require("process").map_err(CapabilityError::Denied)?;
-        if request.tail_bytes > MAX_TAIL_BYTES {
-            return Err(CapabilityError::Invalid(format!(
-                "tail-bytes {} is above the limit of {MAX_TAIL_BYTES}",
-                request.tail_bytes
-            )));
-        }
+        g.require(capability).map_err(CapabilityError::Denied)?;
         let roots: Vec<PathBuf> = g.read_roots.iter().chain(&g.write_roots).cloned().collect();
-        let cwd = confine(&request.cwd, &g.workspace, &roots).ok_or_else(|| {
+        let cwd = confine(cwd, &g.workspace, &roots).ok_or_else(|| {
             CapabilityError::Denied(g.denial(
-                &format!("access to cwd `{}`", request.cwd),
+                &format!("access to cwd `{cwd}`"),
                 "fs.read",
                 "a root containing it",
             ))
         })?;
-        let program = timebox::resolve_here(&request.program, &cwd).ok_or_else(|| {
-            CapabilityError::Invalid(format!(
-                "program `{}` was not found on PATH",
-                request.program
-            ))
+        let resolved = timebox::resolve_here(program, &cwd).ok_or_else(|| {
+            CapabilityError::Invalid(format!("program `{program}` was not found on PATH"))
         })?;
-        if !timebox::allowed(&request.program, &program, &g.programs) {
+        if !timebox::allowed(program, &resolved, &g.programs) {
             return Err(CapabilityError::Denied(g.denial(
-                &format!("the program `{}`", request.program),
+                &format!("the program `{program}`"),
                 "process.programs",
-                &format!("\"{}\"", request.program),
+                &format!("\"{program}\""),
             )));
         }
-        if let Some((key, _)) = request
-            .env
+        if let Some((key, _)) = request_env
             .iter()
             .find(|(k, _)| k.starts_with("LD_") || k.starts_with("DYLD_") || k.contains('='))
         {
@@ -116,6 +123,30 @@ impl CallState {
                 "environment variable `{key}` may not be set by a plugin"
             )));
         }
+        let mut env: Vec<(String, String)> = g
+            .env
+            .iter()
+            .filter_map(|name| std::env::var(name).ok().map(|v| (name.clone(), v)))
+            .collect();
+        env.extend(request_env);
+        Ok(Allowed {
+            program: resolved,
+            cwd,
+            env,
+        })
+    }
+
+    /// Turn a plugin's request into a spawn the policy allows.
+    fn check(&self, request: RunRequest) -> Result<Spawn, CapabilityError> {
+        let g = &self.grants;
+        if request.tail_bytes > MAX_TAIL_BYTES {
+            return Err(CapabilityError::Invalid(format!(
+                "tail-bytes {} is above the limit of {MAX_TAIL_BYTES}",
+                request.tail_bytes
+            )));
+        }
+        let allowed =
+            self.allowed_program("process", &request.program, &request.cwd, request.env)?;
         let log_path = match &request.log_path {
             Some(p) => Some(confine(p, &g.workspace, &g.write_roots).ok_or_else(|| {
                 CapabilityError::Denied(g.denial(
@@ -126,18 +157,12 @@ impl CallState {
             })?),
             None => None,
         };
-        let mut env: Vec<(String, String)> = g
-            .env
-            .iter()
-            .filter_map(|name| std::env::var(name).ok().map(|v| (name.clone(), v)))
-            .collect();
-        env.extend(request.env);
         let remaining = self.call.deadline.saturating_duration_since(Instant::now());
         Ok(Spawn {
-            program,
+            program: allowed.program,
             args: request.args,
-            cwd,
-            env,
+            cwd: allowed.cwd,
+            env: allowed.env,
             stdin: request.stdin,
             timeout: Duration::from_millis(request.timeout_ms).min(remaining),
             no_output_timeout: request.no_output_timeout_ms.map(Duration::from_millis),

@@ -26,7 +26,7 @@ pub mod bindings {
 pub use bindings::exports::mcphost::plugin::tools::Guest;
 pub use bindings::exports::mcphost::plugin::{lifecycle, resources};
 pub use bindings::mcphost::plugin::types::{CapabilityError, Tool, ToolError, ToolOutput};
-pub use bindings::mcphost::plugin::{containers, git, index, log, notify, process};
+pub use bindings::mcphost::plugin::{containers, git, index, log, notify, process, pty};
 
 /// Export a type implementing [`Guest`] as this component's `tools`, and
 /// optionally its own `resources` and `lifecycle` (see the crate docs).

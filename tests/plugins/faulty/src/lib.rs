@@ -38,6 +38,17 @@ impl Guest for Faulty {
                 None,
             ),
             tool(
+                "pty_script",
+                "Drives a program on a pseudo-terminal through the pty capability: spawn, then each step \
+                 (write, read until a pattern, resize), then close. Returns every read and the exit status.",
+                json!({"type": "object", "properties": {
+                    "program": {"type": "string"}, "args": {"type": "array", "items": {"type": "string"}},
+                    "rows": {"type": "integer"}, "cols": {"type": "integer"},
+                    "steps": {"type": "array"}, "close": {"type": "boolean"}
+                }, "required": ["program", "steps"]}),
+                None,
+            ),
+            tool(
                 "spawn",
                 "Runs a program through the process capability.",
                 json!({"type": "object", "properties": {"program": {"type": "string"}}, "required": ["program"]}),
@@ -85,6 +96,7 @@ impl Guest for Faulty {
                     structured: None,
                 })
             }
+            "pty_script" => pty_script(&serde_json::from_str(&arguments).unwrap()),
             "chatty" => {
                 plugin_sdk::log::log(plugin_sdk::log::Level::Info, "hello from chatty");
                 plugin_sdk::log::log(
@@ -101,6 +113,61 @@ impl Guest for Faulty {
             other => Err(ToolError::new("unknown_tool", other)),
         }
     }
+}
+
+fn pty_script(args: &serde_json::Value) -> Result<ToolOutput, ToolError> {
+    use plugin_sdk::pty::{self, PtyError, SpawnRequest};
+    let strings = |v: &serde_json::Value| -> Vec<String> {
+        v.as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|s| s.as_str().map(String::from))
+            .collect()
+    };
+    let failed = |e: PtyError| ToolError::new("pty_error", format!("{e:?}"));
+    let session = pty::spawn(&SpawnRequest {
+        program: args["program"].as_str().unwrap().to_string(),
+        args: strings(&args["args"]),
+        cwd: ".".into(),
+        env: vec![],
+        rows: args["rows"].as_u64().unwrap_or(24) as u16,
+        cols: args["cols"].as_u64().unwrap_or(80) as u16,
+    })
+    .map_err(failed)?;
+    let mut reads = Vec::new();
+    for step in args["steps"].as_array().unwrap() {
+        if let Some(text) = step["write"].as_str() {
+            session.write(text).map_err(failed)?;
+        }
+        if let Some(size) = step["resize"].as_array() {
+            session
+                .resize(
+                    size[0].as_u64().unwrap() as u16,
+                    size[1].as_u64().unwrap() as u16,
+                )
+                .map_err(failed)?;
+        }
+        if step.get("expect").is_some() {
+            let timeout = step["timeout_ms"].as_u64().unwrap_or(5_000);
+            let read = session
+                .read_until(step["expect"].as_str(), timeout)
+                .map_err(failed)?;
+            reads.push(json!({
+                "text": read.text, "matched": read.matched,
+                "exit_code": read.exited.as_ref().and_then(|e| e.exit_code),
+            }));
+        }
+    }
+    let end = if args["close"].as_bool().unwrap_or(true) {
+        let status = session.close();
+        json!({"exit_code": status.exit_code, "signal": status.signal})
+    } else {
+        json!(null)
+    };
+    Ok(ToolOutput {
+        text: json!({"reads": reads, "end": end}).to_string(),
+        structured: None,
+    })
 }
 
 plugin_sdk::export!(Faulty);
