@@ -4,8 +4,10 @@
 //! does both).
 
 mod cofer;
+mod copilot;
 mod godot;
 mod harness;
 mod host_core;
+mod mock_llm;
 mod pty;
 mod run_test;

@@ -1,0 +1,318 @@
+//! `copilot.chat`: a safe bridge to the GitHub Copilot CLI (seed 000).
+//!
+//! One request, one `copilot` process: `copilot -p <input> --model <name>
+//! --no-color` with stdin closed, through the host's `process` capability
+//! (30 s, tree killed on timeout). If the installed CLI rejects those
+//! flags, the same request goes through a pseudo-terminal instead
+//! ([`tty`]). Only `input` and `model` are accepted; the input can never
+//! become an option or a slash command ([`check_input`]). Which environment
+//! variables reach the CLI (tokens, `COPILOT_PROVIDER_*`, `HOME`) is the
+//! policy's `process.env`, not code. No preflight: each request finds out
+//! for itself and maps what the CLI said to a typed error.
+
+mod models;
+mod tty;
+
+use plugin_sdk::process::{self, RunRequest, RunResult, Status, Stream};
+use plugin_sdk::{CapabilityError, Guest, Tool, ToolError, ToolOutput, tool};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+/// The global budget of one request, both paths together (seed FR-009).
+pub const TIMEOUT_MS: u64 = 30_000;
+/// Raw output kept per request.
+const TAIL_BYTES: u64 = 1024 * 1024;
+const PROGRAM: &str = "copilot";
+
+#[derive(Deserialize)]
+struct Args {
+    input: String,
+    model: Option<String>,
+}
+
+struct Copilot;
+
+impl Guest for Copilot {
+    fn list() -> Vec<Tool> {
+        // The enum is a snapshot of models.json; each call checks the file again.
+        let mut model = json!({"type": "string", "description": "Model name, one of config/models.json (default: its `default`)."});
+        if let Ok(models) = models::load() {
+            model["enum"] = json!(models.models);
+        }
+        vec![tool(
+            "copilot.chat",
+            "Ask the GitHub Copilot CLI. Runs `copilot -p <input> --model <model>` non-interactively (a terminal \
+             session with `/model` if the CLI lacks those flags) and returns its raw stdout, stderr and exit code.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "input": {"type": "string", "minLength": 1, "maxLength": 100_000, "description": "The prompt."},
+                    "model": model,
+                },
+                "required": ["input"],
+                "additionalProperties": false,
+                "x-error-code": "invalid_request",
+            }),
+            Some(output_schema()),
+        )]
+    }
+
+    fn call(_name: String, arguments: String) -> Result<ToolOutput, ToolError> {
+        let models = models::load()?;
+        let args: Args = plugin_sdk::parse_args(&arguments)?;
+        let model = models.pick(args.model.as_deref())?;
+        check_input(&args.input)?;
+        let started = std::time::Instant::now();
+        let result = run_prompt(&args.input, &model)?;
+        let answer = match classify(result)? {
+            Flow::Done(answer) => answer,
+            Flow::FlagsUnsupported => {
+                let left = TIMEOUT_MS.saturating_sub(started.elapsed().as_millis() as u64);
+                tty::chat(&args.input, &model, left)?
+            }
+        };
+        Ok(plugin_sdk::structured_output(&answer.with_model(&model)))
+    }
+}
+
+fn output_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "stdout": {"type": "string"},
+            "stderr": {"type": "string"},
+            "exit_code": {"type": ["integer", "null"]},
+            "mode": {"type": "string", "enum": ["prompt", "tty"]},
+            "model": {"type": "string"},
+            "truncated": {"type": "boolean"},
+            "duration_ms": {"type": "integer", "description": "How long the CLI ran."},
+        },
+        "required": ["stdout", "stderr", "exit_code", "mode", "model"],
+    })
+}
+
+/// What the CLI answered.
+#[derive(serde::Serialize)]
+pub struct Answer {
+    pub stdout: String,
+    pub stderr: String,
+    pub exit_code: Option<i32>,
+    pub mode: &'static str,
+    pub truncated: bool,
+    pub duration_ms: u64,
+    pub model: String,
+}
+
+impl Answer {
+    fn with_model(mut self, model: &str) -> Answer {
+        self.model = model.to_string();
+        self
+    }
+}
+
+/// Refuse inputs that could act as options or commands rather than text:
+/// a leading `-` (an option to a CLI), a line starting with `/` (a slash
+/// command in a session), and control characters other than newline and
+/// tab (terminal escape sequences, Ctrl-C, Ctrl-D).
+pub fn check_input(input: &str) -> Result<(), ToolError> {
+    let refuse = |why: &str| {
+        Err(ToolError::new("invalid_request", format!("input refused: {why}")).with_details(json!({
+            "remediation": "send plain text: the input is a prompt, never options or commands",
+        })))
+    };
+    if input.trim().is_empty() {
+        return refuse("it is empty");
+    }
+    if input.trim_start().starts_with('-') {
+        return refuse("it starts with '-', which a command line would read as an option");
+    }
+    if input.lines().any(|line| line.trim_start().starts_with('/')) {
+        return refuse(
+            "a line starts with '/', which a Copilot session would run as a slash command",
+        );
+    }
+    if input
+        .chars()
+        .any(|c| c.is_control() && c != '\n' && c != '\t')
+    {
+        return refuse("it contains control characters (escape sequences, Ctrl keys)");
+    }
+    Ok(())
+}
+
+fn run_prompt(input: &str, model: &str) -> Result<RunResult, ToolError> {
+    let workspace = std::env::var("MCP_WORKSPACE").unwrap_or_else(|_| ".".into());
+    let request = RunRequest {
+        program: PROGRAM.into(),
+        args: vec![
+            "-p".into(),
+            input.into(),
+            "--model".into(),
+            model.into(),
+            "--no-color".into(),
+        ],
+        cwd: workspace,
+        env: vec![("NO_COLOR".into(), "1".into())],
+        stdin: None,
+        timeout_ms: TIMEOUT_MS,
+        no_output_timeout_ms: None,
+        tail_bytes: TAIL_BYTES,
+        log_path: None,
+    };
+    process::run(&request).map_err(|e| match e {
+        CapabilityError::Invalid(why) if why.contains("not found on PATH") => not_installed(&why),
+        other => other.into(),
+    })
+}
+
+enum Flow {
+    Done(Answer),
+    FlagsUnsupported,
+}
+
+fn classify(result: RunResult) -> Result<Flow, ToolError> {
+    let (stdout, stderr) = split(&result);
+    match result.status {
+        Status::Timeout | Status::NoOutput => Err(timeout()),
+        Status::Cancelled => Err(ToolError::new(
+            "cancelled",
+            "the call was cancelled; copilot was stopped",
+        )),
+        Status::SpawnFailed => Err(not_installed(
+            result
+                .error
+                .as_deref()
+                .unwrap_or("copilot could not be started"),
+        )),
+        Status::Exited if result.exit_code == Some(0) => Ok(Flow::Done(Answer {
+            stdout,
+            stderr,
+            exit_code: Some(0),
+            mode: "prompt",
+            truncated: result.truncated,
+            duration_ms: result.duration_ms,
+            model: String::new(),
+        })),
+        Status::Exited if flags_unsupported(&stderr) => Ok(Flow::FlagsUnsupported),
+        Status::Exited => Err(auth_error(&stdout, &stderr).unwrap_or_else(|| {
+            ToolError::new(
+                "copilot_failed",
+                format!("copilot exited with code {:?}", result.exit_code),
+            )
+            .with_details(json!({
+                "stdout": stdout, "stderr": stderr, "exit_code": result.exit_code,
+                "remediation": "read stderr: it is copilot's own message",
+            }))
+        })),
+    }
+}
+
+fn split(result: &RunResult) -> (String, String) {
+    let (mut out, mut err) = (String::new(), String::new());
+    for chunk in &result.tail {
+        match chunk.stream {
+            Stream::Stdout => out.push_str(&chunk.text),
+            Stream::Stderr => err.push_str(&chunk.text),
+        }
+    }
+    (out, err)
+}
+
+/// The CLI's answer when it does not know `-p` / `--model` (older or
+/// different builds).
+fn flags_unsupported(stderr: &str) -> bool {
+    let s = stderr.to_ascii_lowercase();
+    [
+        "unknown option",
+        "unknown argument",
+        "unrecognized option",
+        "unexpected argument",
+    ]
+    .iter()
+    .any(|sign| s.contains(sign))
+        && ["-p", "--prompt", "--model"]
+            .iter()
+            .any(|flag| s.contains(flag))
+}
+
+/// The CLI's authentication messages, as `not_logged_in`.
+pub fn auth_error(stdout: &str, stderr: &str) -> Option<ToolError> {
+    let said = format!("{stdout}\n{stderr}");
+    let signs = [
+        "No authentication information found",
+        "Authentication token found but could not be validated",
+        "run the '/login' command",
+        "Please log in",
+        "not logged in",
+    ];
+    signs.iter().any(|s| said.contains(s)).then(|| {
+        ToolError::new("not_logged_in", "the Copilot CLI is not logged in").with_details(json!({
+            "stderr": stderr,
+            "remediation": "run `copilot` and use /login, or set COPILOT_GITHUB_TOKEN (or GH_TOKEN / GITHUB_TOKEN) \
+                            for the host and let it through in the policy's process.env",
+        }))
+    })
+}
+
+pub fn timeout() -> ToolError {
+    ToolError::new(
+        "timeout",
+        format!(
+            "copilot did not finish within {} s; it and its child processes were killed",
+            TIMEOUT_MS / 1000
+        ),
+    )
+    .with_details(
+        json!({"remediation": "ask something smaller, or check that the model provider answers"}),
+    )
+}
+
+pub fn not_installed(why: &str) -> ToolError {
+    ToolError::new("not_installed", format!("the Copilot CLI is not installed: {why}")).with_details(json!({
+        "remediation": "install it with `npm install -g @github/copilot` and make sure `copilot` is on the host's PATH",
+    }))
+}
+
+plugin_sdk::export!(Copilot);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn inputs_that_could_act_as_options_or_commands_are_refused() {
+        for bad in [
+            "--help",
+            "  -p x",
+            "hi\n/model gpt-5",
+            "hi\r\n  /login",
+            "\x1b[2J",
+            "x\u{3}",
+            "   ",
+        ] {
+            assert_eq!(
+                check_input(bad).unwrap_err().code,
+                "invalid_request",
+                "{bad:?}"
+            );
+        }
+        for good in [
+            "What does this repo do?",
+            "a - b",
+            "path a/b\nnext line",
+            "tab\tok",
+        ] {
+            assert!(check_input(good).is_ok(), "{good:?}");
+        }
+    }
+
+    #[test]
+    fn the_clis_messages_are_classified() {
+        let stderr =
+            "Error: No authentication information found.\n\nCopilot can be authenticated ...";
+        assert_eq!(auth_error("", stderr).unwrap().code, "not_logged_in");
+        assert!(auth_error("fine", "").is_none());
+        assert!(flags_unsupported("error: unknown option '-p'"));
+        assert!(!flags_unsupported("error: unknown option '--frobnicate'"));
+    }
+}

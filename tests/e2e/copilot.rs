@@ -1,0 +1,296 @@
+//! copilot.chat through the host with the real Copilot CLI (offline:
+//! bring-your-own-key mode against the mock server on 127.0.0.1), and the
+//! terminal fallback against a small fake CLI that has no `-p`.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::harness::*;
+use crate::mock_llm::{MODEL, MockLlm, Script};
+
+/// The real CLI: $COPILOT_CLI, else `copilot` on PATH. Missing is a skip
+/// (a failure under CI=true).
+fn copilot_cli() -> Option<PathBuf> {
+    let found = std::env::var_os("COPILOT_CLI")
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::split_paths(&std::env::var_os("PATH")?)
+                .map(|d| d.join("copilot"))
+                .find(|p| p.is_file())
+        });
+    match found {
+        Some(path) if path.exists() => Some(path),
+        _ => {
+            let how = "install it with `npm install --prefix DIR @github/copilot` and set COPILOT_CLI=DIR/node_modules/.bin/copilot (.ci/run does)";
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "CI=true and no Copilot CLI: {how}"
+            );
+            eprintln!("SKIPPED: no Copilot CLI; {how}");
+            None
+        }
+    }
+}
+
+/// A PATH where `copilot` is `cli`, with the system's tools (node) after.
+fn path_with(cli_dir: &Path) -> String {
+    format!("{}:/usr/local/bin:/usr/bin:/bin", cli_dir.display())
+}
+
+/// The CLI unpacks ~235 MB on first run into $XDG_CACHE_HOME: share it.
+fn shared_cache() -> String {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/copilot-cli-cache");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.to_string_lossy().into_owned()
+}
+
+/// A host with the copilot plugin, an empty HOME and the given variables.
+fn host_env(path: &str, vars: &[(&str, String)]) -> Env {
+    let mut env = Env::new(&["copilot"], "");
+    let home = env.dir.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    env.host_vars.extend([
+        ("PATH".to_string(), path.to_string()),
+        ("HOME".to_string(), home.to_string_lossy().into_owned()),
+        ("XDG_CACHE_HOME".to_string(), shared_cache()),
+    ]);
+    for (k, v) in vars {
+        env.host_vars.push((k.to_string(), v.clone()));
+    }
+    env
+}
+
+fn byok(mock: &MockLlm) -> Vec<(&'static str, String)> {
+    vec![
+        ("COPILOT_OFFLINE", "true".into()),
+        ("COPILOT_PROVIDER_BASE_URL", mock.base_url()),
+        ("COPILOT_PROVIDER_API_KEY", "test-key".into()),
+    ]
+}
+
+/// Allow the mock's model besides the shipped ones.
+fn models_file(env: &mut Env) {
+    let file = env.workspace.join("models.json");
+    std::fs::write(
+        &file,
+        json!({"models": [MODEL, "gpt-5"], "default": MODEL}).to_string(),
+    )
+    .unwrap();
+    env.host_vars.push((
+        "COPILOT_MODELS_FILE".into(),
+        file.to_string_lossy().into_owned(),
+    ));
+}
+
+fn error(result: &rmcp::model::CallToolResult) -> Value {
+    assert!(is_error(result), "expected an error: {result:?}");
+    structured(result).clone()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_real_answer_from_the_cli_in_byok_mode() {
+    let Some(cli) = copilot_cli() else { return };
+    // The model asks for a tool first (the CLI runs it and sends the
+    // result back), then answers.
+    let mock = MockLlm::start(Script::Answer {
+        text: "Hello from the mock model.".into(),
+        tool_first: Some(("view".into(), json!({"path": "README.md"}).to_string())),
+    })
+    .await;
+    let mut env = host_env(&path_with(cli.parent().unwrap()), &byok(&mock));
+    models_file(&mut env);
+    let client = env.start().await;
+    let r = client
+        .call(
+            "copilot.chat",
+            json!({"input": "Say hello", "model": MODEL}),
+        )
+        .await;
+    assert!(!is_error(&r), "{r:?}");
+    let out = structured(&r);
+    assert_eq!(out["exit_code"], 0);
+    assert_eq!(out["mode"], "prompt");
+    assert_eq!(out["model"], MODEL);
+    assert!(
+        out["stdout"]
+            .as_str()
+            .unwrap()
+            .contains("Hello from the mock model."),
+        "{out}"
+    );
+    let requests = mock.requests.lock().unwrap();
+    assert!(!requests.is_empty());
+    assert_eq!(
+        requests[0]["model"], MODEL,
+        "the model reached the provider"
+    );
+    let prompt = requests[0]["messages"].to_string();
+    assert!(prompt.contains("Say hello"), "the input reached the model");
+    let last = requests.last().unwrap()["messages"].as_array().unwrap();
+    assert!(
+        last.iter().any(|m| m["role"] == "tool"),
+        "the CLI ran the tool and sent its result: {last:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn not_logged_in_without_a_token() {
+    let Some(cli) = copilot_cli() else { return };
+    let env = host_env(&path_with(cli.parent().unwrap()), &[]);
+    let client = env.start().await;
+    let r = client
+        .call("copilot.chat", json!({"input": "hello", "model": "gpt-5"}))
+        .await;
+    let e = error(&r);
+    assert_eq!(e["code"], "not_logged_in", "{e}");
+    assert!(e["remediation"].as_str().unwrap().contains("/login"), "{e}");
+    assert!(
+        e["stderr"]
+            .as_str()
+            .unwrap()
+            .contains("No authentication information found")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_provider_that_never_answers_times_out_and_nothing_is_left() {
+    let Some(cli) = copilot_cli() else { return };
+    let mock = MockLlm::start(Script::Hang).await;
+    let mut env = host_env(&path_with(cli.parent().unwrap()), &byok(&mock));
+    models_file(&mut env);
+    let client = env.start().await;
+    let started = Instant::now();
+    let r = client
+        .call("copilot.chat", json!({"input": "hello", "model": MODEL}))
+        .await;
+    let took = started.elapsed();
+    let e = error(&r);
+    assert_eq!(e["code"], "timeout", "{e}");
+    assert!(
+        took >= Duration::from_secs(29) && took < Duration::from_secs(40),
+        "{took:?}"
+    );
+    let home = env.dir.path().join("home").to_string_lossy().into_owned();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let environ = std::fs::read(entry.path().join("environ")).unwrap_or_default();
+        let environ = String::from_utf8_lossy(&environ);
+        // The host itself has this HOME too; anything else is the CLI's.
+        let host = entry.file_name() == "self"
+            || entry.file_name().to_string_lossy() == client.pid.to_string();
+        assert!(
+            host || !environ.contains(&format!("HOME={home}\0"))
+                || process_gone_path(&entry.path()),
+            "a process of the timed-out run is still alive: {:?}",
+            entry.path()
+        );
+    }
+}
+
+fn process_gone_path(proc_dir: &Path) -> bool {
+    proc_dir
+        .file_name()
+        .and_then(|n| n.to_str()?.parse().ok())
+        .is_none_or(process_gone)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn refusals_before_anything_runs() {
+    // No copilot needed: none of these may start it.
+    let empty = tempfile::tempdir().unwrap();
+    let mut env = host_env(&path_with(empty.path()), &[]);
+    let bad = env.workspace.join("bad-models.json");
+    std::fs::write(&bad, r#"{"models": ["ok", "--help"]}"#).unwrap();
+    env.host_vars.push((
+        "COPILOT_MODELS_FILE".into(),
+        bad.to_string_lossy().into_owned(),
+    ));
+    let client = env.start().await;
+    let e = error(&client.call("copilot.chat", json!({"input": "hello"})).await);
+    assert_eq!(e["code"], "invalid_config", "{e}");
+    assert!(
+        e["message"].as_str().unwrap().contains("--help"),
+        "names the bad entry: {e}"
+    );
+    drop(client);
+
+    let env = host_env(&path_with(empty.path()), &[]);
+    let client = env.start().await;
+    for (args, why) in [
+        (json!({"input": "--help"}), "leading dash"),
+        (
+            json!({"input": "explain\n/model claude-sonnet-4.5"}),
+            "slash command on a new line",
+        ),
+        (json!({"input": "hi\u{1b}[2J"}), "escape sequence"),
+        (
+            json!({"input": "hi", "allow_all_tools": true}),
+            "unknown option",
+        ),
+        (
+            json!({"input": "hi", "model": "not-a-model"}),
+            "unknown model",
+        ),
+        (
+            json!({"input": "hi", "model": "--yolo"}),
+            "option as a model",
+        ),
+    ] {
+        let e = error(&client.call("copilot.chat", args).await);
+        assert_eq!(e["code"], "invalid_request", "{why}: {e}");
+    }
+    let e = error(
+        &client
+            .call("copilot.chat", json!({"input": "hello", "model": "gpt-5"}))
+            .await,
+    );
+    assert_eq!(e["code"], "not_installed", "{e}");
+    assert!(
+        e["remediation"].as_str().unwrap().contains("npm install"),
+        "{e}"
+    );
+}
+
+/// A CLI without `-p` that only talks on a terminal: a trust question,
+/// a `> ` prompt, `/model`, then answers.
+const FAKE_CLI: &str = r#"#!/bin/sh
+case "$1" in -p|--prompt*|--model) echo "error: unknown option '$1'" >&2; exit 1;; esac
+[ -t 0 ] || { echo "No prompt provided. Run in an interactive terminal." >&2; exit 1; }
+printf 'Confirm folder trust\r\nDo you trust the files in this folder?\r\n> 1. Yes, proceed\r\n  2. No, exit\r\n'
+read answer
+model=default
+printf '> '
+while read line; do
+  case "$line" in
+    "/model "*) model="${line#/model }"; printf 'Model set to %s\r\n' "$model";;
+    /exit) exit 0;;
+    *) printf 'Answer from %s: you said "%s"\r\n' "$model" "$line";;
+  esac
+  printf '> '
+done
+"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn falls_back_to_a_terminal_when_the_cli_has_no_prompt_flag() {
+    let bin = tempfile::tempdir().unwrap();
+    let fake = bin.path().join("copilot");
+    std::fs::write(&fake, FAKE_CLI).unwrap();
+    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let env = host_env(&path_with(bin.path()), &[]);
+    let client = env.start().await;
+    let r = client
+        .call(
+            "copilot.chat",
+            json!({"input": "hello there", "model": "gpt-5"}),
+        )
+        .await;
+    assert!(!is_error(&r), "{r:?}");
+    let out = structured(&r);
+    assert_eq!(out["mode"], "tty");
+    assert_eq!(
+        out["stdout"], "Answer from gpt-5: you said \"hello there\"\n",
+        "{out}"
+    );
+    assert_eq!(out["exit_code"], 0, "{out}");
+}
