@@ -14,6 +14,7 @@ wasmtime::component::bindgen!({
     with: {
         "mcphost:plugin/index.builder": crate::textindex::Builder,
         "mcphost:plugin/pty.session": crate::caps::pty::Session,
+        "mcphost:plugin/process.child": crate::timebox::LineChild,
     },
 });
 

@@ -47,3 +47,40 @@ impl ClientLink for StderrLink {
         eprintln!("{event}");
     }
 }
+
+/// Wraps a call's link to remember whether the plugin relayed any event,
+/// so the host can close the stream with a final `call_end` event.
+pub struct EventTracker {
+    inner: std::sync::Arc<dyn ClientLink>,
+    relayed: std::sync::atomic::AtomicBool,
+}
+
+impl EventTracker {
+    pub fn new(inner: std::sync::Arc<dyn ClientLink>) -> Self {
+        EventTracker {
+            inner,
+            relayed: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    pub fn relayed(&self) -> bool {
+        self.relayed.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+impl ClientLink for EventTracker {
+    fn progress(&self, progress: f64, total: Option<f64>, message: Option<String>) {
+        self.inner.progress(progress, total, message);
+    }
+    fn wants_progress(&self) -> bool {
+        self.inner.wants_progress()
+    }
+    fn log(&self, level: Level, logger: &str, data: Value) {
+        self.inner.log(level, logger, data);
+    }
+    fn event(&self, logger: &str, event: Value) {
+        self.relayed
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        self.inner.event(logger, event);
+    }
+}

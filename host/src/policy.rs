@@ -228,7 +228,10 @@ impl Config {
             plugin: plugin.to_string(),
             config_hint: config_hint.to_string(),
             capabilities: pick(|p| &p.capabilities),
-            programs: pick(|p| &p.process.programs),
+            programs: pick(|p| &p.process.programs)
+                .iter()
+                .map(|p| expand(p, places, &plugin_cache))
+                .collect(),
             env: pick(|p| &p.process.env),
             images: pick(|p| &p.containers.images),
             read_roots: roots(pick(|p| &p.fs.read)),

@@ -13,7 +13,7 @@ use crate::background::Background;
 use crate::bindings::Contents;
 use crate::caps::CallContext;
 use crate::catalog::{Catalog, Loader};
-use crate::client::ClientLink;
+use crate::client::{ClientLink, EventTracker};
 use crate::runtime::{self, CallFailure};
 
 pub struct Service {
@@ -112,12 +112,13 @@ impl Service {
                 )
             }
             Ok(()) => {
+                let tracker = Arc::new(EventTracker::new(client.clone()));
                 let call = CallContext {
                     trace_id: trace_id.clone(),
                     tool: tool.name.clone(),
                     cancel,
                     deadline: Instant::now() + Duration::from_millis(plugin.grants.timeout_ms),
-                    client,
+                    client: tracker.clone(),
                 };
                 let outcome = runtime::call_tool(
                     &plugin.prepared,
@@ -127,14 +128,20 @@ impl Service {
                     &arguments.to_string(),
                 )
                 .await;
-                reply_from(outcome, tool.output_schema.is_some(), &trace_id)
+                let reply = reply_from(outcome, tool.output_schema.is_some(), &trace_id);
+                if tracker.relayed() {
+                    // The promised last event, whatever happened to the call.
+                    let outcome = reply_code(&reply);
+                    tracker.event(
+                        &plugin.name,
+                        json!({"event": "call_end", "tool": tool.name, "trace_id": trace_id,
+                               "data": {"outcome": outcome, "is_error": reply.is_error}}),
+                    );
+                }
+                reply
             }
         };
-        let outcome = match &reply.structured {
-            Some(s) if reply.is_error => s["code"].as_str().unwrap_or("error").to_string(),
-            _ if reply.is_error => "error".into(),
-            _ => "ok".into(),
-        };
+        let outcome = reply_code(&reply);
         tracing::info!(
             target: "call",
             plugin = %plugin.name, tool = %exposed, mode, duration_ms = started.elapsed().as_millis() as u64,
@@ -142,6 +149,15 @@ impl Service {
             %outcome, %trace_id, "tool call"
         );
         Some(reply)
+    }
+}
+
+/// `ok`, or the error's code.
+fn reply_code(reply: &Reply) -> String {
+    match &reply.structured {
+        Some(s) if reply.is_error => s["code"].as_str().unwrap_or("error").to_string(),
+        _ if reply.is_error => "error".into(),
+        _ => "ok".into(),
     }
 }
 

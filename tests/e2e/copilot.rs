@@ -10,28 +10,9 @@ use serde_json::{Value, json};
 use crate::harness::*;
 use crate::mock_llm::{MODEL, MockLlm, Script};
 
-/// The real CLI: $COPILOT_CLI, else `copilot` on PATH. Missing is a skip
-/// (a failure under CI=true).
+/// The real CLI (@github/copilot).
 fn copilot_cli() -> Option<PathBuf> {
-    let found = std::env::var_os("COPILOT_CLI")
-        .map(PathBuf::from)
-        .or_else(|| {
-            std::env::split_paths(&std::env::var_os("PATH")?)
-                .map(|d| d.join("copilot"))
-                .find(|p| p.is_file())
-        });
-    match found {
-        Some(path) if path.exists() => Some(path),
-        _ => {
-            let how = "install it with `npm install --prefix DIR @github/copilot` and set COPILOT_CLI=DIR/node_modules/.bin/copilot (.ci/run does)";
-            assert!(
-                std::env::var("CI").as_deref() != Ok("true"),
-                "CI=true and no Copilot CLI: {how}"
-            );
-            eprintln!("SKIPPED: no Copilot CLI; {how}");
-            None
-        }
-    }
+    npm_cli("COPILOT_CLI", "copilot", "@github/copilot")
 }
 
 /// A PATH where `copilot` is `cli`, with the system's tools (node) after.

@@ -427,3 +427,28 @@ pub fn podman(args: &[&str]) -> String {
         .unwrap();
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
+
+/// An npm-installed CLI the tests run for real: `$var`, else `program` on
+/// PATH. Missing is a skip that says how to install it (a failure under
+/// CI=true).
+pub fn npm_cli(var: &str, program: &str, package: &str) -> Option<PathBuf> {
+    let found = std::env::var_os(var).map(PathBuf::from).or_else(|| {
+        std::env::split_paths(&std::env::var_os("PATH")?)
+            .map(|d| d.join(program))
+            .find(|p| p.is_file())
+    });
+    match found {
+        Some(path) if path.exists() => Some(path),
+        _ => {
+            let how = format!(
+                "install it with `npm install --prefix DIR {package}` and set {var}=DIR/node_modules/.bin/{program} (.ci/run does)"
+            );
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "CI=true and no {program}: {how}"
+            );
+            eprintln!("SKIPPED: no {program}; {how}");
+            None
+        }
+    }
+}

@@ -9,5 +9,6 @@ mod godot;
 mod harness;
 mod host_core;
 mod mock_llm;
+mod pi;
 mod pty;
 mod run_test;

@@ -89,6 +89,10 @@ fn wasi_ctx(grants: &Grants) -> WasiCtx {
             .map(|r| (r, FsPerms::ReadOnly));
         for (root, perms) in writable.chain(readable) {
             let guest = root.to_string_lossy().into_owned();
+            // The plugin's own cache directory is the host's to create.
+            if root.starts_with(&grants.plugin_cache) && !root.exists() {
+                let _ = std::fs::create_dir_all(root);
+            }
             if let Err(e) = builder.preopened_dir(root, &guest, perms) {
                 tracing::warn!(plugin = %grants.plugin, root = %guest, error = %e, "granted directory cannot be opened; not preopened");
             }

@@ -9,12 +9,14 @@ use std::time::{Duration, Instant};
 
 use crate::bindings::CapabilityError;
 use crate::bindings::mcphost::plugin::process::{
-    Chunk, Host, RunRequest, RunResult, Status, Stream,
+    Chunk, ExitStatus, Host, HostChild, LineEvent, RunRequest, RunResult, StartRequest, Status,
+    Stream,
 };
 use crate::caps::CallState;
 use crate::client::ClientLink;
 use crate::paths::confine;
-use crate::timebox::{self, Ending, Spawn};
+use crate::timebox::{self, Ending, LineChild, Spawn};
+use wasmtime::component::Resource;
 
 impl Host for CallState {
     async fn run(
@@ -38,6 +40,96 @@ impl Host for CallState {
         );
         Ok(Ok(run_result(outcome)))
     }
+
+    async fn start(
+        &mut self,
+        request: StartRequest,
+    ) -> wasmtime::Result<Result<Resource<LineChild>, CapabilityError>> {
+        let allowed =
+            match self.allowed_program("process", &request.program, &request.cwd, request.env) {
+                Ok(allowed) => allowed,
+                Err(e) => return Ok(Err(e)),
+            };
+        let spawned = LineChild::spawn(
+            &allowed.program,
+            &request.args,
+            &allowed.cwd,
+            &allowed.env,
+            request.abort_input,
+            Duration::from_millis(u64::from(request.grace_ms)),
+            request.stderr_tail_bytes.min(MAX_TAIL_BYTES) as usize,
+        );
+        match spawned {
+            Ok(child) => {
+                tracing::debug!(plugin = %self.grants.plugin, trace_id = %self.call.trace_id,
+                    program = %allowed.program.display(), "long-lived child started");
+                Ok(Ok(self.table.push(child)?))
+            }
+            Err(e) => Ok(Err(CapabilityError::Invalid(format!(
+                "cannot start {}: {e}",
+                allowed.program.display()
+            )))),
+        }
+    }
+}
+
+impl HostChild for CallState {
+    async fn write(
+        &mut self,
+        child: Resource<LineChild>,
+        data: String,
+    ) -> wasmtime::Result<Result<(), CapabilityError>> {
+        let child = self.table.get_mut(&child)?;
+        Ok(child
+            .write(&data)
+            .await
+            .map_err(|e| CapabilityError::Invalid(format!("the program's stdin is closed: {e}"))))
+    }
+
+    async fn read_line(
+        &mut self,
+        child: Resource<LineChild>,
+        timeout_ms: u64,
+    ) -> wasmtime::Result<LineEvent> {
+        let deadline = (Instant::now() + Duration::from_millis(timeout_ms)).min(self.call.deadline);
+        let cancel = self.call.cancel.clone();
+        let child = self.table.get_mut(&child)?;
+        Ok(match child.next_line(deadline, &cancel).await {
+            timebox::LineEvent::Line(line) => LineEvent::Line(line),
+            timebox::LineEvent::Timeout => LineEvent::Timeout,
+            timebox::LineEvent::Exited(ended) => LineEvent::Exited(exit_status(&ended)),
+            timebox::LineEvent::Cancelled(ended) => LineEvent::Cancelled(exit_status(&ended)),
+        })
+    }
+
+    async fn stderr_tail(&mut self, child: Resource<LineChild>) -> wasmtime::Result<String> {
+        Ok(self.table.get(&child)?.stderr_tail())
+    }
+
+    async fn stop(&mut self, child: Resource<LineChild>) -> wasmtime::Result<ExitStatus> {
+        let child = self.table.get_mut(&child)?;
+        Ok(exit_status(&child.stop().await))
+    }
+
+    async fn drop(&mut self, child: Resource<LineChild>) -> wasmtime::Result<()> {
+        // LineChild's own Drop stops a program that still runs.
+        self.table.delete(child)?;
+        Ok(())
+    }
+}
+
+fn exit_status(ended: &timebox::Ended) -> ExitStatus {
+    ExitStatus {
+        exit_code: ended.code,
+        signal: ended.signal.map(signal_name),
+    }
+}
+
+/// `SIGKILL` for 9, and so on; the number when the name is unknown.
+pub fn signal_name(signal: i32) -> String {
+    nix::sys::signal::Signal::try_from(signal)
+        .map(|s| s.as_str().to_string())
+        .unwrap_or_else(|_| signal.to_string())
 }
 
 /// A timebox outcome as the WIT `run-result` (shared with `containers.exec`).

@@ -5,10 +5,12 @@
 //! Used by the `process` capability and, for `podman exec`, by later
 //! capabilities that need the same semantics.
 
+mod lines;
 mod program;
 mod tail;
 mod tree;
 
+pub use lines::{Ended, LineChild, LineEvent};
 pub use program::{allowed, resolve_here};
 pub use tail::{Stream, Tail};
 pub use tree::{KillReport, MARKER_VAR, kill_tree, members};
@@ -92,30 +94,12 @@ pub async fn run(spec: &Spawn, cancel: &CancellationToken, progress: &dyn Progre
         }
     };
     let marker = uuid::Uuid::new_v4().simple().to_string();
-    let mut command = tokio::process::Command::new(&spec.program);
-    command
-        .args(&spec.args)
-        .current_dir(&spec.cwd)
-        .env_clear()
-        .envs(spec.env.iter().map(|(k, v)| (k, v)))
-        .env(MARKER_VAR, &marker)
-        .stdin(if spec.stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    #[cfg(unix)]
-    // SAFETY: setsid is async-signal-safe and touches no memory of ours.
-    unsafe {
-        command.pre_exec(|| {
-            nix::unistd::setsid()
-                .map(drop)
-                .map_err(std::io::Error::from)
-        });
-    }
+    let mut command = session_command(&spec.program, &spec.args, &spec.cwd, &spec.env, &marker);
+    command.stdin(if spec.stdin.is_some() {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    });
     let mut child = match command.spawn() {
         Ok(child) => child,
         Err(e) => {
@@ -204,6 +188,37 @@ pub async fn run(spec: &Spawn, cancel: &CancellationToken, progress: &dyn Progre
     outcome.duration = start.elapsed();
     finish_log(&mut log, &outcome).await;
     outcome
+}
+
+/// A child in its own session (so one `killpg` reaches its group), with
+/// exactly `env` plus the run's marker, stdout and stderr piped.
+fn session_command(
+    program: &std::path::Path,
+    args: &[String],
+    cwd: &std::path::Path,
+    env: &[(String, String)],
+    marker: &str,
+) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new(program);
+    command
+        .args(args)
+        .current_dir(cwd)
+        .env_clear()
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .env(MARKER_VAR, marker)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    #[cfg(unix)]
+    // SAFETY: setsid is async-signal-safe and touches no memory of ours.
+    unsafe {
+        command.pre_exec(|| {
+            nix::unistd::setsid()
+                .map(drop)
+                .map_err(std::io::Error::from)
+        });
+    }
+    command
 }
 
 async fn kill_blocking(leader: i32, marker: &str) -> KillReport {

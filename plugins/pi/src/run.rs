@@ -1,0 +1,386 @@
+//! One pi run: start `pi --mode rpc`, send the prompt, read events until
+//! the run is over, relay them, and build the result.
+//!
+//! When is it over? `agent_end` ends one attempt. If its last assistant
+//! message stopped with `error`, pi may retry: `auto_retry_start` follows at
+//! once and another attempt runs; `auto_retry_end {success: false}` or
+//! silence means that was the last one. So a failed attempt is judged only
+//! after the next event (or a short silence).
+
+use plugin_sdk::process::{self, Child, LineEvent, StartRequest};
+use plugin_sdk::{ToolError, notify};
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use crate::failure;
+use crate::provider::Provider;
+
+/// How long to wait after a failed attempt for pi to announce a retry.
+const RETRY_NOTICE_MS: u64 = 1_500;
+/// After cancellation or `stop`: time for pi to abort before it is killed.
+const GRACE_MS: u32 = 2_000;
+
+pub fn output_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "text": {"type": "string", "description": "The final answer."},
+            "stop_reason": {"type": "string"},
+            "tool_calls": {"type": "array", "items": {"type": "object", "properties": {
+                "toolCallId": {"type": "string"}, "toolName": {"type": "string"},
+                "args": {}, "isError": {"type": "boolean"}}}},
+            "usage": {"type": "object", "properties": {
+                "input": {"type": "integer"}, "output": {"type": "integer"},
+                "cacheRead": {"type": "integer"}, "cacheWrite": {"type": "integer"},
+                "totalTokens": {"type": "integer"}, "cost": {"type": "number"}}},
+            "turns": {"type": "integer"},
+        },
+        "required": ["text", "stop_reason", "tool_calls", "usage", "turns"],
+    })
+}
+
+#[derive(Serialize, Default, Debug)]
+pub struct Outcome {
+    text: String,
+    stop_reason: String,
+    tool_calls: Vec<Value>,
+    usage: Usage,
+    turns: u64,
+}
+
+#[derive(Serialize, Default, Debug)]
+#[serde(rename_all = "camelCase")]
+struct Usage {
+    input: u64,
+    output: u64,
+    cache_read: u64,
+    cache_write: u64,
+    total_tokens: u64,
+    cost: f64,
+}
+
+/// What the stream has told so far.
+#[derive(Default)]
+struct Run {
+    outcome: Outcome,
+    /// The last assistant message's error, if it stopped with one.
+    error: Option<String>,
+    /// An attempt ended; waiting to hear whether pi retries.
+    attempt_over: bool,
+}
+
+pub fn run(
+    prompt: &str,
+    provider: &Provider,
+    agent_dir: &str,
+    timeout_ms: u64,
+) -> Result<Outcome, ToolError> {
+    let workspace = std::env::var("MCP_WORKSPACE").unwrap_or_else(|_| ".".into());
+    let program = std::env::var("PI_BIN")
+        .ok()
+        .filter(|p| !p.is_empty())
+        .unwrap_or_else(|| "pi".into());
+    let mut args = vec!["--mode".to_string(), "rpc".into(), "--no-session".into()];
+    args.extend(provider.pi_args());
+    let child = process::start(&StartRequest {
+        program,
+        args,
+        cwd: workspace,
+        env: provider.env(agent_dir),
+        abort_input: Some(format!("{}\n", json!({"type": "abort"}))),
+        grace_ms: GRACE_MS,
+        stderr_tail_bytes: 16 * 1024,
+    })
+    .map_err(|e| match e {
+        plugin_sdk::CapabilityError::Invalid(why) if why.contains("not found on PATH") => failure(
+            "pi_not_installed",
+            format!("the pi CLI is not installed: {why}; install it with `npm install -g @mariozechner/pi-coding-agent` (or set PI_BIN)"),
+            false,
+        ),
+        other => other.into(),
+    })?;
+    let command = json!({"id": "prompt-1", "type": "prompt", "message": prompt});
+    child
+        .write(&format!("{command}\n"))
+        .map_err(|_| crashed(&child, None))?;
+
+    let started = std::time::Instant::now();
+    let mut run = Run::default();
+    loop {
+        let left = timeout_ms.saturating_sub(started.elapsed().as_millis() as u64);
+        let wait = if run.attempt_over {
+            left.min(RETRY_NOTICE_MS)
+        } else {
+            left
+        };
+        match child.read_line(wait.max(1)) {
+            LineEvent::Line(line) => {
+                let Ok(event) = serde_json::from_str::<Value>(&line) else {
+                    continue;
+                };
+                if let Some(relayed) = relay(&event) {
+                    notify::event(
+                        event["type"].as_str().unwrap_or_default(),
+                        &relayed.to_string(),
+                    );
+                }
+                if let Some(done) = run.see(&event)? {
+                    // pi's work is done: dropping the child kills it at once,
+                    // without waiting for it to shut down.
+                    return done;
+                }
+            }
+            LineEvent::Timeout if run.attempt_over => return run.finish(),
+            LineEvent::Timeout => {
+                let _ = child.stop();
+                return Err(failure(
+                    "timeout",
+                    format!("pi did not finish within {timeout_ms} ms; it was aborted and stopped"),
+                    true,
+                ));
+            }
+            LineEvent::Exited(status) if run.attempt_over => {
+                let _ = status;
+                return run.finish();
+            }
+            LineEvent::Exited(status) => return Err(crashed(&child, status.exit_code)),
+            LineEvent::Cancelled(_) => {
+                return Err(failure(
+                    "cancelled",
+                    "the call was cancelled; pi was aborted and stopped",
+                    true,
+                ));
+            }
+        }
+    }
+}
+
+fn crashed(child: &Child, exit_code: Option<i32>) -> ToolError {
+    let stderr = child.stderr_tail();
+    let mut e = failure(
+        "pi_crashed",
+        format!(
+            "pi exited (code {exit_code:?}) before finishing: {}",
+            stderr.trim()
+        ),
+        true,
+    );
+    if stderr.contains("No API key found") {
+        e = failure(
+            "provider_auth_failed",
+            format!(
+                "pi found no credentials for the provider: {}",
+                stderr.trim()
+            ),
+            false,
+        );
+    } else if stderr.contains("not found. Use --list-models") {
+        e = failure(
+            "invalid_config",
+            format!("pi does not know the model: {}", stderr.trim()),
+            false,
+        );
+    }
+    e.with_details(json!({"exit_code": exit_code, "stderr": stderr}))
+}
+
+impl Run {
+    /// Take one event: record what the result needs, and say whether the
+    /// run is over.
+    fn see(&mut self, event: &Value) -> Result<Option<Result<Outcome, ToolError>>, ToolError> {
+        let kind = event["type"].as_str().unwrap_or_default();
+        if kind == "response" {
+            if event["success"] == false {
+                let why = event["error"]
+                    .as_str()
+                    .unwrap_or("pi refused the prompt")
+                    .to_string();
+                return Ok(Some(Err(failure("pi_rejected", why, false))));
+            }
+            return Ok(None);
+        }
+        match kind {
+            "turn_start" => self.outcome.turns += 1,
+            "tool_execution_end" => self.outcome.tool_calls.push(json!({
+                "toolCallId": event["toolCallId"], "toolName": event["toolName"],
+                "args": event.get("args").cloned().unwrap_or(Value::Null),
+                "isError": event["isError"].as_bool().unwrap_or(false),
+            })),
+            "message_end" if event["message"]["role"] == "assistant" => {
+                self.assistant(&event["message"])
+            }
+            "agent_start" | "auto_retry_start" => self.attempt_over = false,
+            "agent_end" if self.error.is_none() => return Ok(Some(self.finish())),
+            "agent_end" => self.attempt_over = true,
+            "auto_retry_end" if event["success"] == false => {
+                self.error = event["finalError"]
+                    .as_str()
+                    .map(String::from)
+                    .or(self.error.take());
+                return Ok(Some(self.finish()));
+            }
+            _ => {}
+        }
+        Ok(None)
+    }
+
+    fn assistant(&mut self, message: &Value) {
+        let stop = message["stopReason"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        self.error = (stop == "error").then(|| {
+            message["errorMessage"]
+                .as_str()
+                .unwrap_or("the provider failed")
+                .to_string()
+        });
+        let text: String = message["content"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|c| c["type"] == "text")
+            .filter_map(|c| c["text"].as_str())
+            .collect();
+        if !text.is_empty() || stop != "toolUse" {
+            self.outcome.text = text;
+        }
+        self.outcome.stop_reason = stop;
+        let u = &message["usage"];
+        let n = |k: &str| u[k].as_u64().unwrap_or(0);
+        let usage = &mut self.outcome.usage;
+        usage.input += n("input");
+        usage.output += n("output");
+        usage.cache_read += n("cacheRead");
+        usage.cache_write += n("cacheWrite");
+        usage.total_tokens += n("totalTokens");
+        usage.cost += u["cost"]["total"].as_f64().unwrap_or(0.0);
+    }
+
+    /// The run is over: its answer, or the provider's error.
+    fn finish(&mut self) -> Result<Outcome, ToolError> {
+        match self.error.take() {
+            Some(why) => Err(failure(
+                "provider_error",
+                format!("the model provider failed after pi's retries: {why}"),
+                true,
+            )
+            .with_details(json!({"stop_reason": "error"}))),
+            None => Ok(std::mem::take(&mut self.outcome)),
+        }
+    }
+}
+
+/// What goes to the client for an event: its type and ids, small. Token
+/// deltas (`message_update`) are not relayed; whole messages neither.
+fn relay(event: &Value) -> Option<Value> {
+    let kind = event["type"].as_str()?;
+    let mut out = json!({"type": kind});
+    let keep = |out: &mut Value, key: &str| {
+        if let Some(v) = event.get(key) {
+            out[key] = v.clone();
+        }
+    };
+    match kind {
+        // Token deltas, pi's RPC replies and its session header are not loop events.
+        "message_update" | "response" | "session" => return None,
+        "tool_execution_start" | "tool_execution_update" | "tool_execution_end" => {
+            for key in ["toolCallId", "toolName", "isError"] {
+                keep(&mut out, key);
+            }
+            if kind == "tool_execution_start" {
+                keep(&mut out, "args");
+            }
+        }
+        "message_start" | "message_end" => {
+            let m = &event["message"];
+            out["role"] = m["role"].clone();
+            if let Some(id) = m.get("responseId").or(m.get("id")) {
+                out["messageId"] = id.clone();
+            }
+            if kind == "message_end" {
+                out["stopReason"] = m["stopReason"].clone();
+            }
+        }
+        "auto_retry_start" | "auto_retry_end" => {
+            for key in [
+                "attempt",
+                "maxAttempts",
+                "delayMs",
+                "success",
+                "errorMessage",
+                "finalError",
+            ] {
+                keep(&mut out, key);
+            }
+        }
+        _ => {}
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_attempt_waits_for_the_retry_verdict() {
+        let mut run = Run::default();
+        let error = json!({"type": "message_end", "message": {"role": "assistant", "stopReason": "error",
+            "errorMessage": "Connection error.", "content": []}});
+        assert!(run.see(&error).unwrap().is_none());
+        assert!(
+            run.see(&json!({"type": "agent_end"})).unwrap().is_none(),
+            "not final yet"
+        );
+        assert!(run.attempt_over);
+        assert!(
+            run.see(&json!({"type": "auto_retry_start", "attempt": 1}))
+                .unwrap()
+                .is_none()
+        );
+        assert!(!run.attempt_over);
+        let done = run.see(
+            &json!({"type": "auto_retry_end", "success": false, "finalError": "Connection error."}),
+        );
+        let e = done.unwrap().unwrap().unwrap_err();
+        assert_eq!(e.code, "provider_error");
+        assert!(e.retryable);
+    }
+
+    #[test]
+    fn a_good_run_collects_answer_tools_and_usage() {
+        let mut run = Run::default();
+        let usage = json!({"input": 10, "output": 2, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 12, "cost": {"total": 0.5}});
+        let events = [
+            json!({"type": "turn_start"}),
+            json!({"type": "message_end", "message": {"role": "assistant", "stopReason": "toolUse", "content": [], "usage": usage}}),
+            json!({"type": "tool_execution_end", "toolCallId": "c1", "toolName": "bash", "isError": false}),
+            json!({"type": "turn_start"}),
+            json!({"type": "message_end", "message": {"role": "assistant", "stopReason": "stop",
+                "content": [{"type": "text", "text": "All done."}], "usage": usage}}),
+        ];
+        for e in &events {
+            assert!(run.see(e).unwrap().is_none());
+        }
+        let outcome = run
+            .see(&json!({"type": "agent_end"}))
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        assert_eq!(outcome.text, "All done.");
+        assert_eq!(outcome.stop_reason, "stop");
+        assert_eq!(outcome.turns, 2);
+        assert_eq!(outcome.tool_calls[0]["toolCallId"], "c1");
+        assert_eq!(outcome.usage.total_tokens, 24);
+    }
+
+    #[test]
+    fn relayed_events_are_small_and_keep_ids() {
+        let start = json!({"type": "tool_execution_start", "toolCallId": "c1", "toolName": "bash", "args": {"command": "ls"}});
+        assert_eq!(relay(&start).unwrap()["toolCallId"], "c1");
+        assert!(relay(&json!({"type": "message_update"})).is_none());
+        let end = json!({"type": "agent_end", "messages": [1, 2, 3]});
+        assert!(relay(&end).unwrap().get("messages").is_none());
+    }
+}

@@ -1,0 +1,300 @@
+//! pi.prompt through the host with the real pi CLI in RPC mode, against the
+//! mock OpenAI-compatible server on 127.0.0.1.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rmcp::model::CallToolResult;
+use serde_json::{Value, json};
+
+use crate::harness::*;
+use crate::mock_llm::{MODEL, MockLlm, Script};
+
+/// The real CLI (@mariozechner/pi-coding-agent).
+fn pi_cli() -> Option<PathBuf> {
+    npm_cli("PI_CLI", "pi", "@mariozechner/pi-coding-agent")
+}
+
+/// A host with the pi plugin, an empty HOME, `pi` found through PATH.
+fn host_env(pi_dir: &Path, vars: &[(&str, String)]) -> Env {
+    let mut env = Env::new(&["pi"], "");
+    let home = env.dir.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    env.host_vars.extend([
+        (
+            "PATH".to_string(),
+            format!("{}:/usr/local/bin:/usr/bin:/bin", pi_dir.display()),
+        ),
+        ("HOME".to_string(), home.to_string_lossy().into_owned()),
+        ("PI_MAX_RETRIES".to_string(), "1".into()),
+        ("PI_RETRY_BASE_DELAY_MS".to_string(), "100".into()),
+    ]);
+    env.host_vars
+        .extend(vars.iter().map(|(k, v)| (k.to_string(), v.clone())));
+    env
+}
+
+fn custom(base_url: &str) -> Vec<(&'static str, String)> {
+    vec![
+        ("PI_PROVIDER", "custom".into()),
+        ("PI_BASE_URL", base_url.into()),
+        ("PI_MODEL", MODEL.into()),
+        ("PI_API_KEY", "test-key".into()),
+    ]
+}
+
+/// The relayed events of a call in the order the host sent them: the
+/// client may see notifications out of order, but their progress values
+/// increase with every one.
+fn events(notes: &[Note]) -> Vec<Value> {
+    let mut relayed: Vec<(f64, Value)> = notes
+        .iter()
+        .filter_map(|n| match n {
+            Note::Progress(p) => {
+                let event = serde_json::from_str(p.message.as_deref()?).ok()?;
+                Some((p.progress, event))
+            }
+            _ => None,
+        })
+        .collect();
+    relayed.sort_by(|a, b| a.0.total_cmp(&b.0));
+    relayed.into_iter().map(|(_, e)| e).collect()
+}
+
+fn names(events: &[Value]) -> Vec<&str> {
+    events
+        .iter()
+        .map(|e| e["event"].as_str().unwrap_or("?"))
+        .collect()
+}
+
+/// No process is left whose environment has this test's HOME (the host
+/// itself aside).
+fn nothing_left(env: &Env, host_pid: u32) {
+    let home = format!("HOME={}\0", env.dir.path().join("home").display());
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        if pid == host_pid || pid == std::process::id() {
+            continue;
+        }
+        let environ = std::fs::read(entry.path().join("environ")).unwrap_or_default();
+        if String::from_utf8_lossy(&environ).contains(&home) && !process_gone(pid as i32) {
+            let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+            panic!(
+                "left running: {pid} {}",
+                String::from_utf8_lossy(&cmdline).replace('\0', " ")
+            );
+        }
+    }
+}
+
+async fn call_with_token(client: &Client, args: Value) -> (CallToolResult, Vec<Value>) {
+    let handle = client.start_call("pi.prompt", args, "pi-1").await;
+    let result = Client::finish(handle).await;
+    // The client may record a notification after the response: wait for
+    // the terminal one.
+    let mut notes = Vec::new();
+    for _ in 0..250 {
+        notes.extend(client.drain_notes().await);
+        if events(&notes).iter().any(|e| e["event"] == "call_end") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    (result, events(&notes))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn relays_the_loop_and_returns_the_answer() {
+    let Some(pi) = pi_cli() else { return };
+    let mock = MockLlm::start(Script::Answer {
+        text: "All done.".into(),
+        tool_first: Some((
+            "bash".into(),
+            json!({"command": "echo hi-from-tool"}).to_string(),
+        )),
+    })
+    .await;
+    let env = host_env(pi.parent().unwrap(), &custom(&mock.base_url()));
+    let client = env.start().await;
+    let (r, events) = call_with_token(&client, json!({"prompt": "Run a tool, then answer"})).await;
+    assert!(!is_error(&r), "{r:?}");
+    let out = structured(&r);
+    assert_eq!(out["text"], "All done.");
+    assert_eq!(out["stop_reason"], "stop");
+    assert_eq!(out["turns"], 2);
+    assert_eq!(out["tool_calls"][0]["toolCallId"], "call_mock_1");
+    assert_eq!(out["tool_calls"][0]["toolName"], "bash");
+    assert!(out["usage"]["totalTokens"].is_u64(), "{out}");
+
+    let kinds = names(&events);
+    let start = kinds
+        .iter()
+        .position(|k| *k == "tool_execution_start")
+        .expect("tool_execution_start relayed");
+    let end = kinds
+        .iter()
+        .position(|k| *k == "tool_execution_end")
+        .expect("tool_execution_end relayed");
+    assert!(start < end, "{kinds:?}");
+    for i in [start, end] {
+        assert_eq!(
+            events[i]["data"]["toolCallId"], "call_mock_1",
+            "{}",
+            events[i]
+        );
+        assert_eq!(events[i]["data"]["toolName"], "bash");
+    }
+    for expected in [
+        "run_start",
+        "agent_start",
+        "turn_start",
+        "message_start",
+        "message_end",
+        "turn_end",
+        "agent_end",
+    ] {
+        assert!(
+            kinds.contains(&expected),
+            "{expected} missing from {kinds:?}"
+        );
+    }
+    assert_eq!(
+        *kinds.last().unwrap(),
+        "call_end",
+        "terminal event last: {kinds:?}"
+    );
+    assert_eq!(events.last().unwrap()["data"]["outcome"], "ok");
+    assert!(
+        !kinds.contains(&"message_update"),
+        "token deltas are not relayed"
+    );
+    // pi's config went to the plugin's own agent dir, not the user's.
+    assert!(!env.dir.path().join("home/.pi").exists());
+    assert!(env.cache.join("plugins/pi/agent/models.json").is_file());
+    let models = std::fs::read_to_string(env.cache.join("plugins/pi/agent/models.json")).unwrap();
+    assert!(
+        !models.contains("test-key"),
+        "the key is passed by environment, never written: {models}"
+    );
+    nothing_left(&env, client.pid);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_provider_that_is_down_is_a_retryable_error_with_a_terminal_event() {
+    let Some(pi) = pi_cli() else { return };
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!(
+        "http://127.0.0.1:{}/v1",
+        closed.local_addr().unwrap().port()
+    );
+    drop(closed);
+    let env = host_env(pi.parent().unwrap(), &custom(&url));
+    let client = env.start().await;
+    let (r, events) = call_with_token(&client, json!({"prompt": "hello"})).await;
+    assert!(is_error(&r), "{r:?}");
+    let e = structured(&r);
+    assert_eq!(e["code"], "provider_error", "{e}");
+    assert_eq!(e["retryable"], true);
+    let kinds = names(&events);
+    assert!(kinds.contains(&"auto_retry_start"), "pi retried: {kinds:?}");
+    assert_eq!(*kinds.last().unwrap(), "call_end", "{kinds:?}");
+    assert_eq!(events.last().unwrap()["data"]["outcome"], "provider_error");
+    nothing_left(&env, client.pid);
+}
+
+/// A stand-in `pi` that records being started: none of the refusals may
+/// start it.
+fn tripwire(dir: &Path) -> PathBuf {
+    let mark = dir.join("pi-was-started");
+    let script = dir.join("pi");
+    std::fs::write(
+        &script,
+        format!("#!/bin/sh\ntouch {}\nexit 3\n", mark.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    mark
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn providers_that_are_not_ready_are_refused_before_pi_starts() {
+    let bin = tempfile::tempdir().unwrap();
+    let mark = tripwire(bin.path());
+
+    let env = host_env(bin.path(), &[("PI_PROVIDER", "claude".into())]);
+    let client = env.start().await;
+    let (r, events) = call_with_token(&client, json!({"prompt": "hello"})).await;
+    let e = structured(&r);
+    assert_eq!(e["code"], "claude_auth_required", "{e}");
+    assert_eq!(e["retryable"], false);
+    assert_eq!(
+        names(&events),
+        ["run_start", "call_end"],
+        "a terminal event even for a refusal"
+    );
+    drop(client);
+
+    let env = host_env(
+        bin.path(),
+        &[
+            ("PI_PROVIDER", "custom".into()),
+            ("PI_BASE_URL", "http://127.0.0.1:9/v1".into()),
+        ],
+    );
+    let client = env.start().await;
+    let (r, _) = call_with_token(&client, json!({"prompt": "hello"})).await;
+    let e = structured(&r);
+    assert_eq!(e["code"], "custom_provider_incomplete", "{e}");
+    assert_eq!(e["missing"], json!(["model", "apiKey"]));
+    assert!(!mark.exists(), "pi was started");
+
+    // With the tripwire as pi, a ready provider does start it: the check is real.
+    let env = host_env(bin.path(), &custom("http://127.0.0.1:9/v1"));
+    let client = env.start().await;
+    let (r, _) = call_with_token(&client, json!({"prompt": "hello"})).await;
+    assert_eq!(structured(&r)["code"], "pi_crashed", "{r:?}");
+    assert!(mark.exists());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn pi_missing_is_a_typed_error() {
+    let empty = tempfile::tempdir().unwrap();
+    let env = host_env(empty.path(), &custom("http://127.0.0.1:9/v1"));
+    let client = env.start().await;
+    let (r, _) = call_with_token(&client, json!({"prompt": "hello"})).await;
+    let e = structured(&r);
+    assert_eq!(e["code"], "pi_not_installed", "{e}");
+    assert!(
+        e["message"].as_str().unwrap().contains("npm install"),
+        "{e}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn cancellation_mid_run_aborts_pi_and_still_ends_the_stream() {
+    let Some(pi) = pi_cli() else { return };
+    let mock = MockLlm::start(Script::Hang).await;
+    let env = host_env(pi.parent().unwrap(), &custom(&mock.base_url()));
+    let client = env.start().await;
+    let handle = client
+        .start_call("pi.prompt", json!({"prompt": "hello"}), "pi-2")
+        .await;
+    // Wait until pi is asking the model, then cancel.
+    let asked = client
+        .wait_note(Duration::from_secs(30), |n| matches!(n, Note::Progress(p) if p.message.as_deref().is_some_and(|m| m.contains("\"turn_start\""))))
+        .await;
+    assert!(asked.is_some(), "pi never started its turn");
+    handle.cancel(Some("test cancels".into())).await.unwrap();
+    let end = client
+        .wait_note(Duration::from_secs(15), |n| matches!(n, Note::Progress(p) if p.message.as_deref().is_some_and(|m| m.contains("\"call_end\""))))
+        .await;
+    let Some(Note::Progress(end)) = end else {
+        panic!("no terminal event after cancellation")
+    };
+    let end: Value = serde_json::from_str(end.message.as_deref().unwrap()).unwrap();
+    assert_eq!(end["data"]["outcome"], "cancelled", "{end}");
+    nothing_left(&env, client.pid);
+}
