@@ -4,7 +4,8 @@
 //! - cold start (no compiled cache) and warm start to the first tools/list
 //!   answer, with the bundled plugins plus the test fixture;
 //! - idle resident memory after start;
-//! - per-call overhead of a no-op tool through MCP over stdio;
+//! - per-call overhead of a no-op tool through MCP over stdio, from rmcp's
+//!   client and from a bare JSON-RPC client (write a line, read a line);
 //! - time from a timeout to the whole process tree being dead.
 
 mod common;
@@ -31,7 +32,12 @@ async fn start_to_list(env: &Env) -> (Duration, harness::Client) {
 #[tokio::main]
 async fn main() {
     // Every bundled plugin, plus the fixture whose `noop` the call figures use.
-    let env = Env::new(&["run_test", "godot", "cofer", "copilot", "pi", "faulty"], "");
+    let mut env = Env::new(
+        &["run_test", "godot", "cofer", "copilot", "pi", "faulty"],
+        "",
+    );
+    // The default log level (the harness raises it to debug for tests).
+    env.host_vars.push(("MCP_SERVER_LOG".into(), "info".into()));
 
     let mut cold = Vec::new();
     for _ in 0..5 {
@@ -95,6 +101,7 @@ async fn main() {
     let (rss, _) = rss_kib(client.pid);
     println!("RSS after 5300 calls: {:.1} MiB", rss as f64 / 1024.0);
     drop(client);
+    raw_round_trips(&env).await;
 
     // A tree with a plain child, a grandchild in its own session, and a
     // background job; killed at a 300 ms deadline.
@@ -131,4 +138,57 @@ async fn main() {
 struct NoProgress;
 impl host::timebox::Progress for NoProgress {
     fn running(&self, _: Duration, _: u64) {}
+}
+
+/// The same two round trips with a bare JSON-RPC client (write a line, read
+/// a line), as peers' figures are taken: without rmcp's client in the way.
+async fn raw_round_trips(env: &Env) {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let mut child = env
+        .host(&["serve", "--stdio", "--no-watch"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut id = 0u64;
+    let mut round_trip = async |method: &str, params: serde_json::Value| {
+        id += 1;
+        let request = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let t = Instant::now();
+        stdin
+            .write_all(format!("{request}\n").as_bytes())
+            .await
+            .unwrap();
+        let line = lines.next_line().await.unwrap().unwrap();
+        let elapsed = t.elapsed();
+        assert!(line.contains(&format!("\"id\":{id}")), "{line}");
+        elapsed
+    };
+    round_trip(
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}),
+    )
+    .await;
+    // (The initialized notification needs no answer.)
+    let mut pings = Vec::with_capacity(5000);
+    let mut calls = Vec::with_capacity(5000);
+    for i in 0..5300 {
+        let p = round_trip("ping", json!({})).await;
+        let c = round_trip("tools/call", json!({"name": "noop", "arguments": {}})).await;
+        if i >= 300 {
+            pings.push(p);
+            calls.push(c);
+        }
+    }
+    println!(
+        "bare client: ping p50 {}, p99 {}; no-op tools/call p50 {}, p99 {} (5000 each)",
+        ms(percentile(&mut pings, 0.5)),
+        ms(percentile(&mut pings, 0.99)),
+        ms(percentile(&mut calls, 0.5)),
+        ms(percentile(&mut calls, 0.99))
+    );
+    let _ = child.kill().await;
 }

@@ -31,6 +31,7 @@ pub mod policy;
 pub mod runtime;
 pub mod schema;
 pub mod service;
+pub mod stdio;
 pub mod textindex;
 pub mod timebox;
 pub mod watch;
