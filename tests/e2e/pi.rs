@@ -69,25 +69,36 @@ fn names(events: &[Value]) -> Vec<&str> {
 }
 
 /// No process is left whose environment has this test's HOME (the host
-/// itself aside).
-fn nothing_left(env: &Env, host_pid: u32) {
+/// itself aside), once the kill has had a moment to land.
+async fn nothing_left(env: &Env, host_pid: u32) {
     let home = format!("HOME={}\0", env.dir.path().join("home").display());
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        if pid == host_pid || pid == std::process::id() {
-            continue;
+    let survivors = || -> Vec<String> {
+        let mut found = Vec::new();
+        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+                continue;
+            };
+            if pid == host_pid || pid == std::process::id() {
+                continue;
+            }
+            let environ = std::fs::read(entry.path().join("environ")).unwrap_or_default();
+            if String::from_utf8_lossy(&environ).contains(&home) && !process_gone(pid as i32) {
+                let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+                found.push(format!(
+                    "{pid} {}",
+                    String::from_utf8_lossy(&cmdline).replace('\0', " ")
+                ));
+            }
         }
-        let environ = std::fs::read(entry.path().join("environ")).unwrap_or_default();
-        if String::from_utf8_lossy(&environ).contains(&home) && !process_gone(pid as i32) {
-            let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
-            panic!(
-                "left running: {pid} {}",
-                String::from_utf8_lossy(&cmdline).replace('\0', " ")
-            );
+        found
+    };
+    for _ in 0..30 {
+        if survivors().is_empty() {
+            return;
         }
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    panic!("left running after 3 s: {:?}", survivors());
 }
 
 async fn call_with_token(client: &Client, args: Value) -> (CallToolResult, Vec<Value>) {
@@ -179,7 +190,7 @@ async fn relays_the_loop_and_returns_the_answer() {
         !models.contains("test-key"),
         "the key is passed by environment, never written: {models}"
     );
-    nothing_left(&env, client.pid);
+    nothing_left(&env, client.pid).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -202,7 +213,7 @@ async fn a_provider_that_is_down_is_a_retryable_error_with_a_terminal_event() {
     assert!(kinds.contains(&"auto_retry_start"), "pi retried: {kinds:?}");
     assert_eq!(*kinds.last().unwrap(), "call_end", "{kinds:?}");
     assert_eq!(events.last().unwrap()["data"]["outcome"], "provider_error");
-    nothing_left(&env, client.pid);
+    nothing_left(&env, client.pid).await;
 }
 
 /// A stand-in `pi` that records being started: none of the refusals may
@@ -296,5 +307,5 @@ async fn cancellation_mid_run_aborts_pi_and_still_ends_the_stream() {
     };
     let end: Value = serde_json::from_str(end.message.as_deref().unwrap()).unwrap();
     assert_eq!(end["data"]["outcome"], "cancelled", "{end}");
-    nothing_left(&env, client.pid);
+    nothing_left(&env, client.pid).await;
 }

@@ -198,7 +198,7 @@ impl CallState {
             ))
         })?;
         let resolved = timebox::resolve_here(program, &cwd).ok_or_else(|| {
-            CapabilityError::Invalid(format!("program `{program}` was not found on PATH"))
+            CapabilityError::NotFound(format!("program `{program}` was not found on PATH"))
         })?;
         if !timebox::allowed(program, &resolved, &g.programs) {
             return Err(CapabilityError::Denied(g.denial(

@@ -51,6 +51,7 @@ impl From<CapabilityError> for PtyError {
         match e {
             CapabilityError::Denied(m) => PtyError::Denied(m),
             CapabilityError::Invalid(m) => PtyError::Invalid(m),
+            CapabilityError::NotFound(m) => PtyError::SpawnFailed(m),
         }
     }
 }

@@ -160,7 +160,7 @@ fn run_prompt(input: &str, model: &str) -> Result<RunResult, ToolError> {
         log_path: None,
     };
     process::run(&request).map_err(|e| match e {
-        CapabilityError::Invalid(why) if why.contains("not found on PATH") => not_installed(&why),
+        CapabilityError::NotFound(why) => not_installed(&why),
         other => other.into(),
     })
 }

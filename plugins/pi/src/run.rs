@@ -92,7 +92,7 @@ pub fn run(
         stderr_tail_bytes: 16 * 1024,
     })
     .map_err(|e| match e {
-        plugin_sdk::CapabilityError::Invalid(why) if why.contains("not found on PATH") => failure(
+        plugin_sdk::CapabilityError::NotFound(why) => failure(
             "pi_not_installed",
             format!("the pi CLI is not installed: {why}; install it with `npm install -g @mariozechner/pi-coding-agent` (or set PI_BIN)"),
             false,

@@ -135,6 +135,7 @@ impl From<CapabilityError> for ToolError {
         match e {
             CapabilityError::Denied(why) => ToolError::new("denied", why),
             CapabilityError::Invalid(why) => ToolError::new("invalid_request", why),
+            CapabilityError::NotFound(why) => ToolError::new("not_found", why),
         }
     }
 }
