@@ -14,14 +14,25 @@ use crate::harness::*;
 static SERIAL: LazyLock<tokio::sync::Mutex<()>> = LazyLock::new(Default::default);
 
 /// A host with the cofer plugin and a committed repository in its
-/// workspace; the repository's containers are removed on drop.
+/// workspace; the repository's containers are removed on drop. It holds the
+/// test's turn: the tests run one at a time.
 struct Fixture {
     env: Env,
     repo: PathBuf,
+    _turn: tokio::sync::MutexGuard<'static, ()>,
 }
 
 impl Fixture {
-    fn new(vars: &[(&str, &str)], init: bool) -> Fixture {
+    /// When Podman and the test image are there; `None`: skipped.
+    async fn with_podman(vars: &[(&str, &str)], init: bool) -> Option<Fixture> {
+        if !podman_ready() {
+            return None;
+        }
+        Some(Fixture::new(vars, init).await)
+    }
+
+    async fn new(vars: &[(&str, &str)], init: bool) -> Fixture {
+        let turn = SERIAL.lock().await;
         let mut env = Env::new(&["cofer"], "");
         env.host_vars
             .push(("CONTAINERS_CONF".into(), containers_conf()));
@@ -42,7 +53,20 @@ impl Fixture {
                 String::from_utf8_lossy(&out.stderr)
             );
         }
-        Fixture { env, repo }
+        Fixture {
+            env,
+            repo,
+            _turn: turn,
+        }
+    }
+
+    /// Create environment `id` and return its description.
+    async fn create(&self, client: &Client, id: &str) -> Value {
+        created(
+            &client
+                .call("environment_create", self.create_args(id))
+                .await,
+        )
     }
 
     fn source(&self) -> String {
@@ -129,11 +153,9 @@ async fn http_get(port: u16, path: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn create_run_serve_destroy() {
-    let _serial = SERIAL.lock().await;
-    if !podman_ready() {
+    let Some(f) = Fixture::with_podman(&[], true).await else {
         return;
-    }
-    let f = Fixture::new(&[], true);
+    };
     std::fs::write(f.repo.join("scratch.txt"), "uncommitted\n").unwrap();
     let client = f.env.start().await;
 
@@ -334,11 +356,9 @@ async fn create_run_serve_destroy() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn refusals_conflict_precondition_and_policy() {
-    let _serial = SERIAL.lock().await;
-    if !podman_ready() {
+    let Some(f) = Fixture::with_podman(&[], false).await else {
         return;
-    }
-    let f = Fixture::new(&[], false);
+    };
     let client = f.env.start().await;
     let r = client
         .call("environment_create", f.create_args("one"))
@@ -362,11 +382,7 @@ async fn refusals_conflict_precondition_and_policy() {
         "cofer",
         "init is idempotent"
     );
-    created(
-        &client
-            .call("environment_create", f.create_args("one"))
-            .await,
-    );
+    f.create(&client, "one").await;
     let head = git(&f.repo, &["rev-parse", "cofer/one"]);
     let before = f.containers();
 
@@ -416,10 +432,10 @@ async fn refusals_conflict_precondition_and_policy() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn limit_of_live_environments() {
-    let _serial = SERIAL.lock().await;
-    if !podman_ready() {
+    let Some(mut f) = Fixture::with_podman(&[], true).await else {
         return;
-    }
+    };
+    // Counted in this test's turn, so no other test's environment is coming or going.
     let running = podman(&[
         "ps",
         "-q",
@@ -431,9 +447,11 @@ async fn limit_of_live_environments() {
     .lines()
     .count();
     let limit = (running + 1).to_string();
-    let f = Fixture::new(&[("COFER_MAX_ENVIRONMENTS", &limit)], true);
+    f.env
+        .host_vars
+        .push(("COFER_MAX_ENVIRONMENTS".into(), limit));
     let client = f.env.start().await;
-    created(&client.call("environment_create", f.create_args("a")).await);
+    f.create(&client, "a").await;
     let r = client.call("environment_create", f.create_args("b")).await;
     let e = error_of(&r);
     assert_eq!(e["code"], "limit_exceeded");
@@ -449,7 +467,7 @@ async fn limit_of_live_environments() {
         "nothing made for the refused one"
     );
     client.call("environment_destroy", f.scoped("a")).await;
-    created(&client.call("environment_create", f.create_args("b")).await);
+    f.create(&client, "b").await;
     client.call("environment_destroy", f.scoped("b")).await;
 }
 
@@ -472,17 +490,11 @@ fn processes_with(needle: &str) -> Vec<i32> {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn timeout_kills_the_tree_in_the_container() {
-    let _serial = SERIAL.lock().await;
-    if !podman_ready() {
+    let Some(f) = Fixture::with_podman(&[("COHERRA_TIMEOUT_RUN", "1500")], true).await else {
         return;
-    }
-    let f = Fixture::new(&[("COHERRA_TIMEOUT_RUN", "1500")], true);
+    };
     let client = f.env.start().await;
-    created(
-        &client
-            .call("environment_create", f.create_args("slow"))
-            .await,
-    );
+    f.create(&client, "slow").await;
     // A child that leaves its parent (setsid, re-parented) and one that stays.
     let command = "echo started; setsid sleep 4242 & sleep 4243; echo never";
     let started = Instant::now();
@@ -513,17 +525,11 @@ async fn timeout_kills_the_tree_in_the_container() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn hundred_megabytes_of_output_in_bounded_memory() {
-    let _serial = SERIAL.lock().await;
-    if !podman_ready() {
+    let Some(f) = Fixture::with_podman(&[], true).await else {
         return;
-    }
-    let f = Fixture::new(&[], true);
+    };
     let client = f.env.start().await;
-    created(
-        &client
-            .call("environment_create", f.create_args("loud"))
-            .await,
-    );
+    f.create(&client, "loud").await;
     // Warm up, then measure the host's peak memory over the big run only.
     client
         .call("environment_run_cmd", f.run_args("loud", "true"))
@@ -550,18 +556,12 @@ async fn hundred_megabytes_of_output_in_bounded_memory() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn environments_survive_a_host_restart() {
-    let _serial = SERIAL.lock().await;
-    if !podman_ready() {
+    let Some(f) = Fixture::with_podman(&[], true).await else {
         return;
-    }
-    let f = Fixture::new(&[], true);
+    };
     {
         let client = f.env.start().await;
-        created(
-            &client
-                .call("environment_create", f.create_args("kept"))
-                .await,
-        );
+        f.create(&client, "kept").await;
         client.service.cancel().await.unwrap();
     }
     let client = f.env.start().await;
@@ -589,11 +589,9 @@ async fn environments_survive_a_host_restart() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn two_environments_at_once() {
-    let _serial = SERIAL.lock().await;
-    if !podman_ready() {
+    let Some(f) = Fixture::with_podman(&[], true).await else {
         return;
-    }
-    let f = Fixture::new(&[], true);
+    };
     let client = f.env.start().await;
     let (a, b) = tokio::join!(
         client.call("environment_create", f.create_args("left")),
@@ -624,17 +622,11 @@ async fn two_environments_at_once() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn force_destroy_of_a_locked_worktree() {
-    let _serial = SERIAL.lock().await;
-    if !podman_ready() {
+    let Some(f) = Fixture::with_podman(&[], true).await else {
         return;
-    }
-    let f = Fixture::new(&[], true);
+    };
     let client = f.env.start().await;
-    created(
-        &client
-            .call("environment_create", f.create_args("stuck"))
-            .await,
-    );
+    f.create(&client, "stuck").await;
     let mut stubborn = f.run_args("stuck", "trap '' TERM; while :; do sleep 1; done");
     stubborn["background"] = json!(true);
     assert!(!is_error(
@@ -670,7 +662,6 @@ async fn force_destroy_of_a_locked_worktree() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn missing_or_broken_podman_says_how_to_install_it() {
-    let _serial = SERIAL.lock().await;
     if !require_program("git", "install git") {
         return;
     }
@@ -681,7 +672,7 @@ async fn missing_or_broken_podman_says_how_to_install_it() {
     let bin = tempfile::tempdir().unwrap();
     std::os::unix::fs::symlink(&git_path, bin.path().join("git")).unwrap();
     let path = bin.path().to_string_lossy().into_owned();
-    let f = Fixture::new(&[("PATH", &path)], true);
+    let f = Fixture::new(&[("PATH", &path)], true).await;
     let client = f.env.start().await;
     let r = client
         .call("environment_create", f.create_args("nopod"))
