@@ -135,10 +135,9 @@ fn pty_script(args: &serde_json::Value) -> Result<ToolOutput, ToolError> {
     })
     .map_err(failed)?;
     let mut reads = Vec::new();
+    // Each step: resize, then write, then read (a resize after the write
+    // would race the program reading the line and asking for its size).
     for step in args["steps"].as_array().unwrap() {
-        if let Some(text) = step["write"].as_str() {
-            session.write(text).map_err(failed)?;
-        }
         if let Some(size) = step["resize"].as_array() {
             session
                 .resize(
@@ -146,6 +145,9 @@ fn pty_script(args: &serde_json::Value) -> Result<ToolOutput, ToolError> {
                     size[1].as_u64().unwrap() as u16,
                 )
                 .map_err(failed)?;
+        }
+        if let Some(text) = step["write"].as_str() {
+            session.write(text).map_err(failed)?;
         }
         if step.get("expect").is_some() {
             let timeout = step["timeout_ms"].as_u64().unwrap_or(5_000);
