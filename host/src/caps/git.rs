@@ -11,7 +11,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::bindings::mcphost::plugin::git::{GitError, GitFailure, Host, Repo, Worktree};
+use crate::bindings::mcphost::plugin::git::{GitError, GitFailure, Host};
 use crate::caps::CallState;
 use crate::git::{self, GitError as RunError};
 use crate::paths::confine;
@@ -39,21 +39,19 @@ impl From<RunError> for GitError {
 
 /// `path` inside a writable root, with the `git` grant checked.
 fn git_path(g: &Grants, path: &str) -> Result<PathBuf, GitError> {
-    {
-        g.require("git").map_err(GitError::Denied)?;
-        if !Path::new(path).is_absolute() {
-            return Err(GitError::Invalid(format!(
-                "`{path}` is not an absolute path"
-            )));
-        }
-        confine(path, &g.workspace, &g.write_roots).ok_or_else(|| {
-            GitError::Denied(g.denial(
-                &format!("git access to `{path}`"),
-                "fs.write",
-                "a root containing it",
-            ))
-        })
+    g.require("git").map_err(GitError::Denied)?;
+    if !Path::new(path).is_absolute() {
+        return Err(GitError::Invalid(format!(
+            "`{path}` is not an absolute path"
+        )));
     }
+    confine(path, &g.workspace, &g.write_roots).ok_or_else(|| {
+        GitError::Denied(g.denial(
+            &format!("git access to `{path}`"),
+            "fs.write",
+            "a root containing it",
+        ))
+    })
 }
 
 /// Run one git command in `repo` under the repository's lock.
@@ -63,33 +61,23 @@ async fn git_locked(repo: &Path, args: &[&str]) -> Result<String, GitError> {
     Ok(git::run(repo, args).await?)
 }
 
-/// Run a block that uses `?` with the call's grants as `g` (cloned: the
-/// future must be `Send`, and `CallState` is not `Sync`).
-macro_rules! answer {
-    ($state:expr, |$g:ident| $body:expr) => {{
-        let $g = $state.grants.clone();
-        Ok(async move { $body }.await)
-    }};
-}
-
 impl Host for CallState {
-    async fn open(&mut self, path: String) -> Answer<Repo> {
+    async fn open(&mut self, path: String) -> Answer<String> {
         answer!(self, |g| {
             let dir = git_path(&g, &path)?;
             let root = git::toplevel(&dir).await?;
             // The whole repository must be writable, not just `path` in it.
             let root = git_path(&g, &root.to_string_lossy())?;
-            let head = git::resolve(&root, "HEAD").await?;
-            let status = git_locked(&root, &["status", "--porcelain", "--untracked-files=all"])
-                .await?
-                .lines()
-                .map(str::to_string)
-                .collect();
-            Ok(Repo {
-                root: root.to_string_lossy().into_owned(),
-                head,
-                status,
-            })
+            Ok(root.to_string_lossy().into_owned())
+        })
+    }
+
+    async fn status(&mut self, repo: String) -> Answer<Vec<String>> {
+        answer!(self, |g| {
+            let repo = git_path(&g, &repo)?;
+            let out =
+                git_locked(&repo, &["status", "--porcelain", "--untracked-files=all"]).await?;
+            Ok(out.lines().map(str::to_string).collect())
         })
     }
 
@@ -104,14 +92,6 @@ impl Host for CallState {
         answer!(self, |g| {
             let repo = git_path(&g, &repo)?;
             Ok(git::resolve(&repo, &rev).await?)
-        })
-    }
-
-    async fn worktrees(&mut self, repo: String) -> Answer<Vec<Worktree>> {
-        answer!(self, |g| {
-            let repo = git_path(&g, &repo)?;
-            let out = git::run(&repo, &["worktree", "list", "--porcelain"]).await?;
-            Ok(parse_worktrees(&out))
         })
     }
 
@@ -270,51 +250,9 @@ fn check_ref_name(name: &str) -> Result<(), GitError> {
     }
 }
 
-/// `git worktree list --porcelain`: blocks of `key value` lines.
-fn parse_worktrees(out: &str) -> Vec<Worktree> {
-    out.split("\n\n")
-        .filter_map(|block| {
-            let mut tree = Worktree {
-                path: String::new(),
-                branch: None,
-                head: None,
-                locked: false,
-            };
-            for line in block.lines() {
-                let (key, value) = line.split_once(' ').unwrap_or((line, ""));
-                match key {
-                    "worktree" => tree.path = value.to_string(),
-                    "HEAD" => tree.head = Some(value.to_string()),
-                    "branch" => {
-                        tree.branch = Some(
-                            value
-                                .strip_prefix("refs/heads/")
-                                .unwrap_or(value)
-                                .to_string(),
-                        )
-                    }
-                    "locked" => tree.locked = true,
-                    _ => {}
-                }
-            }
-            (!tree.path.is_empty()).then_some(tree)
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn worktree_list_is_parsed() {
-        let out = "worktree /r\nHEAD abc\nbranch refs/heads/main\n\nworktree /r/.cofer/worktrees/x\nHEAD def\nbranch refs/heads/cofer/x\nlocked\n\nworktree /d\nHEAD 123\ndetached\n";
-        let trees = parse_worktrees(out);
-        assert_eq!(trees.len(), 3);
-        assert_eq!(trees[1].branch.as_deref(), Some("cofer/x"));
-        assert!(trees[1].locked && !trees[0].locked);
-        assert_eq!(trees[2].branch, None);
-    }
 
     #[test]
     fn branch_names_that_look_like_options_are_refused() {

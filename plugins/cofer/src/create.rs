@@ -2,7 +2,7 @@
 //! order, undone in reverse when a later step fails, so a failed create
 //! leaves nothing behind.
 
-use plugin_sdk::containers::{self, CreateRequest, Mount};
+use plugin_sdk::containers::{self, CreateRequest};
 use plugin_sdk::{ToolError, ToolOutput, git};
 
 use crate::args::Create;
@@ -16,7 +16,9 @@ const DEFAULT_IMAGE: &str = "docker.io/library/ubuntu:24.04";
 
 pub fn create(args: Create) -> Result<ToolOutput, ToolError> {
     let repo = open_repo(&args.environment_source)?;
-    if git::remote_url(&repo.root, env::REMOTE)
+    // Read before anything changes: the warning is about the user's own work.
+    let status = git::status(&repo).map_err(|e| from_git("read the repository's status", e))?;
+    if git::remote_url(&repo, env::REMOTE)
         .map_err(|e| from_git("look up the cofer remote", e))?
         .is_none()
     {
@@ -24,18 +26,18 @@ pub fn create(args: Create) -> Result<ToolOutput, ToolError> {
             "precondition_failed",
             format!(
                 "{} has no `{}` remote, which environments are pushed to",
-                repo.root,
+                repo,
                 env::REMOTE
             ),
             &format!(
                 "run `cofer init` in {} once, then call environment_create again",
-                repo.root
+                repo
             ),
         ));
     }
     let env = match &args.environment_id {
-        Some(id) => Env::new(&repo.root, id),
-        None => fresh_env(&repo.root)?,
+        Some(id) => Env::new(&repo, id),
+        None => fresh_env(&repo)?,
     };
     let exists = env.has_worktree() || env.read_record().is_some() || !env.containers()?.is_empty();
     if exists && !args.allow_replace {
@@ -43,7 +45,7 @@ pub fn create(args: Create) -> Result<ToolOutput, ToolError> {
             "conflict",
             format!(
                 "environment `{}` already exists in {}; it was left as it is",
-                env.id, repo.root
+                env.id, repo
             ),
             "pass allow_replace=true to replace it, choose another environment_id, or use environment_open",
         ));
@@ -67,24 +69,23 @@ pub fn create(args: Create) -> Result<ToolOutput, ToolError> {
         })
         .unwrap_or_else(|| DEFAULT_IMAGE.into());
     let from = args.from_git_ref.clone().unwrap_or_else(|| "HEAD".into());
-    let base = git::resolve(&repo.root, &from)
+    let base = git::resolve(&repo, &from)
         .map_err(|e| from_git("resolve from_git_ref", e))?
         .ok_or_else(|| {
             error(
                 "invalid_request",
-                format!("from_git_ref `{from}` names no commit in {}", repo.root),
+                format!("from_git_ref `{from}` names no commit in {}", repo),
                 "pass a branch, tag or commit that exists (or leave from_git_ref out for HEAD)",
             )
         })?;
-    git::exclude(&repo.root, "/.cofer/")
-        .map_err(|e| from_git("exclude .cofer from git status", e))?;
+    git::exclude(&repo, "/.cofer/").map_err(|e| from_git("exclude .cofer from git status", e))?;
     note(format!(
         "environment_create env={} mode=foreground image={image} from={from} explanation={:?}",
         env.id,
         args.explanation.as_deref().unwrap_or("")
     ));
 
-    git::worktree_add(&repo.root, &env.worktree(), &env.branch(), &base)
+    git::worktree_add(&repo, &env.worktree(), &env.branch(), &base)
         .map_err(|e| from_git("create the worktree", e))?;
     let made = (|| {
         push(&env)?;
@@ -111,12 +112,12 @@ pub fn create(args: Create) -> Result<ToolOutput, ToolError> {
 
     let mut text =
         serde_json::to_string_pretty(&env.describe(&record, &[])).expect("JSON serialises");
-    if !repo.status.is_empty() {
+    if !status.is_empty() {
         text.push_str(&format!(
             "\n\nWARNING: the source repository has uncommitted changes; the environment was created from {from} \
              ({}) and does not contain them:\n{}\n",
             &base[..base.len().min(12)],
-            repo.status.join("\n")
+            status.join("\n")
         ));
     }
     Ok(ToolOutput {
@@ -173,19 +174,8 @@ pub fn push(env: &Env) -> Result<(), ToolError> {
 /// Start the environment's main container (one retry).
 pub fn start_main_container(env: &Env, image: &str) -> Result<(), ToolError> {
     let request = CreateRequest {
-        image: image.to_string(),
         name: Some(env.container_name()),
-        command: env::idle_command(),
-        use_entrypoint: false,
-        labels: env.labels("main"),
-        mounts: vec![Mount {
-            source: env.worktree(),
-            target: env::WORKDIR.into(),
-            read_only: false,
-        }],
-        workdir: Some(env::WORKDIR.into()),
-        env: Vec::new(),
-        ports: Vec::new(),
+        ..env.container_request(image, "main", env::idle_command())
     };
     match containers::run(&request) {
         Err(e) if transient_container(&e) => {

@@ -34,8 +34,8 @@ pub fn output_schema() -> Value {
 
 pub fn destroy(args: Scoped) -> Result<ToolOutput, ToolError> {
     let repo = open_repo(&args.environment_source)?;
-    let env = Env::new(&repo.root, &args.environment_id);
-    let branch_exists = git::resolve(&repo.root, &format!("refs/heads/{}", env.branch()))
+    let env = Env::new(&repo, &args.environment_id);
+    let branch_exists = git::resolve(&repo, &format!("refs/heads/{}", env.branch()))
         .map_err(|e| from_git("look up the branch", e))?
         .is_some();
     if !env.has_worktree()

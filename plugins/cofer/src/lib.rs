@@ -81,8 +81,8 @@ impl Guest for Cofer {
     }
 }
 
-/// The repository `source` belongs to, as the git capability sees it.
-pub(crate) fn open_repo(source: &str) -> Result<git::Repo, ToolError> {
+/// The top-level directory of the repository `source` belongs to.
+pub(crate) fn open_repo(source: &str) -> Result<String, ToolError> {
     if !source.starts_with('/') {
         return Err(error(
             "invalid_request",
@@ -115,7 +115,7 @@ fn text(value: &Value) -> ToolOutput {
 
 fn list(args: args::Source) -> Result<ToolOutput, ToolError> {
     let repo = open_repo(&args.environment_source)?;
-    let mut ids: Vec<String> = std::fs::read_dir(format!("{}/.cofer/environments", repo.root))
+    let mut ids: Vec<String> = std::fs::read_dir(format!("{}/.cofer/environments", repo))
         .into_iter()
         .flatten()
         .flatten()
@@ -126,7 +126,7 @@ fn list(args: args::Source) -> Result<ToolOutput, ToolError> {
                 .map(str::to_string)
         })
         .collect();
-    let containers = plugin_sdk::containers::list(&[(env::LABEL_SOURCE.into(), repo.root.clone())])
+    let containers = plugin_sdk::containers::list(&[(env::LABEL_SOURCE.into(), repo.clone())])
         .map_err(|e| errors::from_container("list containers", e))?;
     for c in &containers {
         if let Some((_, id)) = c.labels.iter().find(|(k, _)| k == env::LABEL_ENV) {
@@ -138,7 +138,7 @@ fn list(args: args::Source) -> Result<ToolOutput, ToolError> {
     let environments: Vec<Value> = ids
         .iter()
         .map(|id| {
-            let env = Env::new(&repo.root, id);
+            let env = Env::new(&repo, id);
             let record = env.read_record();
             let of_env: Vec<_> = containers
                 .iter()
@@ -163,7 +163,7 @@ fn list(args: args::Source) -> Result<ToolOutput, ToolError> {
 
 fn open(args: args::Scoped) -> Result<ToolOutput, ToolError> {
     let repo = open_repo(&args.environment_source)?;
-    let env = Env::new(&repo.root, &args.environment_id);
+    let env = Env::new(&repo, &args.environment_id);
     let record = env.read_record().ok_or_else(|| env.not_found())?;
     if !env.has_worktree() {
         return Err(error(
