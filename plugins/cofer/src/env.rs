@@ -9,7 +9,7 @@
 //! host sees the environments the last one made.
 
 use plugin_sdk::ToolError;
-use plugin_sdk::containers::{self, ContainerInfo};
+use plugin_sdk::containers::{self, ContainerInfo, CreateRequest, Mount};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -70,6 +70,31 @@ impl Env {
             (LABEL_SOURCE.into(), self.repo.clone()),
             (LABEL_ROLE.into(), role.into()),
         ]
+    }
+
+    /// A container of this environment: `image` with the worktree mounted
+    /// at /workdir, labelled with `role`, running `command`.
+    pub fn container_request(
+        &self,
+        image: &str,
+        role: &str,
+        command: Vec<String>,
+    ) -> CreateRequest {
+        CreateRequest {
+            image: image.to_string(),
+            name: None,
+            command,
+            use_entrypoint: false,
+            labels: self.labels(role),
+            mounts: vec![Mount {
+                source: self.worktree(),
+                target: WORKDIR.into(),
+                read_only: false,
+            }],
+            workdir: Some(WORKDIR.into()),
+            env: Vec::new(),
+            ports: Vec::new(),
+        }
     }
 
     pub fn read_record(&self) -> Option<Record> {

@@ -4,10 +4,8 @@
 //! the environment's branch and pushed. With `background`, the command
 //! becomes the main process of a new service container instead.
 
-use plugin_sdk::containers::{
-    self, ContainerError, ContainerInfo, CreateRequest, ExecRequest, Mount,
-};
-use plugin_sdk::process::{RunResult, Status, Stream};
+use plugin_sdk::containers::{self, ContainerError, ContainerInfo, ExecRequest};
+use plugin_sdk::process::{RunResult, Status};
 use plugin_sdk::{ToolError, ToolOutput, git};
 use serde_json::{Value, json};
 
@@ -46,7 +44,7 @@ pub fn output_schema() -> Value {
 
 pub fn run_cmd(args: RunCmd) -> Result<ToolOutput, ToolError> {
     let repo = open_repo(&args.environment_source)?;
-    let env = Env::new(&repo.root, &args.environment_id);
+    let env = Env::new(&repo, &args.environment_id);
     let record = env.read_record().ok_or_else(|| env.not_found())?;
     if !SHELLS.contains(&args.shell.as_str()) {
         return Err(error(
@@ -180,23 +178,16 @@ pub fn services(env: &Env) -> Result<Vec<ContainerInfo>, ToolError> {
 }
 
 fn background(env: &Env, record: &Record, args: &RunCmd) -> Result<ToolOutput, ToolError> {
-    let mut labels = env.labels("service");
-    labels.push(("cofer.command".into(), args.command.clone()));
-    let request = CreateRequest {
-        image: record.image.clone(),
-        name: None,
-        command: service_command(&args.shell, &args.command),
-        use_entrypoint: args.use_entrypoint,
-        labels,
-        mounts: vec![Mount {
-            source: env.worktree(),
-            target: env::WORKDIR.into(),
-            read_only: false,
-        }],
-        workdir: Some(env::WORKDIR.into()),
-        env: Vec::new(),
-        ports: args.ports.clone(),
-    };
+    let mut request = env.container_request(
+        &record.image,
+        "service",
+        service_command(&args.shell, &args.command),
+    );
+    request.use_entrypoint = args.use_entrypoint;
+    request.ports = args.ports.clone();
+    request
+        .labels
+        .push(("cofer.command".into(), args.command.clone()));
     let info = containers::run(&request)
         .map_err(|e| from_container("start the background container", e))?;
     let internal_host = info.ip_address.clone().unwrap_or_else(|| info.name.clone());
@@ -263,13 +254,7 @@ fn commit(
 
 /// The tail's stdout and stderr, each cut to its last 512 lines.
 fn split_tail(result: &RunResult) -> (String, String) {
-    let (mut out, mut err) = (String::new(), String::new());
-    for chunk in &result.tail {
-        match chunk.stream {
-            Stream::Stdout => out.push_str(&chunk.text),
-            Stream::Stderr => err.push_str(&chunk.text),
-        }
-    }
+    let (out, err) = result.streams();
     (last_lines(&out, TAIL_LINES), last_lines(&err, TAIL_LINES))
 }
 
@@ -317,6 +302,7 @@ fn foreground_text(env: &Env, report: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use plugin_sdk::process::Stream;
 
     #[test]
     fn last_lines_keeps_the_end() {

@@ -13,7 +13,7 @@
 mod models;
 mod tty;
 
-use plugin_sdk::process::{self, RunRequest, RunResult, Status, Stream};
+use plugin_sdk::process::{self, RunRequest, RunResult, Status};
 use plugin_sdk::{CapabilityError, Guest, Tool, ToolError, ToolOutput, tool};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -64,14 +64,14 @@ impl Guest for Copilot {
         check_input(&args.input)?;
         let started = std::time::Instant::now();
         let result = run_prompt(&args.input, &model)?;
-        let answer = match classify(result)? {
+        let answer = match classify(result, &model)? {
             Flow::Done(answer) => answer,
             Flow::FlagsUnsupported => {
                 let left = TIMEOUT_MS.saturating_sub(started.elapsed().as_millis() as u64);
                 tty::chat(&args.input, &model, left)?
             }
         };
-        Ok(plugin_sdk::structured_output(&answer.with_model(&model)))
+        Ok(plugin_sdk::structured_output(&answer))
     }
 }
 
@@ -101,13 +101,6 @@ pub struct Answer {
     pub truncated: bool,
     pub duration_ms: u64,
     pub model: String,
-}
-
-impl Answer {
-    fn with_model(mut self, model: &str) -> Answer {
-        self.model = model.to_string();
-        self
-    }
 }
 
 /// Refuse inputs that could act as options or commands rather than text:
@@ -170,8 +163,8 @@ enum Flow {
     FlagsUnsupported,
 }
 
-fn classify(result: RunResult) -> Result<Flow, ToolError> {
-    let (stdout, stderr) = split(&result);
+fn classify(result: RunResult, model: &str) -> Result<Flow, ToolError> {
+    let (stdout, stderr) = result.streams();
     match result.status {
         Status::Timeout | Status::NoOutput => Err(timeout()),
         Status::Cancelled => Err(ToolError::new(
@@ -191,7 +184,7 @@ fn classify(result: RunResult) -> Result<Flow, ToolError> {
             mode: "prompt",
             truncated: result.truncated,
             duration_ms: result.duration_ms,
-            model: String::new(),
+            model: model.to_string(),
         })),
         Status::Exited if flags_unsupported(&stderr) => Ok(Flow::FlagsUnsupported),
         Status::Exited => Err(auth_error(&stdout, &stderr).unwrap_or_else(|| {
@@ -205,17 +198,6 @@ fn classify(result: RunResult) -> Result<Flow, ToolError> {
             }))
         })),
     }
-}
-
-fn split(result: &RunResult) -> (String, String) {
-    let (mut out, mut err) = (String::new(), String::new());
-    for chunk in &result.tail {
-        match chunk.stream {
-            Stream::Stdout => out.push_str(&chunk.text),
-            Stream::Stderr => err.push_str(&chunk.text),
-        }
-    }
-    (out, err)
 }
 
 /// The CLI's answer when it does not know `-p` / `--model` (older or

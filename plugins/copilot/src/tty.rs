@@ -40,20 +40,26 @@ pub fn chat(input: &str, model: &str, budget_ms: u64) -> Result<Answer, ToolErro
         cols: 200,
     })
     .map_err(pty_error)?;
-    let result = converse(&session, input, model, &deadline);
+    let reply = converse(&session, input, model, &deadline);
     let status = session.close();
-    let mut answer = result?;
-    answer.exit_code = status.exit_code.or(Some(0));
-    answer.duration_ms = deadline.0.elapsed().as_millis() as u64;
-    Ok(answer)
+    Ok(Answer {
+        stdout: reply?,
+        stderr: String::new(),
+        exit_code: status.exit_code.or(Some(0)),
+        mode: "tty",
+        truncated: false,
+        duration_ms: deadline.0.elapsed().as_millis() as u64,
+        model: model.to_string(),
+    })
 }
 
+/// The conversation up to the answer; the answer's text.
 fn converse(
     session: &Session,
     input: &str,
     model: &str,
     deadline: &Deadline,
-) -> Result<Answer, ToolError> {
+) -> Result<String, ToolError> {
     let mut seen = String::new();
     let first = expect(session, FIRST_SCREEN, deadline, &mut seen)?;
     if first.to_ascii_lowercase().contains("trust") {
@@ -69,15 +75,7 @@ fn converse(
     session.write(&format!("{line}\r")).map_err(pty_error)?;
     let reply = expect(session, PROMPT, deadline, &mut seen)?;
     let _ = session.write("/exit\r");
-    Ok(Answer {
-        stdout: answer_text(&reply, &line),
-        stderr: String::new(),
-        exit_code: None,
-        mode: "tty",
-        truncated: false,
-        duration_ms: 0,
-        model: String::new(),
-    })
+    Ok(answer_text(&reply, &line))
 }
 
 /// Read until `pattern`; the CLI exiting or saying it is not logged in

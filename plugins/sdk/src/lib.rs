@@ -162,6 +162,20 @@ pub fn parse_args<T: serde::de::DeserializeOwned>(arguments: &str) -> Result<T, 
     })
 }
 
+impl process::RunResult {
+    /// What the tail holds of stdout and of stderr, each in order.
+    pub fn streams(&self) -> (String, String) {
+        let (mut out, mut err) = (String::new(), String::new());
+        for chunk in &self.tail {
+            match chunk.stream {
+                process::Stream::Stdout => out.push_str(&chunk.text),
+                process::Stream::Stderr => err.push_str(&chunk.text),
+            }
+        }
+        (out, err)
+    }
+}
+
 /// Seconds since the Unix epoch, from the host's wall clock.
 pub fn now_secs() -> u64 {
     std::time::SystemTime::now()
