@@ -141,7 +141,7 @@ impl host::timebox::Progress for NoProgress {
 }
 
 /// The same two round trips with a bare JSON-RPC client (write a line, read
-/// a line), as peers' figures are taken: without rmcp's client in the way.
+/// a line): the host without rmcp's client-side dispatch in the way.
 async fn raw_round_trips(env: &Env) {
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
     let mut child = env

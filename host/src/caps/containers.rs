@@ -68,113 +68,100 @@ fn granted(g: &Grants) -> Result<(), ContainerError> {
 
 /// The container `id` if it exists and belongs to this plugin.
 async fn owned(g: &Grants, id: &str) -> Result<Inspected, ContainerError> {
-    {
-        granted(g)?;
-        check_word("container id", id)?;
-        let not_found = || {
-            ContainerError::NotFound(format!(
-                "no container `{id}` belongs to plugin `{}`",
-                g.plugin
-            ))
-        };
-        let info = match podman::inspect(&[id.to_string()]).await {
-            Ok(mut found) if !found.is_empty() => found.remove(0),
-            Ok(_) | Err(PodmanError::NotFound(_)) => return Err(not_found()),
-            Err(e) => return Err(e.into()),
-        };
-        if owner(&info) != Some(g.plugin.as_str()) {
-            return Err(not_found());
-        }
-        remember(&g.plugin, &info);
-        Ok(info)
+    granted(g)?;
+    check_word("container id", id)?;
+    let not_found = || {
+        ContainerError::NotFound(format!(
+            "no container `{id}` belongs to plugin `{}`",
+            g.plugin
+        ))
+    };
+    let info = match podman::inspect(&[id.to_string()]).await {
+        Ok(mut found) if !found.is_empty() => found.remove(0),
+        Ok(_) | Err(PodmanError::NotFound(_)) => return Err(not_found()),
+        Err(e) => return Err(e.into()),
+    };
+    if owner(&info) != Some(g.plugin.as_str()) {
+        return Err(not_found());
     }
+    remember(&g.plugin, &info);
+    Ok(info)
 }
 
 /// Turn a create request into `podman run` arguments the policy allows.
 fn run_args(g: &Grants, request: &CreateRequest) -> Result<Vec<String>, ContainerError> {
-    {
-        if !image_allowed(&request.image, &g.images) {
-            return Err(ContainerError::Denied(g.denial(
-                &format!("the image `{}`", request.image),
-                "containers.images",
-                &format!("\"{}\"", request.image),
+    if !image_allowed(&request.image, &g.images) {
+        return Err(ContainerError::Denied(g.denial(
+            &format!("the image `{}`", request.image),
+            "containers.images",
+            &format!("\"{}\"", request.image),
+        )));
+    }
+    check_word("image", &request.image)?;
+    let mut args: Vec<String> = vec!["run".into(), "--detach".into(), "--pull=never".into()];
+    args.extend(["--label".into(), format!("{OWNER_LABEL}={}", g.plugin)]);
+    for (key, value) in &request.labels {
+        if key.is_empty() || key.contains('=') || key == OWNER_LABEL || value.contains('\n') {
+            return Err(ContainerError::Invalid(format!(
+                "label `{key}` cannot be set"
             )));
         }
-        check_word("image", &request.image)?;
-        let mut args: Vec<String> = vec!["run".into(), "--detach".into(), "--pull=never".into()];
-        args.extend(["--label".into(), format!("{OWNER_LABEL}={}", g.plugin)]);
-        for (key, value) in &request.labels {
-            if key.is_empty() || key.contains('=') || key == OWNER_LABEL || value.contains('\n') {
-                return Err(ContainerError::Invalid(format!(
-                    "label `{key}` cannot be set"
-                )));
-            }
-            args.extend(["--label".into(), format!("{key}={value}")]);
-        }
-        for mount in &request.mounts {
-            let roots: Vec<PathBuf> = if mount.read_only {
-                g.read_roots.iter().chain(&g.write_roots).cloned().collect()
-            } else {
-                g.write_roots.clone()
-            };
-            let key = if mount.read_only {
-                "fs.read"
-            } else {
-                "fs.write"
-            };
-            let source = confine(&mount.source, &g.workspace, &roots)
-                .filter(|_| Path::new(&mount.source).is_absolute())
-                .ok_or_else(|| {
-                    ContainerError::Denied(g.denial(
-                        &format!("mounting `{}`", mount.source),
-                        key,
-                        "an absolute root containing it",
-                    ))
-                })?;
-            let source = source.to_string_lossy();
-            if !mount.target.starts_with('/')
-                || [&*source, &mount.target]
-                    .iter()
-                    .any(|p| p.contains([':', ',']))
-            {
-                return Err(ContainerError::Invalid(format!(
-                    "mount `{}` -> `{}`: the target must be absolute, and neither may contain ':' or ','",
-                    mount.source, mount.target
-                )));
-            }
-            let ro = if mount.read_only { ":ro" } else { "" };
-            args.extend(["--volume".into(), format!("{source}:{}{ro}", mount.target)]);
-        }
-        if let Some(dir) = &request.workdir {
-            args.extend(["--workdir".into(), dir.clone()]);
-        }
-        args.extend(env_args(&request.env)?);
-        for port in &request.ports {
-            if *port == 0 {
-                return Err(ContainerError::Invalid("port 0 cannot be published".into()));
-            }
-            args.extend(["--publish".into(), format!("127.0.0.1::{port}")]);
-        }
-        if !request.use_entrypoint {
-            args.push("--entrypoint=".into());
-        }
-        if let Some(name) = &request.name {
-            check_word("container name", name)?;
-            args.extend(["--name".into(), name.clone()]);
-        }
-        args.push(request.image.clone());
-        args.extend(request.command.iter().cloned());
-        Ok(args)
+        args.extend(["--label".into(), format!("{key}={value}")]);
     }
-}
-
-/// Run a block that uses `?` with the call's grants as `g` (cloned: the
-/// future must be `Send`, and `CallState` is not `Sync`).
-macro_rules! answer {
-    ($state:expr, |$g:ident| $body:expr) => {{
-        let $g = $state.grants.clone();
-        Ok(async move { $body }.await)
-    }};
+    for mount in &request.mounts {
+        let roots: Vec<PathBuf> = if mount.read_only {
+            g.read_roots.iter().chain(&g.write_roots).cloned().collect()
+        } else {
+            g.write_roots.clone()
+        };
+        let key = if mount.read_only {
+            "fs.read"
+        } else {
+            "fs.write"
+        };
+        let source = confine(&mount.source, &g.workspace, &roots)
+            .filter(|_| Path::new(&mount.source).is_absolute())
+            .ok_or_else(|| {
+                ContainerError::Denied(g.denial(
+                    &format!("mounting `{}`", mount.source),
+                    key,
+                    "an absolute root containing it",
+                ))
+            })?;
+        let source = source.to_string_lossy();
+        if !mount.target.starts_with('/')
+            || [&*source, &mount.target]
+                .iter()
+                .any(|p| p.contains([':', ',']))
+        {
+            return Err(ContainerError::Invalid(format!(
+                "mount `{}` -> `{}`: the target must be absolute, and neither may contain ':' or ','",
+                mount.source, mount.target
+            )));
+        }
+        let ro = if mount.read_only { ":ro" } else { "" };
+        args.extend(["--volume".into(), format!("{source}:{}{ro}", mount.target)]);
+    }
+    if let Some(dir) = &request.workdir {
+        args.extend(["--workdir".into(), dir.clone()]);
+    }
+    args.extend(env_args(&request.env)?);
+    for port in &request.ports {
+        if *port == 0 {
+            return Err(ContainerError::Invalid("port 0 cannot be published".into()));
+        }
+        args.extend(["--publish".into(), format!("127.0.0.1::{port}")]);
+    }
+    if !request.use_entrypoint {
+        args.push("--entrypoint=".into());
+    }
+    if let Some(name) = &request.name {
+        check_word("container name", name)?;
+        args.extend(["--name".into(), name.clone()]);
+    }
+    args.push(request.image.clone());
+    args.extend(request.command.iter().cloned());
+    Ok(args)
 }
 
 impl Host for CallState {

@@ -6,6 +6,17 @@
 //! client for progress and logs. Capability functions check the grants
 //! first and answer `denied` with the config key that would grant them.
 
+/// For capability functions whose answer is `Result<T, E>`: run a block
+/// that uses `?`, with the call's grants as `g` (cloned: the future must be
+/// `Send`, and `CallState` is not `Sync`). Defined before the modules that
+/// use it.
+macro_rules! answer {
+    ($state:expr, |$g:ident| $body:expr) => {{
+        let $g = $state.grants.clone();
+        Ok(async move { $body }.await)
+    }};
+}
+
 pub mod containers;
 pub mod git;
 pub mod index;

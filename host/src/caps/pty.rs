@@ -239,7 +239,7 @@ impl HostSession for CallState {
         let output = self.table.get(&session)?.output.clone();
         loop {
             let notified = output.more.notified();
-            {
+            let ended = {
                 let mut unread = output.unread.lock().expect("pty buffer poisoned");
                 let text = String::from_utf8_lossy(&unread).into_owned();
                 if let Some(end) = pattern
@@ -258,20 +258,22 @@ impl HostSession for CallState {
                     }));
                 }
                 let eof = output.eof.load(Ordering::SeqCst);
-                if eof || Instant::now() >= deadline {
+                (eof || Instant::now() >= deadline).then(|| {
                     unread.clear();
-                    drop(unread);
-                    let exited = if eof {
-                        self.table.get_mut(&session)?.exit_status_blocking()
-                    } else {
-                        None
-                    };
-                    return Ok(Ok(ReadResult {
-                        text,
-                        matched: false,
-                        exited,
-                    }));
-                }
+                    (text, eof)
+                })
+            };
+            if let Some((text, eof)) = ended {
+                let exited = if eof {
+                    self.table.get_mut(&session)?.exit_status_soon().await
+                } else {
+                    None
+                };
+                return Ok(Ok(ReadResult {
+                    text,
+                    matched: false,
+                    exited,
+                }));
             }
             tokio::select! {
                 _ = notified => {}
@@ -312,13 +314,14 @@ impl HostSession for CallState {
 }
 
 impl Session {
-    /// After end of output the child exits at once; wait briefly for it.
-    fn exit_status_blocking(&mut self) -> Option<ExitStatus> {
+    /// After end of output the child exits at once; wait briefly for it
+    /// without holding up the runtime's thread.
+    async fn exit_status_soon(&mut self) -> Option<ExitStatus> {
         for _ in 0..100 {
             if let Some(status) = self.exit_status() {
                 return Some(status);
             }
-            std::thread::sleep(Duration::from_millis(5));
+            tokio::time::sleep(Duration::from_millis(5)).await;
         }
         None
     }

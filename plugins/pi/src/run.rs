@@ -124,7 +124,7 @@ pub fn run(
                         &relayed.to_string(),
                     );
                 }
-                if let Some(done) = run.see(&event)? {
+                if let Some(done) = run.see(&event) {
                     // pi's work is done: dropping the child kills it at once,
                     // without waiting for it to shut down.
                     return done;
@@ -187,7 +187,7 @@ fn crashed(child: &Child, exit_code: Option<i32>) -> ToolError {
 impl Run {
     /// Take one event: record what the result needs, and say whether the
     /// run is over.
-    fn see(&mut self, event: &Value) -> Result<Option<Result<Outcome, ToolError>>, ToolError> {
+    fn see(&mut self, event: &Value) -> Option<Result<Outcome, ToolError>> {
         let kind = event["type"].as_str().unwrap_or_default();
         if kind == "response" {
             if event["success"] == false {
@@ -195,9 +195,9 @@ impl Run {
                     .as_str()
                     .unwrap_or("pi refused the prompt")
                     .to_string();
-                return Ok(Some(Err(failure("pi_rejected", why, false))));
+                return Some(Err(failure("pi_rejected", why, false)));
             }
-            return Ok(None);
+            return None;
         }
         match kind {
             "turn_start" => self.outcome.turns += 1,
@@ -210,18 +210,18 @@ impl Run {
                 self.assistant(&event["message"])
             }
             "agent_start" | "auto_retry_start" => self.attempt_over = false,
-            "agent_end" if self.error.is_none() => return Ok(Some(self.finish())),
+            "agent_end" if self.error.is_none() => return Some(self.finish()),
             "agent_end" => self.attempt_over = true,
             "auto_retry_end" if event["success"] == false => {
                 self.error = event["finalError"]
                     .as_str()
                     .map(String::from)
                     .or(self.error.take());
-                return Ok(Some(self.finish()));
+                return Some(self.finish());
             }
             _ => {}
         }
-        Ok(None)
+        None
     }
 
     fn assistant(&mut self, message: &Value) {
@@ -328,22 +328,21 @@ mod tests {
         let mut run = Run::default();
         let error = json!({"type": "message_end", "message": {"role": "assistant", "stopReason": "error",
             "errorMessage": "Connection error.", "content": []}});
-        assert!(run.see(&error).unwrap().is_none());
+        assert!(run.see(&error).is_none());
         assert!(
-            run.see(&json!({"type": "agent_end"})).unwrap().is_none(),
+            run.see(&json!({"type": "agent_end"})).is_none(),
             "not final yet"
         );
         assert!(run.attempt_over);
         assert!(
             run.see(&json!({"type": "auto_retry_start", "attempt": 1}))
-                .unwrap()
                 .is_none()
         );
         assert!(!run.attempt_over);
         let done = run.see(
             &json!({"type": "auto_retry_end", "success": false, "finalError": "Connection error."}),
         );
-        let e = done.unwrap().unwrap().unwrap_err();
+        let e = done.unwrap().unwrap_err();
         assert_eq!(e.code, "provider_error");
         assert!(e.retryable);
     }
@@ -361,13 +360,9 @@ mod tests {
                 "content": [{"type": "text", "text": "All done."}], "usage": usage}}),
         ];
         for e in &events {
-            assert!(run.see(e).unwrap().is_none());
+            assert!(run.see(e).is_none());
         }
-        let outcome = run
-            .see(&json!({"type": "agent_end"}))
-            .unwrap()
-            .unwrap()
-            .unwrap();
+        let outcome = run.see(&json!({"type": "agent_end"})).unwrap().unwrap();
         assert_eq!(outcome.text, "All done.");
         assert_eq!(outcome.stop_reason, "stop");
         assert_eq!(outcome.turns, 2);
