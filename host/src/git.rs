@@ -1,9 +1,25 @@
 //! Running git for the host: the `git` capability and the `cofer` command.
 //!
-//! Every command line is built here with the same safety settings: hooks and
-//! fsmonitor off (a repository's config cannot make us run its programs),
-//! no pager, no prompts, no signing, and none of the caller's `GIT_*`
-//! variables that would point git at another repository.
+//! Every git process starts here, and none of them lets the directory it
+//! works on decide where the repository is or how git behaves. That matters
+//! because Cofer's worktrees are written by containers: a `.git` file, a
+//! repository config, `.gitattributes` or a hook planted there would
+//! otherwise run programs on the host or read its files (issue 21).
+//!
+//! - A [`Repo`] is located by the host: a main working tree is found by
+//!   looking for a `.git` *directory* (a `.git` file, which could point
+//!   anywhere, is refused), and a linked worktree through its repository's
+//!   own registry (`$GIT_DIR/worktrees/*/gitdir`), never through the
+//!   worktree's `.git` file. Git then gets `GIT_DIR` and `GIT_WORK_TREE`, so
+//!   it discovers nothing.
+//! - The environment is cleared: no system or global config, no system
+//!   attributes, none of the caller's `GIT_*` variables.
+//! - [`SAFE`] settings switch off hooks, fsmonitor, signing and every
+//!   transport but local files. On a worktree whose files are hostile, every
+//!   filter driver the repository defines is switched off as well (a filter
+//!   named by `.gitattributes` runs only if config defines it, and config
+//!   can only come from the user's repository and us), and no submodule is
+//!   recursed into (a nested repository's config is the container's).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -14,33 +30,29 @@ use std::time::Duration;
 /// No git operation of ours takes longer on a healthy repository.
 const GIT_TIMEOUT: Duration = Duration::from_secs(120);
 
-/// Settings put in front of every git command.
+/// Settings put in front of every git command. Hooks point at `/dev/null`
+/// rather than an empty directory: nothing can ever be created under it.
 const SAFE: &[&str] = &[
-    "-c",
     "core.hooksPath=/dev/null",
-    "-c",
     "core.fsmonitor=false",
-    "-c",
     "commit.gpgsign=false",
-    "-c",
     "tag.gpgsign=false",
-    "-c",
     "core.quotePath=false",
+    "protocol.allow=never",
+    "protocol.file.allow=always",
 ];
 
-/// Variables that would make git act on something other than `cwd`.
-const REDIRECTING_VARS: &[&str] = &[
-    "GIT_DIR",
-    "GIT_WORK_TREE",
-    "GIT_INDEX_FILE",
-    "GIT_COMMON_DIR",
-    "GIT_OBJECT_DIRECTORY",
-    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-    "GIT_CONFIG_PARAMETERS",
-    "GIT_CONFIG_COUNT",
-    "GIT_NAMESPACE",
-    "GIT_CEILING_DIRECTORIES",
+/// Added when the work tree's files are hostile: nothing in it may make
+/// git start a process in a nested repository.
+const HOSTILE_TREE: &[&str] = &[
+    "submodule.recurse=false",
+    "diff.ignoreSubmodules=all",
+    "status.submoduleSummary=false",
+    "core.attributesFile=/dev/null",
 ];
+
+/// Variables kept from the host's environment; everything else is cleared.
+const KEPT_VARS: &[&str] = &["PATH", "HOME", "TMPDIR"];
 
 #[derive(Debug, thiserror::Error)]
 pub enum GitError {
@@ -48,6 +60,9 @@ pub enum GitError {
     Unavailable,
     #[error("{0} is not inside a git repository")]
     NotARepository(String),
+    /// A place the host will not treat as a repository, and why.
+    #[error("{0}")]
+    Refused(String),
     #[error("`{command}` failed (exit code {exit_code:?}): {stderr}")]
     Failed {
         command: String,
@@ -56,27 +71,216 @@ pub enum GitError {
     },
 }
 
-/// Run `git <SAFE> <args>` in `cwd` and return its stdout.
-pub async fn run(cwd: &Path, args: &[&str]) -> Result<String, GitError> {
-    run_with(cwd, &[], args).await
+/// A work tree and the git directory the host found for it.
+#[derive(Debug, Clone)]
+pub struct Repo {
+    work_tree: PathBuf,
+    git_dir: PathBuf,
+    /// Whether someone else (a container) writes the work tree's files.
+    hostile: bool,
 }
 
-/// Like [`run`] with extra `-c name=value` settings.
-pub async fn run_with(cwd: &Path, settings: &[String], args: &[&str]) -> Result<String, GitError> {
+impl Repo {
+    /// The main working tree containing `path`, found by the host: the
+    /// nearest ancestor with a `.git` directory. Refused when the nearest
+    /// `.git` is a file or a link (a linked worktree or submodule: what it
+    /// points to is not ours to trust), or when the tree is a registered
+    /// linked worktree of an enclosing repository (a `.git` directory there
+    /// was planted).
+    pub fn open(path: &Path) -> Result<Repo, GitError> {
+        let path = path
+            .canonicalize()
+            .map_err(|_| GitError::NotARepository(path.display().to_string()))?;
+        let (work_tree, kind) = path
+            .ancestors()
+            .find_map(|dir| {
+                let meta = std::fs::symlink_metadata(dir.join(".git")).ok()?;
+                Some((dir.to_path_buf(), meta.file_type()))
+            })
+            .ok_or_else(|| GitError::NotARepository(path.display().to_string()))?;
+        if !kind.is_dir() {
+            return Err(GitError::Refused(format!(
+                "{}/.git is not a directory: {} is a linked worktree or a submodule, which the host does \
+                 not open (its .git could point anywhere); use the main working tree of its repository",
+                work_tree.display(),
+                work_tree.display()
+            )));
+        }
+        for outer in work_tree.ancestors().skip(1) {
+            let Ok(outer) = Repo::main(outer) else { continue };
+            if let Some(linked) = outer
+                .linked_worktrees()
+                .into_iter()
+                .find(|(_, tree)| work_tree.starts_with(tree))
+            {
+                return Err(GitError::Refused(format!(
+                    "{} is inside {}, a linked worktree of {}: its files (a .git directory among them) \
+                     may be written by a container; use {}",
+                    path.display(),
+                    linked.1.display(),
+                    outer.work_tree.display(),
+                    outer.work_tree.display()
+                )));
+            }
+        }
+        Ok(Repo::main(&work_tree).expect("checked above"))
+    }
+
+    /// `dir` itself as a main working tree, if it has a `.git` directory.
+    fn main(dir: &Path) -> Result<Repo, GitError> {
+        let git_dir = dir.join(".git");
+        match std::fs::symlink_metadata(&git_dir) {
+            Ok(meta) if meta.is_dir() => Ok(Repo {
+                work_tree: dir.to_path_buf(),
+                git_dir,
+                hostile: false,
+            }),
+            _ => Err(GitError::NotARepository(dir.display().to_string())),
+        }
+    }
+
+    /// The linked worktree of this repository at `path`, whose files are
+    /// hostile. Found in this repository's registry; the worktree's own
+    /// `.git` is never read.
+    pub fn linked(&self, path: &Path) -> Result<Repo, GitError> {
+        let path = path
+            .canonicalize()
+            .map_err(|_| GitError::NotARepository(path.display().to_string()))?;
+        let (git_dir, work_tree) = self
+            .linked_worktrees()
+            .into_iter()
+            .find(|(_, tree)| *tree == path)
+            .ok_or_else(|| {
+                GitError::NotARepository(format!(
+                    "{} (not a worktree of {})",
+                    path.display(),
+                    self.work_tree.display()
+                ))
+            })?;
+        Ok(Repo {
+            work_tree,
+            git_dir,
+            hostile: true,
+        })
+    }
+
+    /// `(admin dir, work tree)` of every linked worktree git has registered.
+    fn linked_worktrees(&self) -> Vec<(PathBuf, PathBuf)> {
+        let Ok(entries) = std::fs::read_dir(self.git_dir.join("worktrees")) else {
+            return Vec::new();
+        };
+        entries
+            .flatten()
+            .filter_map(|entry| {
+                let admin = entry.path();
+                let gitfile = std::fs::read_to_string(admin.join("gitdir")).ok()?;
+                let tree = Path::new(gitfile.trim_end_matches('\n')).parent()?;
+                // Compare resolved paths, as `open` and `linked` do.
+                let tree = tree.canonicalize().unwrap_or_else(|_| tree.to_path_buf());
+                Some((admin, tree))
+            })
+            .collect()
+    }
+
+    pub fn work_tree(&self) -> &Path {
+        &self.work_tree
+    }
+
+    /// The content git writes into a linked worktree's `.git` file.
+    pub fn gitfile(&self) -> String {
+        format!("gitdir: {}\n", self.git_dir.display())
+    }
+
+    /// `git <args>` on this repository for the user's terminal (their
+    /// pager, colours and config), with hooks and fsmonitor off.
+    pub fn user_command(&self, args: &[&str]) -> std::process::Command {
+        let mut command = std::process::Command::new("git");
+        command
+            .args(["-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false"])
+            .args(args)
+            .env("GIT_DIR", &self.git_dir)
+            .env("GIT_WORK_TREE", &self.work_tree)
+            .current_dir(&self.work_tree);
+        command
+    }
+
+    /// Run `git <args>` on this repository; its stdout.
+    pub async fn run(&self, args: &[&str]) -> Result<String, GitError> {
+        self.run_with(&[], args).await
+    }
+
+    /// Like [`Repo::run`] with extra `-c name=value` settings.
+    pub async fn run_with(&self, settings: &[String], args: &[&str]) -> Result<String, GitError> {
+        let mut all: Vec<String> = SAFE.iter().map(|s| s.to_string()).collect();
+        all.push(format!("safe.directory={}", self.work_tree.display()));
+        if self.hostile {
+            all.extend(HOSTILE_TREE.iter().map(|s| s.to_string()));
+            all.extend(self.filters_off().await?);
+        }
+        all.extend_from_slice(settings);
+        let mut command = git_command(&all, args);
+        command
+            .env("GIT_DIR", &self.git_dir)
+            .env("GIT_WORK_TREE", &self.work_tree)
+            .current_dir(&self.work_tree);
+        output(command, args, &self.work_tree).await
+    }
+
+    /// `-c` settings emptying every filter driver the repository's config
+    /// defines (an empty command is no filter).
+    async fn filters_off(&self) -> Result<Vec<String>, GitError> {
+        let trusted = Repo {
+            hostile: false,
+            ..self.clone()
+        };
+        let defined = match Box::pin(trusted.run(&["config", "--name-only", "--get-regexp", r"^filter\."])).await {
+            Ok(out) => out,
+            Err(GitError::Failed {
+                exit_code: Some(1), ..
+            }) => String::new(),
+            Err(e) => return Err(e),
+        };
+        let mut drivers: Vec<&str> = defined
+            .lines()
+            .filter_map(|key| key.strip_prefix("filter.")?.rsplit_once('.').map(|(name, _)| name))
+            .collect();
+        drivers.sort_unstable();
+        drivers.dedup();
+        Ok(drivers
+            .into_iter()
+            .flat_map(|name| {
+                ["clean=", "smudge=", "process=", "required=false"]
+                    .map(|setting| format!("filter.{name}.{setting}"))
+            })
+            .collect())
+    }
+}
+
+/// `git` with the host's settings and a cleared environment.
+fn git_command(settings: &[String], args: &[&str]) -> tokio::process::Command {
     let mut command = tokio::process::Command::new("git");
     command
-        .args(SAFE)
         .args(settings.iter().flat_map(|s| ["-c", s.as_str()]))
         .args(args)
-        .current_dir(cwd)
+        .env_clear()
+        .envs(KEPT_VARS.iter().filter_map(|var| Some((var, std::env::var_os(var)?))))
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_ATTR_NOSYSTEM", "1")
         .env("GIT_TERMINAL_PROMPT", "0")
         .env("GIT_PAGER", "cat")
         .env("LC_ALL", "C")
         .stdin(Stdio::null())
         .kill_on_drop(true);
-    for var in REDIRECTING_VARS {
-        command.env_remove(var);
-    }
+    command
+}
+
+/// Run `command` (`git <args>` on `dir`) under [`GIT_TIMEOUT`]; its stdout.
+async fn output(
+    mut command: tokio::process::Command,
+    args: &[&str],
+    dir: &Path,
+) -> Result<String, GitError> {
     let shown = || format!("git {}", args.join(" "));
     let output = match tokio::time::timeout(GIT_TIMEOUT, command.output()).await {
         Err(_) => {
@@ -88,10 +292,10 @@ pub async fn run_with(cwd: &Path, settings: &[String], args: &[&str]) -> Result<
         }
         Ok(Err(e)) if e.kind() == std::io::ErrorKind::NotFound => {
             // Either git or the directory is missing; say which.
-            return Err(if cwd.is_dir() {
+            return Err(if dir.is_dir() {
                 GitError::Unavailable
             } else {
-                GitError::NotARepository(cwd.display().to_string())
+                GitError::NotARepository(dir.display().to_string())
             });
         }
         Ok(Err(e)) => {
@@ -108,7 +312,7 @@ pub async fn run_with(cwd: &Path, settings: &[String], args: &[&str]) -> Result<
     }
     let stderr = String::from_utf8_lossy(&output.stderr).trim().to_string();
     if stderr.contains("not a git repository") {
-        return Err(GitError::NotARepository(cwd.display().to_string()));
+        return Err(GitError::NotARepository(dir.display().to_string()));
     }
     Err(GitError::Failed {
         command: shown(),
@@ -117,27 +321,20 @@ pub async fn run_with(cwd: &Path, settings: &[String], args: &[&str]) -> Result<
     })
 }
 
-/// The top-level directory of the work tree containing `path`.
-pub async fn toplevel(path: &Path) -> Result<PathBuf, GitError> {
-    let out = run(path, &["rev-parse", "--show-toplevel"]).await?;
-    Ok(PathBuf::from(out.trim()))
+/// `git init --bare` in `dir` (which is not a repository yet).
+pub async fn init_bare(dir: &Path) -> Result<(), GitError> {
+    let settings: Vec<String> = SAFE.iter().map(|s| s.to_string()).collect();
+    let args = ["init", "--quiet", "--bare", "--", &*dir.to_string_lossy()];
+    let mut command = git_command(&settings, &args);
+    command.current_dir(dir);
+    output(command, &args, dir).await.map(drop)
 }
 
 /// The commit `rev` names, if any.
-pub async fn resolve(repo: &Path, rev: &str) -> Result<Option<String>, GitError> {
+pub async fn resolve(repo: &Repo, rev: &str) -> Result<Option<String>, GitError> {
     let spec = format!("{rev}^{{commit}}");
-    match run(
-        repo,
-        &[
-            "rev-parse",
-            "--verify",
-            "--quiet",
-            "--end-of-options",
-            &spec,
-        ],
-    )
-    .await
-    {
+    let args = ["rev-parse", "--verify", "--quiet", "--end-of-options", &spec];
+    match repo.run(&args).await {
         Ok(out) => Ok(Some(out.trim().to_string())),
         Err(GitError::Failed {
             exit_code: Some(1), ..
@@ -147,9 +344,9 @@ pub async fn resolve(repo: &Path, rev: &str) -> Result<Option<String>, GitError>
 }
 
 /// URL of remote `name`, if the repository has one.
-pub async fn remote_url(repo: &Path, name: &str) -> Result<Option<String>, GitError> {
+pub async fn remote_url(repo: &Repo, name: &str) -> Result<Option<String>, GitError> {
     let key = format!("remote.{name}.url");
-    match run(repo, &["config", "--get", &key]).await {
+    match repo.run(&["config", "--get", &key]).await {
         Ok(out) => Ok(Some(out.trim().to_string())),
         Err(GitError::Failed {
             exit_code: Some(1), ..
@@ -159,9 +356,8 @@ pub async fn remote_url(repo: &Path, name: &str) -> Result<Option<String>, GitEr
 }
 
 /// Add `pattern` to the repository's `info/exclude` unless it is there.
-pub async fn exclude(repo: &Path, pattern: &str) -> Result<(), GitError> {
-    let out = run(repo, &["rev-parse", "--git-path", "info/exclude"]).await?;
-    let file = repo.join(out.trim());
+pub async fn exclude(repo: &Repo, pattern: &str) -> Result<(), GitError> {
+    let file = repo.git_dir.join("info/exclude");
     let current = std::fs::read_to_string(&file).unwrap_or_default();
     if current.lines().any(|line| line.trim() == pattern) {
         return Ok(());
@@ -183,27 +379,40 @@ pub async fn exclude(repo: &Path, pattern: &str) -> Result<(), GitError> {
     std::fs::write(&file, text).map_err(failed)
 }
 
-/// `-c user.name/-c user.email` when the repository has no identity, so a
-/// commit works on a machine where git was never configured.
-pub async fn identity_fallback(repo: &Path) -> Vec<String> {
-    match run(repo, &["config", "user.email"]).await {
-        Ok(email) if !email.trim().is_empty() => Vec::new(),
-        _ => vec![
-            "user.name=Cofer".into(),
-            "user.email=cofer@localhost".into(),
-        ],
+/// `-c user.name=… -c user.email=…` for a commit: the repository's
+/// identity, else the host user's global one, else Cofer's, so a commit
+/// works on a machine where git was never configured. (Global config is
+/// read for these two values only; everything else of it stays off.)
+pub async fn identity(repo: &Repo) -> Vec<String> {
+    let mut settings = Vec::new();
+    for (key, fallback) in [("user.name", "Cofer"), ("user.email", "cofer@localhost")] {
+        let value = match repo.run(&["config", "--get", key]).await {
+            Ok(value) if !value.trim().is_empty() => value,
+            _ => {
+                let args = ["config", "--global", "--get", key];
+                let mut command = git_command(&[], &args);
+                command.env_remove("GIT_CONFIG_GLOBAL").current_dir("/");
+                output(command, &args, Path::new("/"))
+                    .await
+                    .unwrap_or_default()
+            }
+        };
+        let value = value.trim();
+        let value = if value.is_empty() { fallback } else { value };
+        settings.push(format!("{key}={value}"));
     }
+    settings
 }
 
 /// One lock per repository: git's lock files make concurrent writers fail
 /// rather than wait.
-pub fn repo_lock(repo: &Path) -> Arc<tokio::sync::Mutex<()>> {
+pub fn repo_lock(repo: &Repo) -> Arc<tokio::sync::Mutex<()>> {
     static LOCKS: LazyLock<Mutex<HashMap<PathBuf, Arc<tokio::sync::Mutex<()>>>>> =
         LazyLock::new(Default::default);
     LOCKS
         .lock()
         .expect("lock map poisoned")
-        .entry(repo.to_path_buf())
+        .entry(repo.work_tree.clone())
         .or_default()
         .clone()
 }

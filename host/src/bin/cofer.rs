@@ -6,12 +6,12 @@
 //! - `cofer checkout|log|diff <id>` are the commands the environment tools
 //!   tell the user to run.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
-use host::git;
+use host::git::{self, Repo};
 
 const REMOTE: &str = "cofer";
 
@@ -57,9 +57,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Some(repo) => repo,
         None => std::env::current_dir()?,
     };
-    let repo = git::toplevel(&start)
-        .await
-        .with_context(|| format!("{} is not in a git repository", start.display()))?;
+    let repo = Repo::open(&start).with_context(|| format!("{} is not in a git repository", start.display()))?;
     match cli.command {
         Command::Init => init(&repo).await.map(|()| ExitCode::SUCCESS),
         Command::Checkout { id } => {
@@ -85,21 +83,21 @@ async fn run(cli: Cli) -> Result<ExitCode> {
     }
 }
 
-async fn init(repo: &Path) -> Result<()> {
-    let bare = repo.join(".cofer/remote.git");
+async fn init(repo: &Repo) -> Result<()> {
+    let bare = repo.work_tree().join(".cofer/remote.git");
     git::exclude(repo, "/.cofer/").await?;
     match git::remote_url(repo, REMOTE).await? {
         Some(url) => println!("remote `{REMOTE}` already set up ({url}); nothing to do"),
         None => {
             if !bare.join("HEAD").exists() {
                 std::fs::create_dir_all(&bare)?;
-                git::run(&bare, &["init", "--quiet", "--bare"]).await?;
+                git::init_bare(&bare).await?;
             }
             let url = bare.to_string_lossy();
-            git::run(repo, &["remote", "add", REMOTE, &url]).await?;
+            repo.run(&["remote", "add", REMOTE, &url]).await?;
             println!(
                 "added remote `{REMOTE}` -> {url}; environments can now be created in {}",
-                repo.display()
+                repo.work_tree().display()
             );
         }
     }
@@ -107,26 +105,24 @@ async fn init(repo: &Path) -> Result<()> {
 }
 
 /// Bring the environment's branch from the remote; the ref to use.
-async fn fetch(repo: &Path, id: &str) -> Result<String> {
+async fn fetch(repo: &Repo, id: &str) -> Result<String> {
     if git::remote_url(repo, REMOTE).await?.is_none() {
         bail!(
             "{} has no `{REMOTE}` remote: run `cofer init` first",
-            repo.display()
+            repo.work_tree().display()
         );
     }
     let spec = format!("+refs/heads/cofer/{id}:refs/remotes/{REMOTE}/cofer/{id}");
-    git::run(repo, &["fetch", "--quiet", REMOTE, &spec])
+    repo.run(&["fetch", "--quiet", REMOTE, &spec])
         .await
         .with_context(|| format!("there is no environment `{id}` on the `{REMOTE}` remote"))?;
     Ok(format!("{REMOTE}/cofer/{id}"))
 }
 
 /// Run a git command with the user's terminal (their pager, colours).
-fn show(repo: &Path, args: &[&str]) -> Result<ExitCode> {
-    let status = std::process::Command::new("git")
-        .args(["-c", "core.hooksPath=/dev/null"])
-        .args(args)
-        .current_dir(repo)
+fn show(repo: &Repo, args: &[&str]) -> Result<ExitCode> {
+    let status = repo
+        .user_command(args)
         .status()
         .context("cannot run git")?;
     Ok(if status.success() {

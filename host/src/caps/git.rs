@@ -6,14 +6,15 @@
 //! an argv filter for all of them would be a losing game. Here the plugin
 //! names an operation; the host builds the command line ([`crate::git`]),
 //! confines every path to the plugin's writable roots (a repository is
-//! written to even by "read" commands: index refresh, lock files) and
+//! written to even by "read" commands: index refresh, lock files), locates
+//! the repository itself ([`Repo`]: a `.git` file is never followed) and
 //! serialises operations on one repository.
 
 use std::path::{Path, PathBuf};
 
-use crate::bindings::mcphost::plugin::git::{GitError, GitFailure, Host};
+use crate::bindings::mcphost::plugin::git::{CommitOutcome, GitError, GitFailure, Host};
 use crate::caps::CallState;
-use crate::git::{self, GitError as RunError};
+use crate::git::{self, GitError as RunError, Repo};
 use crate::paths::confine;
 use crate::policy::Grants;
 
@@ -24,6 +25,7 @@ impl From<RunError> for GitError {
         match e {
             RunError::Unavailable => GitError::Unavailable(e.to_string()),
             RunError::NotARepository(_) => GitError::NotARepository(e.to_string()),
+            RunError::Refused(why) => GitError::Denied(why),
             RunError::Failed {
                 command,
                 exit_code,
@@ -54,27 +56,74 @@ fn git_path(g: &Grants, path: &str) -> Result<PathBuf, GitError> {
     })
 }
 
-/// Run one git command in `repo` under the repository's lock.
-async fn git_locked(repo: &Path, args: &[&str]) -> Result<String, GitError> {
+/// The repository containing `path`, all of it inside a writable root.
+fn repository(g: &Grants, path: &str) -> Result<Repo, GitError> {
+    let repo = Repo::open(&git_path(g, path)?)?;
+    // The whole repository must be writable, not just `path` in it.
+    git_path(g, &repo.work_tree().to_string_lossy())?;
+    Ok(repo)
+}
+
+/// Run one git command on `repo` under the repository's lock.
+async fn git_locked(repo: &Repo, args: &[&str]) -> Result<String, GitError> {
     let lock = git::repo_lock(repo);
     let _held = lock.lock().await;
-    Ok(git::run(repo, args).await?)
+    Ok(repo.run(args).await?)
+}
+
+/// Put back the `.git` file git wrote into a linked worktree if something
+/// else is there now (a container may have replaced it to redirect git);
+/// the warning to report. `create_new` never follows a link planted
+/// between the removal and the write.
+fn restore_gitfile(tree: &Repo) -> Result<Option<String>, GitError> {
+    let path = tree.work_tree().join(".git");
+    let expected = tree.gitfile();
+    let found = match std::fs::symlink_metadata(&path) {
+        Ok(meta) if meta.is_file() => match std::fs::read_to_string(&path) {
+            Ok(text) if text == expected => return Ok(None),
+            _ => "a different .git file",
+        },
+        Ok(meta) if meta.is_dir() => "a .git directory",
+        Ok(_) => "a .git link",
+        Err(_) => "no .git",
+    };
+    let failed = |e: std::io::Error| {
+        GitError::Failed(GitFailure {
+            command: format!("restore {}", path.display()),
+            exit_code: None,
+            stderr: e.to_string(),
+        })
+    };
+    match std::fs::symlink_metadata(&path) {
+        Ok(meta) if meta.is_dir() => std::fs::remove_dir_all(&path).map_err(failed)?,
+        Ok(_) => std::fs::remove_file(&path).map_err(failed)?,
+        Err(_) => {}
+    }
+    use std::io::Write;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&path)
+        .and_then(|mut file| file.write_all(expected.as_bytes()))
+        .map_err(failed)?;
+    Ok(Some(format!(
+        "the worktree {} had {found} where git's .git file belongs (written from inside the \
+         container?); it was not followed and the .git file was restored",
+        tree.work_tree().display()
+    )))
 }
 
 impl Host for CallState {
     async fn open(&mut self, path: String) -> Answer<String> {
         answer!(self, |g| {
-            let dir = git_path(&g, &path)?;
-            let root = git::toplevel(&dir).await?;
-            // The whole repository must be writable, not just `path` in it.
-            let root = git_path(&g, &root.to_string_lossy())?;
-            Ok(root.to_string_lossy().into_owned())
+            let repo = repository(&g, &path)?;
+            Ok(repo.work_tree().to_string_lossy().into_owned())
         })
     }
 
     async fn status(&mut self, repo: String) -> Answer<Vec<String>> {
         answer!(self, |g| {
-            let repo = git_path(&g, &repo)?;
+            let repo = repository(&g, &repo)?;
             let out =
                 git_locked(&repo, &["status", "--porcelain", "--untracked-files=all"]).await?;
             Ok(out.lines().map(str::to_string).collect())
@@ -83,14 +132,14 @@ impl Host for CallState {
 
     async fn remote_url(&mut self, repo: String, name: String) -> Answer<Option<String>> {
         answer!(self, |g| {
-            let repo = git_path(&g, &repo)?;
+            let repo = repository(&g, &repo)?;
             Ok(git::remote_url(&repo, &name).await?)
         })
     }
 
     async fn resolve(&mut self, repo: String, rev: String) -> Answer<Option<String>> {
         answer!(self, |g| {
-            let repo = git_path(&g, &repo)?;
+            let repo = repository(&g, &repo)?;
             Ok(git::resolve(&repo, &rev).await?)
         })
     }
@@ -103,7 +152,7 @@ impl Host for CallState {
         start: String,
     ) -> Answer<()> {
         answer!(self, |g| {
-            let repo = git_path(&g, &repo)?;
+            let repo = repository(&g, &repo)?;
             let path = git_path(&g, &path)?;
             check_ref_name(&branch)?;
             let path = path.to_string_lossy();
@@ -112,7 +161,7 @@ impl Host for CallState {
             // Parallel checkout (one worker per core): a 10k-file worktree is
             // written 2-4x faster than by git's default single worker.
             let args = ["worktree", "add", "-b", &branch, "--", &path, &start];
-            git::run_with(&repo, &["checkout.workers=0".into()], &args)
+            repo.run_with(&["checkout.workers=0".into()], &args)
                 .await
                 .map(drop)
                 .map_err(Into::into)
@@ -121,8 +170,15 @@ impl Host for CallState {
 
     async fn worktree_remove(&mut self, repo: String, path: String, force: bool) -> Answer<()> {
         answer!(self, |g| {
-            let repo = git_path(&g, &repo)?;
+            let repo = repository(&g, &repo)?;
             let path = git_path(&g, &path)?;
+            // git checks that the worktree's `.git` points back before it
+            // removes anything; a replaced one would make every removal fail.
+            if let Ok(tree) = repo.linked(&path) {
+                if let Some(warning) = restore_gitfile(&tree)? {
+                    tracing::warn!("{warning}");
+                }
+            }
             let path = path.to_string_lossy();
             let mut args = vec!["worktree", "remove", "--force"];
             if force {
@@ -135,14 +191,14 @@ impl Host for CallState {
 
     async fn worktree_prune(&mut self, repo: String) -> Answer<()> {
         answer!(self, |g| {
-            let repo = git_path(&g, &repo)?;
+            let repo = repository(&g, &repo)?;
             git_locked(&repo, &["worktree", "prune"]).await.map(drop)
         })
     }
 
     async fn delete_branch(&mut self, repo: String, branch: String) -> Answer<bool> {
         answer!(self, |g| {
-            let repo = git_path(&g, &repo)?;
+            let repo = repository(&g, &repo)?;
             check_ref_name(&branch)?;
             if git::resolve(&repo, &format!("refs/heads/{branch}"))
                 .await?
@@ -156,35 +212,49 @@ impl Host for CallState {
         })
     }
 
-    async fn commit_all(&mut self, worktree: String, message: String) -> Answer<Option<String>> {
+    async fn commit_all(
+        &mut self,
+        repo: String,
+        worktree: String,
+        message: String,
+    ) -> Answer<CommitOutcome> {
         answer!(self, |g| {
-            let dir = git_path(&g, &worktree)?;
-            let lock = git::repo_lock(&dir);
+            let repo = repository(&g, &repo)?;
+            let tree = repo.linked(&git_path(&g, &worktree)?)?;
+            let lock = git::repo_lock(&tree);
             let _held = lock.lock().await;
-            git::run(&dir, &["add", "--all"]).await?;
-            let staged = git::run(&dir, &["diff", "--cached", "--name-only", "-z"]).await?;
+            let warnings = restore_gitfile(&tree)?.into_iter().collect();
+            tree.run(&["add", "--all"]).await?;
+            let staged = tree
+                .run(&["diff", "--cached", "--name-only", "-z", "--no-ext-diff", "--no-textconv"])
+                .await?;
             if staged.is_empty() {
-                return Ok(None);
+                return Ok(CommitOutcome {
+                    commit: None,
+                    warnings,
+                });
             }
             let message = if message.trim().is_empty() {
                 "cofer: update".to_string()
             } else {
                 message
             };
-            let identity = git::identity_fallback(&dir).await;
-            git::run_with(
-                &dir,
+            let identity = git::identity(&tree).await;
+            tree.run_with(
                 &identity,
                 &["commit", "--quiet", "--no-verify", "-m", &message],
             )
             .await?;
-            Ok(git::resolve(&dir, "HEAD").await?)
+            Ok(CommitOutcome {
+                commit: git::resolve(&tree, "HEAD").await?,
+                warnings,
+            })
         })
     }
 
     async fn push(&mut self, repo: String, remote: String, refspecs: Vec<String>) -> Answer<()> {
         answer!(self, |g| {
-            let repo = git_path(&g, &repo)?;
+            let repo = repository(&g, &repo)?;
             let Some(url) = git::remote_url(&repo, &remote).await? else {
                 return Err(GitError::Invalid(format!(
                     "the repository has no remote `{remote}`"
@@ -206,7 +276,7 @@ impl Host for CallState {
                 }
                 None => &url,
             };
-            git_path(&g, &repo.join(local).to_string_lossy())?;
+            git_path(&g, &repo.work_tree().join(local).to_string_lossy())?;
             for spec in &refspecs {
                 if spec.starts_with('-') {
                     return Err(GitError::Invalid(format!(
@@ -222,7 +292,7 @@ impl Host for CallState {
 
     async fn exclude(&mut self, repo: String, pattern: String) -> Answer<()> {
         answer!(self, |g| {
-            let repo = git_path(&g, &repo)?;
+            let repo = repository(&g, &repo)?;
             if pattern.contains('\n') {
                 return Err(GitError::Invalid("an exclude pattern is one line".into()));
             }

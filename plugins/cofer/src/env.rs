@@ -86,11 +86,21 @@ impl Env {
             command,
             use_entrypoint: false,
             labels: self.labels(role),
-            mounts: vec![Mount {
-                source: self.worktree(),
-                target: WORKDIR.into(),
-                read_only: false,
-            }],
+            // The worktree's `.git` file is mounted read-only over itself:
+            // the container cannot point it (and so a careless git on the
+            // host) at another repository or config.
+            mounts: vec![
+                Mount {
+                    source: self.worktree(),
+                    target: WORKDIR.into(),
+                    read_only: false,
+                },
+                Mount {
+                    source: format!("{}/.git", self.worktree()),
+                    target: format!("{WORKDIR}/.git"),
+                    read_only: true,
+                },
+            ],
             workdir: Some(WORKDIR.into()),
             env: Vec::new(),
             ports: Vec::new(),

@@ -35,6 +35,7 @@ pub fn output_schema() -> Value {
             "commit": {"type": ["string", "null"], "description": "The commit of the workdir's changes, if any."},
             "remote_ref": {"type": "string"},
             "background": {"type": "boolean"},
+            "warnings": {"type": "array", "items": {"type": "string"}, "description": "What the host repaired after the command, e.g. a .git file the command replaced."},
             "container": {"type": "string"},
             "endpoints": {"type": "object"},
         },
@@ -85,7 +86,7 @@ pub fn run_cmd(args: RunCmd) -> Result<ToolOutput, ToolError> {
     };
     let result = exec(&env, &record, &request)?;
     // Whatever the command changed is kept, even when it timed out.
-    let commit = commit(&env, args.explanation.as_deref(), &args.command)?;
+    let (commit, warnings) = commit(&env, args.explanation.as_deref(), &args.command)?;
     let (stdout, stderr) = split_tail(&result);
     let report = json!({
         "exit_code": result.exit_code,
@@ -98,6 +99,7 @@ pub fn run_cmd(args: RunCmd) -> Result<ToolOutput, ToolError> {
         "commit": commit,
         "remote_ref": env.remote_ref(),
         "background": false,
+        "warnings": warnings,
     });
     match result.status {
         Status::Exited => Ok(ToolOutput {
@@ -234,22 +236,26 @@ fn service_command(shell: &str, command: &str) -> Vec<String> {
     ]
 }
 
-/// Commit the workdir's changes and push them; the commit, if any.
+/// Commit the workdir's changes and push them; the commit, if any, and
+/// what the host repaired on the way.
 fn commit(
     env: &Env,
     explanation: Option<&str>,
     command: &str,
-) -> Result<Option<String>, ToolError> {
+) -> Result<(Option<String>, Vec<String>), ToolError> {
     let message = match explanation.map(str::trim).filter(|e| !e.is_empty()) {
         Some(explanation) => explanation.to_string(),
         None => format!("Run {command}"),
     };
-    let commit = git::commit_all(&env.worktree(), &message)
+    let outcome = git::commit_all(&env.repo, &env.worktree(), &message)
         .map_err(|e| from_git("commit the workdir", e))?;
-    if commit.is_some() {
+    for warning in &outcome.warnings {
+        note(format!("environment_run_cmd env={} {warning}", env.id));
+    }
+    if outcome.commit.is_some() {
         push(env)?;
     }
-    Ok(commit)
+    Ok((outcome.commit, outcome.warnings))
 }
 
 /// The tail's stdout and stderr, each cut to its last 512 lines.
@@ -295,6 +301,9 @@ fn foreground_text(env: &Env, report: &Value) -> String {
             env.remote_ref()
         )),
         None => text.push_str("No changes in /workdir to commit."),
+    }
+    for warning in report["warnings"].as_array().into_iter().flatten() {
+        text.push_str(&format!("\nwarning: {}", warning.as_str().unwrap_or_default()));
     }
     text
 }
