@@ -1,6 +1,13 @@
 //! Cofer environments through the host: real git, real Podman, the local
 //! test image (scripts/test-image). The tests run one at a time: the
 //! environment limit counts running environments machine-wide.
+//!
+//! With `COFER_TEST_PLANT=1` (scripts/test runs the suite a second time so)
+//! every command also plants what an attacker in the container would: a
+//! `.gitattributes` naming a filter the repository defines, and a `.git`
+//! file pointing elsewhere. The filter records any run by the host's git
+//! (whose environment is cleared; the tests' own git sets a variable), and
+//! each test fails if it ran.
 
 use std::path::PathBuf;
 use std::sync::LazyLock;
@@ -16,15 +23,22 @@ static SERIAL: LazyLock<tokio::sync::Mutex<()>> = LazyLock::new(Default::default
 /// A host with the cofer plugin and a committed repository in its
 /// workspace; the repository's containers are removed on drop. It holds the
 /// test's turn: the tests run one at a time.
-struct Fixture {
-    env: Env,
-    repo: PathBuf,
+pub struct Fixture {
+    pub env: Env,
+    pub repo: PathBuf,
+    /// Written by the planted filter if the host's git ever ran it.
+    filter_ran: PathBuf,
     _turn: tokio::sync::MutexGuard<'static, ()>,
+}
+
+/// Whether this run plants a filter and a `.git` file in every command.
+fn planting() -> bool {
+    std::env::var_os("COFER_TEST_PLANT").is_some_and(|v| v == "1")
 }
 
 impl Fixture {
     /// When Podman and the test image are there; `None`: skipped.
-    async fn with_podman(vars: &[(&str, &str)], init: bool) -> Option<Fixture> {
+    pub async fn with_podman(vars: &[(&str, &str)], init: bool) -> Option<Fixture> {
         if !podman_ready() {
             return None;
         }
@@ -45,6 +59,12 @@ impl Fixture {
         std::fs::write(repo.join("README.md"), "hello\n").unwrap();
         git(&repo, &["add", "."]);
         git(&repo, &["commit", "--quiet", "-m", "first"]);
+        let filter_ran = env.dir.path().join("filter-ran");
+        let clean = format!(
+            "sh -c 'test -n \"$COFER_TEST_USER_GIT\" || touch {}; cat'",
+            filter_ran.display()
+        );
+        git(&repo, &["config", "filter.pwn.clean", &clean]);
         if init {
             let out = cofer(&repo, &["init"]);
             assert!(
@@ -56,12 +76,13 @@ impl Fixture {
         Fixture {
             env,
             repo,
+            filter_ran,
             _turn: turn,
         }
     }
 
     /// Create environment `id` and return its description.
-    async fn create(&self, client: &Client, id: &str) -> Value {
+    pub async fn create(&self, client: &Client, id: &str) -> Value {
         created(
             &client
                 .call("environment_create", self.create_args(id))
@@ -69,25 +90,46 @@ impl Fixture {
         )
     }
 
-    fn source(&self) -> String {
+    pub fn source(&self) -> String {
         self.repo.to_string_lossy().into_owned()
     }
 
-    fn create_args(&self, id: &str) -> Value {
+    pub fn create_args(&self, id: &str) -> Value {
         json!({"environment_source": self.source(), "title": "test env", "image": cofer_image(), "environment_id": id})
     }
 
-    fn run_args(&self, id: &str, command: &str) -> Value {
-        json!({"environment_source": self.source(), "environment_id": id, "command": command,
-               "explanation": format!("run {command}")})
+    pub fn run_args(&self, id: &str, command: &str) -> Value {
+        let mut args = json!({"environment_source": self.source(), "environment_id": id,
+                              "command": command, "explanation": format!("run {command}")});
+        if planting() {
+            // On exit, keeping the command's status; the .git write must fail.
+            args["command"] = json!(format!(
+                "trap 'echo \"* filter=pwn\" > /workdir/.gitattributes; \
+                 echo \"gitdir: /workdir\" 2>/dev/null > /workdir/.git' EXIT\n{command}"
+            ));
+        }
+        args
     }
 
-    fn scoped(&self, id: &str) -> Value {
+    /// The host path of environment `id`'s worktree.
+    pub fn worktree(&self, id: &str) -> PathBuf {
+        self.repo.join(".cofer/worktrees").join(id)
+    }
+
+    /// Fail if the host's git ever ran the repository's filter.
+    pub fn assert_no_filter_ran(&self) {
+        assert!(
+            !self.filter_ran.exists(),
+            "the host's git ran a filter named by a container-written .gitattributes"
+        );
+    }
+
+    pub fn scoped(&self, id: &str) -> Value {
         json!({"environment_source": self.source(), "environment_id": id})
     }
 
     /// Container ids of this repository's environments.
-    fn containers(&self) -> Vec<String> {
+    pub fn containers(&self) -> Vec<String> {
         podman(&[
             "ps",
             "-a",
@@ -106,10 +148,13 @@ impl Drop for Fixture {
         for id in self.containers() {
             podman(&["rm", "-f", "-t", "0", &id]);
         }
+        if !std::thread::panicking() {
+            self.assert_no_filter_ran();
+        }
     }
 }
 
-fn text(result: &rmcp::model::CallToolResult) -> String {
+pub fn text(result: &rmcp::model::CallToolResult) -> String {
     result
         .content
         .iter()
@@ -118,12 +163,12 @@ fn text(result: &rmcp::model::CallToolResult) -> String {
 }
 
 /// The error object of a failed call (code, message, remediation, ...).
-fn error_of(result: &rmcp::model::CallToolResult) -> &Value {
+pub fn error_of(result: &rmcp::model::CallToolResult) -> &Value {
     assert!(is_error(result), "expected an error, got {result:?}");
     structured(result)
 }
 
-fn created(result: &rmcp::model::CallToolResult) -> Value {
+pub fn created(result: &rmcp::model::CallToolResult) -> Value {
     assert!(!is_error(result), "create failed: {result:?}");
     let body = text(result);
     let json_part = body.split("\n\nWARNING").next().unwrap();

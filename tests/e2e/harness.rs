@@ -395,11 +395,14 @@ pub fn containers_conf() -> String {
     })
 }
 
+/// The user's git. `COFER_TEST_USER_GIT` tells a test filter that it is not
+/// the host's git running it (the host clears git's environment).
 pub fn git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
         .args(["-c", "user.name=t", "-c", "user.email=t@t"])
         .args(args)
         .current_dir(dir)
+        .env("COFER_TEST_USER_GIT", "1")
         .output()
         .unwrap();
     assert!(
@@ -415,6 +418,7 @@ pub fn cofer(dir: &Path, args: &[&str]) -> std::process::Output {
         .args(args)
         .current_dir(dir)
         .env("GIT_PAGER", "cat")
+        .env("COFER_TEST_USER_GIT", "1")
         .output()
         .unwrap()
 }

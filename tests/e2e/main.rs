@@ -4,6 +4,7 @@
 //! does both).
 
 mod cofer;
+mod cofer_escape;
 mod copilot;
 mod godot;
 mod harness;

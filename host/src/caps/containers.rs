@@ -101,9 +101,14 @@ fn run_args(g: &Grants, request: &CreateRequest) -> Result<Vec<String>, Containe
     let mut args: Vec<String> = vec!["run".into(), "--detach".into(), "--pull=never".into()];
     args.extend(["--label".into(), format!("{OWNER_LABEL}={}", g.plugin)]);
     for (key, value) in &request.labels {
-        if key.is_empty() || key.contains('=') || key == OWNER_LABEL || value.contains('\n') {
+        if key.is_empty() || key.contains('=') || key == OWNER_LABEL {
             return Err(ContainerError::Invalid(format!(
                 "label `{key}` cannot be set"
+            )));
+        }
+        if value.contains('\n') {
+            return Err(ContainerError::Invalid(format!(
+                "the value of label `{key}` contains a newline, which labels cannot hold"
             )));
         }
         args.extend(["--label".into(), format!("{key}={value}")]);

@@ -189,7 +189,8 @@ fn background(env: &Env, record: &Record, args: &RunCmd) -> Result<ToolOutput, T
     request.ports = args.ports.clone();
     request
         .labels
-        .push(("cofer.command".into(), args.command.clone()));
+        // A label is one line; a multi-line command is shown with `\n`.
+        .push(("cofer.command".into(), args.command.replace('\n', "\\n")));
     let info = containers::run(&request)
         .map_err(|e| from_container("start the background container", e))?;
     let internal_host = info.ip_address.clone().unwrap_or_else(|| info.name.clone());

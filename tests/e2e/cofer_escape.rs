@@ -1,0 +1,195 @@
+//! The container escapes of issue 21, tried for real: what a container can
+//! write in its worktree must never make the host's git run a program, read
+//! a host file or write another branch. Each test plants the attack the way
+//! a container without the read-only `.git` mount could (the file written
+//! from the host side), and also checks that the container itself can no
+//! longer replace `.git`.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::cofer::{Fixture, created, error_of, text};
+use crate::harness::*;
+
+/// Lay out a git directory `.evil` in the worktree from inside the
+/// container, with `config` as its config, and point the worktree's `.git`
+/// at it.
+async fn plant_gitdir(f: &Fixture, client: &Client, id: &str, config: &str) {
+    let command = format!(
+        "mkdir -p .evil/objects .evil/refs/heads && echo 'ref: refs/heads/main' > .evil/HEAD && \
+         printf '{config}' > .evil/config && echo '* filter=pwn' > .gitattributes"
+    );
+    let r = client.call("environment_run_cmd", f.run_args(id, &command)).await;
+    assert!(!is_error(&r), "{r:?}");
+    let evil = f.worktree(id).join(".evil");
+    redirect_gitfile(f, id, &evil);
+}
+
+/// Point environment `id`'s `.git` file at `target`, as a container
+/// without the read-only mount could.
+fn redirect_gitfile(f: &Fixture, id: &str, target: &Path) {
+    let gitfile = f.worktree(id).join(".git");
+    std::fs::write(&gitfile, format!("gitdir: {}\n", target.display())).unwrap();
+}
+
+/// The run's answer, checked for the warning that `.git` was restored.
+fn assert_restored(f: &Fixture, id: &str, r: &rmcp::model::CallToolResult) -> Value {
+    assert!(!is_error(r), "{r:?}");
+    let out = structured(r).clone();
+    let warnings = out["warnings"].as_array().expect("warnings");
+    assert!(
+        warnings.iter().any(|w| w.as_str().unwrap().contains("restored")),
+        "a replaced .git is reported: {out}"
+    );
+    assert!(text(r).contains("warning:"), "{}", text(r));
+    let gitfile = std::fs::read_to_string(f.worktree(id).join(".git")).unwrap();
+    assert_eq!(
+        gitfile,
+        format!("gitdir: {}\n", f.repo.join(".git/worktrees").join(id).display()),
+        "the .git file is git's again"
+    );
+    out
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_planted_filter_never_runs_on_the_host() {
+    let Some(f) = Fixture::with_podman(&[], true).await else {
+        return;
+    };
+    let client = f.env.start().await;
+    created(&client.call("environment_create", f.create_args("filter")).await);
+    let marker = f.env.dir.path().join("pwned-by-filter");
+    let config = format!(
+        "[core]\\n\\trepositoryformatversion = 0\\n[filter \"pwn\"]\\n\\tclean = \"touch {}; cat\"\\n",
+        marker.display()
+    );
+    plant_gitdir(&f, &client, "filter", &config).await;
+
+    let r = client
+        .call("environment_run_cmd", f.run_args("filter", "echo x > f.txt"))
+        .await;
+    assert!(!marker.exists(), "the container's filter ran on the host");
+    f.assert_no_filter_ran();
+    let out = assert_restored(&f, "filter", &r);
+    let commit = out["commit"].as_str().expect("the change was committed");
+    let files = git(&f.repo, &["ls-tree", "-r", "--name-only", commit]);
+    assert!(files.lines().any(|l| l == "f.txt"), "{files}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_planted_core_worktree_reads_no_host_file() {
+    let Some(f) = Fixture::with_podman(&[], true).await else {
+        return;
+    };
+    let secret_dir = f.env.dir.path().join("host-only");
+    std::fs::create_dir_all(&secret_dir).unwrap();
+    std::fs::write(secret_dir.join("secret.txt"), "HOST-ONLY-SECRET\n").unwrap();
+    let client = f.env.start().await;
+    created(&client.call("environment_create", f.create_args("reader")).await);
+    let config = format!(
+        "[core]\\n\\trepositoryformatversion = 0\\n\\tworktree = {}\\n",
+        secret_dir.display()
+    );
+    plant_gitdir(&f, &client, "reader", &config).await;
+
+    let r = client
+        .call(
+            "environment_run_cmd",
+            f.run_args("reader", "echo y > g.txt"),
+        )
+        .await;
+    let objects = walk(&f.worktree("reader").join(".evil/objects"));
+    assert!(objects.is_empty(), "git wrote objects for the container: {objects:?}");
+    let out = assert_restored(&f, "reader", &r);
+    let commit = out["commit"].as_str().expect("the change was committed");
+    let files = git(&f.repo, &["ls-tree", "-r", "--name-only", commit]);
+    assert!(!files.contains("secret.txt"), "{files}");
+    let r = client
+        .call(
+            "environment_run_cmd",
+            f.run_args("reader", "grep -r HOST-ONLY-SECRET /workdir; true"),
+        )
+        .await;
+    assert!(!text(&r).contains("HOST-ONLY-SECRET"), "{}", text(&r));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_gitfile_to_the_users_repository_leaves_main_alone() {
+    let Some(f) = Fixture::with_podman(&[], true).await else {
+        return;
+    };
+    let main = git(&f.repo, &["rev-parse", "main"]);
+    let client = f.env.start().await;
+    created(&client.call("environment_create", f.create_args("inject")).await);
+    redirect_gitfile(&f, "inject", &f.repo.join(".git"));
+
+    let r = client
+        .call(
+            "environment_run_cmd",
+            f.run_args("inject", "echo injected > injected.txt"),
+        )
+        .await;
+    assert_eq!(git(&f.repo, &["rev-parse", "main"]), main, "main is unchanged");
+    let out = assert_restored(&f, "inject", &r);
+    assert_eq!(
+        git(&f.repo, &["rev-parse", "cofer/inject"]).trim(),
+        out["commit"].as_str().unwrap(),
+        "the change went onto the environment's branch"
+    );
+    let status = git(&f.repo, &["status", "--porcelain"]);
+    assert!(status.is_empty(), "the user's index is untouched: {status}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_container_cannot_replace_git_and_a_worktree_is_no_source() {
+    let Some(f) = Fixture::with_podman(&[], true).await else {
+        return;
+    };
+    let client = f.env.start().await;
+    created(&client.call("environment_create", f.create_args("walls")).await);
+    let gitfile = f.worktree("walls").join(".git");
+    let before = std::fs::read_to_string(&gitfile).unwrap();
+    for attempt in [
+        "echo 'gitdir: /workdir/x' > /workdir/.git",
+        "rm -f /workdir/.git",
+        "mv /workdir/.git /workdir/moved",
+        "touch /workdir/other && mv /workdir/other /workdir/.git",
+    ] {
+        let r = client
+            .call("environment_run_cmd", f.run_args("walls", attempt))
+            .await;
+        assert!(!is_error(&r), "{r:?}");
+        assert_ne!(structured(&r)["exit_code"], 0, "`{attempt}` succeeded");
+        assert_eq!(std::fs::read_to_string(&gitfile).unwrap(), before, "{attempt}");
+    }
+
+    // A worktree (with a .git directory the container could plant) is not a
+    // repository an environment can be created from.
+    std::fs::remove_file(&gitfile).unwrap();
+    std::fs::create_dir_all(gitfile.join("objects")).unwrap();
+    let mut args = f.create_args("nested");
+    args["environment_source"] = f.worktree("walls").to_string_lossy().into();
+    let e = error_of(&client.call("environment_create", args).await).clone();
+    assert!(
+        e["message"].as_str().unwrap().contains("linked worktree"),
+        "{e}"
+    );
+}
+
+/// Every file under `dir`.
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .flat_map(|e| {
+            if e.path().is_dir() {
+                walk(&e.path())
+            } else {
+                vec![e.path()]
+            }
+        })
+        .collect()
+}
