@@ -189,6 +189,19 @@ async fn pytest_pass_and_fail() {
         excerpt.contains("E       AssertionError: arithmetic"),
         "{excerpt}"
     );
+
+    // A file named like an option, reached through `./`, is no target:
+    // pytest would only collect and report a pass.
+    write(&env.workspace, &[("--collect-only", "")]);
+    let injected = host
+        .call(
+            "run_test",
+            run_test_args("pytest", json!({"scope": "file", "target": "./--collect-only"})),
+        )
+        .await;
+    let err = structured(&injected);
+    assert_eq!(err["code"], "invalid_argument", "{err}");
+    assert!(err["message"].as_str().unwrap().contains("option"), "{err}");
 }
 
 #[tokio::test]

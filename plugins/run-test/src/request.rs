@@ -142,28 +142,37 @@ fn file_target(runner: Runner, target: &str, repo: &Path) -> Result<String, Tool
         )));
     }
     let rel_text = rel.to_string_lossy().replace('\\', "/");
-    match runner {
+    let argument: String = match runner {
         Runner::Cargo => {
             let name = rel_text
                 .strip_prefix("tests/")
                 .and_then(|n| n.strip_suffix(".rs"))
                 .filter(|n| !n.contains('/'))
                 .ok_or_else(|| invalid(format!("for cargo, a file target is an integration test `tests/<name>.rs`, not `{target}`")))?;
-            Ok(name.to_string())
+            name.to_string()
         }
         Runner::Go => {
             let dir = rel
                 .parent()
                 .map(|d| d.to_string_lossy().replace('\\', "/"))
                 .unwrap_or_default();
-            Ok(if dir.is_empty() {
+            if dir.is_empty() {
                 ".".into()
             } else {
                 format!("./{dir}")
-            })
+            }
         }
-        _ => Ok(rel_text),
+        _ => rel_text,
+    };
+    // `./--collect-only` normalises to `--collect-only`, a file a test
+    // project can hold and every runner would read as an option.
+    if argument.starts_with('-') {
+        return Err(invalid(format!(
+            "target `{target}` names a file whose name starts with `-`, which {} would read as an option: rename the file",
+            runner.name()
+        )));
     }
+    Ok(argument)
 }
 
 /// `.cache/mcp-test-timebox/reports/<timestamp>`, suffixed if it exists.
@@ -208,6 +217,9 @@ mod tests {
         std::fs::create_dir_all(dir.path().join("tests")).unwrap();
         std::fs::write(dir.path().join("tests/api.rs"), "").unwrap();
         std::fs::write(dir.path().join("test_math.py"), "").unwrap();
+        // Files a hostile test project can hold, named like options.
+        std::fs::write(dir.path().join("--collect-only"), "").unwrap();
+        std::fs::write(dir.path().join("tests/--nocapture.rs"), "").unwrap();
         dir
     }
 
@@ -286,6 +298,11 @@ mod tests {
         assert!(refuse(Runner::Pytest, Scope::File, "/etc/passwd").contains("absolute"));
         assert!(refuse(Runner::Pytest, Scope::File, "missing.py").contains("not a file"));
         assert!(refuse(Runner::Cargo, Scope::File, "test_math.py").contains("tests/<name>.rs"));
+        for runner in [Runner::Pytest, Runner::Dart, Runner::Flutter, Runner::Npm] {
+            let why = refuse(runner, Scope::File, "./--collect-only");
+            assert!(why.contains("would read as an option"), "{why}");
+        }
+        assert!(refuse(Runner::Cargo, Scope::File, "tests/--nocapture.rs").contains("option"));
         let cargo = check(
             &args(Runner::Cargo, Scope::File, Some("tests/api.rs"), None),
             r.path(),
