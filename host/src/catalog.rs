@@ -18,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 use wasmtime::Engine;
 use wasmtime::component::Linker;
 
+use crate::admission::Gate;
 use crate::bindings::{Exports, ResourceTemplate};
 use crate::caps::{CallContext, CallState};
 use crate::client::StderrLink;
@@ -34,6 +35,8 @@ pub struct Plugin {
     pub origin: Origin,
     pub prepared: Prepared,
     pub grants: Arc<Grants>,
+    /// Its calls' turns (`limits.concurrency`, `limits.queue`).
+    pub gate: Gate,
     pub tools: Vec<ToolDef>,
     /// Resource templates it serves, and the URI scheme they share.
     pub templates: Vec<ResourceTemplate>,
@@ -282,6 +285,7 @@ impl Loader {
             hash,
             origin,
             prepared,
+            gate: Gate::new(grants.concurrency, grants.queue),
             grants,
             tools,
             templates,

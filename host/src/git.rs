@@ -107,7 +107,9 @@ impl Repo {
             )));
         }
         for outer in work_tree.ancestors().skip(1) {
-            let Ok(outer) = Repo::main(outer) else { continue };
+            let Ok(outer) = Repo::main(outer) else {
+                continue;
+            };
             if let Some(linked) = outer
                 .linked_worktrees()
                 .into_iter()
@@ -196,7 +198,12 @@ impl Repo {
     pub fn user_command(&self, args: &[&str]) -> std::process::Command {
         let mut command = std::process::Command::new("git");
         command
-            .args(["-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false"])
+            .args([
+                "-c",
+                "core.hooksPath=/dev/null",
+                "-c",
+                "core.fsmonitor=false",
+            ])
             .args(args)
             .env("GIT_DIR", &self.git_dir)
             .env("GIT_WORK_TREE", &self.work_tree)
@@ -233,16 +240,23 @@ impl Repo {
             hostile: false,
             ..self.clone()
         };
-        let defined = match Box::pin(trusted.run(&["config", "--name-only", "--get-regexp", r"^filter\."])).await {
-            Ok(out) => out,
-            Err(GitError::Failed {
-                exit_code: Some(1), ..
-            }) => String::new(),
-            Err(e) => return Err(e),
-        };
+        let defined =
+            match Box::pin(trusted.run(&["config", "--name-only", "--get-regexp", r"^filter\."]))
+                .await
+            {
+                Ok(out) => out,
+                Err(GitError::Failed {
+                    exit_code: Some(1), ..
+                }) => String::new(),
+                Err(e) => return Err(e),
+            };
         let mut drivers: Vec<&str> = defined
             .lines()
-            .filter_map(|key| key.strip_prefix("filter.")?.rsplit_once('.').map(|(name, _)| name))
+            .filter_map(|key| {
+                key.strip_prefix("filter.")?
+                    .rsplit_once('.')
+                    .map(|(name, _)| name)
+            })
             .collect();
         drivers.sort_unstable();
         drivers.dedup();
@@ -263,7 +277,11 @@ fn git_command(settings: &[String], args: &[&str]) -> tokio::process::Command {
         .args(settings.iter().flat_map(|s| ["-c", s.as_str()]))
         .args(args)
         .env_clear()
-        .envs(KEPT_VARS.iter().filter_map(|var| Some((var, std::env::var_os(var)?))))
+        .envs(
+            KEPT_VARS
+                .iter()
+                .filter_map(|var| Some((var, std::env::var_os(var)?))),
+        )
         .env("GIT_CONFIG_NOSYSTEM", "1")
         .env("GIT_CONFIG_GLOBAL", "/dev/null")
         .env("GIT_ATTR_NOSYSTEM", "1")
@@ -333,7 +351,13 @@ pub async fn init_bare(dir: &Path) -> Result<(), GitError> {
 /// The commit `rev` names, if any.
 pub async fn resolve(repo: &Repo, rev: &str) -> Result<Option<String>, GitError> {
     let spec = format!("{rev}^{{commit}}");
-    let args = ["rev-parse", "--verify", "--quiet", "--end-of-options", &spec];
+    let args = [
+        "rev-parse",
+        "--verify",
+        "--quiet",
+        "--end-of-options",
+        &spec,
+    ];
     match repo.run(&args).await {
         Ok(out) => Ok(Some(out.trim().to_string())),
         Err(GitError::Failed {

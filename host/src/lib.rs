@@ -3,8 +3,8 @@
 //! How a call flows, and where each step lives:
 //! - [`cli`]: the `host` command line; `serve --stdio` starts [`mcp`].
 //! - [`mcp`]: the MCP front (rmcp): tools/list, tools/call, notifications.
-//! - [`service`]: one tool call: validate ([`schema`]), run ([`runtime`]),
-//!   reply, log.
+//! - [`service`]: one tool call: validate ([`schema`]), wait for a turn
+//!   ([`admission`]), run ([`runtime`]), reply, log.
 //! - [`catalog`]: the plugin loader and the tool catalog; [`watch`] reloads
 //!   it when the plugins folder changes; [`engine`] compiles and caches.
 //! - [`runtime`]: a fresh instance per call with memory, deadline and
@@ -15,6 +15,7 @@
 //!   [`git`] run those CLIs for the `containers` and `git` capabilities.
 //! - [`background`]: plugins' `refresh` after load and on file changes.
 
+pub mod admission;
 pub mod background;
 pub mod bindings;
 pub mod caps;

@@ -17,6 +17,12 @@ use crate::paths::normalize;
 pub const DEFAULT_POLICY: &str = include_str!("../../config/default.toml");
 
 /// Capabilities a plugin must be granted. `log` and `notify` are always on.
+/// Calls of one plugin running at once, unless its policy says otherwise:
+/// a quarter of the host's instance slots, so no plugin takes them all.
+const DEFAULT_CONCURRENCY: u64 = 32;
+/// Calls of one plugin waiting for a turn before new ones are `busy`.
+const DEFAULT_QUEUE: u64 = 1024;
+
 pub const GRANTABLE: &[&str] = &["process", "fs", "index", "containers", "git", "pty"];
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -88,6 +94,10 @@ pub struct FsPolicy {
 pub struct Limits {
     pub memory_mb: Option<u64>,
     pub timeout_ms: Option<u64>,
+    /// Calls of the plugin running at once.
+    pub concurrency: Option<u64>,
+    /// Calls waiting for a turn beyond those; more are refused as `busy`.
+    pub queue: Option<u64>,
 }
 
 /// Where a path placeholder points.
@@ -122,6 +132,8 @@ pub struct Grants {
     pub workspace: PathBuf,
     pub memory_bytes: usize,
     pub timeout_ms: u64,
+    pub concurrency: usize,
+    pub queue: usize,
 }
 
 impl Grants {
@@ -190,6 +202,12 @@ impl Config {
                     );
                 }
             }
+            let slots = crate::engine::MAX_CONCURRENT_CALLS as u64;
+            if let Some(n) = policy.limits.concurrency.filter(|n| *n == 0 || *n > slots) {
+                bail!(
+                    "[plugins.{name}] limits.concurrency = {n} is outside 1..={slots} (the host's instance slots): change it"
+                );
+            }
             let ceiling = crate::engine::MAX_MEMORY_BYTES / (1024 * 1024);
             if let Some(mb) = policy.limits.memory_mb.filter(|mb| *mb as usize > ceiling) {
                 bail!(
@@ -245,6 +263,8 @@ impl Config {
             workspace: places.workspace.clone(),
             memory_bytes: (limit(|l| l.memory_mb).unwrap_or(256) * 1024 * 1024) as usize,
             timeout_ms: limit(|l| l.timeout_ms).unwrap_or(60_000),
+            concurrency: limit(|l| l.concurrency).unwrap_or(DEFAULT_CONCURRENCY) as usize,
+            queue: limit(|l| l.queue).unwrap_or(DEFAULT_QUEUE) as usize,
         }
     }
 }

@@ -110,6 +110,8 @@ async fn in_fresh_instance<R>(
     call: CallContext,
     f: impl AsyncFnOnce(&mut Store<CallState>, &Instance) -> wasmtime::Result<R>,
 ) -> Result<R, CallFailure> {
+    // Declared first, so released after the store (and its instance) is gone.
+    let _slot = crate::admission::instance_slot().await;
     let mut store = new_store(prepared, grants, call);
     let result = async {
         let instance = prepared.pre.instantiate_async(&mut store).await?;

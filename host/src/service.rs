@@ -112,6 +112,41 @@ impl Service {
                 )
             }
             Ok(()) => {
+                // Wait for a turn (or be told the plugin is busy) before
+                // the deadline starts.
+                let turn = tokio::select! {
+                    biased;
+                    _ = cancel.cancelled() => None,
+                    turn = plugin.gate.enter(&plugin.name) => Some(turn),
+                };
+                let _turn = match turn {
+                    None => {
+                        return Some(finish(
+                            &plugin.name,
+                            exposed,
+                            mode,
+                            started,
+                            &trace_id,
+                            reply_from(Err(CallFailure::Cancelled), false, &trace_id),
+                        ));
+                    }
+                    Some(Err(busy)) => {
+                        let mut details = Map::new();
+                        details.insert("concurrency".into(), json!(busy.concurrency));
+                        details.insert("queue".into(), json!(busy.queue));
+                        details.insert("trace_id".into(), json!(trace_id));
+                        let reply = Reply::error("busy", &busy.to_string(), true, details);
+                        return Some(finish(
+                            &plugin.name,
+                            exposed,
+                            mode,
+                            started,
+                            &trace_id,
+                            reply,
+                        ));
+                    }
+                    Some(Ok(turn)) => turn,
+                };
                 let tracker = Arc::new(EventTracker::new(client.clone()));
                 let call = CallContext {
                     trace_id: trace_id.clone(),
@@ -141,15 +176,34 @@ impl Service {
                 reply
             }
         };
-        let outcome = reply_code(&reply);
-        tracing::info!(
-            target: "call",
-            plugin = %plugin.name, tool = %exposed, mode, duration_ms = started.elapsed().as_millis() as u64,
-            duration_us = started.elapsed().as_micros() as u64,
-            %outcome, %trace_id, "tool call"
-        );
-        Some(reply)
+        Some(finish(
+            &plugin.name,
+            exposed,
+            mode,
+            started,
+            &trace_id,
+            reply,
+        ))
     }
+}
+
+/// Log a call's one `tool call` record and hand back its reply.
+fn finish(
+    plugin: &str,
+    exposed: &str,
+    mode: &str,
+    started: Instant,
+    trace_id: &str,
+    reply: Reply,
+) -> Reply {
+    let outcome = reply_code(&reply);
+    tracing::info!(
+        target: "call",
+        plugin = %plugin, tool = %exposed, mode, duration_ms = started.elapsed().as_millis() as u64,
+        duration_us = started.elapsed().as_micros() as u64,
+        %outcome, %trace_id, "tool call"
+    );
+    reply
 }
 
 /// `ok`, or the error's code.
@@ -188,6 +242,14 @@ impl Service {
                 ),
             });
         };
+        let _turn = plugin
+            .gate
+            .enter(&plugin.name)
+            .await
+            .map_err(|busy| ReadFailure {
+                code: "busy".into(),
+                message: busy.to_string(),
+            })?;
         let started = Instant::now();
         let trace_id = uuid::Uuid::new_v4().simple().to_string()[..16].to_string();
         let call = CallContext {

@@ -20,7 +20,9 @@ async fn plant_gitdir(f: &Fixture, client: &Client, id: &str, config: &str) {
         "mkdir -p .evil/objects .evil/refs/heads && echo 'ref: refs/heads/main' > .evil/HEAD && \
          printf '{config}' > .evil/config && echo '* filter=pwn' > .gitattributes"
     );
-    let r = client.call("environment_run_cmd", f.run_args(id, &command)).await;
+    let r = client
+        .call("environment_run_cmd", f.run_args(id, &command))
+        .await;
     assert!(!is_error(&r), "{r:?}");
     let evil = f.worktree(id).join(".evil");
     redirect_gitfile(f, id, &evil);
@@ -39,14 +41,19 @@ fn assert_restored(f: &Fixture, id: &str, r: &rmcp::model::CallToolResult) -> Va
     let out = structured(r).clone();
     let warnings = out["warnings"].as_array().expect("warnings");
     assert!(
-        warnings.iter().any(|w| w.as_str().unwrap().contains("restored")),
+        warnings
+            .iter()
+            .any(|w| w.as_str().unwrap().contains("restored")),
         "a replaced .git is reported: {out}"
     );
     assert!(text(r).contains("warning:"), "{}", text(r));
     let gitfile = std::fs::read_to_string(f.worktree(id).join(".git")).unwrap();
     assert_eq!(
         gitfile,
-        format!("gitdir: {}\n", f.repo.join(".git/worktrees").join(id).display()),
+        format!(
+            "gitdir: {}\n",
+            f.repo.join(".git/worktrees").join(id).display()
+        ),
         "the .git file is git's again"
     );
     out
@@ -58,7 +65,11 @@ async fn a_planted_filter_never_runs_on_the_host() {
         return;
     };
     let client = f.env.start().await;
-    created(&client.call("environment_create", f.create_args("filter")).await);
+    created(
+        &client
+            .call("environment_create", f.create_args("filter"))
+            .await,
+    );
     let marker = f.env.dir.path().join("pwned-by-filter");
     let config = format!(
         "[core]\\n\\trepositoryformatversion = 0\\n[filter \"pwn\"]\\n\\tclean = \"touch {}; cat\"\\n",
@@ -67,7 +78,10 @@ async fn a_planted_filter_never_runs_on_the_host() {
     plant_gitdir(&f, &client, "filter", &config).await;
 
     let r = client
-        .call("environment_run_cmd", f.run_args("filter", "echo x > f.txt"))
+        .call(
+            "environment_run_cmd",
+            f.run_args("filter", "echo x > f.txt"),
+        )
         .await;
     assert!(!marker.exists(), "the container's filter ran on the host");
     f.assert_no_filter_ran();
@@ -86,7 +100,11 @@ async fn a_planted_core_worktree_reads_no_host_file() {
     std::fs::create_dir_all(&secret_dir).unwrap();
     std::fs::write(secret_dir.join("secret.txt"), "HOST-ONLY-SECRET\n").unwrap();
     let client = f.env.start().await;
-    created(&client.call("environment_create", f.create_args("reader")).await);
+    created(
+        &client
+            .call("environment_create", f.create_args("reader"))
+            .await,
+    );
     let config = format!(
         "[core]\\n\\trepositoryformatversion = 0\\n\\tworktree = {}\\n",
         secret_dir.display()
@@ -100,7 +118,10 @@ async fn a_planted_core_worktree_reads_no_host_file() {
         )
         .await;
     let objects = walk(&f.worktree("reader").join(".evil/objects"));
-    assert!(objects.is_empty(), "git wrote objects for the container: {objects:?}");
+    assert!(
+        objects.is_empty(),
+        "git wrote objects for the container: {objects:?}"
+    );
     let out = assert_restored(&f, "reader", &r);
     let commit = out["commit"].as_str().expect("the change was committed");
     let files = git(&f.repo, &["ls-tree", "-r", "--name-only", commit]);
@@ -121,7 +142,11 @@ async fn a_gitfile_to_the_users_repository_leaves_main_alone() {
     };
     let main = git(&f.repo, &["rev-parse", "main"]);
     let client = f.env.start().await;
-    created(&client.call("environment_create", f.create_args("inject")).await);
+    created(
+        &client
+            .call("environment_create", f.create_args("inject"))
+            .await,
+    );
     redirect_gitfile(&f, "inject", &f.repo.join(".git"));
 
     let r = client
@@ -130,7 +155,11 @@ async fn a_gitfile_to_the_users_repository_leaves_main_alone() {
             f.run_args("inject", "echo injected > injected.txt"),
         )
         .await;
-    assert_eq!(git(&f.repo, &["rev-parse", "main"]), main, "main is unchanged");
+    assert_eq!(
+        git(&f.repo, &["rev-parse", "main"]),
+        main,
+        "main is unchanged"
+    );
     let out = assert_restored(&f, "inject", &r);
     assert_eq!(
         git(&f.repo, &["rev-parse", "cofer/inject"]).trim(),
@@ -147,7 +176,11 @@ async fn the_container_cannot_replace_git_and_a_worktree_is_no_source() {
         return;
     };
     let client = f.env.start().await;
-    created(&client.call("environment_create", f.create_args("walls")).await);
+    created(
+        &client
+            .call("environment_create", f.create_args("walls"))
+            .await,
+    );
     let gitfile = f.worktree("walls").join(".git");
     let before = std::fs::read_to_string(&gitfile).unwrap();
     for attempt in [
@@ -161,7 +194,11 @@ async fn the_container_cannot_replace_git_and_a_worktree_is_no_source() {
             .await;
         assert!(!is_error(&r), "{r:?}");
         assert_ne!(structured(&r)["exit_code"], 0, "`{attempt}` succeeded");
-        assert_eq!(std::fs::read_to_string(&gitfile).unwrap(), before, "{attempt}");
+        assert_eq!(
+            std::fs::read_to_string(&gitfile).unwrap(),
+            before,
+            "{attempt}"
+        );
     }
 
     // A worktree (with a .git directory the container could plant) is not a

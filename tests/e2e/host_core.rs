@@ -183,6 +183,69 @@ async fn loop_trap_and_oom_fail_alone() {
 }
 
 #[tokio::test]
+async fn a_busy_plugin_queues_then_refuses_and_the_others_keep_serving() {
+    let config =
+        "[plugins.faulty.limits]\ntimeout_ms = 1500\nmemory_mb = 32\nconcurrency = 2\nqueue = 1\n";
+    let env = Env::new(&["faulty", "run_test"], config);
+    let host = env.start().await;
+    let mut slow = Vec::new();
+    for i in 0..3 {
+        slow.push(
+            host.start_call("fault_loop", json!({}), &format!("slow-{i}"))
+                .await,
+        );
+    }
+    // Two run, one waits; give the host a moment to take them in.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let busy = host.call("noop", json!({})).await;
+    let err = structured(&busy);
+    assert_eq!(err["code"], "busy", "{err}");
+    assert_eq!(err["retryable"], true);
+    assert!(
+        err["message"]
+            .as_str()
+            .unwrap()
+            .contains("limits.concurrency"),
+        "{err}"
+    );
+
+    // Another plugin is not held up by this one.
+    let other = host
+        .call(
+            "run_test",
+            run_test_args("cargo", json!({"report_dir": "../outside"})),
+        )
+        .await;
+    assert_eq!(structured(&other)["code"], "invalid_argument", "{other:?}");
+
+    // The queued call ran in its turn, with its whole deadline.
+    for handle in slow {
+        let r = Client::finish(handle).await;
+        assert_eq!(structured(&r)["code"], "plugin_timeout", "{r:?}");
+    }
+    assert!(!is_error(&host.call("noop", json!({})).await));
+}
+
+#[tokio::test]
+async fn more_calls_than_instance_slots_wait_instead_of_crashing() {
+    // As many running as the engine has instance slots, the rest queued.
+    let config = "[plugins.faulty.limits]\ntimeout_ms = 200\nmemory_mb = 32\nconcurrency = 128\n";
+    let env = Env::new(&["faulty"], config);
+    let host = env.start().await;
+    let mut calls = Vec::new();
+    for i in 0..200 {
+        calls.push(
+            host.start_call("fault_loop", json!({}), &format!("c{i}"))
+                .await,
+        );
+    }
+    for handle in calls {
+        let r = Client::finish(handle).await;
+        assert_eq!(structured(&r)["code"], "plugin_timeout", "{r:?}");
+    }
+}
+
+#[tokio::test]
 async fn capabilities_are_denied_by_default_with_the_key_to_grant_them() {
     let env = Env::new(&["faulty"], "");
     let host = env.start().await;

@@ -196,7 +196,10 @@ async fn pytest_pass_and_fail() {
     let injected = host
         .call(
             "run_test",
-            run_test_args("pytest", json!({"scope": "file", "target": "./--collect-only"})),
+            run_test_args(
+                "pytest",
+                json!({"scope": "file", "target": "./--collect-only"}),
+            ),
         )
         .await;
     let err = structured(&injected);

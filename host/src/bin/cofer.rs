@@ -57,7 +57,8 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Some(repo) => repo,
         None => std::env::current_dir()?,
     };
-    let repo = Repo::open(&start).with_context(|| format!("{} is not in a git repository", start.display()))?;
+    let repo = Repo::open(&start)
+        .with_context(|| format!("{} is not in a git repository", start.display()))?;
     match cli.command {
         Command::Init => init(&repo).await.map(|()| ExitCode::SUCCESS),
         Command::Checkout { id } => {
@@ -121,10 +122,7 @@ async fn fetch(repo: &Repo, id: &str) -> Result<String> {
 
 /// Run a git command with the user's terminal (their pager, colours).
 fn show(repo: &Repo, args: &[&str]) -> Result<ExitCode> {
-    let status = repo
-        .user_command(args)
-        .status()
-        .context("cannot run git")?;
+    let status = repo.user_command(args).status().context("cannot run git")?;
     Ok(if status.success() {
         ExitCode::SUCCESS
     } else {

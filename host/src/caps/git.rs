@@ -174,10 +174,10 @@ impl Host for CallState {
             let path = git_path(&g, &path)?;
             // git checks that the worktree's `.git` points back before it
             // removes anything; a replaced one would make every removal fail.
-            if let Ok(tree) = repo.linked(&path) {
-                if let Some(warning) = restore_gitfile(&tree)? {
-                    tracing::warn!("{warning}");
-                }
+            if let Ok(tree) = repo.linked(&path)
+                && let Some(warning) = restore_gitfile(&tree)?
+            {
+                tracing::warn!("{warning}");
             }
             let path = path.to_string_lossy();
             let mut args = vec!["worktree", "remove", "--force"];
@@ -226,7 +226,14 @@ impl Host for CallState {
             let warnings = restore_gitfile(&tree)?.into_iter().collect();
             tree.run(&["add", "--all"]).await?;
             let staged = tree
-                .run(&["diff", "--cached", "--name-only", "-z", "--no-ext-diff", "--no-textconv"])
+                .run(&[
+                    "diff",
+                    "--cached",
+                    "--name-only",
+                    "-z",
+                    "--no-ext-diff",
+                    "--no-textconv",
+                ])
                 .await?;
             if staged.is_empty() {
                 return Ok(CommitOutcome {

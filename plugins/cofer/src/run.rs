@@ -304,7 +304,10 @@ fn foreground_text(env: &Env, report: &Value) -> String {
         None => text.push_str("No changes in /workdir to commit."),
     }
     for warning in report["warnings"].as_array().into_iter().flatten() {
-        text.push_str(&format!("\nwarning: {}", warning.as_str().unwrap_or_default()));
+        text.push_str(&format!(
+            "\nwarning: {}",
+            warning.as_str().unwrap_or_default()
+        ));
     }
     text
 }
