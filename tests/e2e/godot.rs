@@ -488,3 +488,34 @@ async fn missing_doc_dir_and_broken_files_are_explained() {
         "the parse error names file, line and column: {log}"
     );
 }
+
+#[tokio::test]
+async fn a_huge_query_is_refused_in_bounded_memory() {
+    let env = Env::new(&["godot"], &godot_config(&fixture_docs()));
+    let client = env.start().await;
+    let warm = client.call("godot.search", json!({"query": "node"})).await;
+    assert!(!is_error(&warm), "{warm:?}");
+    let (before, _) = rss_kib(client.pid);
+
+    // 5 MB of words: once 10 GB of host memory.
+    let huge = "word ".repeat(1_000_000);
+    let r = client.call("godot.search", json!({ "query": huge })).await;
+    assert_eq!(error_code(&r), "INVALID_ARGUMENT");
+    let uri = format!("godot://search?q={}", "word+".repeat(1_000_000));
+    let err = read(&client, &uri)
+        .await
+        .expect_err("a 5 MB resource query");
+    assert!(err.to_string().contains("at most 256 characters"), "{err}");
+    // 40 words under the length limit are still too many.
+    let wordy = "a ".repeat(40);
+    let r = client.call("godot.search", json!({ "query": wordy })).await;
+    assert_eq!(error_code(&r), "INVALID_ARGUMENT");
+    let message = structured(&r)["message"].as_str().unwrap().to_string();
+    assert!(message.contains("32 words"), "{message}");
+
+    let (after, _) = rss_kib(client.pid);
+    assert!(
+        after.saturating_sub(before) < 100 * 1024,
+        "host RSS grew from {before} to {after} KiB"
+    );
+}

@@ -19,8 +19,30 @@ use crate::bindings::mcphost::plugin::index::{Hit, SearchRequest};
 /// relative to the field's boost.
 const PHRASE_BONUS: f32 = 0.5;
 const MAX_LIMIT: u32 = 1000;
+/// Bounds on one query, whatever the plugin let through: each token costs
+/// a term clause and a phrase clause built in host memory, outside the
+/// plugin's memory cap (a 5 MB query once took 10 GB).
+const MAX_QUERY_BYTES: usize = 16 * 1024;
+const MAX_CLAUSES: usize = 4096;
 
 pub fn search(opened: &Opened, request: &SearchRequest) -> Result<Vec<Hit>, String> {
+    if request.query.len() > MAX_QUERY_BYTES {
+        return Err(format!(
+            "the query is {} bytes; the index searches at most {MAX_QUERY_BYTES}: shorten it",
+            request.query.len()
+        ));
+    }
+    let given = request.terms.len()
+        + request
+            .filters
+            .iter()
+            .map(|f| f.any_of.len())
+            .sum::<usize>();
+    if given > MAX_CLAUSES {
+        return Err(format!(
+            "{given} terms and filter values; the index takes at most {MAX_CLAUSES} per query"
+        ));
+    }
     let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
     let mut analysed = Vec::new();
     for wanted in &request.fields {
@@ -90,6 +112,12 @@ pub fn search(opened: &Opened, request: &SearchRequest) -> Result<Vec<Hit>, Stri
         clauses.push((
             Occur::Should,
             Box::new(ConstScoreQuery::new(all_words, coverage.bonus)),
+        ));
+    }
+    if clauses.len() > MAX_CLAUSES {
+        return Err(format!(
+            "the query makes {} clauses; the index takes at most {MAX_CLAUSES}: use fewer words or fields",
+            clauses.len()
         ));
     }
     tracing::debug!(target: "index", index = %opened.info.name, ?analysed, terms = request.terms.len(), "query analysed");

@@ -47,6 +47,11 @@ const KIND_WORDS: [(&str, &str); 5] = [
     ("signal", "signal"),
 ];
 
+/// A question is a name or a few words; anything longer is not one, and
+/// would only cost the host memory (every word becomes query clauses).
+pub const MAX_QUERY_CHARS: usize = 256;
+pub const MAX_QUERY_WORDS: usize = 32;
+
 pub fn search(query: &str, kind: Option<&str>, limit: u32) -> Result<Vec<SearchHit>, ToolError> {
     let query = query.trim();
     if query.is_empty() {
@@ -54,9 +59,17 @@ pub fn search(query: &str, kind: Option<&str>, limit: u32) -> Result<Vec<SearchH
             "`query` is empty: give one or more words, e.g. {\"query\": \"move_and_slide\"}",
         ));
     }
-    ensure()?;
     let lower = query.to_lowercase();
     let words: Vec<&str> = lower.split_whitespace().collect();
+    if query.chars().count() > MAX_QUERY_CHARS || words.len() > MAX_QUERY_WORDS {
+        return Err(invalid(format!(
+            "`query` has {} characters in {} words; at most {MAX_QUERY_CHARS} characters and \
+             {MAX_QUERY_WORDS} words are searched: keep the words that matter",
+            query.chars().count(),
+            words.len()
+        )));
+    }
+    ensure()?;
     let exact = |term: String, boost: f32| TermBoost {
         field: "name_lc".into(),
         term,

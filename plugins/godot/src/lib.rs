@@ -83,7 +83,7 @@ impl Guest for Godot {
                  godot.get_class / godot.get_symbol or resources/read.",
                 input_schema(
                     json!({
-                        "query": { "type": "string", "minLength": 1, "description": "Words or a name, e.g. `move_and_slide`, `http request`, `Node._ready`." },
+                        "query": { "type": "string", "minLength": 1, "maxLength": api::MAX_QUERY_CHARS, "description": "Words or a name, e.g. `move_and_slide`, `http request`, `Node._ready`." },
                         "kind": kind,
                         "limit": { "type": "integer", "minimum": 1, "maximum": 100, "default": 10 },
                     }),
