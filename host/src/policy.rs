@@ -67,6 +67,10 @@ pub struct ContainersPolicy {
     /// Images the plugin may run: exact names, `prefix*`, or `*`.
     #[serde(default)]
     pub images: Vec<String>,
+    /// Memory limit of each container, MiB (default 4096).
+    pub memory_mb: Option<u64>,
+    /// Processes a container may have at once (default 4096).
+    pub pids: Option<u64>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -124,6 +128,9 @@ pub struct Grants {
     pub programs: Vec<String>,
     pub env: Vec<String>,
     pub images: Vec<String>,
+    /// Limits put on every container the plugin starts.
+    pub container_memory_mb: u64,
+    pub container_pids: u64,
     pub read_roots: Vec<PathBuf>,
     pub write_roots: Vec<PathBuf>,
     pub plugin_cache: PathBuf,
@@ -252,6 +259,14 @@ impl Config {
                 .collect(),
             env: pick(|p| &p.process.env),
             images: pick(|p| &p.containers.images),
+            container_memory_mb: p
+                .and_then(|p| p.containers.memory_mb)
+                .or(d.containers.memory_mb)
+                .unwrap_or(4096),
+            container_pids: p
+                .and_then(|p| p.containers.pids)
+                .or(d.containers.pids)
+                .unwrap_or(4096),
             read_roots: roots(pick(|p| &p.fs.read)),
             write_roots: roots(pick(|p| &p.fs.write)),
             index_root: expand_path(&index_root, places, &plugin_cache),

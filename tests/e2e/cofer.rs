@@ -276,6 +276,24 @@ async fn create_run_serve_destroy() {
     );
     assert_eq!(on_remote, log, "the branch is pushed to the cofer remote");
 
+    // The container runs with the minimal capability set (CHOWN,
+    // DAC_OVERRIDE, FOWNER, FSETID, KILL, SETGID, SETUID, NET_BIND_SERVICE),
+    // no new privileges, and the pids and memory limits.
+    let r = client
+        .call(
+            "environment_run_cmd",
+            f.run_args(
+                "first-env",
+                "grep -E '^(CapEff|NoNewPrivs)' /proc/1/status; \
+                 cat /sys/fs/cgroup/pids/pids.max /sys/fs/cgroup/pids.max 2>/dev/null",
+            ),
+        )
+        .await;
+    let out = structured(&r)["stdout"].as_str().unwrap().to_string();
+    assert!(out.contains("CapEff:\t00000000000004fb"), "{out}");
+    assert!(out.contains("NoNewPrivs:\t1"), "{out}");
+    assert!(out.lines().any(|l| l == "4096"), "pids limit: {out}");
+
     // The commands named in the response work.
     let diff = cofer(&f.repo, &["diff", "first-env"]);
     assert!(

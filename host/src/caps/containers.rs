@@ -88,6 +88,26 @@ async fn owned(g: &Grants, id: &str) -> Result<Inspected, ContainerError> {
     Ok(info)
 }
 
+/// Capabilities a development container keeps: installing packages
+/// (ownership, permissions, apt's setuid/setgid sandbox), signalling its
+/// own processes, and a service on a port below 1024. Not the rest of
+/// Podman's defaults (MKNOD, NET_RAW, SYS_CHROOT, SETFCAP, SETPCAP,
+/// AUDIT_WRITE), whatever `containers.conf` says.
+const CONTAINER_CAPABILITIES: &str = "CHOWN,DAC_OVERRIDE,FOWNER,FSETID,KILL,SETGID,SETUID,NET_BIND_SERVICE";
+
+/// What every container is started with: the capabilities above, no
+/// privilege gained through setuid binaries, and the policy's memory and
+/// process limits.
+fn confinement(g: &Grants) -> Vec<String> {
+    vec![
+        "--cap-drop=all".into(),
+        format!("--cap-add={CONTAINER_CAPABILITIES}"),
+        "--security-opt=no-new-privileges".into(),
+        format!("--pids-limit={}", g.container_pids),
+        format!("--memory={}m", g.container_memory_mb),
+    ]
+}
+
 /// Turn a create request into `podman run` arguments the policy allows.
 fn run_args(g: &Grants, request: &CreateRequest) -> Result<Vec<String>, ContainerError> {
     if !image_allowed(&request.image, &g.images) {
@@ -99,6 +119,7 @@ fn run_args(g: &Grants, request: &CreateRequest) -> Result<Vec<String>, Containe
     }
     check_word("image", &request.image)?;
     let mut args: Vec<String> = vec!["run".into(), "--detach".into(), "--pull=never".into()];
+    args.extend(confinement(g));
     args.extend(["--label".into(), format!("{OWNER_LABEL}={}", g.plugin)]);
     for (key, value) in &request.labels {
         if key.is_empty() || key.contains('=') || key == OWNER_LABEL {
