@@ -587,6 +587,49 @@ async fn timeout_kills_the_tree_in_the_container() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_killed_exec_is_reported_as_killed() {
+    let Some(f) = Fixture::with_podman(&[], true).await else {
+        return;
+    };
+    let client = f.env.start().await;
+    f.create(&client, "shot").await;
+    let call = client
+        .start_call(
+            "environment_run_cmd",
+            f.run_args("shot", "sleep 4245"),
+            "shot",
+        )
+        .await;
+    // The host's `podman exec` for this command, killed from outside.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let exec = loop {
+        let found: Vec<i32> = processes_with("sleep 4245")
+            .into_iter()
+            .filter(|pid| {
+                let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+                String::from_utf8_lossy(&cmdline).starts_with("podman\0exec")
+                    || String::from_utf8_lossy(&cmdline).contains("/podman\0exec")
+            })
+            .collect();
+        if let Some(pid) = found.first() {
+            break *pid;
+        }
+        assert!(Instant::now() < deadline, "no podman exec for the command");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(exec),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    let r = Client::finish(call).await;
+    let e = error_of(&r);
+    assert_eq!(e["code"], "killed", "{e}");
+    assert!(e["message"].as_str().unwrap().contains("signal 9"), "{e}");
+    client.call("environment_destroy", f.scoped("shot")).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn hundred_megabytes_of_output_in_bounded_memory() {
     let Some(f) = Fixture::with_podman(&[], true).await else {
         return;

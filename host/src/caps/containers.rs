@@ -93,7 +93,8 @@ async fn owned(g: &Grants, id: &str) -> Result<Inspected, ContainerError> {
 /// own processes, and a service on a port below 1024. Not the rest of
 /// Podman's defaults (MKNOD, NET_RAW, SYS_CHROOT, SETFCAP, SETPCAP,
 /// AUDIT_WRITE), whatever `containers.conf` says.
-const CONTAINER_CAPABILITIES: &str = "CHOWN,DAC_OVERRIDE,FOWNER,FSETID,KILL,SETGID,SETUID,NET_BIND_SERVICE";
+const CONTAINER_CAPABILITIES: &str =
+    "CHOWN,DAC_OVERRIDE,FOWNER,FSETID,KILL,SETGID,SETUID,NET_BIND_SERVICE";
 
 /// What every container is started with: the capabilities above, no
 /// privilege gained through setuid binaries, and the policy's memory and

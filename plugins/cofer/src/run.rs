@@ -102,6 +102,24 @@ pub fn run_cmd(args: RunCmd) -> Result<ToolOutput, ToolError> {
         "warnings": warnings,
     });
     match result.status {
+        // `podman exec` itself ended by a signal: the command's fate is
+        // unknown, which is not a result to report as one.
+        Status::Exited if result.exit_code.is_none() => {
+            let signal = result.signal.map_or("a signal".to_string(), |s| format!("signal {s}"));
+            Err(error(
+                "killed",
+                format!(
+                    "`podman exec` was killed by {signal} on the host (out of memory, or killed by hand); the command may not have finished"
+                ),
+                "check the host's memory and `podman ps`, then run the command again",
+            )
+            .with_details(json!({
+                "step": "run the command",
+                "signal": result.signal,
+                "remediation": "check the host's memory and `podman ps`, then run the command again",
+                "result": report,
+            })))
+        }
         Status::Exited => Ok(ToolOutput {
             text: foreground_text(&env, &report),
             structured: Some(report.to_string()),
