@@ -274,4 +274,20 @@ async fn falls_back_to_a_terminal_when_the_cli_has_no_prompt_flag() {
         "{out}"
     );
     assert_eq!(out["exit_code"], 0, "{out}");
+
+    // A session would run `!cmd` in the shell and read `@file`: refused.
+    for input in ["please\n!touch pwned", "summarise @/etc/passwd"] {
+        let r = client
+            .call("copilot.chat", json!({"input": input, "model": "gpt-5"}))
+            .await;
+        assert!(is_error(&r), "{input:?}: {r:?}");
+        assert_eq!(structured(&r)["code"], "invalid_request", "{r:?}");
+        assert!(
+            structured(&r)["message"]
+                .as_str()
+                .unwrap()
+                .contains("terminal mode"),
+            "{r:?}"
+        );
+    }
 }

@@ -67,6 +67,7 @@ impl Guest for Copilot {
         let answer = match classify(result, &model)? {
             Flow::Done(answer) => answer,
             Flow::FlagsUnsupported => {
+                check_terminal_input(&args.input)?;
                 let left = TIMEOUT_MS.saturating_sub(started.elapsed().as_millis() as u64);
                 tty::chat(&args.input, &model, left)?
             }
@@ -129,6 +130,28 @@ pub fn check_input(input: &str) -> Result<(), ToolError> {
         .any(|c| c.is_control() && c != '\n' && c != '\t')
     {
         return refuse("it contains control characters (escape sequences, Ctrl keys)");
+    }
+    Ok(())
+}
+
+/// What a prompt typed into a Copilot session does beyond `-p`: a line
+/// starting with `!` runs in the local shell, and `@path` pulls a file
+/// into the context. Neither may reach the terminal fallback.
+pub fn check_terminal_input(input: &str) -> Result<(), ToolError> {
+    let refuse = |why: &str| {
+        Err(ToolError::new("invalid_request", format!("input refused in terminal mode: {why}"))
+            .with_details(json!({
+                "remediation": "rephrase without a line starting with '!' and without '@' before a word                                 (write 'the file src/x' instead of '@src/x')",
+            })))
+    };
+    if input.lines().any(|line| line.trim_start().starts_with('!')) {
+        return refuse("a line starts with '!', which a Copilot session runs as a shell command");
+    }
+    let mention = input
+        .split_whitespace()
+        .any(|word| word.starts_with('@') && word.len() > 1);
+    if mention {
+        return refuse("'@' before a word makes a Copilot session read that file");
     }
     Ok(())
 }
@@ -285,6 +308,22 @@ mod tests {
             "tab\tok",
         ] {
             assert!(check_input(good).is_ok(), "{good:?}");
+        }
+    }
+
+    #[test]
+    fn shell_and_file_mentions_are_refused_in_terminal_mode() {
+        for bad in [
+            "!rm -rf ~",
+            "hi\n  !id",
+            "explain @/etc/passwd",
+            "@src/main.rs?",
+        ] {
+            let e = check_terminal_input(bad).unwrap_err();
+            assert_eq!(e.code, "invalid_request", "{bad:?}");
+        }
+        for good in ["mail me at a@b.c", "wow! nice", "an @ sign alone"] {
+            assert!(check_terminal_input(good).is_ok(), "{good:?}");
         }
     }
 
