@@ -228,7 +228,7 @@ async fn serve(loader: Loader, watch: bool) -> Result<ExitCode> {
     } else {
         None
     };
-    let running = rmcp::ServiceExt::serve(McpFront::new(service), crate::stdio::transport())
+    let running = rmcp::ServiceExt::serve(McpFront::new(service), crate::stdio::Stdio::new())
         .await
         .context("MCP initialisation with the client failed")?;
     let _ = peer_tx.send(running.peer().clone());

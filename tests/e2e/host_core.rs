@@ -407,3 +407,94 @@ async fn stdout_carries_json_rpc_only() {
     let stderr = std::fs::read_to_string(env.stderr_log()).unwrap();
     assert!(stderr.contains("tool call"), "the logs went to stderr");
 }
+
+#[tokio::test]
+async fn requests_too_big_or_too_deep_are_answered_not_dropped() {
+    let env = Env::new(&["faulty"], FAULTY_LIMITS);
+    let mut child = env
+        .host(&["serve", "--stdio"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::fs::File::create(env.stderr_log()).unwrap())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut next = async || -> Value {
+        let line = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+            .await
+            .expect("an answer, not silence")
+            .unwrap()
+            .unwrap();
+        serde_json::from_str(&line).unwrap()
+    };
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}});
+    stdin
+        .write_all(
+            format!(
+                "{initialize}\n{}\n",
+                json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            )
+            .as_bytes(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(next().await["id"], 1);
+
+    // 17 MiB of arguments: over the 16 MiB a request may have.
+    let big = format!(
+        r#"{{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{{"name":"noop","arguments":{{"x":"{}"}}}}}}"#,
+        "a".repeat(17 << 20)
+    );
+    stdin
+        .write_all(format!("{big}\n").as_bytes())
+        .await
+        .unwrap();
+    let answer = next().await;
+    assert_eq!(answer["id"], 2, "{answer}");
+    assert_eq!(answer["error"]["code"], -32600, "{answer}");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("16777216"),
+        "{answer}"
+    );
+
+    // Arguments nested 200 deep: past serde_json's 128 levels.
+    let deep = format!(
+        r#"{{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{{"name":"noop","arguments":{{"x":{}1{}}}}}}}"#,
+        "[".repeat(200),
+        "]".repeat(200)
+    );
+    stdin
+        .write_all(format!("{deep}\n").as_bytes())
+        .await
+        .unwrap();
+    let answer = next().await;
+    assert_eq!(answer["id"], 3, "{answer}");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("128 levels"),
+        "{answer}"
+    );
+
+    // Not JSON at all: a parse error with a null id.
+    stdin.write_all(b"this is not json\n").await.unwrap();
+    let answer = next().await;
+    assert_eq!(answer["error"]["code"], -32700, "{answer}");
+    assert_eq!(answer["id"], Value::Null);
+
+    // The session goes on.
+    let call = json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "noop", "arguments": {}}});
+    stdin
+        .write_all(format!("{call}\n").as_bytes())
+        .await
+        .unwrap();
+    let answer = next().await;
+    assert_eq!(answer["id"], 4, "{answer}");
+    assert!(answer["result"].is_object(), "{answer}");
+}
