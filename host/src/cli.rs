@@ -60,6 +60,9 @@ enum Command {
     Check {
         #[command(flatten)]
         common: Common,
+        /// Treat warnings (unknown plugin tables, very wide grants) as problems.
+        #[arg(long)]
+        strict: bool,
     },
 }
 
@@ -113,10 +116,13 @@ impl Common {
         let places = Places {
             workspace,
             home: home.clone(),
-            cache_dir: self
-                .cache_dir
-                .or_else(|| Some(dirs::cache_dir()?.join("mcp-host")))
-                .unwrap_or_else(|| home.join(".cache/mcp-host")),
+            // Absolute: placeholders expand to it wherever the host runs.
+            cache_dir: std::path::absolute(
+                self.cache_dir
+                    .or_else(|| Some(dirs::cache_dir()?.join("mcp-host")))
+                    .unwrap_or_else(|| home.join(".cache/mcp-host")),
+            )
+            .context("cannot make the cache directory's path absolute")?,
         };
         let plugins_dir = self
             .plugins
@@ -204,7 +210,7 @@ async fn run(command: Command) -> Result<ExitCode> {
                 ExitCode::SUCCESS
             })
         }
-        Command::Check { common } => check(common.loader()?).await,
+        Command::Check { common, strict } => check(common.loader()?, strict).await,
     }
 }
 
@@ -291,7 +297,7 @@ fn grants_json(g: &crate::policy::Grants) -> serde_json::Value {
     })
 }
 
-async fn check(loader: Loader) -> Result<ExitCode> {
+async fn check(loader: Loader, strict: bool) -> Result<ExitCode> {
     println!("config: ok ({})", loader.config_hint);
     if !loader.plugins_dir.is_dir() {
         println!(
@@ -324,6 +330,22 @@ async fn check(loader: Loader) -> Result<ExitCode> {
             p.path.display(),
             p.reason
         );
+    }
+    let names: Vec<&str> = catalog
+        .plugins
+        .iter()
+        .map(|p| p.name.as_str())
+        .chain(catalog.problems.iter().map(|p| p.plugin.as_str()))
+        .collect();
+    let warnings = service
+        .loader
+        .config
+        .warnings(&names, &service.loader.places);
+    for warning in &warnings {
+        println!("warning: {warning}");
+    }
+    if strict {
+        problems += warnings.len();
     }
     Ok(if problems == 0 {
         ExitCode::SUCCESS

@@ -32,6 +32,10 @@ pub struct Config {
     pub defaults: PluginPolicy,
     #[serde(default)]
     pub plugins: BTreeMap<String, PluginPolicy>,
+    /// The plugin tables the user's file has (the shipped ones name plugins
+    /// a user may not have installed).
+    #[serde(skip)]
+    user_tables: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -52,6 +56,120 @@ pub struct PluginPolicy {
     pub vars: BTreeMap<String, String>,
     #[serde(default)]
     pub limits: Limits,
+}
+
+impl PluginPolicy {
+    /// The grant keys this table sets.
+    fn grant_keys(&self) -> Vec<&'static str> {
+        [
+            ("capabilities", !self.capabilities.is_empty()),
+            ("process.programs", !self.process.programs.is_empty()),
+            ("process.env", !self.process.env.is_empty()),
+            ("fs.read", !self.fs.read.is_empty()),
+            ("fs.write", !self.fs.write.is_empty()),
+            ("index.root", self.index.root.is_some()),
+            ("containers.images", !self.containers.images.is_empty()),
+        ]
+        .into_iter()
+        .filter_map(|(key, set)| set.then_some(key))
+        .collect()
+    }
+
+    /// Every setting that may hold placeholders, with its key.
+    fn templates(&self) -> Vec<(String, &str)> {
+        let lists = [
+            ("process.programs", &self.process.programs),
+            ("fs.read", &self.fs.read),
+            ("fs.write", &self.fs.write),
+        ];
+        lists
+            .into_iter()
+            .flat_map(|(key, list)| list.iter().map(move |v| (key.to_string(), v.as_str())))
+            .chain(
+                self.index
+                    .root
+                    .iter()
+                    .map(|v| ("index.root".to_string(), v.as_str())),
+            )
+            .chain(
+                self.vars
+                    .iter()
+                    .map(|(k, v)| (format!("vars.{k}"), v.as_str())),
+            )
+            .collect()
+    }
+}
+
+/// Programs that run whatever they are given: a grant of one is a grant of
+/// every program.
+const RUNS_ANYTHING: &[&str] = &[
+    "sh", "bash", "dash", "zsh", "fish", "ksh", "csh", "tcsh", "ash", "busybox", "env", "xargs",
+    "sudo", "su", "doas", "python", "perl", "ruby", "node", "nodejs", "deno", "bun", "php", "lua",
+    "pwsh",
+];
+
+impl Config {
+    /// What `host check` warns about: tables for plugins that are not in
+    /// the plugins folder (a misspelt name is silently ignored otherwise),
+    /// and grants wider than they look.
+    pub fn warnings(&self, plugins: &[&str], places: &Places) -> Vec<String> {
+        let mut warnings = Vec::new();
+        for name in &self.user_tables {
+            if !plugins.contains(&name.as_str()) {
+                warnings.push(format!(
+                    "[plugins.{name}] names no plugin in the plugins folder (loaded: {}): check the \
+                     spelling (plugin names use `_`, e.g. run_test)",
+                    plugins.join(", ")
+                ));
+            }
+        }
+        for name in plugins {
+            let g = self.grants(name, places, "");
+            for (key, roots) in [("fs.read", &g.read_roots), ("fs.write", &g.write_roots)] {
+                for root in roots {
+                    if root == Path::new("/") || *root == places.home {
+                        warnings.push(format!(
+                            "[plugins.{name}] {key} grants {}: the whole {}, secrets included; grant \
+                             the directories it needs",
+                            root.display(),
+                            if root == Path::new("/") { "machine" } else { "home directory" }
+                        ));
+                    }
+                }
+            }
+            for program in &g.programs {
+                let base = Path::new(program)
+                    .file_name()
+                    .map(|b| b.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                let stem = base.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
+                if RUNS_ANYTHING.contains(&stem) {
+                    warnings.push(format!(
+                        "[plugins.{name}] process.programs grants `{program}`, which runs any code it \
+                         is given: the plugin can run every program; grant the programs it needs"
+                    ));
+                }
+            }
+        }
+        warnings
+    }
+}
+
+/// The first `${env:NAME}` in `template` with no `|fallback` whose
+/// variable is unset or empty: it would expand to nothing and turn
+/// `${env:X}/out` into `/out`.
+fn unset_without_fallback(template: &str) -> Option<String> {
+    let mut rest = template;
+    while let Some(start) = rest.find("${env:") {
+        let body = &rest[start + 6..];
+        let end = body.find(['}', '|'])?;
+        let name = &body[..end];
+        if body[end..].starts_with('}') && std::env::var(name).map_or(true, |v| v.is_empty()) {
+            return Some(name.to_string());
+        }
+        rest = &body[end..];
+    }
+    None
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -176,15 +294,20 @@ impl Config {
         let mut merged: toml::Table = DEFAULT_POLICY
             .parse()
             .context("the built-in default policy is not valid TOML")?;
+        let mut user_tables = Vec::new();
         if let Some(path) = user_file {
             let text = std::fs::read_to_string(path)
                 .with_context(|| format!("cannot read config file {}", path.display()))?;
             let user: toml::Table = text
                 .parse()
                 .with_context(|| format!("config file {} is not valid TOML", path.display()))?;
+            user_tables = match user.get("plugins") {
+                Some(toml::Value::Table(plugins)) => plugins.keys().cloned().collect(),
+                _ => Vec::new(),
+            };
             merge(&mut merged, user);
         }
-        let config: Config =
+        let mut config: Config =
             toml::Value::Table(merged)
                 .try_into()
                 .with_context(|| match user_file {
@@ -193,14 +316,41 @@ impl Config {
                     }
                     None => "the built-in default policy has an unknown key".into(),
                 })?;
+        config.user_tables = user_tables;
         config.check()?;
         Ok(config)
     }
 
     fn check(&self) -> Result<()> {
+        if let Some(key) = self.defaults.grant_keys().first() {
+            bail!(
+                "[defaults] {key}: grants are given per plugin, never by default (a default would reach \
+                 every plugin, third-party ones included); move it to each [plugins.<name>] that needs it"
+            );
+        }
         for (name, policy) in std::iter::once(("defaults", &self.defaults))
             .chain(self.plugins.iter().map(|(k, v)| (k.as_str(), v)))
         {
+            for (key, template) in policy.templates() {
+                if let Some(var) = unset_without_fallback(template) {
+                    bail!(
+                        "[plugins.{name}] {key}: `${{env:{var}}}` is not set and has no fallback: set {var}, \
+                         or give one as `${{env:{var}|<fallback>}}`"
+                    );
+                }
+            }
+            for (key, value) in [
+                ("limits.memory_mb", policy.limits.memory_mb),
+                ("limits.timeout_ms", policy.limits.timeout_ms),
+                ("containers.memory_mb", policy.containers.memory_mb),
+                ("containers.pids", policy.containers.pids),
+            ] {
+                if value == Some(0) {
+                    bail!(
+                        "[plugins.{name}] {key} = 0 would make every call fail: give a positive value"
+                    );
+                }
+            }
             for cap in &policy.capabilities {
                 if !GRANTABLE.contains(&cap.as_str()) {
                     bail!(
@@ -229,11 +379,10 @@ impl Config {
     pub fn grants(&self, plugin: &str, places: &Places, config_hint: &str) -> Grants {
         let d = &self.defaults;
         let p = self.plugins.get(plugin);
+        // Grants are the plugin's own: `[defaults]` holds none (see `check`),
+        // and an empty list means nothing.
         let pick = |f: fn(&PluginPolicy) -> &Vec<String>| -> Vec<String> {
-            p.map(f)
-                .filter(|v| !v.is_empty())
-                .unwrap_or_else(|| f(d))
-                .clone()
+            p.map(f).cloned().unwrap_or_default()
         };
         let plugin_cache = places.plugin_cache(plugin);
         let roots = |roots: Vec<String>| -> Vec<PathBuf> {
@@ -244,7 +393,6 @@ impl Config {
         };
         let index_root = p
             .and_then(|p| p.index.root.clone())
-            .or_else(|| d.index.root.clone())
             .unwrap_or_else(|| "${plugin_cache}/index".into());
         let mut vars = d.vars.clone();
         vars.extend(p.map(|p| p.vars.clone()).unwrap_or_default());
@@ -439,5 +587,74 @@ mod tests {
         std::fs::write(&file, "[plugins.x.limits]\nmemory_mb = 4096\n").unwrap();
         let err = format!("{:#}", Config::load(Some(&file)).unwrap_err());
         assert!(err.contains("limits.memory_mb = 4096"), "{err}");
+        std::fs::write(&file, "[plugins.x.limits]\ntimeout_ms = 0\n").unwrap();
+        let err = format!("{:#}", Config::load(Some(&file)).unwrap_err());
+        assert!(err.contains("limits.timeout_ms = 0"), "{err}");
+    }
+
+    #[test]
+    fn grants_are_never_inherited_and_an_empty_list_means_none() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("c.toml");
+        std::fs::write(&file, "[defaults.fs]\nwrite = [\"/srv\"]\n").unwrap();
+        let err = format!("{:#}", Config::load(Some(&file)).unwrap_err());
+        assert!(
+            err.contains("[defaults] fs.write") && err.contains("per plugin"),
+            "{err}"
+        );
+        std::fs::write(&file, "[plugins.run_test.fs]\nwrite = []\n").unwrap();
+        let config = Config::load(Some(&file)).unwrap();
+        let g = config.grants("run_test", &places(), "c.toml");
+        assert!(g.write_roots.is_empty(), "{:?}", g.write_roots);
+        assert!(!g.read_roots.is_empty(), "fs.read keeps the shipped value");
+    }
+
+    #[test]
+    fn check_warns_of_misspelt_tables_and_wide_grants() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("c.toml");
+        std::fs::write(
+            &file,
+            "[plugins.run-test]\ncapabilities = [\"process\"]\n\
+             [plugins.run_test]\nfs.write = [\"/\"]\nprocess.programs = [\"cargo\", \"/bin/sh\", \"python3.12\"]\n",
+        )
+        .unwrap();
+        let config = Config::load(Some(&file)).unwrap();
+        let warnings = config.warnings(&["run_test", "godot"], &places());
+        let has = |needle: &str| warnings.iter().any(|w| w.contains(needle));
+        assert!(has("[plugins.run-test] names no plugin"), "{warnings:?}");
+        assert!(has("fs.write grants /"), "{warnings:?}");
+        assert!(has("`/bin/sh`") && has("`python3.12`"), "{warnings:?}");
+        assert!(!has("`cargo`"), "{warnings:?}");
+        assert_eq!(
+            warnings.len(),
+            4,
+            "shipped tables of absent plugins are no warning: {warnings:?}"
+        );
+    }
+
+    #[test]
+    fn an_unset_variable_without_fallback_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("c.toml");
+        std::fs::write(
+            &file,
+            "[plugins.x]\nfs.write = [\"${env:MCP_HOST_TEST_NEVER_SET}/out\"]\n",
+        )
+        .unwrap();
+        let err = format!("{:#}", Config::load(Some(&file)).unwrap_err());
+        assert!(
+            err.contains("[plugins.x] fs.write") && err.contains("MCP_HOST_TEST_NEVER_SET"),
+            "{err}"
+        );
+        std::fs::write(
+            &file,
+            "[plugins.x]\nvars.A = \"${env:MCP_HOST_TEST_NEVER_SET|}\"\n",
+        )
+        .unwrap();
+        assert!(
+            Config::load(Some(&file)).is_ok(),
+            "an explicit empty fallback is fine"
+        );
     }
 }

@@ -519,3 +519,25 @@ async fn a_huge_query_is_refused_in_bounded_memory() {
         "host RSS grew from {before} to {after} KiB"
     );
 }
+
+#[tokio::test]
+async fn an_index_root_never_follows_a_link_out_of_the_workspace() {
+    let outside = tempfile::tempdir().unwrap();
+    let config = format!(
+        "[plugins.godot]\nfs.read = [{d:?}]\nvars.GODOT_DOC_DIR = {d:?}\nindex.root = \"${{workspace}}/.cache/godot-index\"\n",
+        d = fixture_docs().display().to_string()
+    );
+    let env = Env::new(&["godot"], &config);
+    // A repository's `.cache`, pointing elsewhere.
+    std::os::unix::fs::symlink(outside.path(), env.workspace.join(".cache")).unwrap();
+    let client = env.start().await;
+    let r = client.call("godot.search", json!({"query": "node"})).await;
+    assert!(is_error(&r), "{r:?}");
+    let message = structured(&r)["message"].as_str().unwrap().to_string();
+    assert!(message.contains("symbolic link"), "{message}");
+    let written: Vec<_> = std::fs::read_dir(outside.path()).unwrap().collect();
+    assert!(
+        written.is_empty(),
+        "the host wrote outside the workspace: {written:?}"
+    );
+}

@@ -329,6 +329,62 @@ async fn a_broken_plugin_is_skipped_and_a_tool_conflict_names_both() {
 }
 
 #[tokio::test]
+async fn host_check_says_what_a_policy_really_grants() {
+    let env = Env::new(
+        &["run_test"],
+        "[plugins.run-test]\ncapabilities = [\"process\"]\n[plugins.run_test]\nfs.write = [\"/\"]\nprocess.programs = [\"cargo\", \"sh\"]\n",
+    );
+    let out = env.host(&["check"]).output().await.unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "warnings alone pass: {text}");
+    for needle in [
+        "[plugins.run-test] names no plugin",
+        "fs.write grants /",
+        "`sh`",
+    ] {
+        assert!(text.contains(needle), "{needle}: {text}");
+    }
+    let strict = env.host(&["check", "--strict"]).output().await.unwrap();
+    assert_eq!(
+        strict.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&strict.stdout)
+    );
+
+    for (config, needle) in [
+        (
+            "[plugins.run_test.limits]\ntimeout_ms = 0\n",
+            "limits.timeout_ms = 0",
+        ),
+        (
+            "[plugins.run_test]\nfs.write = [\"${env:MCP_HOST_TEST_NEVER_SET}/out\"]\n",
+            "MCP_HOST_TEST_NEVER_SET",
+        ),
+        ("[defaults.fs]\nwrite = [\"/srv\"]\n", "[defaults] fs.write"),
+    ] {
+        std::fs::write(&env.config, config).unwrap();
+        let out = env.host(&["check"]).output().await.unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_ne!(out.status.code(), Some(0), "{config}");
+        assert!(stderr.contains(needle), "{needle}: {stderr}");
+    }
+
+    // An empty list takes the shipped grant away, seen through a call.
+    std::fs::write(&env.config, "[plugins.run_test.fs]\nwrite = []\n").unwrap();
+    let host = env.start().await;
+    let r = host
+        .call("run_test", run_test_args("cargo", json!({})))
+        .await;
+    let out = structured(&r);
+    assert_eq!(out["status"], "error", "run_test without fs.write: {out}");
+    assert!(
+        out["excerpt"].as_str().unwrap().contains("not granted"),
+        "{out}"
+    );
+}
+
+#[tokio::test]
 async fn warm_start_uses_the_compiled_cache() {
     let env = Env::new(&["run_test", "faulty"], "");
     let first = env.host(&["list", "plugins"]).output().await.unwrap();

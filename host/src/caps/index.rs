@@ -11,6 +11,7 @@ use crate::bindings::mcphost::plugin::index::{
     Document, Hit, Host, HostBuilder, IndexInfo, Schema, SearchRequest,
 };
 use crate::caps::CallState;
+use crate::paths::confine;
 use crate::textindex::{self, Builder, Spec};
 
 type Answer<T> = wasmtime::Result<Result<T, CapabilityError>>;
@@ -22,7 +23,24 @@ impl CallState {
             .require("index")
             .map_err(CapabilityError::Denied)?;
         textindex::check_name(name).map_err(CapabilityError::Invalid)?;
-        Ok(self.grants.index_root.join(name))
+        let dir = self.grants.index_root.join(name);
+        // An index root inside the workspace or the plugin's cache stays
+        // there: a `.cache` link in a repository must not carry the index
+        // (and the host's writes) out of it.
+        for base in [&self.grants.workspace, &self.grants.plugin_cache] {
+            if dir.starts_with(base)
+                && confine(&dir.to_string_lossy(), base, std::slice::from_ref(base)).is_none()
+            {
+                return Err(CapabilityError::Denied(format!(
+                    "the index directory {} leads out of {} through a symbolic link: remove the link, \
+                     or set index.root under [plugins.{}] to a real directory",
+                    dir.display(),
+                    base.display(),
+                    self.grants.plugin
+                )));
+            }
+        }
+        Ok(dir)
     }
 
     fn opened(&self, name: &str) -> Result<std::sync::Arc<textindex::Opened>, CapabilityError> {
