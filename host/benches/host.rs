@@ -120,7 +120,7 @@ async fn main() {
             timeout,
             no_output_timeout: None,
             tail_bytes: 4096,
-            log_path: None,
+            log: None,
         };
         let outcome = host::timebox::run(&spec, &CancellationToken::new(), &NoProgress).await;
         assert_eq!(outcome.ending, host::timebox::Ending::Timeout);

@@ -22,6 +22,9 @@ pub const DEFAULT_POLICY: &str = include_str!("../../config/default.toml");
 const DEFAULT_CONCURRENCY: u64 = 32;
 /// Calls of one plugin waiting for a turn before new ones are `busy`.
 const DEFAULT_QUEUE: u64 = 1024;
+/// A run's log file stops growing here (a test flooding its output once
+/// wrote 300 MB); its tail is still appended.
+const DEFAULT_LOG_MB: u64 = 100;
 
 pub const GRANTABLE: &[&str] = &["process", "fs", "index", "containers", "git", "pty"];
 
@@ -220,6 +223,8 @@ pub struct Limits {
     pub concurrency: Option<u64>,
     /// Calls waiting for a turn beyond those; more are refused as `busy`.
     pub queue: Option<u64>,
+    /// Largest log file (`log-path` of a run) written, MiB.
+    pub log_mb: Option<u64>,
 }
 
 /// Where a path placeholder points.
@@ -259,6 +264,7 @@ pub struct Grants {
     pub timeout_ms: u64,
     pub concurrency: usize,
     pub queue: usize,
+    pub log_bytes: u64,
 }
 
 impl Grants {
@@ -342,6 +348,7 @@ impl Config {
             for (key, value) in [
                 ("limits.memory_mb", policy.limits.memory_mb),
                 ("limits.timeout_ms", policy.limits.timeout_ms),
+                ("limits.log_mb", policy.limits.log_mb),
                 ("containers.memory_mb", policy.containers.memory_mb),
                 ("containers.pids", policy.containers.pids),
             ] {
@@ -428,6 +435,7 @@ impl Config {
             timeout_ms: limit(|l| l.timeout_ms).unwrap_or(60_000),
             concurrency: limit(|l| l.concurrency).unwrap_or(DEFAULT_CONCURRENCY) as usize,
             queue: limit(|l| l.queue).unwrap_or(DEFAULT_QUEUE) as usize,
+            log_bytes: limit(|l| l.log_mb).unwrap_or(DEFAULT_LOG_MB) * 1024 * 1024,
         }
     }
 }

@@ -241,7 +241,7 @@ impl Host for CallState {
                 timeout: Duration::from_millis(request.timeout_ms).min(remaining),
                 no_output_timeout: request.no_output_timeout_ms.map(Duration::from_millis),
                 tail_bytes: request.tail_bytes.min(crate::caps::process::MAX_TAIL_BYTES) as usize,
-                log_path: None,
+                log: None,
             };
             let progress = RunProgress::new(call.client.clone(), format!("podman exec {id}"));
             let outcome = timebox::run(&spawn, &call.cancel, &progress).await;

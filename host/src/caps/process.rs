@@ -15,7 +15,7 @@ use crate::bindings::mcphost::plugin::process::{
 use crate::caps::CallState;
 use crate::client::ClientLink;
 use crate::paths::confine;
-use crate::timebox::{self, Ending, LineChild, Spawn};
+use crate::timebox::{self, Ending, LineChild, LogFile, Spawn};
 use wasmtime::component::Resource;
 
 impl Host for CallState {
@@ -239,14 +239,17 @@ impl CallState {
         }
         let allowed =
             self.allowed_program("process", &request.program, &request.cwd, request.env)?;
-        let log_path = match &request.log_path {
-            Some(p) => Some(confine(p, &g.workspace, &g.write_roots).ok_or_else(|| {
-                CapabilityError::Denied(g.denial(
-                    &format!("writing the log file `{p}`"),
-                    "fs.write",
-                    "a root containing it",
-                ))
-            })?),
+        let log = match &request.log_path {
+            Some(p) => Some(LogFile {
+                path: confine(p, &g.workspace, &g.write_roots).ok_or_else(|| {
+                    CapabilityError::Denied(g.denial(
+                        &format!("writing the log file `{p}`"),
+                        "fs.write",
+                        "a root containing it",
+                    ))
+                })?,
+                max_bytes: g.log_bytes,
+            }),
             None => None,
         };
         let remaining = self.call.deadline.saturating_duration_since(Instant::now());
@@ -259,7 +262,7 @@ impl CallState {
             timeout: Duration::from_millis(request.timeout_ms).min(remaining),
             no_output_timeout: request.no_output_timeout_ms.map(Duration::from_millis),
             tail_bytes: request.tail_bytes as usize,
-            log_path,
+            log,
         })
     }
 }

@@ -36,7 +36,16 @@ pub struct Spawn {
     pub timeout: Duration,
     pub no_output_timeout: Option<Duration>,
     pub tail_bytes: usize,
-    pub log_path: Option<PathBuf>,
+    pub log: Option<LogFile>,
+}
+
+/// Where the complete output goes, and how much of it at most.
+#[derive(Debug, Clone)]
+pub struct LogFile {
+    pub path: PathBuf,
+    /// Past this the log keeps its head, and the tail is appended at the
+    /// end with a note of what was cut.
+    pub max_bytes: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -105,7 +114,7 @@ pub async fn run(spec: &Spawn, cancel: &CancellationToken, progress: &dyn Progre
         Err(e) => {
             outcome.error = Some(format!("cannot start {}: {e}", spec.program.display()));
             outcome.duration = start.elapsed();
-            finish_log(&mut log, &outcome).await;
+            finish_log(&mut log, &mut outcome).await;
             return outcome;
         }
     };
@@ -186,7 +195,7 @@ pub async fn run(spec: &Spawn, cancel: &CancellationToken, progress: &dyn Progre
         }
     }
     outcome.duration = start.elapsed();
-    finish_log(&mut log, &outcome).await;
+    finish_log(&mut log, &mut outcome).await;
     outcome
 }
 
@@ -253,9 +262,10 @@ async fn record(outcome: &mut Outcome, log: &mut Option<TaggedLog>, stream: Stre
 }
 
 async fn open_log(spec: &Spawn) -> Result<Option<TaggedLog>, String> {
-    let Some(path) = &spec.log_path else {
+    let Some(log) = &spec.log else {
         return Ok(None);
     };
+    let path = &log.path;
     if let Some(dir) = path.parent() {
         tokio::fs::create_dir_all(dir)
             .await
@@ -266,23 +276,44 @@ async fn open_log(spec: &Spawn) -> Result<Option<TaggedLog>, String> {
         .map_err(|e| format!("cannot create {}: {e}", path.display()))?;
     Ok(Some(TaggedLog {
         out: BufWriter::with_capacity(256 * 1024, file),
+        path: path.clone(),
         open_line: None,
-        failed: false,
+        failed: None,
+        written: 0,
+        max_bytes: log.max_bytes,
+        cut: 0,
     }))
 }
 
-async fn finish_log(log: &mut Option<TaggedLog>, outcome: &Outcome) {
+/// Close the log; a log that could not be written is the run's error
+/// (unless it already has one), so no one takes it for complete.
+async fn finish_log(log: &mut Option<TaggedLog>, outcome: &mut Outcome) {
     if let Some(log) = log {
         log.finish(outcome).await;
+        if let Some(why) = &log.failed
+            && outcome.error.is_none()
+        {
+            outcome.error = Some(format!(
+                "the log {} is incomplete: writing it failed ({why})",
+                log.path.display()
+            ));
+        }
     }
 }
 
-/// The full output, each line prefixed with the stream it came from.
+/// The full output, each line prefixed with the stream it came from, up
+/// to a size cap.
 struct TaggedLog {
     out: BufWriter<tokio::fs::File>,
+    path: PathBuf,
     /// The stream whose line is not finished yet.
     open_line: Option<Stream>,
-    failed: bool,
+    /// Why writing stopped, if it did.
+    failed: Option<String>,
+    written: u64,
+    max_bytes: u64,
+    /// Bytes of output not logged since the cap was reached.
+    cut: u64,
 }
 
 impl TaggedLog {
@@ -307,13 +338,40 @@ impl TaggedLog {
                 Some(stream)
             };
         }
+        let room = self.max_bytes.saturating_sub(self.written) as usize;
+        if buf.len() > room {
+            self.cut += (buf.len() - room) as u64;
+            buf.truncate(room);
+        }
+        self.written += buf.len() as u64;
         self.put(&buf).await;
     }
 
     async fn finish(&mut self, outcome: &Outcome) {
         let mut end = String::new();
-        if self.open_line.take().is_some() {
+        if self.open_line.take().is_some() || self.cut > 0 {
             end.push('\n');
+        }
+        if self.cut > 0 {
+            // The head is in the file; the run's tail shows how it ended.
+            end.push_str(&format!(
+                "[host] the log reached its cap of {} bytes: {} bytes were not written here; the last output follows\n",
+                self.max_bytes, self.cut
+            ));
+            for (stream, text) in outcome.tail.chunks() {
+                let tag = if stream == Stream::Stdout {
+                    "[stdout] "
+                } else {
+                    "[stderr] "
+                };
+                for line in text.split_inclusive('\n') {
+                    end.push_str(tag);
+                    end.push_str(line);
+                }
+            }
+            if !end.ends_with('\n') {
+                end.push('\n');
+            }
         }
         end.push_str(&format!(
             "[host] ended: {:?}, exit code {:?}, signal {:?}, {} ms{}\n",
@@ -328,15 +386,19 @@ impl TaggedLog {
                 .unwrap_or_default()
         ));
         self.put(end.as_bytes()).await;
-        let _ = self.out.flush().await;
+        if self.failed.is_none()
+            && let Err(e) = self.out.flush().await
+        {
+            self.failed = Some(e.to_string());
+        }
     }
 
     async fn put(&mut self, bytes: &[u8]) {
-        if !self.failed
+        if self.failed.is_none()
             && let Err(e) = self.out.write_all(bytes).await
         {
             tracing::warn!(error = %e, "writing the run's log file failed; the log stops here");
-            self.failed = true;
+            self.failed = Some(e.to_string());
         }
     }
 }

@@ -80,14 +80,6 @@ fn run(args: &request::Args, checked: &Checked) -> serde_json::Value {
         None => summary.excerpt(),
     };
     let report_dir = format!("{}/", checked.report_rel.display());
-    let response = json!({
-        "status": outcome.status,
-        "exit_code": outcome.exit_code,
-        "duration_ms": outcome.duration_ms,
-        "report_dir": report_dir,
-        "artifacts": {"raw_log": "raw.log", "summary_md": "summary.md", "summary_json": "summary.json"},
-        "excerpt": excerpt,
-    });
     let machine = json!({
         "status": outcome.status,
         "exit_code": outcome.exit_code,
@@ -112,21 +104,54 @@ fn run(args: &request::Args, checked: &Checked) -> serde_json::Value {
         started_at: &checked.started_at,
         error: outcome.error.as_deref(),
     });
-    let written = std::fs::create_dir_all(&checked.report_dir)
-        .and_then(|_| {
-            std::fs::write(
-                checked.report_dir.join("summary.json"),
-                serde_json::to_string_pretty(&machine).unwrap(),
-            )
-        })
-        .and_then(|_| std::fs::write(checked.report_dir.join("summary.md"), markdown));
-    if let Err(e) = written {
-        plugin_sdk::log::log(
-            plugin_sdk::log::Level::Error,
-            &format!("writing the summaries failed: {e}"),
-        );
+    // Only what is really on disk is named; a partial file is removed.
+    let mut artifacts = serde_json::Map::new();
+    let mut not_written = serde_json::Map::new();
+    match std::fs::metadata(&raw_log) {
+        Ok(_) => artifacts.insert("raw_log".into(), json!("raw.log")),
+        Err(e) => not_written.insert("raw_log".into(), json!(e.to_string())),
+    };
+    let summaries = [
+        (
+            "summary_json",
+            "summary.json",
+            serde_json::to_string_pretty(&machine).unwrap(),
+        ),
+        ("summary_md", "summary.md", markdown),
+    ];
+    for (key, name, text) in summaries {
+        let path = checked.report_dir.join(name);
+        let written =
+            std::fs::create_dir_all(&checked.report_dir).and_then(|_| std::fs::write(&path, text));
+        match written {
+            Ok(()) => artifacts.insert(key.into(), json!(name)),
+            Err(e) => {
+                let _ = std::fs::remove_file(&path);
+                plugin_sdk::log::log(
+                    plugin_sdk::log::Level::Error,
+                    &format!("writing {name} failed: {e}"),
+                );
+                not_written.insert(key.into(), json!(format!("writing {name} failed: {e}")))
+            }
+        };
     }
-    response
+    let mut excerpt = excerpt;
+    if !not_written.is_empty() {
+        let missing: Vec<String> = not_written
+            .iter()
+            .map(|(k, why)| format!("{k}: {}", why.as_str().unwrap_or_default()))
+            .collect();
+        excerpt = format!("[not written] {}\n{excerpt}", missing.join("; "));
+        artifacts.insert("not_written".into(), serde_json::Value::Object(not_written));
+    }
+    json!({
+        "status": outcome.status,
+        "exit_code": outcome.exit_code,
+        "duration_ms": outcome.duration_ms,
+        "report_dir": report_dir,
+        "artifacts": artifacts,
+        "excerpt": excerpt,
+    })
 }
 
 struct Outcome {
@@ -173,8 +198,9 @@ fn output_schema() -> serde_json::Value {
             "report_dir": {"type": "string"},
             "artifacts": {
                 "type": "object",
-                "properties": {"raw_log": {"type": "string"}, "summary_md": {"type": "string"}, "summary_json": {"type": "string"}},
-                "required": ["raw_log", "summary_md", "summary_json"]
+                "description": "The files written in report_dir; any that could not be written are in not_written with the reason.",
+                "properties": {"raw_log": {"type": "string"}, "summary_md": {"type": "string"}, "summary_json": {"type": "string"},
+                               "not_written": {"type": "object", "additionalProperties": {"type": "string"}}}
             },
             "excerpt": {"type": "string"}
         },
