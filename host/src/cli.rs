@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -55,6 +56,13 @@ enum Command {
         arguments: String,
         #[command(flatten)]
         common: Common,
+    },
+    /// (Started by `serve`.) Wait for the host instance to end, then kill
+    /// whatever its calls left running.
+    #[command(hide = true)]
+    Watchdog {
+        #[arg(long)]
+        instance: String,
     },
     /// Check the config and the plugins folder; exit 1 on any problem.
     Check {
@@ -143,6 +151,9 @@ impl Common {
 
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Command::Watchdog { instance } = &cli.command {
+        return crate::watchdog::run(instance);
+    }
     if let Err(e) = crate::logging::init() {
         eprintln!("error: {e:#}");
         return ExitCode::from(2);
@@ -151,7 +162,10 @@ pub fn main() -> ExitCode {
         .enable_all()
         .build()
         .expect("tokio runtime");
-    match runtime.block_on(run(cli.command)) {
+    let result = runtime.block_on(run(cli.command));
+    // Blocking threads (a file watcher, a reader) must not hold the exit.
+    runtime.shutdown_timeout(Duration::from_millis(100));
+    match result {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e:#}");
@@ -211,6 +225,7 @@ async fn run(command: Command) -> Result<ExitCode> {
             })
         }
         Command::Check { common, strict } => check(common.loader()?, strict).await,
+        Command::Watchdog { .. } => unreachable!("handled before the runtime starts"),
     }
 }
 
@@ -221,6 +236,22 @@ async fn serve(loader: Loader, watch: bool) -> Result<ExitCode> {
             loader.plugins_dir.display()
         )
     })?;
+    // Nothing a call starts may outlive the host: what an earlier host left
+    // is killed now, what this one leaves is the watchdog's.
+    crate::watchdog::sweep();
+    let _watchdog = crate::watchdog::start()
+        .inspect_err(|e| {
+            tracing::warn!(
+                "no watchdog ({e}): if the host is killed, its calls' processes may survive"
+            )
+        })
+        .ok();
+    match crate::timebox::cgroup::root() {
+        Some(dir) => tracing::info!(cgroup = %dir.display(), "runs are contained in cgroups"),
+        None => tracing::info!(
+            "runs are contained by sessions and markers (no writable cgroup v2 here)"
+        ),
+    }
     let service = Arc::new(Service::start(loader).await);
     let catalog = service.catalog();
     service.background.enable(&catalog);
@@ -234,15 +265,43 @@ async fn serve(loader: Loader, watch: bool) -> Result<ExitCode> {
     } else {
         None
     };
-    let running = rmcp::ServiceExt::serve(McpFront::new(service), crate::stdio::Stdio::new())
+    let transport = crate::stdio::Stdio::new();
+    let stdin_closed = transport.closed();
+    let running = rmcp::ServiceExt::serve(McpFront::new(service.clone()), transport)
         .await
         .context("MCP initialisation with the client failed")?;
     let _ = peer_tx.send(running.peer().clone());
-    running
-        .waiting()
-        .await
-        .context("the MCP session ended with an error")?;
+    let cancel = running.cancellation_token();
+    // The client closed stdin or sent a signal: its calls end with it
+    // (answered while the transport is still open), then the session.
+    let session = running.waiting();
+    tokio::pin!(session);
+    let (why, session_over) = tokio::select! {
+        () = stdin_closed.cancelled() => ("stdin closed", false),
+        signal = shutdown_signal() => (signal, false),
+        _ = &mut session => ("the MCP session ended", true),
+    };
+    tracing::info!("{why}: shutting down");
+    service.shut_down(Duration::from_secs(1)).await;
+    cancel.cancel();
+    if !session_over {
+        let _ = tokio::time::timeout(Duration::from_millis(200), session).await;
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The first of SIGTERM, SIGINT and SIGHUP (what clients send when a chat
+/// ends or an editor reloads), by name.
+async fn shutdown_signal() -> &'static str {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
+    let mut int = signal(SignalKind::interrupt()).expect("SIGINT handler");
+    let mut hup = signal(SignalKind::hangup()).expect("SIGHUP handler");
+    tokio::select! {
+        _ = term.recv() => "SIGTERM",
+        _ = int.recv() => "SIGINT",
+        _ = hup.recv() => "SIGHUP",
+    }
 }
 
 fn list(service: &Service, what: ListWhat) {

@@ -14,6 +14,8 @@
 //!   and [`textindex`] keeps their full-text indexes; [`podman`] and
 //!   [`git`] run those CLIs for the `containers` and `git` capabilities.
 //! - [`background`]: plugins' `refresh` after load and on file changes.
+//! - [`watchdog`]: outlives the host and ends its calls' processes when
+//!   the host dies; the start-up sweep ends what a dead host left.
 
 pub mod admission;
 pub mod background;
@@ -36,3 +38,4 @@ pub mod stdio;
 pub mod textindex;
 pub mod timebox;
 pub mod watch;
+pub mod watchdog;

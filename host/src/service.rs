@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use crate::background::Background;
 use crate::bindings::Contents;
@@ -20,6 +21,11 @@ pub struct Service {
     pub loader: Loader,
     catalog: RwLock<Arc<Catalog>>,
     pub background: Background,
+    /// Cancelled when the host shuts down: every call in flight ends as on
+    /// an MCP cancellation (its processes killed).
+    shutdown: CancellationToken,
+    /// The calls in flight, so a shutdown can wait for their ends.
+    in_flight: TaskTracker,
 }
 
 /// What a tool call answers: MCP `content` text, optional
@@ -54,6 +60,25 @@ impl Service {
             loader,
             catalog: RwLock::new(Arc::new(catalog)),
             background: Background::default(),
+            shutdown: CancellationToken::new(),
+            in_flight: TaskTracker::new(),
+        }
+    }
+
+    /// Take no more calls, cancel those in flight (their process trees are
+    /// killed as on an MCP cancellation) and wait, at most `limit`, for
+    /// them to end.
+    pub async fn shut_down(&self, limit: Duration) {
+        self.in_flight.close();
+        self.shutdown.cancel();
+        if tokio::time::timeout(limit, self.in_flight.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                left = self.in_flight.len(),
+                "calls still ending at shutdown"
+            );
         }
     }
 
@@ -81,109 +106,132 @@ impl Service {
     ) -> Option<Reply> {
         let catalog = self.catalog();
         let (plugin, tool) = catalog.tool(exposed)?;
-        let started = Instant::now();
-        let trace_id = uuid::Uuid::new_v4().simple().to_string()[..16].to_string();
-        let arguments = Value::Object(arguments);
-        let mode = if arguments.get("background") == Some(&Value::Bool(true)) {
-            "background"
-        } else {
-            "foreground"
-        };
-        let reply = match tool.validator.check(&arguments) {
-            Err(problems) => {
-                let summary: Vec<String> = problems.iter().map(|p| p.message.clone()).collect();
-                let mut details = Map::new();
-                details.insert("problems".into(), json!(problems));
-                // A tool may name its own code for bad arguments (`x-error-code`
-                // in its input schema), e.g. a seed's `INVALID_ARGUMENT`.
-                let code = tool
-                    .input_schema
-                    .get("x-error-code")
-                    .and_then(Value::as_str)
-                    .unwrap_or("invalid_arguments");
-                Reply::error(
-                    code,
-                    &format!(
-                        "arguments of `{exposed}` do not match its input schema: {}",
-                        summary.join("; ")
-                    ),
-                    false,
-                    details,
-                )
+        let _in_flight = self.in_flight.token();
+        // The call's own cancellation, or the host's shutdown.
+        let call_cancel = self.shutdown.child_token();
+        let linked = {
+            let call_cancel = call_cancel.clone();
+            async move {
+                cancel.cancelled().await;
+                call_cancel.cancel();
+                std::future::pending::<()>().await
             }
-            Ok(()) => {
-                // Wait for a turn (or be told the plugin is busy) before
-                // the deadline starts.
-                let turn = tokio::select! {
-                    biased;
-                    _ = cancel.cancelled() => None,
-                    turn = plugin.gate.enter(&plugin.name) => Some(turn),
-                };
-                let _turn = match turn {
-                    None => {
-                        return Some(finish(
-                            &plugin.name,
-                            exposed,
-                            mode,
-                            started,
-                            &trace_id,
-                            reply_from(Err(CallFailure::Cancelled), false, &trace_id),
-                        ));
-                    }
-                    Some(Err(busy)) => {
-                        let mut details = Map::new();
-                        details.insert("concurrency".into(), json!(busy.concurrency));
-                        details.insert("queue".into(), json!(busy.queue));
-                        details.insert("trace_id".into(), json!(trace_id));
-                        let reply = Reply::error("busy", &busy.to_string(), true, details);
-                        return Some(finish(
-                            &plugin.name,
-                            exposed,
-                            mode,
-                            started,
-                            &trace_id,
-                            reply,
-                        ));
-                    }
-                    Some(Ok(turn)) => turn,
-                };
-                let tracker = Arc::new(EventTracker::new(client.clone()));
-                let call = CallContext {
-                    trace_id: trace_id.clone(),
-                    tool: tool.name.clone(),
-                    cancel,
-                    deadline: Instant::now() + Duration::from_millis(plugin.grants.timeout_ms),
-                    client: tracker.clone(),
-                };
-                let outcome = runtime::call_tool(
-                    &plugin.prepared,
-                    plugin.grants.clone(),
-                    call,
-                    &tool.name,
-                    &arguments.to_string(),
-                )
-                .await;
-                let reply = reply_from(outcome, tool.output_schema.is_some(), &trace_id);
-                if tracker.relayed() {
-                    // The promised last event, whatever happened to the call.
-                    let outcome = reply_code(&reply);
-                    tracker.event(
-                        &plugin.name,
-                        json!({"event": "call_end", "tool": tool.name, "trace_id": trace_id,
-                               "data": {"outcome": outcome, "is_error": reply.is_error}}),
-                    );
+        };
+        let cancel = call_cancel;
+        let work = async {
+            let started = Instant::now();
+            let trace_id = uuid::Uuid::new_v4().simple().to_string()[..16].to_string();
+            let arguments = Value::Object(arguments);
+            let mode = if arguments.get("background") == Some(&Value::Bool(true)) {
+                "background"
+            } else {
+                "foreground"
+            };
+            let reply = match tool.validator.check(&arguments) {
+                Err(problems) => {
+                    let summary: Vec<String> = problems.iter().map(|p| p.message.clone()).collect();
+                    let mut details = Map::new();
+                    details.insert("problems".into(), json!(problems));
+                    // A tool may name its own code for bad arguments (`x-error-code`
+                    // in its input schema), e.g. a seed's `INVALID_ARGUMENT`.
+                    let code = tool
+                        .input_schema
+                        .get("x-error-code")
+                        .and_then(Value::as_str)
+                        .unwrap_or("invalid_arguments");
+                    Reply::error(
+                        code,
+                        &format!(
+                            "arguments of `{exposed}` do not match its input schema: {}",
+                            summary.join("; ")
+                        ),
+                        false,
+                        details,
+                    )
                 }
-                reply
-            }
+                Ok(()) => {
+                    // Wait for a turn (or be told the plugin is busy) before
+                    // the deadline starts.
+                    let turn = tokio::select! {
+                        biased;
+                        _ = cancel.cancelled() => None,
+                        turn = plugin.gate.enter(&plugin.name) => Some(turn),
+                    };
+                    let _turn = match turn {
+                        None => {
+                            return Some(finish(
+                                &plugin.name,
+                                exposed,
+                                mode,
+                                started,
+                                &trace_id,
+                                reply_from(Err(CallFailure::Cancelled), false, &trace_id),
+                            ));
+                        }
+                        Some(Err(busy)) => {
+                            let mut details = Map::new();
+                            details.insert("concurrency".into(), json!(busy.concurrency));
+                            details.insert("queue".into(), json!(busy.queue));
+                            details.insert("trace_id".into(), json!(trace_id));
+                            let reply = Reply::error("busy", &busy.to_string(), true, details);
+                            return Some(finish(
+                                &plugin.name,
+                                exposed,
+                                mode,
+                                started,
+                                &trace_id,
+                                reply,
+                            ));
+                        }
+                        Some(Ok(turn)) => turn,
+                    };
+                    let tracker = Arc::new(EventTracker::new(client.clone()));
+                    let call = CallContext {
+                        trace_id: trace_id.clone(),
+                        tool: tool.name.clone(),
+                        cancel,
+                        deadline: Instant::now() + Duration::from_millis(plugin.grants.timeout_ms),
+                        client: tracker.clone(),
+                    };
+                    let outcome = runtime::call_tool(
+                        &plugin.prepared,
+                        plugin.grants.clone(),
+                        call,
+                        &tool.name,
+                        &arguments.to_string(),
+                    )
+                    .await;
+                    let reply = reply_from(outcome, tool.output_schema.is_some(), &trace_id);
+                    if tracker.relayed() {
+                        // The promised last event, whatever happened to the call.
+                        let outcome = reply_code(&reply);
+                        tracker.event(
+                            &plugin.name,
+                            json!({"event": "call_end", "tool": tool.name, "trace_id": trace_id,
+                                   "data": {"outcome": outcome, "is_error": reply.is_error}}),
+                        );
+                    }
+                    reply
+                }
+            };
+            Some(finish(
+                &plugin.name,
+                exposed,
+                mode,
+                started,
+                &trace_id,
+                reply,
+            ))
         };
-        Some(finish(
-            &plugin.name,
-            exposed,
-            mode,
-            started,
-            &trace_id,
-            reply,
-        ))
+        let reply = tokio::select! {
+            biased;
+            reply = work => reply,
+            _ = linked => unreachable!("the link never ends"),
+        };
+        if self.shutdown.is_cancelled() {
+            tracing::warn!(plugin = %plugin.name, tool = %exposed, "call cancelled: the host is shutting down");
+        }
+        reply
     }
 }
 

@@ -24,6 +24,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::net::unix::pipe;
 use tokio::sync::Mutex;
+use tokio_util::sync::CancellationToken;
 
 type Reader = Box<dyn AsyncRead + Send + Unpin>;
 type Writer = Box<dyn AsyncWrite + Send + Unpin>;
@@ -44,6 +45,9 @@ pub struct Stdio {
     /// Bytes of the current line beyond `line`, when it is over the limit.
     dropped: usize,
     write: Arc<Mutex<Writer>>,
+    /// Cancelled when stdin ends: the client is gone, and so must its
+    /// calls be (rmcp would wait for them before it reports the end).
+    closed: CancellationToken,
 }
 
 impl Stdio {
@@ -63,7 +67,13 @@ impl Stdio {
             line: Vec::new(),
             dropped: 0,
             write: Arc::new(Mutex::new(writer)),
+            closed: CancellationToken::new(),
         }
+    }
+
+    /// Cancelled once stdin has ended.
+    pub fn closed(&self) -> CancellationToken {
+        self.closed.clone()
     }
 
     /// Read up to the end of the current line; `false` at the end of input.
@@ -120,9 +130,13 @@ impl Transport<RoleServer> for Stdio {
         loop {
             match self.read_line().await {
                 Ok(true) => {}
-                Ok(false) => return None,
+                Ok(false) => {
+                    self.closed.cancel();
+                    return None;
+                }
                 Err(e) => {
                     tracing::error!("cannot read stdin: {e}");
+                    self.closed.cancel();
                     return None;
                 }
             }

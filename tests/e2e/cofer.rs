@@ -536,20 +536,6 @@ async fn limit_of_live_environments() {
 
 /// Processes on the host (container processes included) whose command
 /// line contains `needle`.
-fn processes_with(needle: &str) -> Vec<i32> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
-            continue;
-        };
-        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-        if cmdline.contains(needle) && !process_gone(pid) {
-            found.push(pid);
-        }
-    }
-    found
-}
 
 #[tokio::test(flavor = "multi_thread")]
 async fn timeout_kills_the_tree_in_the_container() {

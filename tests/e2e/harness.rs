@@ -456,3 +456,34 @@ pub fn npm_cli(var: &str, program: &str, package: &str) -> Option<PathBuf> {
         }
     }
 }
+
+/// Whether the host (by its start-up log) puts runs in cgroups. Without,
+/// a test that needs them is skipped visibly (a failure under CI=true).
+pub fn require_cgroups(host_log: &str) -> bool {
+    if host_log.contains("runs are contained in cgroups") {
+        return true;
+    }
+    let why = "the host cannot make cgroups here (cgroup v2 not mounted or not writable)";
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "CI=true: {why}"
+    );
+    eprintln!("SKIPPED: {why}");
+    false
+}
+
+/// Live processes whose command line contains `needle`.
+pub fn processes_with(needle: &str) -> Vec<i32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if cmdline.contains(needle) && !process_gone(pid) {
+            found.push(pid);
+        }
+    }
+    found
+}

@@ -9,6 +9,7 @@ mod copilot;
 mod godot;
 mod harness;
 mod host_core;
+mod lifetime;
 mod mock_llm;
 mod pi;
 mod pty;

@@ -326,6 +326,37 @@ async fn grandchild_in_its_own_session_does_not_survive() {
 }
 
 #[tokio::test]
+async fn a_grandchild_that_clears_its_environment_does_not_survive() {
+    // setsid leaves the session, env -i drops the run's marker: only the
+    // run's cgroup still holds it.
+    let Some(env) = npm_env("setsid env -i sh -c 'echo $$ > gc.pid; exec sleep 4242' & sleep 300")
+    else {
+        return;
+    };
+    let host = env.start().await;
+    host.tools().await;
+    let log = std::fs::read_to_string(env.stderr_log()).unwrap();
+    if !require_cgroups(&log) {
+        return;
+    }
+    let result = host
+        .call(
+            "run_test",
+            run_test_args(
+                "npm",
+                json!({"timeout_ms": 2000, "no_output_timeout_ms": 60_000}),
+            ),
+        )
+        .await;
+    assert_eq!(structured(&result)["status"], "timeout");
+    let gc = read_pid(&env.workspace.join("gc.pid")).await;
+    assert!(
+        process_gone(gc),
+        "the grandchild {gc} without marker survived"
+    );
+}
+
+#[tokio::test]
 async fn output_flood_keeps_host_memory_bounded() {
     // 500 MB of 71-byte lines.
     let Some(env) = npm_env(

@@ -72,7 +72,7 @@ impl Session {
         let pair = native_pty_system().openpty(size).map_err(|e| {
             PtyError::TtyUnavailable(format!("no pseudo-terminal could be opened: {e}"))
         })?;
-        let marker = uuid::Uuid::new_v4().simple().to_string();
+        let marker = timebox::new_marker();
         let mut command = CommandBuilder::new(program);
         command.args(&request.args);
         command.cwd(cwd);
@@ -89,6 +89,9 @@ impl Session {
         // ever seeing the end of the output.
         drop(pair.slave);
         let leader = child.process_id().map(|p| p as i32).unwrap_or(-1);
+        // portable-pty has no hook before exec: the leader joins the run's
+        // cgroup right after it starts, before a shell gets to fork.
+        timebox::cgroup::adopt(&marker, leader);
         let reader = pair
             .master
             .try_clone_reader()
@@ -132,6 +135,8 @@ impl Session {
             // Descendants may outlive the program itself.
             if !timebox::members(self.leader, &self.marker).is_empty() {
                 timebox::kill_tree(self.leader, &self.marker);
+            } else {
+                timebox::cgroup::release(&self.marker);
             }
             return status;
         }

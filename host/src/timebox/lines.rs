@@ -55,7 +55,7 @@ impl LineChild {
         grace: Duration,
         stderr_tail: usize,
     ) -> std::io::Result<LineChild> {
-        let marker = uuid::Uuid::new_v4().simple().to_string();
+        let marker = super::new_marker();
         let mut command = session_command(program, args, cwd, env, &marker);
         command.stdin(Stdio::piped());
         let mut child = command.spawn()?;
@@ -154,13 +154,15 @@ impl LineChild {
 
 impl Drop for LineChild {
     fn drop(&mut self) {
-        if self.ended.is_some() || self.leader <= 0 {
+        let (leader, marker) = (self.leader, self.marker.clone());
+        if self.ended.is_some() || leader <= 0 {
+            // Its cgroup goes with it (and anything that slipped into it).
+            std::thread::spawn(move || super::cgroup::release(&marker));
             return;
         }
         // Dropped while running (the plugin is done with it, or the call
         // ended): `kill_on_drop` has the leader killed; its descendants go
-        // by the marker, off the async thread.
-        let (leader, marker) = (self.leader, self.marker.clone());
+        // by the marker and the cgroup, off the async thread.
         std::thread::spawn(move || super::kill_tree(leader, &marker));
     }
 }

@@ -5,6 +5,7 @@
 //! Used by the `process` capability and, for `podman exec`, by later
 //! capabilities that need the same semantics.
 
+pub mod cgroup;
 mod lines;
 mod program;
 mod tail;
@@ -13,7 +14,9 @@ mod tree;
 pub use lines::{Ended, LineChild, LineEvent};
 pub use program::{allowed, resolve_here};
 pub use tail::{Stream, Tail};
-pub use tree::{KillReport, MARKER_VAR, kill_tree, members};
+pub use tree::{
+    KillReport, MARKER_VAR, instance, instance_alive, kill_tree, marked_by, members, new_marker,
+};
 
 use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
@@ -102,7 +105,7 @@ pub async fn run(spec: &Spawn, cancel: &CancellationToken, progress: &dyn Progre
             return outcome;
         }
     };
-    let marker = uuid::Uuid::new_v4().simple().to_string();
+    let marker = new_marker();
     let mut command = session_command(&spec.program, &spec.args, &spec.cwd, &spec.env, &marker);
     command.stdin(if spec.stdin.is_some() {
         Stdio::piped()
@@ -119,6 +122,12 @@ pub async fn run(spec: &Spawn, cancel: &CancellationToken, progress: &dyn Progre
         }
     };
     let leader = child.id().expect("a just-spawned child has a pid") as i32;
+    // If this future is dropped before the end (the host shutting down),
+    // the tree still goes.
+    let mut guard = TreeGuard {
+        leader,
+        marker: Some(marker.clone()),
+    };
     if let (Some(bytes), Some(mut stdin)) = (spec.stdin.clone(), child.stdin.take()) {
         tokio::spawn(async move {
             let _ = stdin.write_all(&bytes).await;
@@ -184,6 +193,8 @@ pub async fn run(spec: &Spawn, cancel: &CancellationToken, progress: &dyn Progre
         // Background descendants that closed their pipes but live on.
         if !members(leader, &marker).is_empty() {
             outcome.kill = Some(kill_blocking(leader, &marker).await);
+        } else {
+            cgroup::release(&marker);
         }
     }
     if let Some(status) = status {
@@ -195,12 +206,29 @@ pub async fn run(spec: &Spawn, cancel: &CancellationToken, progress: &dyn Progre
         }
     }
     outcome.duration = start.elapsed();
+    guard.marker = None;
     finish_log(&mut log, &mut outcome).await;
     outcome
 }
 
-/// A child in its own session (so one `killpg` reaches its group), with
-/// exactly `env` plus the run's marker, stdout and stderr piped.
+/// Kills a run's tree (off the async thread) unless the run got to its end.
+struct TreeGuard {
+    leader: i32,
+    marker: Option<String>,
+}
+
+impl Drop for TreeGuard {
+    fn drop(&mut self) {
+        if let Some(marker) = self.marker.take() {
+            let leader = self.leader;
+            std::thread::spawn(move || kill_tree(leader, &marker));
+        }
+    }
+}
+
+/// A child in its own session (so one `killpg` reaches its group) and, where
+/// the host can make one, in the run's own cgroup, with exactly `env` plus
+/// the run's marker, stdout and stderr piped.
 fn session_command(
     program: &std::path::Path,
     args: &[String],
@@ -218,10 +246,14 @@ fn session_command(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
-    #[cfg(unix)]
-    // SAFETY: setsid is async-signal-safe and touches no memory of ours.
+    let procs = cgroup::create(marker);
+    // SAFETY: setsid and write are async-signal-safe; the closure only
+    // reads the descriptor it owns.
     unsafe {
-        command.pre_exec(|| {
+        command.pre_exec(move || {
+            if let Some(procs) = &procs {
+                cgroup::join_self(procs)?;
+            }
             nix::unistd::setsid()
                 .map(drop)
                 .map_err(std::io::Error::from)

@@ -5,8 +5,13 @@
 //! themselves or were re-parented after their parent died escape both the
 //! group and the parent chain, so each run also carries a marker variable
 //! in its environment: every process that still has it belongs to the run.
+//! One that also clears its environment escapes the marker too; where the
+//! host can make cgroups, the run's cgroup ([`super::cgroup`]) holds it.
 //! Members get SIGTERM, a short grace period, then SIGKILL, repeated until
 //! a scan of /proc finds none (a member may fork while we look).
+//!
+//! A marker is `<host instance>-<run>`: the watchdog and the start-up
+//! sweep find every run of a host instance, dead or alive, by its prefix.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -19,6 +24,63 @@ pub const MARKER_VAR: &str = "MCP_HOST_RUN_ID";
 
 /// Time between SIGTERM and SIGKILL.
 pub const GRACE: Duration = Duration::from_millis(200);
+
+/// This host process, as `<pid>.<start time>` (a pid alone may be reused).
+pub fn instance() -> &'static str {
+    static INSTANCE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    INSTANCE.get_or_init(|| {
+        let pid = std::process::id() as i32;
+        format!("{pid}.{}", start_time(pid).unwrap_or(0))
+    })
+}
+
+fn start_time(pid: i32) -> Option<u64> {
+    Some(
+        procfs::process::Process::new(pid)
+            .ok()?
+            .stat()
+            .ok()?
+            .starttime,
+    )
+}
+
+/// Whether the host instance `id` (as [`instance`] writes it) still runs.
+pub fn instance_alive(id: &str) -> bool {
+    let Some((pid, started)) = id.split_once('.') else {
+        return false;
+    };
+    match (pid.parse::<i32>(), started.parse::<u64>()) {
+        (Ok(pid), Ok(started)) => start_time(pid) == Some(started),
+        _ => false,
+    }
+}
+
+/// A fresh marker for one run of this host instance.
+pub fn new_marker() -> String {
+    format!("{}-{}", instance(), uuid::Uuid::new_v4().simple())
+}
+
+/// Every process (not this one) whose marker names a host instance that
+/// `pick` selects, with that instance.
+pub fn marked_by(pick: impl Fn(&str) -> bool) -> Vec<(i32, String)> {
+    let Ok(all) = procfs::process::all_processes() else {
+        return Vec::new();
+    };
+    let me = std::process::id() as i32;
+    let prefix = format!("{MARKER_VAR}=");
+    all.flatten()
+        .filter(|p| p.pid != me)
+        .filter_map(|p| {
+            let env = std::fs::read(format!("/proc/{}/environ", p.pid)).ok()?;
+            let marker = env
+                .split(|b| *b == 0)
+                .find_map(|kv| kv.strip_prefix(prefix.as_bytes()))?;
+            let marker = String::from_utf8_lossy(marker);
+            let owner = marker.split_once('-')?.0.to_string();
+            pick(&owner).then_some((p.pid, owner))
+        })
+        .collect()
+}
 
 /// What a tree kill did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -89,7 +151,13 @@ pub fn members(leader: i32, marker: &str) -> Vec<i32> {
         })
         .map(|(pid, _)| *pid)
         .collect();
+    out.extend(
+        super::cgroup::pids(marker)
+            .into_iter()
+            .filter(|pid| *pid != me),
+    );
     out.sort_unstable();
+    out.dedup();
     out
 }
 
@@ -123,6 +191,7 @@ pub fn kill_tree(leader: i32, marker: &str) -> KillReport {
         std::thread::sleep(Duration::from_millis(5));
         left = members(leader, marker);
     }
+    super::cgroup::release(marker);
     KillReport {
         killed: seen.len(),
         forced: forced.len(),

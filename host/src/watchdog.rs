@@ -1,0 +1,108 @@
+//! What outlives the host, so that nothing a call started does.
+//!
+//! `host serve` starts `host watchdog` (this same binary) in a session of
+//! its own, its stdin the read end of a pipe only the host holds. However
+//! the host ends (exit, SIGKILL, the OOM killer, a panic abort) the kernel
+//! closes that pipe; the watchdog then kills this host instance's cgroups
+//! ([`crate::timebox::cgroup`]) and every process carrying one of its run
+//! markers (inside containers too: their processes are in the host's
+//! `/proc`), and exits. After a graceful shutdown it finds nothing left.
+//!
+//! A watchdog can be killed as well (a client killing every process it
+//! started): the next host's [`sweep`] kills what a host instance no
+//! longer alive left behind.
+
+use std::io::Read;
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, ExitCode, Stdio};
+use std::time::Duration;
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+
+use crate::timebox::{self, cgroup};
+
+/// Start this host instance's watchdog. Keep the child: dropping it does
+/// not stop the watchdog, but the pipe to it must live as long as the host.
+pub fn start() -> std::io::Result<Child> {
+    let exe = std::env::current_exe()?;
+    let mut command = Command::new(exe);
+    command
+        .args(["watchdog", "--instance", timebox::instance()])
+        .stdin(Stdio::piped())
+        // stdout is the MCP channel: never the watchdog's.
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit());
+    // SAFETY: setsid is async-signal-safe. Its own session keeps it out of
+    // a kill aimed at the host's process group.
+    unsafe {
+        command.pre_exec(|| {
+            nix::unistd::setsid()
+                .map(drop)
+                .map_err(std::io::Error::from)
+        });
+    }
+    command.spawn()
+}
+
+/// The watchdog itself: wait for the host's end, then end its runs.
+pub fn run(instance: &str) -> ExitCode {
+    let mut buf = [0u8; 64];
+    let mut stdin = std::io::stdin();
+    while matches!(stdin.read(&mut buf), Ok(n) if n > 0) {}
+    let (cgroups, processes) = end_instance(instance);
+    if processes > 0 || cgroups {
+        eprintln!(
+            "mcp-host watchdog: host {instance} is gone; killed {processes} processes of its calls{}",
+            if cgroups {
+                " and removed its cgroups"
+            } else {
+                ""
+            }
+        );
+    }
+    ExitCode::SUCCESS
+}
+
+/// Kill what a host instance started: its cgroups, then (for processes
+/// outside them: containers, machines without cgroups) its markers.
+fn end_instance(instance: &str) -> (bool, usize) {
+    let cgroups = cgroup::instance_dir(instance).is_some_and(|dir| {
+        let present = dir.is_dir();
+        cgroup::kill_and_remove(&dir);
+        present
+    });
+    (cgroups, kill_marked(|owner| owner == instance))
+}
+
+/// SIGKILL every process whose marker names an instance `pick` selects,
+/// until none is left (they may fork meanwhile); how many were killed.
+fn kill_marked(pick: impl Fn(&str) -> bool) -> usize {
+    let mut killed = std::collections::BTreeSet::new();
+    for _ in 0..50 {
+        let found = timebox::marked_by(&pick);
+        if found.is_empty() {
+            break;
+        }
+        for (pid, _) in found {
+            let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+            killed.insert(pid);
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    killed.len()
+}
+
+/// At start-up: kill what host instances that are gone left behind (their
+/// watchdog was killed too), and say what was found.
+pub fn sweep() {
+    let cgroups = cgroup::sweep();
+    let processes = kill_marked(|owner| !timebox::instance_alive(owner));
+    if processes > 0 || !cgroups.is_empty() {
+        tracing::warn!(
+            processes,
+            cgroups = cgroups.len(),
+            "killed what earlier host instances left running"
+        );
+    }
+}

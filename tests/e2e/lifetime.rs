@@ -1,0 +1,169 @@
+//! Nothing outlives its call when the client or the host goes away: a
+//! run_test whose tree hangs (a grandchild in its own session, a daemon
+//! that double-forked, one that also cleared its environment) while the
+//! host gets SIGKILL, SIGTERM, SIGINT or its stdin closed.
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use tokio::io::AsyncWriteExt;
+
+use crate::harness::*;
+
+/// Every escape we know of, each writing its pid to a file; `n` tells
+/// this test's processes from those of the tests running beside it.
+fn hanging_tree(n: u32) -> String {
+    format!(
+        "setsid sh -c 'echo $$ > a.pid; exec sleep {n}1' & \
+         (sh -c 'echo $$ > b.pid; exec sleep {n}2' &) ; \
+         setsid env -i sh -c 'echo $$ > c.pid; exec sleep {n}3' & \
+         sleep {n}4"
+    )
+}
+
+#[derive(Debug, Clone, Copy)]
+#[repr(u32)]
+enum End {
+    Kill,
+    Term,
+    Int,
+    StdinClosed,
+}
+
+async fn pids_written(dir: &Path) -> Vec<i32> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let pids: Vec<i32> = ["a.pid", "b.pid", "c.pid"]
+            .iter()
+            .filter_map(|f| {
+                std::fs::read_to_string(dir.join(f))
+                    .ok()?
+                    .trim()
+                    .parse()
+                    .ok()
+            })
+            .collect();
+        if pids.len() == 3 {
+            return pids;
+        }
+        assert!(Instant::now() < deadline, "the test's tree never started");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn end_host_during_a_run(end: End) {
+    if !require_program("npm", "install Node.js and npm (.ci/run does)")
+        || !require_program("setsid", "install util-linux")
+    {
+        return;
+    }
+    let env = Env::new(&["run_test"], "");
+    std::fs::write(
+        env.workspace.join("package.json"),
+        json!({"name": "p", "version": "1.0.0", "scripts": {"test": hanging_tree(end as u32 + 430)}})
+            .to_string(),
+    )
+    .unwrap();
+    let mut host = env
+        .host(&["serve", "--stdio"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(env.stderr_log()).unwrap())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stdin = host.stdin.take().unwrap();
+    let _stdout = host.stdout.take();
+    let requests = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "run_test", "arguments": run_test_args("npm", json!({"timeout_ms": 600_000, "no_output_timeout_ms": 600_000}))}}),
+    ];
+    for r in &requests {
+        stdin.write_all(format!("{r}\n").as_bytes()).await.unwrap();
+    }
+    let pids = pids_written(&env.workspace).await;
+    let log = std::fs::read_to_string(env.stderr_log()).unwrap();
+    let contained = require_cgroups(&log);
+
+    let pid = nix::unistd::Pid::from_raw(host.id().unwrap() as i32);
+    let signal = match end {
+        End::Kill => Some(nix::sys::signal::Signal::SIGKILL),
+        End::Term => Some(nix::sys::signal::Signal::SIGTERM),
+        End::Int => Some(nix::sys::signal::Signal::SIGINT),
+        End::StdinClosed => None,
+    };
+    let ended_at = Instant::now();
+    match signal {
+        Some(signal) => nix::sys::signal::kill(pid, signal).unwrap(),
+        None => drop(stdin),
+    }
+    let exited = tokio::time::timeout(Duration::from_secs(5), host.wait()).await;
+    assert!(exited.is_ok(), "{end:?}: the host did not exit");
+    let exit_time = ended_at.elapsed();
+    if !matches!(end, End::Kill) {
+        assert!(
+            exit_time < Duration::from_millis(1500),
+            "{end:?}: the host took {exit_time:?} to exit"
+        );
+    }
+    // Within 2 s of the end, nothing of the call is left.
+    let deadline = ended_at + Duration::from_secs(2);
+    let left = loop {
+        let mut left: Vec<i32> = pids.iter().copied().filter(|p| !process_gone(*p)).collect();
+        left.extend(processes_with(&format!("sleep {}4", end as u32 + 430)));
+        if !contained {
+            // Without cgroups the environment-cleared one cannot be found.
+            left.retain(|p| *p != pids[2]);
+        }
+        if left.is_empty() || Instant::now() > deadline {
+            break left;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    for p in &left {
+        eprintln!(
+            "LEFT {p}: {:?} cgroup {:?}",
+            std::fs::read_to_string(format!("/proc/{p}/cmdline")),
+            std::fs::read_to_string(format!("/proc/{p}/cgroup"))
+                .map(|c| c.lines().last().map(String::from))
+        );
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(*p),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    assert!(
+        left.is_empty(),
+        "{end:?}: processes {left:?} outlived the host"
+    );
+    let log = std::fs::read_to_string(env.stderr_log()).unwrap();
+    if !matches!(end, End::Kill) {
+        assert!(
+            log.contains("call cancelled: the host is shutting down"),
+            "{log}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn host_killed_with_sigkill() {
+    end_host_during_a_run(End::Kill).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn host_sent_sigterm() {
+    end_host_during_a_run(End::Term).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn host_sent_sigint() {
+    end_host_during_a_run(End::Int).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn client_closes_stdin() {
+    end_host_during_a_run(End::StdinClosed).await;
+}
