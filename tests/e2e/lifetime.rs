@@ -53,29 +53,30 @@ async fn pids_written(dir: &Path) -> Vec<i32> {
     }
 }
 
-async fn end_host_during_a_run(end: End) {
+/// A host serving run_test, in the middle of a run of [`hanging_tree`]:
+/// the host, its stdin, the escapees' pids and whether it uses cgroups.
+struct Running {
+    env: Env,
+    host: tokio::process::Child,
+    stdin: Option<tokio::process::ChildStdin>,
+    pids: Vec<i32>,
+    contained: bool,
+}
+
+async fn start_a_hanging_run(n: u32) -> Option<Running> {
     if !require_program("npm", "install Node.js and npm (.ci/run does)")
         || !require_program("setsid", "install util-linux")
     {
-        return;
+        return None;
     }
     let env = Env::new(&["run_test"], "");
     std::fs::write(
         env.workspace.join("package.json"),
-        json!({"name": "p", "version": "1.0.0", "scripts": {"test": hanging_tree(end as u32 + 430)}})
-            .to_string(),
+        json!({"name": "p", "version": "1.0.0", "scripts": {"test": hanging_tree(n)}}).to_string(),
     )
     .unwrap();
-    let mut host = env
-        .host(&["serve", "--stdio"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(std::fs::File::create(env.stderr_log()).unwrap())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
+    let mut host = serve(&env);
     let mut stdin = host.stdin.take().unwrap();
-    let _stdout = host.stdout.take();
     let requests = [
         json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}),
         json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
@@ -87,8 +88,68 @@ async fn end_host_during_a_run(end: End) {
     let pids = pids_written(&env.workspace).await;
     let log = std::fs::read_to_string(env.stderr_log()).unwrap();
     let contained = require_cgroups(&log);
+    Some(Running {
+        env,
+        host,
+        stdin: Some(stdin),
+        pids,
+        contained,
+    })
+}
 
-    let pid = nix::unistd::Pid::from_raw(host.id().unwrap() as i32);
+/// `host serve --stdio` on `env`, its log appended to the env's stderr log.
+fn serve(env: &Env) -> tokio::process::Child {
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(env.stderr_log())
+        .unwrap();
+    env.host(&["serve", "--stdio"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(log)
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap()
+}
+
+/// The run's processes still alive (the env-cleared one only where cgroups
+/// can find it), after waiting up to `until` for them to go.
+async fn left_until(run: &Running, n: u32, until: Instant) -> Vec<i32> {
+    loop {
+        let mut left: Vec<i32> = run
+            .pids
+            .iter()
+            .copied()
+            .filter(|p| !process_gone(*p))
+            .collect();
+        left.extend(processes_with(&format!("sleep {n}4")));
+        if !run.contained {
+            left.retain(|p| *p != run.pids[2]);
+        }
+        if left.is_empty() || Instant::now() > until {
+            for p in &left {
+                eprintln!(
+                    "left: {p} {:?}",
+                    std::fs::read_to_string(format!("/proc/{p}/cmdline"))
+                );
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(*p),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
+            return left;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+async fn end_host_during_a_run(end: End) {
+    let n = end as u32 + 430;
+    let Some(mut run) = start_a_hanging_run(n).await else {
+        return;
+    };
+    let pid = nix::unistd::Pid::from_raw(run.host.id().unwrap() as i32);
     let signal = match end {
         End::Kill => Some(nix::sys::signal::Signal::SIGKILL),
         End::Term => Some(nix::sys::signal::Signal::SIGTERM),
@@ -98,9 +159,9 @@ async fn end_host_during_a_run(end: End) {
     let ended_at = Instant::now();
     match signal {
         Some(signal) => nix::sys::signal::kill(pid, signal).unwrap(),
-        None => drop(stdin),
+        None => drop(run.stdin.take()),
     }
-    let exited = tokio::time::timeout(Duration::from_secs(5), host.wait()).await;
+    let exited = tokio::time::timeout(Duration::from_secs(5), run.host.wait()).await;
     assert!(exited.is_ok(), "{end:?}: the host did not exit");
     let exit_time = ended_at.elapsed();
     if !matches!(end, End::Kill) {
@@ -110,36 +171,12 @@ async fn end_host_during_a_run(end: End) {
         );
     }
     // Within 2 s of the end, nothing of the call is left.
-    let deadline = ended_at + Duration::from_secs(2);
-    let left = loop {
-        let mut left: Vec<i32> = pids.iter().copied().filter(|p| !process_gone(*p)).collect();
-        left.extend(processes_with(&format!("sleep {}4", end as u32 + 430)));
-        if !contained {
-            // Without cgroups the environment-cleared one cannot be found.
-            left.retain(|p| *p != pids[2]);
-        }
-        if left.is_empty() || Instant::now() > deadline {
-            break left;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
-    for p in &left {
-        eprintln!(
-            "LEFT {p}: {:?} cgroup {:?}",
-            std::fs::read_to_string(format!("/proc/{p}/cmdline")),
-            std::fs::read_to_string(format!("/proc/{p}/cgroup"))
-                .map(|c| c.lines().last().map(String::from))
-        );
-        let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(*p),
-            nix::sys::signal::Signal::SIGKILL,
-        );
-    }
+    let left = left_until(&run, n, ended_at + Duration::from_secs(2)).await;
     assert!(
         left.is_empty(),
         "{end:?}: processes {left:?} outlived the host"
     );
-    let log = std::fs::read_to_string(env.stderr_log()).unwrap();
+    let log = std::fs::read_to_string(run.env.stderr_log()).unwrap();
     if !matches!(end, End::Kill) {
         assert!(
             log.contains("call cancelled: the host is shutting down"),
@@ -148,6 +185,46 @@ async fn end_host_during_a_run(end: End) {
     }
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn a_new_host_sweeps_what_a_killed_host_and_watchdog_left() {
+    let n = 439;
+    let Some(mut run) = start_a_hanging_run(n).await else {
+        return;
+    };
+    // Fault injection: the watchdog dies first, then the host.
+    let host_pid = run.host.id().unwrap() as i32;
+    let watchdog = processes_with("watchdog --instance")
+        .into_iter()
+        .find(|p| {
+            procfs::process::Process::new(*p)
+                .and_then(|p| p.stat())
+                .is_ok_and(|s| s.ppid == host_pid)
+        })
+        .expect("the host's watchdog");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(watchdog),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(host_pid),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    run.host.wait().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        run.pids.iter().any(|p| !process_gone(*p)),
+        "without host and watchdog the tree is still there (the case the sweep is for)"
+    );
+    let started = Instant::now();
+    let mut next = serve(&run.env);
+    let left = left_until(&run, n, started + Duration::from_secs(2)).await;
+    // (Any host starting meanwhile may be the one that sweeps: tests run
+    // side by side; what matters is that a starting host does.)
+    assert!(left.is_empty(), "the new host left {left:?} alive");
+    next.kill().await.unwrap();
+}
 #[tokio::test(flavor = "multi_thread")]
 async fn host_killed_with_sigkill() {
     end_host_during_a_run(End::Kill).await;
