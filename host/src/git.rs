@@ -428,6 +428,37 @@ pub async fn identity(repo: &Repo) -> Vec<String> {
     settings
 }
 
+/// Remove `index.lock` when no git process works on `repo` any more: a
+/// host killed in the middle of a commit leaves it, and every later commit
+/// would fail on it. The warning to report, if one was removed.
+pub fn break_stale_index_lock(repo: &Repo) -> Option<String> {
+    let lock = repo.git_dir.join("index.lock");
+    if !lock.exists() || git_working_on(repo) {
+        return None;
+    }
+    std::fs::remove_file(&lock).ok()?;
+    Some(format!(
+        "removed {}, left by a commit that was cut off (the host ended mid-commit); nothing else was lost",
+        lock.display()
+    ))
+}
+
+/// Whether a live `git` works on `repo`: ours carry its `GIT_DIR`, a
+/// user's has its cwd in the work tree.
+fn git_working_on(repo: &Repo) -> bool {
+    let Ok(all) = procfs::process::all_processes() else {
+        return true;
+    };
+    let ours = format!("GIT_DIR={}", repo.git_dir.display());
+    all.flatten().any(|p| {
+        let is_git = p.stat().is_ok_and(|s| s.comm.starts_with("git"));
+        is_git
+            && (p.cwd().is_ok_and(|cwd| cwd.starts_with(&repo.work_tree))
+                || std::fs::read(format!("/proc/{}/environ", p.pid))
+                    .is_ok_and(|env| env.split(|b| *b == 0).any(|kv| kv == ours.as_bytes())))
+    })
+}
+
 /// One lock per repository: git's lock files make concurrent writers fail
 /// rather than wait.
 pub fn repo_lock(repo: &Repo) -> Arc<tokio::sync::Mutex<()>> {

@@ -616,6 +616,68 @@ async fn a_killed_exec_is_reported_as_killed() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_run_cut_off_by_the_hosts_end_leaves_nothing_and_a_usable_environment() {
+    let Some(f) = Fixture::with_podman(&[], true).await else {
+        return;
+    };
+    for (signal, n) in [
+        (nix::sys::signal::Signal::SIGTERM, 4461),
+        (nix::sys::signal::Signal::SIGKILL, 4462),
+    ] {
+        let client = f.env.start().await;
+        if !f.containers().is_empty() {
+            // The environment from the round before is reused.
+        } else {
+            f.create(&client, "cut").await;
+        }
+        let command = format!("echo partial > partial.txt; sleep {n}");
+        let _call = client
+            .start_call("environment_run_cmd", f.run_args("cut", &command), "cut")
+            .await;
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let partial = f.worktree("cut").join("partial.txt");
+        while !partial.exists() || processes_with(&format!("sleep {n}")).is_empty() {
+            assert!(Instant::now() < deadline, "the command never started");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let ended = Instant::now();
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(client.pid as i32), signal).unwrap();
+        // Within 2 s the command's tree inside the container is gone.
+        loop {
+            let left = processes_with(&format!("sleep {n}"));
+            if left.is_empty() {
+                break;
+            }
+            assert!(
+                ended.elapsed() < Duration::from_secs(2),
+                "{signal:?}: `sleep {n}` in the container outlived the host: {left:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    // The next host finds the environment as it was: runs, commits, destroys,
+    // even past the lock a commit cut off mid-way leaves.
+    std::fs::write(f.repo.join(".git/worktrees/cut/index.lock"), "").unwrap();
+    let client = f.env.start().await;
+    let r = client
+        .call(
+            "environment_run_cmd",
+            f.run_args("cut", "cat partial.txt; echo more >> partial.txt"),
+        )
+        .await;
+    assert!(!is_error(&r), "{r:?}");
+    assert_eq!(structured(&r)["stdout"], "partial\n", "{r:?}");
+    assert!(structured(&r)["commit"].is_string(), "{r:?}");
+    assert!(
+        text(&r).contains("index.lock"),
+        "the broken lock is reported: {r:?}"
+    );
+    let r = client.call("environment_destroy", f.scoped("cut")).await;
+    assert!(!is_error(&r), "{r:?}");
+    assert!(f.containers().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn hundred_megabytes_of_output_in_bounded_memory() {
     let Some(f) = Fixture::with_podman(&[], true).await else {
         return;

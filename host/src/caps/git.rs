@@ -223,7 +223,8 @@ impl Host for CallState {
             let tree = repo.linked(&git_path(&g, &worktree)?)?;
             let lock = git::repo_lock(&tree);
             let _held = lock.lock().await;
-            let warnings = restore_gitfile(&tree)?.into_iter().collect();
+            let mut warnings: Vec<String> = restore_gitfile(&tree)?.into_iter().collect();
+            warnings.extend(git::break_stale_index_lock(&tree));
             tree.run(&["add", "--all"]).await?;
             let staged = tree
                 .run(&[
