@@ -128,6 +128,8 @@ impl ServerHandler for McpFront {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        // A shutdown waits for this until the call's notifications are out.
+        let _in_flight = self.service.track();
         let link = McpLink::new(
             context.peer.clone(),
             context.meta.get_progress_token(),

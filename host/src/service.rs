@@ -65,6 +65,13 @@ impl Service {
         }
     }
 
+    /// Count something as in flight until the token is dropped: a
+    /// shutdown waits for it (the MCP front holds one until a call's last
+    /// notification is sent).
+    pub fn track(&self) -> tokio_util::task::task_tracker::TaskTrackerToken {
+        self.in_flight.token()
+    }
+
     /// Take no more calls, cancel those in flight (their process trees are
     /// killed as on an MCP cancellation) and wait, at most `limit`, for
     /// them to end.

@@ -309,3 +309,32 @@ async fn cancellation_mid_run_aborts_pi_and_still_ends_the_stream() {
     assert_eq!(end["data"]["outcome"], "cancelled", "{end}");
     nothing_left(&env, client.pid).await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn pi_ends_with_the_host() {
+    let Some(pi) = pi_cli() else { return };
+    let mock = MockLlm::start(Script::Hang).await;
+    let env = host_env(pi.parent().unwrap(), &custom(&mock.base_url()));
+    for signal in [
+        nix::sys::signal::Signal::SIGTERM,
+        nix::sys::signal::Signal::SIGKILL,
+    ] {
+        let client = env.start().await;
+        let _call = client
+            .start_call("pi.prompt", json!({"prompt": "hello"}), "pi-3")
+            .await;
+        let asked = client
+            .wait_note(Duration::from_secs(30), |n| matches!(n, Note::Progress(p) if p.message.as_deref().is_some_and(|m| m.contains("\"turn_start\""))))
+            .await;
+        assert!(asked.is_some(), "pi never started its turn");
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(client.pid as i32), signal).unwrap();
+        if signal == nix::sys::signal::Signal::SIGTERM {
+            // The transport is still open: the stream gets its last event.
+            let end = client
+                .wait_note(Duration::from_secs(5), |n| matches!(n, Note::Progress(p) if p.message.as_deref().is_some_and(|m| m.contains("\"call_end\""))))
+                .await;
+            assert!(end.is_some(), "no call_end before the host exited");
+        }
+        nothing_left(&env, client.pid).await;
+    }
+}

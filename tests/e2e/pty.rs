@@ -154,3 +154,47 @@ async fn no_pseudo_terminal_gives_tty_unavailable() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_terminal_session_ends_with_the_host() {
+    let env = Env::new(&["faulty"], PTY_POLICY);
+    for (signal, n) in [
+        (nix::sys::signal::Signal::SIGTERM, 4721),
+        (nix::sys::signal::Signal::SIGKILL, 4722),
+    ] {
+        let client = env.start().await;
+        let _call = client
+            .start_call(
+                "pty_script",
+                json!({
+                    "program": "sh",
+                    "args": ["-c", format!("echo ready; setsid sleep {n}1 & env -i sleep {n}2 & sleep {n}3")],
+                    "steps": [{"expect": "never printed", "timeout_ms": 60_000}],
+                    "close": true,
+                }),
+                "pty",
+            )
+            .await;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while processes_with(&format!("sleep {n}3")).is_empty() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the session never started"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        let ended = std::time::Instant::now();
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(client.pid as i32), signal).unwrap();
+        loop {
+            let left = processes_with(&format!("sleep {n}"));
+            if left.is_empty() {
+                break;
+            }
+            assert!(
+                ended.elapsed() < std::time::Duration::from_secs(2),
+                "{signal:?}: {left:?} outlived the host"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    }
+}

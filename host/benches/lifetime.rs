@@ -1,0 +1,127 @@
+//! How fast nothing is left when the host goes away:
+//! `cargo bench -p host --bench lifetime` (after scripts/build-plugins;
+//! needs npm and setsid). 20 rounds each of
+//!
+//! - SIGTERM to the host during a run_test whose tree hangs → the host has
+//!   exited (graceful shutdown: calls cancelled, trees killed);
+//! - SIGKILL to the host during the same run → the last process of the
+//!   tree is gone (the watchdog's work).
+//!
+//! The tree: a grandchild in its own session, a double-forked daemon, one
+//! that also cleared its environment, and the test's own `sleep`.
+
+mod common;
+#[path = "../../tests/e2e/harness.rs"]
+#[allow(dead_code)]
+mod harness;
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use common::{ms, percentile};
+use harness::{Env, process_gone, run_test_args};
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use serde_json::json;
+use tokio::io::AsyncWriteExt;
+
+const ROUNDS: usize = 20;
+
+const TREE: &str = "setsid sh -c 'echo $$ > a.pid; exec sleep 4701' & \
+    (sh -c 'echo $$ > b.pid; exec sleep 4702' &) ; \
+    setsid env -i sh -c 'echo $$ > c.pid; exec sleep 4703' & \
+    echo $$ > d.pid; sleep 4704";
+
+/// A host in the middle of the run; its process and the tree's pids.
+async fn hanging_run(env: &Env) -> (tokio::process::Child, Vec<i32>) {
+    for f in ["a.pid", "b.pid", "c.pid", "d.pid"] {
+        let _ = std::fs::remove_file(env.workspace.join(f));
+    }
+    let mut host = env
+        .host(&["serve", "--stdio"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stdin = host.stdin.take().unwrap();
+    for r in [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "run_test", "arguments": run_test_args("npm", json!({"timeout_ms": 600_000}))}}),
+    ] {
+        stdin.write_all(format!("{r}\n").as_bytes()).await.unwrap();
+    }
+    // Kept open: the host must not see the end of its input.
+    std::mem::forget(stdin);
+    let pids = loop {
+        let pids: Vec<i32> = ["a.pid", "b.pid", "c.pid", "d.pid"]
+            .iter()
+            .filter_map(|f| {
+                std::fs::read_to_string(env.workspace.join(f))
+                    .ok()?
+                    .trim()
+                    .parse()
+                    .ok()
+            })
+            .collect();
+        if pids.len() == 4 {
+            break pids;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    (host, pids)
+}
+
+async fn all_gone(pids: &[i32]) {
+    while !pids.iter().all(|p| process_gone(*p)) {
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}
+
+#[tokio::main]
+async fn main() {
+    let env = Env::new(&["run_test"], "");
+    std::fs::write(
+        env.workspace.join("package.json"),
+        json!({"name": "p", "version": "1.0.0", "scripts": {"test": TREE}}).to_string(),
+    )
+    .unwrap();
+    let mut exited = Vec::new();
+    let mut gone_after_term = Vec::new();
+    for _ in 0..ROUNDS {
+        let (mut host, pids) = hanging_run(&env).await;
+        let start = Instant::now();
+        kill(Pid::from_raw(host.id().unwrap() as i32), Signal::SIGTERM).unwrap();
+        host.wait().await.unwrap();
+        exited.push(start.elapsed());
+        all_gone(&pids).await;
+        gone_after_term.push(start.elapsed());
+    }
+    let mut gone_after_kill = Vec::new();
+    for _ in 0..ROUNDS {
+        let (mut host, pids) = hanging_run(&env).await;
+        let start = Instant::now();
+        kill(Pid::from_raw(host.id().unwrap() as i32), Signal::SIGKILL).unwrap();
+        host.wait().await.unwrap();
+        all_gone(&pids).await;
+        gone_after_kill.push(start.elapsed());
+    }
+    let line = |what: &str, samples: &mut Vec<Duration>| {
+        println!(
+            "{what} ({ROUNDS} rounds): median {}, max {}",
+            ms(percentile(samples, 0.5)),
+            ms(percentile(samples, 1.0))
+        )
+    };
+    line("SIGTERM -> host exited", &mut exited);
+    line(
+        "SIGTERM -> last process of the tree gone",
+        &mut gone_after_term,
+    );
+    line(
+        "SIGKILL -> last process of the tree gone",
+        &mut gone_after_kill,
+    );
+}
