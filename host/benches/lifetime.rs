@@ -19,7 +19,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::{ms, percentile};
-use harness::{Env, process_gone, run_test_args};
+use harness::{Env, handshake, process_gone, run_test_args, serve_raw};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde_json::json;
@@ -37,22 +37,13 @@ async fn hanging_run(env: &Env) -> (tokio::process::Child, Vec<i32>) {
     for f in ["a.pid", "b.pid", "c.pid", "d.pid"] {
         let _ = std::fs::remove_file(env.workspace.join(f));
     }
-    let mut host = env
-        .host(&["serve", "--stdio"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
+    let mut host = serve_raw(env, Stdio::null());
     let mut stdin = host.stdin.take().unwrap();
-    for r in [
-        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}}),
-        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "run_test", "arguments": run_test_args("npm", json!({"timeout_ms": 600_000}))}}),
-    ] {
-        stdin.write_all(format!("{r}\n").as_bytes()).await.unwrap();
-    }
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "run_test", "arguments": run_test_args("npm", json!({"timeout_ms": 600_000}))}});
+    stdin
+        .write_all(format!("{}{call}\n", handshake()).as_bytes())
+        .await
+        .unwrap();
     // Kept open: the host must not see the end of its input.
     std::mem::forget(stdin);
     let pids = loop {

@@ -164,61 +164,45 @@ impl Service {
                         _ = cancel.cancelled() => None,
                         turn = plugin.gate.enter(&plugin.name) => Some(turn),
                     };
-                    let _turn = match turn {
-                        None => {
-                            return Some(finish(
-                                &plugin.name,
-                                exposed,
-                                mode,
-                                started,
-                                &trace_id,
-                                reply_from(Err(CallFailure::Cancelled), false, &trace_id),
-                            ));
-                        }
-                        Some(Err(busy)) => {
-                            let mut details = Map::new();
-                            details.insert("concurrency".into(), json!(busy.concurrency));
-                            details.insert("queue".into(), json!(busy.queue));
-                            details.insert("trace_id".into(), json!(trace_id));
-                            let reply = Reply::error("busy", &busy.to_string(), true, details);
-                            return Some(finish(
-                                &plugin.name,
-                                exposed,
-                                mode,
-                                started,
-                                &trace_id,
-                                reply,
-                            ));
-                        }
-                        Some(Ok(turn)) => turn,
+                    let turn = match turn {
+                        None => Err(reply_from(Err(CallFailure::Cancelled), false, &trace_id)),
+                        Some(Err(busy)) => Err(busy_reply(&busy, &trace_id)),
+                        Some(Ok(turn)) => Ok(turn),
                     };
-                    let tracker = Arc::new(EventTracker::new(client.clone()));
-                    let call = CallContext {
-                        trace_id: trace_id.clone(),
-                        tool: tool.name.clone(),
-                        cancel,
-                        deadline: Instant::now() + Duration::from_millis(plugin.grants.timeout_ms),
-                        client: tracker.clone(),
-                    };
-                    let outcome = runtime::call_tool(
-                        &plugin.prepared,
-                        plugin.grants.clone(),
-                        call,
-                        &tool.name,
-                        &arguments.to_string(),
-                    )
-                    .await;
-                    let reply = reply_from(outcome, tool.output_schema.is_some(), &trace_id);
-                    if tracker.relayed() {
-                        // The promised last event, whatever happened to the call.
-                        let outcome = reply_code(&reply);
-                        tracker.event(
+                    match turn {
+                        Err(reply) => reply,
+                        Ok(_turn) => {
+                            let tracker = Arc::new(EventTracker::new(client.clone()));
+                            let call = CallContext {
+                                trace_id: trace_id.clone(),
+                                tool: tool.name.clone(),
+                                cancel,
+                                deadline: Instant::now()
+                                    + Duration::from_millis(plugin.grants.timeout_ms),
+                                client: tracker.clone(),
+                            };
+                            let outcome = runtime::call_tool(
+                                &plugin.prepared,
+                                plugin.grants.clone(),
+                                call,
+                                &tool.name,
+                                &arguments.to_string(),
+                            )
+                            .await;
+                            let reply =
+                                reply_from(outcome, tool.output_schema.is_some(), &trace_id);
+                            if tracker.relayed() {
+                                // The promised last event, whatever happened to the call.
+                                let outcome = reply_code(&reply);
+                                tracker.event(
                             &plugin.name,
                             json!({"event": "call_end", "tool": tool.name, "trace_id": trace_id,
                                    "data": {"outcome": outcome, "is_error": reply.is_error}}),
                         );
+                            }
+                            reply
+                        }
                     }
-                    reply
                 }
             };
             Some(finish(
@@ -240,6 +224,15 @@ impl Service {
         }
         reply
     }
+}
+
+/// The retryable `busy` answer of a call its plugin had no room for.
+fn busy_reply(busy: &crate::admission::Busy, trace_id: &str) -> Reply {
+    let mut details = Map::new();
+    details.insert("concurrency".into(), json!(busy.concurrency));
+    details.insert("queue".into(), json!(busy.queue));
+    details.insert("trace_id".into(), json!(trace_id));
+    Reply::error("busy", &busy.to_string(), true, details)
 }
 
 /// Log a call's one `tool call` record and hand back its reply.

@@ -29,6 +29,9 @@ pub fn start() -> std::io::Result<Child> {
     let mut command = Command::new(exe);
     command
         .args(["watchdog", "--instance", timebox::instance()])
+        // It needs nothing of the host's environment (and is then not
+        // mistaken for something a call started).
+        .env_clear()
         .stdin(Stdio::piped())
         // stdout is the MCP channel: never the watchdog's.
         .stdout(Stdio::null())

@@ -640,20 +640,8 @@ async fn a_run_cut_off_by_the_hosts_end_leaves_nothing_and_a_usable_environment(
             assert!(Instant::now() < deadline, "the command never started");
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        let ended = Instant::now();
-        nix::sys::signal::kill(nix::unistd::Pid::from_raw(client.pid as i32), signal).unwrap();
         // Within 2 s the command's tree inside the container is gone.
-        loop {
-            let left = processes_with(&format!("sleep {n}"));
-            if left.is_empty() {
-                break;
-            }
-            assert!(
-                ended.elapsed() < Duration::from_secs(2),
-                "{signal:?}: `sleep {n}` in the container outlived the host: {left:?}"
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        end_host_and_check_gone(client.pid, signal, &format!("sleep {n}")).await;
     }
     // The next host finds the environment as it was: runs, commits, destroys,
     // even past the lock a commit cut off mid-way leaves.

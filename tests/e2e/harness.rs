@@ -487,3 +487,46 @@ pub fn processes_with(needle: &str) -> Vec<i32> {
     }
     found
 }
+
+/// `host serve --stdio` spoken to by hand (a line in, a line out), its
+/// stderr appended to the env's log. `stdout`: piped to read the answers,
+/// or null when only the host's end matters.
+pub fn serve_raw(env: &Env, stdout: Stdio) -> tokio::process::Child {
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(env.stderr_log())
+        .unwrap();
+    env.host(&["serve", "--stdio"])
+        .stdin(Stdio::piped())
+        .stdout(stdout)
+        .stderr(log)
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap()
+}
+
+/// The lines that open an MCP session (initialize, then initialized).
+pub fn handshake() -> String {
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}});
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    format!("{initialize}\n{initialized}\n")
+}
+
+/// Send `signal` to the host `pid`; within 2 s no process whose command
+/// line contains `needle` may be left.
+pub async fn end_host_and_check_gone(pid: u32, signal: nix::sys::signal::Signal, needle: &str) {
+    let ended = std::time::Instant::now();
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), signal).unwrap();
+    loop {
+        let left = processes_with(needle);
+        if left.is_empty() {
+            return;
+        }
+        assert!(
+            ended.elapsed() < Duration::from_secs(2),
+            "{signal:?}: `{needle}` outlived the host: {left:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}

@@ -406,18 +406,10 @@ async fn warm_start_uses_the_compiled_cache() {
 #[tokio::test]
 async fn stdout_carries_json_rpc_only() {
     let env = Env::new(&["run_test", "faulty"], FAULTY_LIMITS);
-    let mut child = env
-        .host(&["serve", "--stdio"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::fs::File::create(env.stderr_log()).unwrap())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
+    let mut child = serve_raw(&env, std::process::Stdio::piped());
     let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(handshake().as_bytes()).await.unwrap();
     let requests = [
-        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}),
-        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
         json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
         json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "fault_trap", "arguments": {}}}),
         json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "run_test", "arguments": run_test_args("cargo", json!({}))}}),
@@ -467,14 +459,7 @@ async fn stdout_carries_json_rpc_only() {
 #[tokio::test]
 async fn requests_too_big_or_too_deep_are_answered_not_dropped() {
     let env = Env::new(&["faulty"], FAULTY_LIMITS);
-    let mut child = env
-        .host(&["serve", "--stdio"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::fs::File::create(env.stderr_log()).unwrap())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
+    let mut child = serve_raw(&env, std::process::Stdio::piped());
     let mut stdin = child.stdin.take().unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let mut next = async || -> Value {
@@ -485,17 +470,7 @@ async fn requests_too_big_or_too_deep_are_answered_not_dropped() {
             .unwrap();
         serde_json::from_str(&line).unwrap()
     };
-    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}});
-    stdin
-        .write_all(
-            format!(
-                "{initialize}\n{}\n",
-                json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
-            )
-            .as_bytes(),
-        )
-        .await
-        .unwrap();
+    stdin.write_all(handshake().as_bytes()).await.unwrap();
     assert_eq!(next().await["id"], 1);
 
     // 17 MiB of arguments: over the 16 MiB a request may have.

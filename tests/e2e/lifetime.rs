@@ -75,16 +75,13 @@ async fn start_a_hanging_run(n: u32) -> Option<Running> {
         json!({"name": "p", "version": "1.0.0", "scripts": {"test": hanging_tree(n)}}).to_string(),
     )
     .unwrap();
-    let mut host = serve(&env);
+    let mut host = serve_raw(&env, Stdio::null());
     let mut stdin = host.stdin.take().unwrap();
-    let requests = [
-        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}),
-        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "run_test", "arguments": run_test_args("npm", json!({"timeout_ms": 600_000, "no_output_timeout_ms": 600_000}))}}),
-    ];
-    for r in &requests {
-        stdin.write_all(format!("{r}\n").as_bytes()).await.unwrap();
-    }
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "run_test", "arguments": run_test_args("npm", json!({"timeout_ms": 600_000, "no_output_timeout_ms": 600_000}))}});
+    stdin
+        .write_all(format!("{}{call}\n", handshake()).as_bytes())
+        .await
+        .unwrap();
     let pids = pids_written(&env.workspace).await;
     let log = std::fs::read_to_string(env.stderr_log()).unwrap();
     let contained = require_cgroups(&log);
@@ -95,22 +92,6 @@ async fn start_a_hanging_run(n: u32) -> Option<Running> {
         pids,
         contained,
     })
-}
-
-/// `host serve --stdio` on `env`, its log appended to the env's stderr log.
-fn serve(env: &Env) -> tokio::process::Child {
-    let log = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(env.stderr_log())
-        .unwrap();
-    env.host(&["serve", "--stdio"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(log)
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap()
 }
 
 /// The run's processes still alive (the env-cleared one only where cgroups
@@ -212,13 +193,8 @@ async fn a_new_host_sweeps_what_a_killed_host_and_watchdog_left() {
     )
     .unwrap();
     run.host.wait().await.unwrap();
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    assert!(
-        run.pids.iter().any(|p| !process_gone(*p)),
-        "without host and watchdog the tree is still there (the case the sweep is for)"
-    );
     let started = Instant::now();
-    let mut next = serve(&run.env);
+    let mut next = serve_raw(&run.env, Stdio::null());
     let left = left_until(&run, n, started + Duration::from_secs(2)).await;
     // (Any host starting meanwhile may be the one that sweeps: tests run
     // side by side; what matters is that a starting host does.)

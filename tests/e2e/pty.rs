@@ -183,18 +183,6 @@ async fn a_terminal_session_ends_with_the_host() {
             );
             tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         }
-        let ended = std::time::Instant::now();
-        nix::sys::signal::kill(nix::unistd::Pid::from_raw(client.pid as i32), signal).unwrap();
-        loop {
-            let left = processes_with(&format!("sleep {n}"));
-            if left.is_empty() {
-                break;
-            }
-            assert!(
-                ended.elapsed() < std::time::Duration::from_secs(2),
-                "{signal:?}: {left:?} outlived the host"
-            );
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        }
+        end_host_and_check_gone(client.pid, signal, &format!("sleep {n}")).await;
     }
 }

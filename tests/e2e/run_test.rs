@@ -270,6 +270,21 @@ async fn silent_hang_ends_as_no_output() {
 }
 
 /// Wait (without blocking the test's runtime) for a pid file.
+/// A run_test stopped by a 2 s timeout; the pid its tree wrote to gc.pid.
+async fn time_out_and_read_pid(env: &Env, host: &Client) -> i32 {
+    let result = host
+        .call(
+            "run_test",
+            run_test_args(
+                "npm",
+                json!({"timeout_ms": 2000, "no_output_timeout_ms": 60_000}),
+            ),
+        )
+        .await;
+    assert_eq!(structured(&result)["status"], "timeout");
+    read_pid(&env.workspace.join("gc.pid")).await
+}
+
 async fn read_pid(path: &Path) -> i32 {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
@@ -297,17 +312,7 @@ async fn grandchild_in_its_own_session_does_not_survive() {
         return;
     };
     let host = env.start().await;
-    let result = host
-        .call(
-            "run_test",
-            run_test_args(
-                "npm",
-                json!({"timeout_ms": 2000, "no_output_timeout_ms": 60_000}),
-            ),
-        )
-        .await;
-    assert_eq!(structured(&result)["status"], "timeout");
-    let gc = read_pid(&env.workspace.join("gc.pid")).await;
+    let gc = time_out_and_read_pid(&env, &host).await;
     assert!(process_gone(gc), "grandchild {gc} survived the timeout");
 
     // On a normal exit: a daemon left behind is killed too.
@@ -339,17 +344,7 @@ async fn a_grandchild_that_clears_its_environment_does_not_survive() {
     if !require_cgroups(&log) {
         return;
     }
-    let result = host
-        .call(
-            "run_test",
-            run_test_args(
-                "npm",
-                json!({"timeout_ms": 2000, "no_output_timeout_ms": 60_000}),
-            ),
-        )
-        .await;
-    assert_eq!(structured(&result)["status"], "timeout");
-    let gc = read_pid(&env.workspace.join("gc.pid")).await;
+    let gc = time_out_and_read_pid(&env, &host).await;
     assert!(
         process_gone(gc),
         "the grandchild {gc} without marker survived"
