@@ -52,6 +52,10 @@ pub struct ToolDef {
     pub description: String,
     pub input_schema: Map<String, Value>,
     pub output_schema: Option<Map<String, Value>>,
+    /// Structured results must match the output schema: TypeScript
+    /// clients reject a call whose `structuredContent` does not, even an
+    /// error.
+    pub output_validator: Option<jsonschema::Validator>,
     pub validator: ArgsSchema,
 }
 
@@ -257,6 +261,17 @@ impl Loader {
                 ),
                 None => None,
             };
+            let output_validator = match &output_schema {
+                Some(schema) => Some(
+                    jsonschema::validator_for(&Value::Object(schema.clone())).map_err(|e| {
+                        anyhow!(
+                            "tool `{}`: output schema is not a valid JSON Schema: {e}",
+                            tool.name
+                        )
+                    })?,
+                ),
+                None => None,
+            };
             let validator =
                 ArgsSchema::compile(&Value::Object(input_schema.clone())).map_err(|e| {
                     anyhow!(
@@ -275,6 +290,7 @@ impl Loader {
                 description: tool.description,
                 input_schema,
                 output_schema,
+                output_validator,
                 validator,
             });
         }

@@ -53,6 +53,27 @@ impl Reply {
     }
 }
 
+impl Reply {
+    /// An error whose fields do not match the tool's output schema moves
+    /// them into the text (a sentence, then compact JSON) and carries no
+    /// `structuredContent`: a client that validates it would otherwise
+    /// throw the whole error away.
+    fn fitted_to(self, schema: Option<&jsonschema::Validator>) -> Reply {
+        match (&self.structured, schema) {
+            (Some(fields), Some(schema)) if self.is_error && !schema.is_valid(fields) => Reply {
+                is_error: true,
+                text: format!(
+                    "{}\n{}",
+                    self.text.lines().next().unwrap_or_default(),
+                    fields
+                ),
+                structured: None,
+            },
+            _ => self,
+        }
+    }
+}
+
 impl Service {
     pub async fn start(loader: Loader) -> Service {
         let catalog = loader.load_all(&Catalog::default()).await;
@@ -139,6 +160,7 @@ impl Service {
                     let summary: Vec<String> = problems.iter().map(|p| p.message.clone()).collect();
                     let mut details = Map::new();
                     details.insert("problems".into(), json!(problems));
+                    details.insert("trace_id".into(), json!(trace_id));
                     // A tool may name its own code for bad arguments (`x-error-code`
                     // in its input schema), e.g. a seed's `INVALID_ARGUMENT`.
                     let code = tool
@@ -205,6 +227,7 @@ impl Service {
                     }
                 }
             };
+            let reply = reply.fitted_to(tool.output_validator.as_ref());
             Some(finish(
                 &plugin.name,
                 exposed,

@@ -163,7 +163,7 @@ pub fn text(result: &rmcp::model::CallToolResult) -> String {
 }
 
 /// The error object of a failed call (code, message, remediation, ...).
-pub fn error_of(result: &rmcp::model::CallToolResult) -> &Value {
+pub fn error_of(result: &rmcp::model::CallToolResult) -> Value {
     assert!(is_error(result), "expected an error, got {result:?}");
     structured(result)
 }

@@ -265,10 +265,21 @@ impl Client {
 }
 
 /// The structured content of a result, which every tool here returns.
-pub fn structured(result: &CallToolResult) -> &Value {
-    result
-        .structured_content
-        .as_ref()
+/// The result's structure: `structuredContent`, or for an error that does
+/// not fit the tool's output schema, the compact JSON under the text's
+/// first line (where the host puts it, as a client reads it).
+pub fn structured(result: &CallToolResult) -> Value {
+    if let Some(value) = &result.structured_content {
+        return value.clone();
+    }
+    let text: String = result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect();
+    text.split_once('\n')
+        .filter(|_| is_error(result))
+        .and_then(|(_, json)| serde_json::from_str(json).ok())
         .unwrap_or_else(|| panic!("no structuredContent in {result:?}"))
 }
 

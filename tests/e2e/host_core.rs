@@ -529,3 +529,75 @@ async fn requests_too_big_or_too_deep_are_answered_not_dropped() {
     assert_eq!(answer["id"], 4, "{answer}");
     assert!(answer["result"].is_object(), "{answer}");
 }
+
+/// What a TypeScript client does with an error: validate any
+/// `structuredContent` against the tool's output schema, then show the
+/// text. Every error path of every bundled tool must survive it.
+#[tokio::test]
+async fn every_error_fits_its_tools_output_schema_or_is_said_in_text() {
+    let docs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/godot/doc");
+    let env = Env::new(
+        &["run_test", "godot", "cofer", "copilot", "pi"],
+        &godot_config(&docs),
+    );
+    let client = env.start().await;
+    let schemas: std::collections::HashMap<String, Value> = client
+        .tools()
+        .await
+        .into_iter()
+        .filter_map(|t| {
+            Some((
+                t.name.to_string(),
+                Value::Object((*t.output_schema?).clone()),
+            ))
+        })
+        .collect();
+    let outside = env.dir.path().join("not-a-repo");
+    let source = outside.to_string_lossy();
+    let errors = [
+        ("godot.search", json!({"query": "x", "kind": "bogus"})),
+        ("godot.search", json!({"query": "word ".repeat(100)})),
+        ("godot.get_class", json!({"name": "NoSuchClass"})),
+        ("godot.list_classes", json!({"inherits": "NoSuchClass"})),
+        ("run_test", json!({"runner": "cargo", "scope": "file"})),
+        (
+            "run_test",
+            run_test_args("cargo", json!({"report_dir": "../outside"})),
+        ),
+        ("copilot.chat", json!({"input": "--help"})),
+        ("pi.prompt", json!({"prompt": ""})),
+        (
+            "environment_run_cmd",
+            json!({"environment_source": source, "environment_id": "x", "command": "true"}),
+        ),
+        (
+            "environment_destroy",
+            json!({"environment_source": source, "environment_id": "x"}),
+        ),
+    ];
+    for (tool, args) in errors {
+        let r = client.call(tool, args.clone()).await;
+        assert!(is_error(&r), "{tool} {args}: {r:?}");
+        if let (Some(content), Some(schema)) = (&r.structured_content, schemas.get(tool)) {
+            let validator = jsonschema::validator_for(schema).unwrap();
+            assert!(
+                validator.is_valid(content),
+                "{tool} {args}: structuredContent does not match the output schema: {content}"
+            );
+        }
+        let error = structured(&r);
+        let text: String = r
+            .content
+            .iter()
+            .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+            .collect();
+        let code = error["code"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{tool}: no code in {error}"));
+        assert!(
+            text.starts_with(code),
+            "{tool}: the text says the error: {text}"
+        );
+        assert!(error["trace_id"].is_string(), "{tool}: {error}");
+    }
+}

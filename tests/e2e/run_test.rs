@@ -121,7 +121,7 @@ async fn cargo_pass_and_fail() {
         )
         .await;
     assert!(!is_error(&pass), "{pass:?}");
-    let out = structured(&pass);
+    let out = &structured(&pass);
     check_reports(&env, out, "pass");
     assert_eq!(out["exit_code"], 0);
     assert!(raw_log(&env, out).contains("[stdout] test adds ... ok"));
@@ -129,7 +129,7 @@ async fn cargo_pass_and_fail() {
     let fail = host
         .call("run_test", run_test_args("cargo", json!({"scope": "all"})))
         .await;
-    let out = structured(&fail);
+    let out = &structured(&fail);
     check_reports(&env, out, "fail");
     assert_eq!(out["exit_code"], 101);
     let excerpt = out["excerpt"].as_str().unwrap();
@@ -171,14 +171,14 @@ async fn pytest_pass_and_fail() {
             run_test_args("pytest", json!({"scope": "file", "target": "test_ok.py"})),
         )
         .await;
-    check_reports(&env, structured(&pass), "pass");
+    check_reports(&env, &structured(&pass), "pass");
     let fail = host
         .call(
             "run_test",
             run_test_args("pytest", json!({"scope": "pattern", "target": "bad"})),
         )
         .await;
-    let out = structured(&fail);
+    let out = &structured(&fail);
     check_reports(&env, out, "fail");
     assert_eq!(out["exit_code"], 1);
     let excerpt = out["excerpt"].as_str().unwrap();
@@ -227,7 +227,7 @@ async fn hang_with_output_times_out_with_progress() {
         .await;
     let result = crate::harness::Client::finish(handle).await;
     let elapsed = started.elapsed();
-    let out = structured(&result);
+    let out = &structured(&result);
     check_reports(&env, out, "timeout");
     assert!(
         elapsed < Duration::from_millis(2500 + 3000),
@@ -260,7 +260,7 @@ async fn silent_hang_ends_as_no_output() {
             ),
         )
         .await;
-    let out = structured(&result);
+    let out = &structured(&result);
     check_reports(&env, out, "no_output");
     assert!(
         started.elapsed() < Duration::from_secs(10),
@@ -373,7 +373,7 @@ async fn output_flood_keeps_host_memory_bounded() {
         )
         .await;
     let (_, peak) = rss_kib(host.pid);
-    let out = structured(&result);
+    let out = &structured(&result);
     check_reports(&env, out, "pass");
     // raw.log stops at the 100 MiB cap, then the tail and a note follow.
     let path = env
@@ -503,7 +503,7 @@ async fn a_full_disk_gets_a_truthful_reply() {
     };
     let host = env.start().await;
     let result = host.call("run_test", run_test_args("npm", json!({}))).await;
-    let out = structured(&result);
+    let out = &structured(&result);
     assert_eq!(out["status"], "fail", "{out}");
     let artifacts = &out["artifacts"];
     let dir = env.workspace.join(out["report_dir"].as_str().unwrap());
