@@ -294,6 +294,17 @@ impl Loader {
                 validator,
             });
         }
+        // Descriptions name tools too ("then call godot.get_class"): as served.
+        let renames: Vec<(String, String)> = tools
+            .iter()
+            .filter(|t| t.name != t.exposed)
+            .map(|t| (t.name.clone(), t.exposed.clone()))
+            .collect();
+        for tool in &mut tools {
+            for (from, to) in &renames {
+                tool.description = tool.description.replace(from, to);
+            }
+        }
         tracing::debug!(plugin = %name, ?origin, elapsed_us = started.elapsed().as_micros() as u64, "plugin prepared");
         Ok(Plugin {
             name: name.to_string(),

@@ -96,18 +96,21 @@ async fn plugin_logs_progress_and_events_reach_the_client() {
 
 #[tokio::test]
 async fn underscore_names_option_serves_dotted_tools_without_dots() {
-    let env = Env::new(&["faulty"], "");
+    let env = Env::new(&["faulty", "godot"], "");
     let host = env.start_with(&["--underscore-names"]).await;
-    let names: Vec<String> = host
-        .tools()
-        .await
-        .iter()
-        .map(|t| t.name.to_string())
-        .collect();
+    let tools = host.tools().await;
+    let names: Vec<String> = tools.iter().map(|t| t.name.to_string()).collect();
     assert!(
         names.contains(&"dotted_echo".to_string()) && !names.iter().any(|n| n.contains('.')),
         "{names:?}"
     );
+    // Descriptions that name other tools name them as served.
+    let descriptions: String = tools
+        .iter()
+        .filter_map(|t| t.description.as_deref())
+        .collect();
+    assert!(!descriptions.contains("godot.get_"), "{descriptions}");
+    assert!(descriptions.contains("godot_get_class"), "{descriptions}");
     let result = host.call("dotted_echo", json!({"x": 1})).await;
     assert!(!is_error(&result), "{result:?}");
 }

@@ -31,7 +31,7 @@ pub fn input_schema() -> serde_json::Value {
             "runner": {"enum": Runner::ALL, "description": "Which test runner's fixed command template to use."},
             "scope": {"enum": ["all", "file", "pattern"], "description": "all: the whole suite; file: one test file; pattern: tests whose name matches."},
             "target": {"type": "string", "minLength": 1, "maxLength": 512,
-                "description": "scope=file: a test file path relative to the repository (cargo: tests/<name>.rs; go: a file of the package to test). scope=pattern: a test name pattern."},
+                "description": "Required when scope is file or pattern. scope=file: a test file path relative to the repository (cargo: tests/<name>.rs; go: a file of the package to test). scope=pattern: a test name pattern."},
             "timeout_ms": {"type": "integer", "minimum": 1, "description": "Hard timeout: the process tree is killed after this many milliseconds."},
             "no_output_timeout_ms": {"type": "integer", "minimum": 1, "description": "Kill the process tree after this long without any output."},
             "max_output_bytes": {"type": "integer", "minimum": 1, "maximum": MAX_OUTPUT_BYTES,

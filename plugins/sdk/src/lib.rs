@@ -145,7 +145,9 @@ impl From<CapabilityError> for ToolError {
 pub fn structured_output(value: &impl serde::Serialize) -> ToolOutput {
     let json = serde_json::to_value(value).expect("tool results serialise to JSON");
     ToolOutput {
-        text: serde_json::to_string_pretty(&json).expect("JSON values serialise"),
+        // Compact: clients hand both text and structure to the model, and
+        // pretty-printing doubled the tokens.
+        text: json.to_string(),
         structured: Some(json.to_string()),
     }
 }
