@@ -57,6 +57,8 @@ pub struct ToolDef {
     /// error.
     pub output_validator: Option<jsonschema::Validator>,
     pub validator: ArgsSchema,
+    /// What the tool does to the world (read-only, destructive, ...).
+    pub annotations: Option<rmcp::model::ToolAnnotations>,
 }
 
 /// A plugin that could not be loaded, and why.
@@ -252,8 +254,18 @@ impl Loader {
         let scheme = resource_scheme(&templates)?;
         let mut tools = Vec::with_capacity(declared.len());
         for tool in declared {
-            let input_schema = schema_object(&tool.input_schema)
+            let mut input_schema = schema_object(&tool.input_schema)
                 .with_context(|| format!("tool `{}`: input schema", tool.name))?;
+            // Annotations ride in the input schema until the WIT has a field.
+            let annotations = match input_schema.remove("x-annotations") {
+                Some(value) => Some(serde_json::from_value(value).with_context(|| {
+                    format!(
+                        "tool `{}`: x-annotations are not MCP tool annotations",
+                        tool.name
+                    )
+                })?),
+                None => None,
+            };
             let output_schema = match &tool.output_schema {
                 Some(s) => Some(
                     schema_object(s)
@@ -292,6 +304,7 @@ impl Loader {
                 output_schema,
                 output_validator,
                 validator,
+                annotations,
             });
         }
         // Descriptions name tools too ("then call godot.get_class"): as served.

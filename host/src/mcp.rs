@@ -70,6 +70,7 @@ impl ServerHandler for McpFront {
                 if let Some(output) = &def.output_schema {
                     tool = tool.with_raw_output_schema(Arc::new(output.clone()));
                 }
+                tool.annotations = def.annotations.clone();
                 tool
             })
             .collect();

@@ -604,3 +604,41 @@ async fn every_error_fits_its_tools_output_schema_or_is_said_in_text() {
         assert!(error["trace_id"].is_string(), "{tool}: {error}");
     }
 }
+
+/// Clients run read-only tools without asking and ask for the rest: every
+/// bundled tool says honestly which it is.
+#[tokio::test]
+async fn every_bundled_tool_is_annotated_honestly() {
+    let env = Env::new(&["run_test", "godot", "cofer", "copilot", "pi"], "");
+    let client = env.start().await;
+    let tools = client.tools().await;
+    assert_eq!(
+        tools.len(),
+        12,
+        "{:?}",
+        tools.iter().map(|t| &t.name).collect::<Vec<_>>()
+    );
+    for tool in &tools {
+        let hints = tool
+            .annotations
+            .as_ref()
+            .unwrap_or_else(|| panic!("{} has no annotations", tool.name));
+        let read_only = hints.read_only_hint == Some(true);
+        let expected_read_only = tool.name.starts_with("godot.")
+            || ["environment_list", "copilot.chat"].contains(&tool.name.as_ref());
+        assert_eq!(read_only, expected_read_only, "{}: {hints:?}", tool.name);
+        let destructive = hints.destructive_hint == Some(true);
+        let expected_destructive = ["environment_destroy", "environment_run_cmd", "pi.prompt"]
+            .contains(&tool.name.as_ref());
+        assert_eq!(
+            destructive, expected_destructive,
+            "{}: {hints:?}",
+            tool.name
+        );
+        assert!(
+            !tool.input_schema.contains_key("x-annotations"),
+            "{}: the carrier key is not served",
+            tool.name
+        );
+    }
+}

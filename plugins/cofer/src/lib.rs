@@ -16,7 +16,7 @@ mod errors;
 mod run;
 
 use plugin_sdk::log::{Level, log};
-use plugin_sdk::{Guest, Tool, ToolError, ToolOutput, git, tool};
+use plugin_sdk::{Guest, Hints, Tool, ToolError, ToolOutput, git, tool};
 use serde_json::{Value, json};
 
 use env::Env;
@@ -34,7 +34,8 @@ impl Guest for Cofer {
                  config and the commands the user can run to check out, log and diff its work.",
                 args::create_schema(),
                 None,
-            ),
+            )
+            .with_hints(Hints { read_only: false, destructive: false, idempotent: false, open_world: false }),
             tool(
                 "environment_run_cmd",
                 "Run a terminal command inside an environment's container. Returns the exit code and the last 512 lines \
@@ -42,27 +43,31 @@ impl Guest for Cofer {
                  `explanation` as the message. Long-running commands (servers) must set `background`.",
                 args::run_schema(),
                 Some(run::output_schema()),
-            ),
+            )
+            .with_hints(Hints { read_only: false, destructive: true, idempotent: false, open_world: false }),
             tool(
                 "environment_destroy",
                 "Destroy an environment: stop and remove its containers, remove its worktree and branch. Returns what \
                  was removed.",
                 args::destroy_schema(),
                 Some(destroy::output_schema()),
-            ),
+            )
+            .with_hints(Hints { read_only: false, destructive: true, idempotent: true, open_world: false }),
             tool(
                 "environment_list",
                 "List the environments of a source repository with their titles and container state.",
                 args::list_schema(),
                 None,
-            ),
+            )
+            .with_hints(Hints::READ_ONLY),
             tool(
                 "environment_open",
                 "Open an existing environment (restarting its container if it is gone) and return the same description \
                  as environment_create.",
                 args::open_schema(),
                 None,
-            ),
+            )
+            .with_hints(Hints { read_only: false, destructive: false, idempotent: true, open_world: false }),
         ]
     }
 

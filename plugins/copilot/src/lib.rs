@@ -54,7 +54,8 @@ impl Guest for Copilot {
                 "x-error-code": "invalid_request",
             }),
             Some(output_schema()),
-        )]
+        )
+        .with_hints(plugin_sdk::Hints { read_only: true, destructive: false, idempotent: false, open_world: true })]
     }
 
     fn call(_name: String, arguments: String) -> Result<ToolOutput, ToolError> {

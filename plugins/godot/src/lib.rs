@@ -15,7 +15,8 @@ pub mod uri;
 
 use plugin_sdk::resources::{Contents, ResourceTemplate};
 use plugin_sdk::{
-    Guest, Tool, ToolError, ToolOutput, lifecycle, parse_args, resources, structured_output, tool,
+    Guest, Hints, Tool, ToolError, ToolOutput, lifecycle, parse_args, resources, structured_output,
+    tool,
 };
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -99,7 +100,8 @@ impl Guest for Godot {
                         "required": ["uri", "name", "kind", "score", "snippet"] } } },
                     "required": ["results"],
                 })),
-            ),
+            )
+            .with_hints(Hints::READ_ONLY),
             tool(
                 "godot.get_class",
                 "One class of the Godot reference: description, methods, properties (members), signals, constants, \
@@ -109,7 +111,8 @@ impl Guest for Godot {
                     &["name"],
                 ),
                 None,
-            ),
+            )
+            .with_hints(Hints::READ_ONLY),
             tool(
                 "godot.get_symbol",
                 "One member of a Godot class by qualified name `<Class>.<member>`, e.g. `Node._ready`, `Vector2.x`, \
@@ -119,7 +122,8 @@ impl Guest for Godot {
                     &["qname"],
                 ),
                 None,
-            ),
+            )
+            .with_hints(Hints::READ_ONLY),
             tool(
                 "godot.list_classes",
                 "Class names of the Godot reference, sorted, optionally only those starting with `prefix` (any case).",
@@ -133,7 +137,8 @@ impl Guest for Godot {
                 Some(
                     json!({ "type": "object", "properties": { "classes": { "type": "array", "items": { "type": "string" } } }, "required": ["classes"] }),
                 ),
-            ),
+            )
+            .with_hints(Hints::READ_ONLY),
         ]
     }
 

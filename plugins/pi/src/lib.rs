@@ -43,7 +43,8 @@ impl Guest for Pi {
                 "x-error-code": "invalid_request",
             }),
             Some(run::output_schema()),
-        )]
+        )
+        .with_hints(plugin_sdk::Hints { read_only: false, destructive: true, idempotent: false, open_world: true })]
     }
 
     fn call(_name: String, arguments: String) -> Result<ToolOutput, ToolError> {

@@ -28,7 +28,8 @@ impl Guest for RunTest {
              directory and returns the status, exit code, duration and an excerpt of the failures.",
             request::input_schema(),
             Some(output_schema()),
-        )]
+        )
+        .with_hints(plugin_sdk::Hints { read_only: false, destructive: false, idempotent: false, open_world: false })]
     }
 
     fn call(_name: String, arguments: String) -> Result<ToolOutput, ToolError> {

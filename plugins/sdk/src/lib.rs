@@ -110,6 +110,48 @@ pub fn tool(
     }
 }
 
+/// What a tool does to the world, for clients that decide what to run
+/// without asking (MCP tool annotations: Codex and Copilot run read-only
+/// tools unasked). Until the WIT has a field for them they travel in the
+/// input schema under `x-annotations`; the host moves them to the tool.
+#[derive(Debug, Clone, Copy)]
+pub struct Hints {
+    /// It changes nothing.
+    pub read_only: bool,
+    /// It may delete or overwrite (meaningful when not read-only).
+    pub destructive: bool,
+    /// The same call twice does no more than once.
+    pub idempotent: bool,
+    /// It reaches beyond the machine (a model, the network).
+    pub open_world: bool,
+}
+
+impl Hints {
+    /// Looks things up, changes nothing, stays on the machine.
+    pub const READ_ONLY: Hints = Hints {
+        read_only: true,
+        destructive: false,
+        idempotent: true,
+        open_world: false,
+    };
+}
+
+impl Tool {
+    /// The tool with `hints` declared.
+    pub fn with_hints(mut self, hints: Hints) -> Tool {
+        let mut schema: serde_json::Value =
+            serde_json::from_str(&self.input_schema).expect("the tool's own schema is JSON");
+        schema["x-annotations"] = serde_json::json!({
+            "readOnlyHint": hints.read_only,
+            "destructiveHint": hints.destructive,
+            "idempotentHint": hints.idempotent,
+            "openWorldHint": hints.open_world,
+        });
+        self.input_schema = schema.to_string();
+        self
+    }
+}
+
 impl ToolError {
     /// A tool error the model sees, not retryable, without details.
     pub fn new(code: &str, message: impl Into<String>) -> Self {
