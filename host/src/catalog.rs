@@ -16,7 +16,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 use wasmtime::Engine;
-use wasmtime::component::Linker;
+use wasmtime::component::{Component, Linker};
 
 use crate::admission::Gate;
 use crate::bindings::{Exports, ResourceTemplate};
@@ -41,6 +41,13 @@ pub struct Plugin {
     /// Resource templates it serves, and the URI scheme they share.
     pub templates: Vec<ResourceTemplate>,
     pub scheme: Option<String>,
+}
+
+/// A plugin file after the compile step of a (re)load.
+enum Compiled {
+    /// Byte for byte the plugin already loaded.
+    Same(Arc<Plugin>),
+    New(Component, Origin, String),
 }
 
 /// One tool as declared by its plugin, with its compiled input schema.
@@ -153,20 +160,50 @@ impl Loader {
                 return catalog;
             }
         };
-        for (name, path) in files {
-            let loaded = match std::fs::read(&path) {
-                Ok(bytes) => {
-                    let hash = sha256_hex(&bytes);
-                    match previous
-                        .plugins
-                        .iter()
-                        .find(|p| p.path == path && p.hash == hash)
-                    {
-                        Some(same) => Ok(same.clone()),
-                        None => self.load(&name, &path, &bytes, hash).await.map(Arc::new),
-                    }
-                }
-                Err(e) => Err(anyhow!("cannot read the file: {e}")),
+        // Unchanged plugins are kept; the others are compiled side by side
+        // (a cold start compiles them all: 2.1 s one after another on 2
+        // cores), then asked for their tools in folder order.
+        let read: Vec<_> = files
+            .into_iter()
+            .map(|(name, path)| {
+                let bytes = std::fs::read(&path).map_err(|e| anyhow!("cannot read the file: {e}"));
+                (name, path, bytes)
+            })
+            .collect();
+        let compiled: Vec<Result<Compiled>> = std::thread::scope(|scope| {
+            let jobs: Vec<_> = read
+                .iter()
+                .map(|(_, path, bytes)| {
+                    scope.spawn(move || {
+                        let bytes = bytes.as_ref().map_err(|e| anyhow!("{e}"))?;
+                        let hash = sha256_hex(bytes);
+                        if let Some(same) = previous
+                            .plugins
+                            .iter()
+                            .find(|p| &p.path == path && p.hash == hash)
+                        {
+                            return Ok(Compiled::Same(same.clone()));
+                        }
+                        let (component, origin) = self.cache.load(&self.engine, bytes, &hash)?;
+                        Ok(Compiled::New(component, origin, hash))
+                    })
+                })
+                .collect();
+            jobs.into_iter()
+                .map(|job| {
+                    job.join()
+                        .unwrap_or_else(|_| Err(anyhow!("compiling it panicked")))
+                })
+                .collect()
+        });
+        for ((name, path, _), compiled) in read.into_iter().zip(compiled) {
+            let loaded = match compiled {
+                Ok(Compiled::Same(same)) => Ok(same),
+                Ok(Compiled::New(component, origin, hash)) => self
+                    .load(&name, &path, component, origin, hash)
+                    .await
+                    .map(Arc::new),
+                Err(e) => Err(e),
             };
             match loaded {
                 Ok(plugin) => self.admit(&mut catalog, plugin),
@@ -228,9 +265,15 @@ impl Loader {
         catalog.plugins.push(plugin);
     }
 
-    async fn load(&self, name: &str, path: &Path, bytes: &[u8], hash: String) -> Result<Plugin> {
+    async fn load(
+        &self,
+        name: &str,
+        path: &Path,
+        component: Component,
+        origin: Origin,
+        hash: String,
+    ) -> Result<Plugin> {
         let started = Instant::now();
-        let (component, origin) = self.cache.load(&self.engine, bytes, &hash)?;
         let pre = self
             .linker
             .instantiate_pre(&component)

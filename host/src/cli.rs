@@ -238,14 +238,7 @@ async fn serve(loader: Loader, watch: bool) -> Result<ExitCode> {
     })?;
     // Nothing a call starts may outlive the host: what an earlier host left
     // is killed now, what this one leaves is the watchdog's.
-    crate::watchdog::sweep();
-    let _watchdog = crate::watchdog::start()
-        .inspect_err(|e| {
-            tracing::warn!(
-                "no watchdog ({e}): if the host is killed, its calls' processes may survive"
-            )
-        })
-        .ok();
+    crate::watchdog::start_in_background();
     match crate::timebox::cgroup::root() {
         Some(dir) => tracing::info!(cgroup = %dir.display(), "runs are contained in cgroups"),
         None => tracing::info!(

@@ -22,9 +22,27 @@ use nix::unistd::Pid;
 
 use crate::timebox::{self, cgroup};
 
-/// Start this host instance's watchdog. Keep the child: dropping it does
-/// not stop the watchdog, but the pipe to it must live as long as the host.
-pub fn start() -> std::io::Result<Child> {
+/// Off the path to the first answer (they cost a process start and a
+/// /proc scan): sweep what dead hosts left, then start this host's
+/// watchdog, whose pipe is then held until the process ends.
+pub fn start_in_background() {
+    static WATCHDOG: std::sync::OnceLock<Child> = std::sync::OnceLock::new();
+    std::thread::spawn(|| {
+        sweep();
+        match start() {
+            Ok(child) => {
+                let _ = WATCHDOG.set(child);
+            }
+            Err(e) => tracing::warn!(
+                "no watchdog ({e}): if the host is killed, its calls' processes may survive it"
+            ),
+        }
+    });
+}
+
+/// Start this host instance's watchdog. Keep the child: dropping it closes
+/// the pipe, and the watchdog then ends every run of this host.
+fn start() -> std::io::Result<Child> {
     let exe = std::env::current_exe()?;
     let mut command = Command::new(exe);
     command
@@ -98,7 +116,7 @@ fn kill_marked(pick: impl Fn(&str) -> bool) -> usize {
 
 /// At start-up: kill what host instances that are gone left behind (their
 /// watchdog was killed too), and say what was found.
-pub fn sweep() {
+fn sweep() {
     let cgroups = cgroup::sweep();
     let processes = kill_marked(|owner| !timebox::instance_alive(owner));
     if processes > 0 || !cgroups.is_empty() {
