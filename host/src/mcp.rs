@@ -13,9 +13,9 @@ use rmcp::model::{
     ListResourceTemplatesResult, ListToolsResult, LoggingLevel, LoggingMessageNotificationParam,
     PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ReadResourceRequestParams,
     ReadResourceResponse, ReadResourceResult, ResourceContents, ResourceTemplate,
-    ServerCapabilities, ServerConfig, SetLevelRequestParams, Tool,
+    ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscriptionFilter, Tool,
 };
-use rmcp::service::{Peer, RequestContext, RoleServer};
+use rmcp::service::{Peer, RequestContext, RoleServer, SubscriptionContext};
 use rmcp::{ErrorData as McpError, ServerHandler};
 use serde_json::Value;
 use tokio::sync::mpsc;
@@ -49,6 +49,34 @@ impl ServerHandler for McpFront {
                 .build())
             .with_server_info(Implementation::new("mcp-wasm-host", env!("CARGO_PKG_VERSION")))
             .with_instructions("Tools are served by sandboxed WebAssembly plugins; each tool's description says what it does.")
+    }
+
+    /// MCP 2026-07-28 clients hear of changes through `subscriptions/listen`:
+    /// the tool list is what can change here.
+    fn accepted_subscription_filter(
+        &self,
+        _requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        let mut accepted = SubscriptionFilter::new();
+        accepted.tools_list_changed = Some(true);
+        Some(accepted)
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
+        let mut changes = self.service.on_tools_changed();
+        loop {
+            tokio::select! {
+                () = context.cancelled() => return Ok(()),
+                change = changes.recv() => match change {
+                    Ok(()) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                        if context.sink().notify_tool_list_changed().await.is_err() {
+                            return Ok(());
+                        }
+                    }
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return Ok(()),
+                },
+            }
+        }
     }
 
     async fn list_tools(

@@ -26,6 +26,8 @@ pub struct Service {
     shutdown: CancellationToken,
     /// The calls in flight, so a shutdown can wait for their ends.
     in_flight: TaskTracker,
+    /// A message each time the served tools change (for subscriptions).
+    tools_changed: tokio::sync::broadcast::Sender<()>,
 }
 
 /// What a tool call answers: MCP `content` text, optional
@@ -83,7 +85,13 @@ impl Service {
             background: Background::default(),
             shutdown: CancellationToken::new(),
             in_flight: TaskTracker::new(),
+            tools_changed: tokio::sync::broadcast::channel(16).0,
         }
+    }
+
+    /// Told each time a reload changes the served tools.
+    pub fn on_tools_changed(&self) -> tokio::sync::broadcast::Receiver<()> {
+        self.tools_changed.subscribe()
     }
 
     /// Count something as in flight until the token is dropped: a
@@ -121,6 +129,9 @@ impl Service {
         let changed = old.fingerprint() != new.fingerprint();
         *self.catalog.write().expect("catalog lock") = new.clone();
         self.background.sync(&new);
+        if changed {
+            let _ = self.tools_changed.send(());
+        }
         changed
     }
 

@@ -71,29 +71,23 @@ pub fn run(instance: &str) -> ExitCode {
     let mut buf = [0u8; 64];
     let mut stdin = std::io::stdin();
     while matches!(stdin.read(&mut buf), Ok(n) if n > 0) {}
-    let (cgroups, processes) = end_instance(instance);
-    if processes > 0 || cgroups {
+    let processes = end_instance(instance);
+    if processes > 0 {
         eprintln!(
-            "mcp-host watchdog: host {instance} is gone; killed {processes} processes of its calls{}",
-            if cgroups {
-                " and removed its cgroups"
-            } else {
-                ""
-            }
+            "mcp-host watchdog: host {instance} is gone; killed {processes} processes of its calls"
         );
     }
     ExitCode::SUCCESS
 }
 
 /// Kill what a host instance started: its cgroups, then (for processes
-/// outside them: containers, machines without cgroups) its markers.
-fn end_instance(instance: &str) -> (bool, usize) {
-    let cgroups = cgroup::instance_dir(instance).is_some_and(|dir| {
-        let present = dir.is_dir();
+/// outside them: containers, machines without cgroups) its markers; how
+/// many marked processes were left.
+fn end_instance(instance: &str) -> usize {
+    if let Some(dir) = cgroup::instance_dir(instance) {
         cgroup::kill_and_remove(&dir);
-        present
-    });
-    (cgroups, kill_marked(|owner| owner == instance))
+    }
+    kill_marked(|owner| owner == instance)
 }
 
 /// SIGKILL every process whose marker names an instance `pick` selects,

@@ -642,3 +642,50 @@ async fn every_bundled_tool_is_annotated_honestly() {
         );
     }
 }
+
+/// A client of MCP 2026-07-28 (no `initialize`: `server/discover`, then a
+/// `subscriptions/listen` stream) hears of a plugin added while connected.
+#[tokio::test]
+async fn a_2026_07_28_client_hears_of_new_tools_through_its_subscription() {
+    use rmcp::model::{ProtocolVersion, ServerNotification, SubscriptionFilter};
+    use rmcp::{ClientLifecycleMode, ClientServiceExt};
+    let env = Env::new(&["run_test"], "");
+    let mut command = env.host(&["serve", "--stdio"]);
+    command.stderr(std::fs::File::create(env.stderr_log()).unwrap());
+    let transport = rmcp::transport::TokioChildProcess::new(command).unwrap();
+    let client = ()
+        .serve_with_lifecycle(
+            transport,
+            ClientLifecycleMode::Discover {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            },
+        )
+        .await
+        .expect("a 2026-07-28 session");
+    let mut filter = SubscriptionFilter::new();
+    filter.tools_list_changed = Some(true);
+    let mut subscription = client
+        .peer()
+        .listen(filter)
+        .await
+        .expect("subscriptions/listen");
+    assert_eq!(subscription.acknowledged().tools_list_changed, Some(true));
+
+    env.add_plugin("faulty", "faulty");
+    let change = tokio::time::timeout(Duration::from_secs(20), subscription.next())
+        .await
+        .expect("a change within 20 s")
+        .expect("the subscription stays open");
+    assert!(
+        matches!(
+            change,
+            Some(ServerNotification::ToolListChangedNotification(_))
+        ),
+        "{change:?}"
+    );
+    let tools = client.peer().list_all_tools().await.unwrap();
+    assert!(
+        tools.iter().any(|t| t.name == "noop"),
+        "the new tools are served"
+    );
+}
