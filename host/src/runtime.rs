@@ -17,6 +17,10 @@ use crate::bindings::{Contents, Exports, ResourceTemplate, Tool, ToolError, Tool
 use crate::caps::{CallContext, CallState};
 use crate::policy::Grants;
 
+/// How long a cancelled call's guest may still run: run_test writes its
+/// reports, a plugin reports what it cut short. Within the shutdown's wait.
+const CANCEL_GRACE: std::time::Duration = std::time::Duration::from_millis(500);
+
 /// Why a call produced no result from the plugin.
 #[derive(Debug, thiserror::Error)]
 pub enum CallFailure {
@@ -91,9 +95,14 @@ fn new_store(prepared: &Prepared, grants: Arc<Grants>, call: CallContext) -> Sto
     let mut store = Store::new(prepared.pre.engine(), CallState::new(grants, call));
     store.limiter(|state| &mut state.memory);
     store.set_epoch_deadline(1);
-    store.epoch_deadline_callback(|ctx| {
-        let call = &ctx.data().call;
-        if call.cancel.is_cancelled() || Instant::now() >= call.deadline {
+    store.epoch_deadline_callback(|mut ctx| {
+        let now = Instant::now();
+        let state = ctx.data_mut();
+        // A cancelled call gets a moment to finish its bookkeeping (its
+        // host calls already ended: processes killed); then it is stopped.
+        let cancelled_long_ago = state.call.cancel.is_cancelled()
+            && now.duration_since(*state.cancelled_at.get_or_insert(now)) >= CANCEL_GRACE;
+        if cancelled_long_ago || now >= state.call.deadline {
             Ok(UpdateDeadline::Interrupt)
         } else {
             Ok(UpdateDeadline::Yield(1))

@@ -456,6 +456,31 @@ async fn cancellation_kills_the_run() {
     }
     // The host goes on serving.
     assert_eq!(host.tools().await.len(), 1);
+    // The reports say what happened.
+    let reports = env.workspace.join(".cache/mcp-test-timebox/reports");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let summary = loop {
+        let found = std::fs::read_dir(&reports)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|d| d.path().join("summary.json"))
+            .find(|p| p.is_file());
+        if let Some(found) = found {
+            break found;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no summary.json after the cancellation"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let summary: Value = serde_json::from_str(&std::fs::read_to_string(summary).unwrap()).unwrap();
+    assert_eq!(summary["status"], "error", "{summary}");
+    assert!(
+        summary["error"].as_str().unwrap().contains("cancelled"),
+        "{summary}"
+    );
 }
 
 /// A tmpfs of `kib` KiB mounted on `dir` for the test, unmounted on drop.

@@ -53,6 +53,8 @@ pub struct CallState {
     pub grants: Arc<Grants>,
     pub call: CallContext,
     pub memory: MemoryCap,
+    /// When the guest was first seen running after the call was cancelled.
+    pub cancelled_at: Option<std::time::Instant>,
     wasi: WasiCtx,
     pub(crate) table: ResourceTable,
 }
@@ -65,6 +67,7 @@ impl CallState {
             grants,
             call,
             memory,
+            cancelled_at: None,
             wasi,
             table: ResourceTable::new(),
         }
