@@ -67,6 +67,27 @@ impl Background {
     }
 }
 
+impl Background {
+    /// Stop all background work and wait until it has let go (at the host's
+    /// shutdown: a task polled while the runtime stops would see its
+    /// blocking file operations cancelled under it). An index build cut
+    /// short leaves the previous index in place.
+    pub async fn stop(&self) {
+        self.enabled.store(false, Ordering::SeqCst);
+        let tasks: Vec<JoinHandle<()>> = self
+            .tasks
+            .lock()
+            .expect("background lock")
+            .drain()
+            .map(|(_, (_, task))| task)
+            .collect();
+        for task in tasks {
+            task.abort();
+            let _ = task.await;
+        }
+    }
+}
+
 impl Drop for Background {
     fn drop(&mut self) {
         for (_, (_, task)) in self.tasks.lock().expect("background lock").drain() {

@@ -24,7 +24,8 @@ pub trait ClientLink: Send + Sync {
     fn event(&self, logger: &str, event: Value);
 }
 
-/// For `host call`: progress and logs go to stderr as lines of JSON.
+/// For `host call` and background work: progress and events go to stderr
+/// as lines of JSON, log records through the host's log.
 pub struct StderrLink;
 
 impl ClientLink for StderrLink {
@@ -37,11 +38,15 @@ impl ClientLink for StderrLink {
     fn wants_progress(&self) -> bool {
         true
     }
+    /// As log records of target `plugin`, so `MCP_SERVER_LOG` applies to
+    /// plugins' records too.
     fn log(&self, level: Level, logger: &str, data: Value) {
-        eprintln!(
-            "{}",
-            serde_json::json!({"level": format!("{level:?}").to_lowercase(), "logger": logger, "data": data})
-        );
+        match level {
+            Level::Debug => tracing::debug!(target: "plugin", logger, %data),
+            Level::Info => tracing::info!(target: "plugin", logger, %data),
+            Level::Warning => tracing::warn!(target: "plugin", logger, %data),
+            Level::Error => tracing::error!(target: "plugin", logger, %data),
+        }
     }
     fn event(&self, _logger: &str, event: Value) {
         eprintln!("{event}");

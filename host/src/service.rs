@@ -107,6 +107,7 @@ impl Service {
     pub async fn shut_down(&self, limit: Duration) {
         self.in_flight.close();
         self.shutdown.cancel();
+        self.background.stop().await;
         if tokio::time::timeout(limit, self.in_flight.wait())
             .await
             .is_err()

@@ -556,3 +556,51 @@ async fn an_index_root_never_follows_a_link_out_of_the_workspace() {
         "the host wrote outside the workspace: {written:?}"
     );
 }
+
+#[tokio::test]
+async fn the_log_level_applies_to_the_plugins_records() {
+    let mut env = Env::new(&["godot"], &godot_config(&fixture_docs()));
+    env.host_vars
+        .push(("MCP_SERVER_LOG".into(), "error".into()));
+    let client = env.start().await;
+    let r = client
+        .call("godot.search", json!({"query": "widget"}))
+        .await;
+    assert!(!is_error(&r), "{r:?}");
+    drop(client);
+    let log = std::fs::read_to_string(env.stderr_log()).unwrap();
+    assert!(
+        log.lines()
+            .all(|l| l.trim().is_empty() || l.contains(" ERROR ")),
+        "MCP_SERVER_LOG=error printed more than errors:\n{log}"
+    );
+}
+
+#[tokio::test]
+async fn closing_stdin_during_an_index_build_is_clean() {
+    let Some(docs) = godot_docs() else { return };
+    let env = Env::new(&["godot"], &godot_config(&docs.join("4.x")));
+    for _ in 0..3 {
+        // A fresh build of the whole reference starts in the background.
+        let _ = std::fs::remove_dir_all(&env.cache);
+        let mut host = serve_raw(&env, std::process::Stdio::piped());
+        let mut stdin = host.stdin.take().unwrap();
+        use tokio::io::AsyncWriteExt;
+        stdin.write_all(handshake().as_bytes()).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        drop(stdin);
+        let status = tokio::time::timeout(Duration::from_secs(10), host.wait())
+            .await
+            .expect("the host exits")
+            .unwrap();
+        assert!(status.success(), "{status:?}");
+    }
+    let log = std::fs::read_to_string(env.stderr_log()).unwrap();
+    assert!(!log.contains("panicked"), "{log}");
+    // Whatever was cut short, the next host serves a working index.
+    let client = env.start().await;
+    let r = client
+        .call("godot.search", json!({"query": "Node2D"}))
+        .await;
+    assert!(!is_error(&r), "{r:?}");
+}
