@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use crate::args::Scoped;
 use crate::env::{self, Env};
-use crate::errors::{error, from_container, from_git};
+use crate::errors::{error, from_container, from_git, git_says};
 use crate::{note, open_repo};
 
 /// How long a container gets to stop on SIGTERM before SIGKILL.
@@ -103,8 +103,9 @@ pub fn remove_all(env: &Env, force: bool) -> Result<Value, ToolError> {
     let remote_gone = format!(":refs/heads/{}", env.branch());
     if let Err(e) = git::push(&env.repo, env::REMOTE, &[remote_gone]) {
         warnings.push(format!(
-            "could not delete {} on the cofer remote: {e:?}",
-            env.remote_ref()
+            "could not delete {} on the cofer remote: {}",
+            env.remote_ref(),
+            git_says(&e)
         ));
     }
     if std::fs::remove_file(env.record_path()).is_ok() {
@@ -133,7 +134,8 @@ fn remove_worktree(env: &Env, force: bool, warnings: &mut Vec<String>) -> Result
         })));
     }
     warnings.push(format!(
-        "`git worktree remove` failed ({first:?}); retried with force"
+        "`git worktree remove` failed ({}); retried with force",
+        git_says(&first)
     ));
     if git::worktree_remove(&env.repo, &env.worktree(), true).is_ok() {
         return Ok(());

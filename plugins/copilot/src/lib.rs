@@ -214,7 +214,10 @@ fn classify(result: RunResult, model: &str) -> Result<Flow, ToolError> {
         Status::Exited => Err(auth_error(&stdout, &stderr).unwrap_or_else(|| {
             ToolError::new(
                 "copilot_failed",
-                format!("copilot exited with code {:?}", result.exit_code),
+                format!(
+                    "copilot ended ({})",
+                    plugin_sdk::exit_text(result.exit_code)
+                ),
             )
             .with_details(json!({
                 "stdout": stdout, "stderr": stderr, "exit_code": result.exit_code,

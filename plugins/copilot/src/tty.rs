@@ -99,7 +99,7 @@ fn expect(
     match read.exited {
         Some(status) => Err(ToolError::new(
             "copilot_failed",
-            format!("copilot ended the terminal session early (exit code {:?})", status.exit_code),
+            format!("copilot ended the terminal session early ({})", plugin_sdk::exit_text(status.exit_code)),
         )
         .with_details(json!({"output": strip_ansi(seen), "remediation": "read output: it is copilot's own message"}))),
         None => Err(timeout()),

@@ -160,7 +160,8 @@ fn crashed(child: &Child, exit_code: Option<i32>) -> ToolError {
     let mut e = failure(
         "pi_crashed",
         format!(
-            "pi exited (code {exit_code:?}) before finishing: {}",
+            "pi ended ({}) before finishing: {}",
+            plugin_sdk::exit_text(exit_code),
             stderr.trim()
         ),
         true,

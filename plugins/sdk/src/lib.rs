@@ -194,6 +194,15 @@ pub fn structured_output(value: &impl serde::Serialize) -> ToolOutput {
     }
 }
 
+/// How a program ended, for a person: `exit code 1`, or `killed by a
+/// signal` when it has no exit code (never `Some(1)`).
+pub fn exit_text(exit_code: Option<i32>) -> String {
+    match exit_code {
+        Some(code) => format!("exit code {code}"),
+        None => "killed by a signal".to_string(),
+    }
+}
+
 /// Parse validated call arguments into the tool's argument type. The host
 /// already checked them against the input schema, so a failure here means
 /// the schema and the type disagree.
