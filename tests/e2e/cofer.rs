@@ -255,7 +255,9 @@ async fn create_run_serve_destroy() {
     assert_eq!(out["stdout"], "hello\n");
     assert_eq!(out["stderr"], "warn\n");
     assert!(
-        text(&r).contains("stderr: warn") && text(&r).contains("exit code: 7"),
+        text(&r).starts_with("The command failed with exit code 7.\n")
+            && text(&r).contains("stderr: warn")
+            && text(&r).contains("exit code: 7"),
         "{}",
         text(&r)
     );
@@ -558,6 +560,20 @@ async fn timeout_kills_the_tree_in_the_container() {
         "output before the kill is kept: {e}"
     );
     assert!(e["remediation"].is_string() && e["step"].is_string());
+    assert_eq!(
+        e["result"]["exit_code"],
+        Value::Null,
+        "a killed command has no exit code: {e}"
+    );
+    assert!(
+        e["result"]["signal"].as_str().unwrap().contains("SIGKILL"),
+        "{e}"
+    );
+    assert!(
+        text(&r).contains("started"),
+        "the text carries the partial output: {}",
+        text(&r)
+    );
     for sleeper in ["sleep 4242", "sleep 4243"] {
         assert!(
             processes_with(sleeper).is_empty(),

@@ -25,7 +25,8 @@ pub fn output_schema() -> Value {
     json!({
         "type": "object",
         "properties": {
-            "exit_code": {"type": ["integer", "null"]},
+            "exit_code": {"type": ["integer", "null"], "description": "null when the command was killed (see signal)."},
+            "signal": {"type": ["string", "null"], "description": "How the host killed the command's process tree, if it did."},
             "stdout": {"type": "string"},
             "stderr": {"type": "string"},
             "stdout_bytes": {"type": "integer"},
@@ -88,8 +89,20 @@ pub fn run_cmd(args: RunCmd) -> Result<ToolOutput, ToolError> {
     // Whatever the command changed is kept, even when it timed out.
     let (commit, warnings) = commit(&env, args.explanation.as_deref(), &args.command)?;
     let (stdout, stderr) = split_tail(&result);
+    // A command the host killed (timeout, silence, cancellation) has no exit
+    // code of its own, whatever `podman exec` returned.
+    let killed = matches!(
+        result.status,
+        Status::Timeout | Status::NoOutput | Status::Cancelled
+    );
+    let (exit_code, signal) = if killed {
+        (None, Some("SIGTERM, then SIGKILL after 200 ms"))
+    } else {
+        (result.exit_code, None)
+    };
     let report = json!({
-        "exit_code": result.exit_code,
+        "exit_code": exit_code,
+        "signal": signal,
         "stdout": stdout,
         "stderr": stderr,
         "stdout_bytes": result.stdout_bytes,
@@ -294,7 +307,13 @@ fn last_lines(text: &str, n: usize) -> String {
 /// container-use's text: stdout, `stderr: ...`, then what happened to the
 /// changes; Cofer adds the exit code and says when output was cut.
 fn foreground_text(env: &Env, report: &Value) -> String {
-    let mut text = report["stdout"].as_str().unwrap_or_default().to_string();
+    // A failing command is still a result (as in container-use), but the
+    // first line says so plainly.
+    let mut text = match report["exit_code"].as_i64() {
+        Some(code) if code != 0 => format!("The command failed with exit code {code}.\n"),
+        _ => String::new(),
+    };
+    text.push_str(report["stdout"].as_str().unwrap_or_default());
     let stderr = report["stderr"].as_str().unwrap_or_default();
     if !stderr.is_empty() {
         if !text.is_empty() && !text.ends_with('\n') {
