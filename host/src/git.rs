@@ -428,6 +428,29 @@ pub async fn identity(repo: &Repo) -> Vec<String> {
     settings
 }
 
+/// Build and cache output left out of a worktree's commits when the
+/// repository ignores nothing itself (no `.gitignore` at its top).
+const DEFAULT_EXCLUDES: &str = "__pycache__/\n*.py[cod]\n.pytest_cache/\n.mypy_cache/\n.tox/\n\
+    .venv/\nnode_modules/\ntarget/\n.gradle/\n.dart_tool/\n.cache/\n";
+
+/// `-c core.excludesFile=…` with [`DEFAULT_EXCLUDES`] for `tree` when its
+/// top has no `.gitignore`; the file lives in the worktree's git directory,
+/// out of the container's reach.
+pub fn default_excludes(tree: &Repo) -> Result<Vec<String>, GitError> {
+    if std::fs::symlink_metadata(tree.work_tree.join(".gitignore")).is_ok() {
+        return Ok(Vec::new());
+    }
+    let file = tree.git_dir.join("cofer-default-excludes");
+    if std::fs::read_to_string(&file).ok().as_deref() != Some(DEFAULT_EXCLUDES) {
+        std::fs::write(&file, DEFAULT_EXCLUDES).map_err(|e| GitError::Failed {
+            command: format!("write {}", file.display()),
+            exit_code: None,
+            stderr: e.to_string(),
+        })?;
+    }
+    Ok(vec![format!("core.excludesFile={}", file.display())])
+}
+
 /// Remove `index.lock` when no git process works on `repo` any more: a
 /// host killed in the middle of a commit leaves it, and every later commit
 /// would fail on it. The warning to report, if one was removed.

@@ -682,6 +682,54 @@ async fn a_run_cut_off_by_the_hosts_end_leaves_nothing_and_a_usable_environment(
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn build_output_and_huge_files_stay_out_of_commits() {
+    let Some(f) = Fixture::with_podman(&[("COFER_MAX_FILE_MB", "5")], true).await else {
+        return;
+    };
+    let client = f.env.start().await;
+    f.create(&client, "tidy").await;
+    let command = "mkdir -p __pycache__ node_modules/left-pad && echo x > __pycache__/m.cpython-312.pyc \
+                   && echo x > node_modules/left-pad/index.js && echo kept > kept.txt \
+                   && head -c 6000000 /dev/zero > big.bin";
+    let r = client
+        .call("environment_run_cmd", f.run_args("tidy", command))
+        .await;
+    let out = structured(&r);
+    let commit = out["commit"].as_str().expect("kept.txt was committed");
+    let files = git(&f.repo, &["ls-tree", "-r", "--name-only", commit]);
+    assert!(files.lines().any(|l| l == "kept.txt"), "{files}");
+    for left_out in ["__pycache__", "node_modules", "big.bin"] {
+        assert!(
+            !files.contains(left_out),
+            "{left_out} was committed: {files}"
+        );
+    }
+    let warnings = out["warnings"].to_string();
+    assert!(
+        warnings.contains("big.bin") && warnings.contains("COFER_MAX_FILE_MB"),
+        "{out}"
+    );
+
+    // A repository with its own .gitignore decides for itself.
+    let r = client
+        .call(
+            "environment_run_cmd",
+            f.run_args(
+                "tidy",
+                "echo big.bin > .gitignore; echo y > node_modules/left-pad/index.js",
+            ),
+        )
+        .await;
+    let commit = structured(&r)["commit"]
+        .as_str()
+        .expect("a commit")
+        .to_string();
+    let files = git(&f.repo, &["ls-tree", "-r", "--name-only", &commit]);
+    assert!(files.contains("node_modules/left-pad/index.js"), "{files}");
+    client.call("environment_destroy", f.scoped("tidy")).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn hundred_megabytes_of_output_in_bounded_memory() {
     let Some(f) = Fixture::with_podman(&[], true).await else {
         return;

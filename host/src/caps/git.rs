@@ -217,6 +217,7 @@ impl Host for CallState {
         repo: String,
         worktree: String,
         message: String,
+        max_file_bytes: u64,
     ) -> Answer<CommitOutcome> {
         answer!(self, |g| {
             let repo = repository(&g, &repo)?;
@@ -225,17 +226,32 @@ impl Host for CallState {
             let _held = lock.lock().await;
             let mut warnings: Vec<String> = restore_gitfile(&tree)?.into_iter().collect();
             warnings.extend(git::break_stale_index_lock(&tree));
-            tree.run(&["add", "--all"]).await?;
-            let staged = tree
-                .run(&[
-                    "diff",
-                    "--cached",
-                    "--name-only",
-                    "-z",
-                    "--no-ext-diff",
-                    "--no-textconv",
-                ])
-                .await?;
+            let excludes = git::default_excludes(&tree)?;
+            tree.run_with(&excludes, &["add", "--all"]).await?;
+            let list_staged = [
+                "diff",
+                "--cached",
+                "--name-only",
+                "-z",
+                "--no-ext-diff",
+                "--no-textconv",
+            ];
+            let mut staged = tree.run(&list_staged).await?;
+            let too_big = oversized(&tree, &staged, max_file_bytes);
+            if !too_big.is_empty() {
+                let mut args = vec!["reset", "--quiet", "--"];
+                args.extend(too_big.iter().map(|(path, _)| path.as_str()));
+                tree.run(&args).await?;
+                for (path, size) in &too_big {
+                    warnings.push(format!(
+                        "{path} ({} MB) was not committed: it is over the {} MB a file may have \
+                         (COFER_MAX_FILE_MB); ignore it in .gitignore or raise the limit",
+                        size / 1_000_000,
+                        max_file_bytes / 1_000_000
+                    ));
+                }
+                staged = tree.run(&list_staged).await?;
+            }
             if staged.is_empty() {
                 return Ok(CommitOutcome {
                     commit: None,
@@ -309,6 +325,19 @@ impl Host for CallState {
             Ok(git::exclude(&repo, &pattern).await?)
         })
     }
+}
+
+/// Staged files (NUL-separated `names`) bigger than `limit` bytes, as the
+/// work tree holds them (links are not followed).
+fn oversized(tree: &Repo, names: &str, limit: u64) -> Vec<(String, u64)> {
+    names
+        .split('\0')
+        .filter(|name| !name.is_empty())
+        .filter_map(|name| {
+            let meta = std::fs::symlink_metadata(tree.work_tree().join(name)).ok()?;
+            (meta.is_file() && meta.len() > limit).then(|| (name.to_string(), meta.len()))
+        })
+        .collect()
 }
 
 /// Branch names the plugin gives: no options, nothing git would reject late.

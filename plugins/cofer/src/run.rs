@@ -16,6 +16,9 @@ use crate::errors::{error, from_container, from_git};
 use crate::{note, open_repo, setting};
 
 const DEFAULT_TIMEOUT_MS: u64 = 600_000;
+/// Files over this many MB are not committed (a 30 MB file under
+/// node_modules once went into the repository twice).
+const DEFAULT_MAX_FILE_MB: u64 = 10;
 /// Output kept in memory while a command runs (seed: 64 KB ring buffer).
 const TAIL_BYTES: u64 = 64 * 1024;
 /// Lines of each stream returned (seed: the last 512).
@@ -279,7 +282,8 @@ fn commit(
         Some(explanation) => explanation.to_string(),
         None => format!("Run {command}"),
     };
-    let outcome = git::commit_all(&env.repo, &env.worktree(), &message)
+    let max_file_bytes = setting("COFER_MAX_FILE_MB", DEFAULT_MAX_FILE_MB) * 1_000_000;
+    let outcome = git::commit_all(&env.repo, &env.worktree(), &message, max_file_bytes)
         .map_err(|e| from_git("commit the workdir", e))?;
     for warning in &outcome.warnings {
         note(format!("environment_run_cmd env={} {warning}", env.id));
