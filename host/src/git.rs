@@ -63,7 +63,10 @@ pub enum GitError {
     /// A place the host will not treat as a repository, and why.
     #[error("{0}")]
     Refused(String),
-    #[error("`{command}` failed (exit code {exit_code:?}): {stderr}")]
+    #[error("`{command}` failed ({}): {stderr}", match exit_code {
+        Some(code) => format!("exit code {code}"),
+        None => "killed, or no answer".to_string(),
+    })]
     Failed {
         command: String,
         exit_code: Option<i32>,
@@ -76,8 +79,9 @@ pub enum GitError {
 pub struct Repo {
     work_tree: PathBuf,
     git_dir: PathBuf,
-    /// Whether someone else (a container) writes the work tree's files.
-    hostile: bool,
+    /// Settings added to every command because someone else (a container)
+    /// writes the work tree's files; empty for a main working tree.
+    hostile: Vec<String>,
 }
 
 impl Repo {
@@ -135,7 +139,7 @@ impl Repo {
             Ok(meta) if meta.is_dir() => Ok(Repo {
                 work_tree: dir.to_path_buf(),
                 git_dir,
-                hostile: false,
+                hostile: Vec::new(),
             }),
             _ => Err(GitError::NotARepository(dir.display().to_string())),
         }
@@ -144,7 +148,7 @@ impl Repo {
     /// The linked worktree of this repository at `path`, whose files are
     /// hostile. Found in this repository's registry; the worktree's own
     /// `.git` is never read.
-    pub fn linked(&self, path: &Path) -> Result<Repo, GitError> {
+    pub async fn linked(&self, path: &Path) -> Result<Repo, GitError> {
         let path = path
             .canonicalize()
             .map_err(|_| GitError::NotARepository(path.display().to_string()))?;
@@ -159,10 +163,12 @@ impl Repo {
                     self.work_tree.display()
                 ))
             })?;
+        let mut hostile: Vec<String> = HOSTILE_TREE.iter().map(|s| s.to_string()).collect();
+        hostile.extend(self.filters_off().await?);
         Ok(Repo {
             work_tree,
             git_dir,
-            hostile: true,
+            hostile,
         })
     }
 
@@ -220,10 +226,7 @@ impl Repo {
     pub async fn run_with(&self, settings: &[String], args: &[&str]) -> Result<String, GitError> {
         let mut all: Vec<String> = SAFE.iter().map(|s| s.to_string()).collect();
         all.push(format!("safe.directory={}", self.work_tree.display()));
-        if self.hostile {
-            all.extend(HOSTILE_TREE.iter().map(|s| s.to_string()));
-            all.extend(self.filters_off().await?);
-        }
+        all.extend_from_slice(&self.hostile);
         all.extend_from_slice(settings);
         let mut command = git_command(&all, args);
         command
@@ -233,23 +236,20 @@ impl Repo {
         output(command, args, &self.work_tree).await
     }
 
-    /// `-c` settings emptying every filter driver the repository's config
-    /// defines (an empty command is no filter).
+    /// `-c` settings emptying every filter driver this repository's config
+    /// defines (an empty command is no filter). Read once per worktree
+    /// handle, from the main working tree: its config is the user's.
     async fn filters_off(&self) -> Result<Vec<String>, GitError> {
-        let trusted = Repo {
-            hostile: false,
-            ..self.clone()
+        let defined = match self
+            .run(&["config", "--name-only", "--get-regexp", r"^filter\."])
+            .await
+        {
+            Ok(out) => out,
+            Err(GitError::Failed {
+                exit_code: Some(1), ..
+            }) => String::new(),
+            Err(e) => return Err(e),
         };
-        let defined =
-            match Box::pin(trusted.run(&["config", "--name-only", "--get-regexp", r"^filter\."]))
-                .await
-            {
-                Ok(out) => out,
-                Err(GitError::Failed {
-                    exit_code: Some(1), ..
-                }) => String::new(),
-                Err(e) => return Err(e),
-            };
         let mut drivers: Vec<&str> = defined
             .lines()
             .filter_map(|key| {

@@ -78,15 +78,6 @@ async fn git_locked(repo: &Repo, args: &[&str]) -> Result<String, GitError> {
 fn restore_gitfile(tree: &Repo) -> Result<Option<String>, GitError> {
     let path = tree.work_tree().join(".git");
     let expected = tree.gitfile();
-    let found = match std::fs::symlink_metadata(&path) {
-        Ok(meta) if meta.is_file() => match std::fs::read_to_string(&path) {
-            Ok(text) if text == expected => return Ok(None),
-            _ => "a different .git file",
-        },
-        Ok(meta) if meta.is_dir() => "a .git directory",
-        Ok(_) => "a .git link",
-        Err(_) => "no .git",
-    };
     let failed = |e: std::io::Error| {
         GitError::Failed(GitFailure {
             command: format!("restore {}", path.display()),
@@ -94,11 +85,24 @@ fn restore_gitfile(tree: &Repo) -> Result<Option<String>, GitError> {
             stderr: e.to_string(),
         })
     };
-    match std::fs::symlink_metadata(&path) {
-        Ok(meta) if meta.is_dir() => std::fs::remove_dir_all(&path).map_err(failed)?,
-        Ok(_) => std::fs::remove_file(&path).map_err(failed)?,
-        Err(_) => {}
-    }
+    let found = match std::fs::symlink_metadata(&path) {
+        Ok(meta) if meta.is_file() => {
+            if std::fs::read_to_string(&path).is_ok_and(|text| text == expected) {
+                return Ok(None);
+            }
+            std::fs::remove_file(&path).map_err(failed)?;
+            "a different .git file"
+        }
+        Ok(meta) if meta.is_dir() => {
+            std::fs::remove_dir_all(&path).map_err(failed)?;
+            "a .git directory"
+        }
+        Ok(_) => {
+            std::fs::remove_file(&path).map_err(failed)?;
+            "a .git link"
+        }
+        Err(_) => "no .git",
+    };
     use std::io::Write;
     std::fs::OpenOptions::new()
         .write(true)
@@ -174,7 +178,7 @@ impl Host for CallState {
             let path = git_path(&g, &path)?;
             // git checks that the worktree's `.git` points back before it
             // removes anything; a replaced one would make every removal fail.
-            if let Ok(tree) = repo.linked(&path)
+            if let Ok(tree) = repo.linked(&path).await
                 && let Some(warning) = restore_gitfile(&tree)?
             {
                 tracing::warn!("{warning}");
@@ -221,7 +225,7 @@ impl Host for CallState {
     ) -> Answer<CommitOutcome> {
         answer!(self, |g| {
             let repo = repository(&g, &repo)?;
-            let tree = repo.linked(&git_path(&g, &worktree)?)?;
+            let tree = repo.linked(&git_path(&g, &worktree)?).await?;
             let lock = git::repo_lock(&tree);
             let _held = lock.lock().await;
             let mut warnings: Vec<String> = restore_gitfile(&tree)?.into_iter().collect();
