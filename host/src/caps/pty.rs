@@ -154,8 +154,7 @@ impl Drop for Session {
     fn drop(&mut self) {
         if self.ended.is_none() && self.leader > 0 {
             // Off the async thread: a tree kill waits out a grace period.
-            let (leader, marker) = (self.leader, self.marker.clone());
-            std::thread::spawn(move || timebox::kill_tree(leader, &marker));
+            timebox::kill_tree_in_background(self.leader, self.marker.clone());
         }
     }
 }

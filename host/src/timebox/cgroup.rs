@@ -12,7 +12,6 @@
 //! The watchdog ([`crate::watchdog`]) kills this instance's cgroups when
 //! the host dies; a later host sweeps what a dead one left ([`sweep`]).
 
-use std::io::Write;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -91,13 +90,8 @@ pub fn join_self(procs: &OwnedFd) -> std::io::Result<()> {
 /// Move `pid` into the run's cgroup, for children started by code that
 /// offers no hook before `exec` (a pseudo-terminal).
 pub fn adopt(marker: &str, pid: i32) {
-    if let Some(dir) = run_dir(marker)
-        && std::fs::create_dir(&dir).is_ok()
-        && let Ok(mut procs) = std::fs::OpenOptions::new()
-            .write(true)
-            .open(dir.join("cgroup.procs"))
-    {
-        let _ = procs.write_all(pid.to_string().as_bytes());
+    if let Some(procs) = create(marker) {
+        let _ = nix::unistd::write(&procs, pid.to_string().as_bytes());
     }
 }
 

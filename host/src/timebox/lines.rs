@@ -163,7 +163,7 @@ impl Drop for LineChild {
         // Dropped while running (the plugin is done with it, or the call
         // ended): `kill_on_drop` has the leader killed; its descendants go
         // by the marker and the cgroup, off the async thread.
-        std::thread::spawn(move || super::kill_tree(leader, &marker));
+        super::kill_tree_in_background(leader, marker);
     }
 }
 

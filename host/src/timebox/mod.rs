@@ -15,7 +15,8 @@ pub use lines::{Ended, LineChild, LineEvent};
 pub use program::{allowed, resolve_here};
 pub use tail::{Stream, Tail};
 pub use tree::{
-    KillReport, MARKER_VAR, instance, instance_alive, kill_tree, marked_by, members, new_marker,
+    KillReport, MARKER_VAR, instance, instance_alive, kill_tree, kill_tree_in_background,
+    marked_by, members, new_marker,
 };
 
 use std::path::PathBuf;
@@ -220,8 +221,7 @@ struct TreeGuard {
 impl Drop for TreeGuard {
     fn drop(&mut self) {
         if let Some(marker) = self.marker.take() {
-            let leader = self.leader;
-            std::thread::spawn(move || kill_tree(leader, &marker));
+            kill_tree_in_background(self.leader, marker);
         }
     }
 }

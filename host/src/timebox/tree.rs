@@ -161,6 +161,12 @@ pub fn members(leader: i32, marker: &str) -> Vec<i32> {
     out
 }
 
+/// [`kill_tree`] on a thread of its own: from `Drop` and other places that
+/// must not wait out the grace period.
+pub fn kill_tree_in_background(leader: i32, marker: String) {
+    std::thread::spawn(move || kill_tree(leader, &marker));
+}
+
 /// Terminate the run led by `leader`. Blocking: at most the grace period
 /// plus a few /proc scans.
 pub fn kill_tree(leader: i32, marker: &str) -> KillReport {
