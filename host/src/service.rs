@@ -13,7 +13,7 @@ use tokio_util::task::TaskTracker;
 use crate::background::Background;
 use crate::bindings::Contents;
 use crate::caps::CallContext;
-use crate::catalog::{Catalog, Loader};
+use crate::catalog::{Catalog, Loader, Plugin, ToolDef};
 use crate::client::{ClientLink, EventTracker};
 use crate::runtime::{self, CallFailure};
 
@@ -147,6 +147,14 @@ impl Service {
         let catalog = self.catalog();
         let (plugin, tool) = catalog.tool(exposed)?;
         let _in_flight = self.in_flight.token();
+        let started = Instant::now();
+        let trace_id = uuid::Uuid::new_v4().simple().to_string()[..16].to_string();
+        let arguments = Value::Object(arguments);
+        let mode = if arguments.get("background") == Some(&Value::Bool(true)) {
+            "background"
+        } else {
+            "foreground"
+        };
         // The call's own cancellation, or the host's shutdown.
         let call_cancel = self.shutdown.child_token();
         let linked = {
@@ -157,108 +165,103 @@ impl Service {
                 std::future::pending::<()>().await
             }
         };
-        let cancel = call_cancel;
-        let work = async {
-            let started = Instant::now();
-            let trace_id = uuid::Uuid::new_v4().simple().to_string()[..16].to_string();
-            let arguments = Value::Object(arguments);
-            let mode = if arguments.get("background") == Some(&Value::Bool(true)) {
-                "background"
-            } else {
-                "foreground"
-            };
-            let reply = match tool.validator.check(&arguments) {
-                Err(problems) => {
-                    let summary: Vec<String> = problems.iter().map(|p| p.message.clone()).collect();
-                    let mut details = Map::new();
-                    details.insert("problems".into(), json!(problems));
-                    details.insert("trace_id".into(), json!(trace_id));
-                    // A tool may name its own code for bad arguments (`x-error-code`
-                    // in its input schema), e.g. a seed's `INVALID_ARGUMENT`.
-                    let code = tool
-                        .input_schema
-                        .get("x-error-code")
-                        .and_then(Value::as_str)
-                        .unwrap_or("invalid_arguments");
-                    Reply::error(
-                        code,
-                        &format!(
-                            "arguments of `{exposed}` do not match its input schema: {}",
-                            summary.join("; ")
-                        ),
-                        false,
-                        details,
-                    )
-                }
-                Ok(()) => {
-                    // Wait for a turn (or be told the plugin is busy) before
-                    // the deadline starts.
-                    let turn = tokio::select! {
-                        biased;
-                        _ = cancel.cancelled() => None,
-                        turn = plugin.gate.enter(&plugin.name) => Some(turn),
-                    };
-                    let turn = match turn {
-                        None => Err(reply_from(Err(CallFailure::Cancelled), false, &trace_id)),
-                        Some(Err(busy)) => Err(busy_reply(&busy, &trace_id)),
-                        Some(Ok(turn)) => Ok(turn),
-                    };
-                    match turn {
-                        Err(reply) => reply,
-                        Ok(_turn) => {
-                            let tracker = Arc::new(EventTracker::new(client.clone()));
-                            let call = CallContext {
-                                trace_id: trace_id.clone(),
-                                tool: tool.name.clone(),
-                                cancel,
-                                deadline: Instant::now()
-                                    + Duration::from_millis(plugin.grants.timeout_ms),
-                                client: tracker.clone(),
-                            };
-                            let outcome = runtime::call_tool(
-                                &plugin.prepared,
-                                plugin.grants.clone(),
-                                call,
-                                &tool.name,
-                                &arguments.to_string(),
-                            )
-                            .await;
-                            let reply =
-                                reply_from(outcome, tool.output_schema.is_some(), &trace_id);
-                            if tracker.relayed() {
-                                // The promised last event, whatever happened to the call.
-                                let outcome = reply_code(&reply);
-                                tracker.event(
-                            &plugin.name,
-                            json!({"event": "call_end", "tool": tool.name, "trace_id": trace_id,
-                                   "data": {"outcome": outcome, "is_error": reply.is_error}}),
-                        );
-                            }
-                            reply
-                        }
-                    }
-                }
-            };
-            let reply = reply.fitted_to(tool.output_validator.as_ref());
-            Some(finish(
-                &plugin.name,
-                exposed,
-                mode,
-                started,
-                &trace_id,
-                reply,
-            ))
-        };
+        let run = run_call(
+            plugin,
+            tool,
+            exposed,
+            &arguments,
+            client,
+            call_cancel,
+            &trace_id,
+        );
         let reply = tokio::select! {
             biased;
-            reply = work => reply,
+            reply = run => reply,
             _ = linked => unreachable!("the link never ends"),
         };
         if self.shutdown.is_cancelled() {
             tracing::warn!(plugin = %plugin.name, tool = %exposed, "call cancelled: the host is shutting down");
         }
-        reply
+        let reply = reply.fitted_to(tool.output_validator.as_ref());
+        Some(finish(
+            &plugin.name,
+            exposed,
+            mode,
+            started,
+            &trace_id,
+            reply,
+        ))
     }
+}
+
+/// One call of `tool`: its arguments checked, a turn among the plugin's
+/// calls, the plugin run, and the promised `call_end` event.
+async fn run_call(
+    plugin: &Plugin,
+    tool: &ToolDef,
+    exposed: &str,
+    arguments: &Value,
+    client: Arc<dyn ClientLink>,
+    cancel: CancellationToken,
+    trace_id: &str,
+) -> Reply {
+    if let Err(problems) = tool.validator.check(arguments) {
+        let summary: Vec<String> = problems.iter().map(|p| p.message.clone()).collect();
+        let mut details = Map::new();
+        details.insert("problems".into(), json!(problems));
+        details.insert("trace_id".into(), json!(trace_id));
+        // A tool may name its own code for bad arguments (`x-error-code`
+        // in its input schema), e.g. a seed's `INVALID_ARGUMENT`.
+        let code = tool
+            .input_schema
+            .get("x-error-code")
+            .and_then(Value::as_str)
+            .unwrap_or("invalid_arguments");
+        let message = format!(
+            "arguments of `{exposed}` do not match its input schema: {}",
+            summary.join("; ")
+        );
+        return Reply::error(code, &message, false, details);
+    }
+    // Wait for a turn (or be told the plugin is busy) before the deadline
+    // starts.
+    let _turn = tokio::select! {
+        biased;
+        _ = cancel.cancelled() => {
+            return reply_from(Err(CallFailure::Cancelled), false, trace_id);
+        }
+        turn = plugin.gate.enter(&plugin.name) => match turn {
+            Ok(turn) => turn,
+            Err(busy) => return busy_reply(&busy, trace_id),
+        },
+    };
+    let tracker = Arc::new(EventTracker::new(client));
+    let call = CallContext {
+        trace_id: trace_id.to_string(),
+        tool: tool.name.clone(),
+        cancel,
+        deadline: Instant::now() + Duration::from_millis(plugin.grants.timeout_ms),
+        client: tracker.clone(),
+    };
+    let outcome = runtime::call_tool(
+        &plugin.prepared,
+        plugin.grants.clone(),
+        call,
+        &tool.name,
+        &arguments.to_string(),
+    )
+    .await;
+    let reply = reply_from(outcome, tool.output_schema.is_some(), trace_id);
+    if tracker.relayed() {
+        // The promised last event, whatever happened to the call.
+        let outcome = reply_code(&reply);
+        tracker.event(
+            &plugin.name,
+            json!({"event": "call_end", "tool": tool.name, "trace_id": trace_id,
+                   "data": {"outcome": outcome, "is_error": reply.is_error}}),
+        );
+    }
+    reply
 }
 
 /// The retryable `busy` answer of a call its plugin had no room for.
