@@ -347,10 +347,7 @@ fn fields(reply: &Value) -> Value {
     if !reply["structured"].is_null() {
         return reply["structured"].clone();
     }
-    let text = reply["text"].as_str().unwrap_or_default();
-    text.split_once('\n')
-        .and_then(|(_, json)| serde_json::from_str(json).ok())
-        .unwrap_or(Value::Null)
+    error_fields(reply["text"].as_str().unwrap_or_default()).unwrap_or(Value::Null)
 }
 
 /// `host call` runs one call without background work: the first builds

@@ -277,10 +277,16 @@ pub fn structured(result: &CallToolResult) -> Value {
         .iter()
         .filter_map(|c| c.as_text().map(|t| t.text.clone()))
         .collect();
-    text.split_once('\n')
-        .filter(|_| is_error(result))
-        .and_then(|(_, json)| serde_json::from_str(json).ok())
+    is_error(result)
+        .then(|| error_fields(&text))
+        .flatten()
         .unwrap_or_else(|| panic!("no structuredContent in {result:?}"))
+}
+
+/// An error's fields from its text: the compact JSON under the first line,
+/// where the host puts them when they do not fit the output schema.
+pub fn error_fields(text: &str) -> Option<Value> {
+    serde_json::from_str(text.split_once('\n')?.1).ok()
 }
 
 pub fn is_error(result: &CallToolResult) -> bool {

@@ -269,7 +269,6 @@ async fn silent_hang_ends_as_no_output() {
     );
 }
 
-/// Wait (without blocking the test's runtime) for a pid file.
 /// A run_test stopped by a 2 s timeout; the pid its tree wrote to gc.pid.
 async fn time_out_and_read_pid(env: &Env, host: &Client) -> i32 {
     let result = host
@@ -285,6 +284,7 @@ async fn time_out_and_read_pid(env: &Env, host: &Client) -> i32 {
     read_pid(&env.workspace.join("gc.pid")).await
 }
 
+/// Wait (without blocking the test's runtime) for a pid file.
 async fn read_pid(path: &Path) -> i32 {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
