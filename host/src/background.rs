@@ -120,6 +120,10 @@ async fn refresh_loop(plugin: Arc<Plugin>) {
                 if dirs != watched {
                     watcher = watch(&plugin.name, &dirs, tx.clone());
                     watched = dirs;
+                    // A change made while this refresh ran, before the
+                    // watcher existed, would be lost: look once more.
+                    changed.clear();
+                    continue;
                 }
             }
             Some(Ok(Err(e))) => {
