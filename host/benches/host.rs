@@ -108,7 +108,7 @@ async fn main() {
     let timeout = Duration::from_millis(300);
     let mut kill = Vec::new();
     for _ in 0..10 {
-        let spec = host::timebox::Spawn {
+        let spec = timebox::Spawn {
             program: "/bin/sh".into(),
             args: vec![
                 "-c".into(),
@@ -122,8 +122,8 @@ async fn main() {
             tail_bytes: 4096,
             log: None,
         };
-        let outcome = host::timebox::run(&spec, &CancellationToken::new(), &NoProgress).await;
-        assert_eq!(outcome.ending, host::timebox::Ending::Timeout);
+        let outcome = timebox::run(&spec, &CancellationToken::new(), &NoProgress).await;
+        assert_eq!(outcome.ending, timebox::Ending::Timeout);
         let report = outcome.kill.expect("the tree was killed");
         assert!(report.killed >= 4, "{report:?}");
         kill.push(outcome.duration - timeout);
@@ -136,7 +136,7 @@ async fn main() {
 }
 
 struct NoProgress;
-impl host::timebox::Progress for NoProgress {
+impl timebox::Progress for NoProgress {
     fn running(&self, _: Duration, _: u64) {}
 }
 

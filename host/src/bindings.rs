@@ -12,9 +12,9 @@ wasmtime::component::bindgen!({
     imports: { default: async | trappable },
     exports: { default: async },
     with: {
-        "mcphost:plugin/index.builder": crate::textindex::Builder,
+        "mcphost:plugin/index.builder": textindex::Builder,
         "mcphost:plugin/pty.session": crate::caps::pty::Session,
-        "mcphost:plugin/process.child": crate::timebox::LineChild,
+        "mcphost:plugin/process.child": timebox::LineChild,
     },
 });
 

@@ -239,7 +239,7 @@ async fn serve(loader: Loader, watch: bool) -> Result<ExitCode> {
     // Nothing a call starts may outlive the host: what an earlier host left
     // is killed now, what this one leaves is the watchdog's.
     crate::watchdog::start_in_background();
-    match crate::timebox::cgroup::root() {
+    match timebox::cgroup::root() {
         Some(dir) => tracing::info!(cgroup = %dir.display(), "runs are contained in cgroups"),
         None => tracing::info!(
             "runs are contained by sessions and markers (no writable cgroup v2 here)"

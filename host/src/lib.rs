@@ -10,8 +10,9 @@
 //! - [`runtime`]: a fresh instance per call with memory, deadline and
 //!   cancellation enforced.
 //! - [`caps`]: the host capabilities plugins import, one module per WIT
-//!   interface, gated by [`policy`]; [`timebox`] runs processes for them
-//!   and [`textindex`] keeps their full-text indexes; [`podman`] and
+//!   interface, gated by [`policy`]; the `timebox` crate runs processes
+//!   for them and the `textindex` crate keeps their full-text indexes
+//!   (both beside this one in `host/`, free of wasmtime); [`podman`] and
 //!   [`git`] run those CLIs for the `containers` and `git` capabilities.
 //! - [`background`]: plugins' `refresh` after load and on file changes.
 //! - [`watchdog`]: outlives the host and ends its calls' processes when
@@ -35,7 +36,5 @@ pub mod runtime;
 pub mod schema;
 pub mod service;
 pub mod stdio;
-pub mod textindex;
-pub mod timebox;
 pub mod watch;
 pub mod watchdog;

@@ -4,7 +4,7 @@
 //! its own, its stdin the read end of a pipe only the host holds. However
 //! the host ends (exit, SIGKILL, the OOM killer, a panic abort) the kernel
 //! closes that pipe; the watchdog then kills this host instance's cgroups
-//! ([`crate::timebox::cgroup`]) and every process carrying one of its run
+//! ([`timebox::cgroup`]) and every process carrying one of its run
 //! markers (inside containers too: their processes are in the host's
 //! `/proc`), and exits. After a graceful shutdown it finds nothing left.
 //!
@@ -20,7 +20,7 @@ use std::time::Duration;
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
-use crate::timebox::{self, cgroup};
+use timebox::cgroup;
 
 /// Off the path to the first answer (they cost a process start and a
 /// /proc scan): sweep what dead hosts left, then start this host's

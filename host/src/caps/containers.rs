@@ -7,7 +7,7 @@
 //! plugin can see, exec in, stop or remove only containers with its own
 //! label.
 //!
-//! `exec` runs `podman exec` under [`crate::timebox`]. The run's marker
+//! `exec` runs `podman exec` under [`timebox`]. The run's marker
 //! variable is passed into the container (`--env MCP_HOST_RUN_ID`), so the
 //! processes it starts there carry it too; they are host processes in the
 //! container's PID namespace, and the timebox's tree kill (a /proc scan for
@@ -29,7 +29,7 @@ use crate::caps::process::{RunProgress, run_result};
 use crate::paths::confine;
 use crate::podman::{self, Inspected, PodmanError};
 use crate::policy::Grants;
-use crate::timebox::{self, MARKER_VAR, Spawn};
+use timebox::{MARKER_VAR, Spawn};
 
 /// The label that ties a container to the plugin that made it.
 pub const OWNER_LABEL: &str = "mcphost.plugin";

@@ -1,18 +1,20 @@
 //! `index`: named full-text indexes for plugins granted `index`. Checks the
 //! grant and the index name, places the index under the plugin's
-//! `index.root`, and hands the work to [`crate::textindex`].
+//! `index.root`, and hands the work to the [`textindex`] store (whose
+//! types have the WIT types' shape: converted here, at the edge).
 
 use std::path::PathBuf;
 
 use wasmtime::component::Resource;
 
 use crate::bindings::CapabilityError;
+use textindex::{Builder, FieldSpec, Kind, Spec};
+
 use crate::bindings::mcphost::plugin::index::{
-    Document, Hit, Host, HostBuilder, IndexInfo, Schema, SearchRequest,
+    Analyzer, Document, FieldType, Hit, Host, HostBuilder, IndexInfo, Schema, SearchRequest,
 };
 use crate::caps::CallState;
 use crate::paths::confine;
-use crate::textindex::{self, Builder, Spec};
 
 type Answer<T> = wasmtime::Result<Result<T, CapabilityError>>;
 
@@ -55,7 +57,7 @@ impl Host for CallState {
     async fn open(&mut self, name: String) -> Answer<Option<IndexInfo>> {
         Ok(self
             .index_dir(&name)
-            .map(|dir| textindex::open(&name, &dir).map(|o| o.info.clone())))
+            .map(|dir| textindex::open(&name, &dir).map(|o| info(&o.info))))
     }
 
     async fn build(
@@ -68,7 +70,7 @@ impl Host for CallState {
             Ok(dir) => dir,
             Err(e) => return Ok(Err(e)),
         };
-        let spec = match Spec::from_wit(&schema, &version) {
+        let spec = match spec(schema, &version) {
             Ok(spec) => spec,
             Err(why) => {
                 return Ok(Err(CapabilityError::Invalid(format!(
@@ -87,9 +89,18 @@ impl Host for CallState {
     }
 
     async fn search(&mut self, name: String, request: SearchRequest) -> Answer<Vec<Hit>> {
-        Ok(self
-            .opened(&name)
-            .and_then(|o| textindex::search(&o, &request).map_err(CapabilityError::Invalid)))
+        let request = search_request(request);
+        Ok(self.opened(&name).and_then(|o| {
+            let hits = textindex::search(&o, &request).map_err(CapabilityError::Invalid)?;
+            Ok(hits
+                .into_iter()
+                .map(|h| Hit {
+                    score: h.score,
+                    fields: h.fields,
+                    snippet: h.snippet,
+                })
+                .collect())
+        }))
     }
 
     async fn get(
@@ -131,11 +142,79 @@ impl HostBuilder for CallState {
         Ok(builder
             .commit()
             .await
+            .map(|i| info(&i))
             .map_err(|e| CapabilityError::Invalid(format!("commit failed: {e:#}"))))
     }
 
     async fn drop(&mut self, builder: Resource<Builder>) -> wasmtime::Result<()> {
         self.table.delete(builder)?;
         Ok(())
+    }
+}
+
+fn info(i: &textindex::IndexInfo) -> IndexInfo {
+    IndexInfo {
+        name: i.name.clone(),
+        documents: i.documents,
+        size_bytes: i.size_bytes,
+        version: i.version.clone(),
+    }
+}
+
+fn spec(schema: Schema, version: &str) -> Result<Spec, String> {
+    let fields = schema
+        .fields
+        .into_iter()
+        .map(|f| FieldSpec {
+            name: f.name,
+            kind: match f.type_ {
+                FieldType::Text(Analyzer::Identifier) => Kind::Identifier,
+                FieldType::Text(Analyzer::Prose) => Kind::Prose,
+                FieldType::Keyword => Kind::Keyword,
+                FieldType::Stored => Kind::Stored,
+                FieldType::Weight => Kind::Weight,
+            },
+            stored: f.stored,
+        })
+        .collect();
+    Spec::new(fields, &schema.id_field, version)
+}
+
+fn search_request(r: SearchRequest) -> textindex::SearchRequest {
+    textindex::SearchRequest {
+        query: r.query,
+        fields: r
+            .fields
+            .into_iter()
+            .map(|f| textindex::FieldBoost {
+                field: f.field,
+                boost: f.boost,
+            })
+            .collect(),
+        terms: r
+            .terms
+            .into_iter()
+            .map(|t| textindex::TermBoost {
+                field: t.field,
+                term: t.term,
+                boost: t.boost,
+            })
+            .collect(),
+        filters: r
+            .filters
+            .into_iter()
+            .map(|f| textindex::Filter {
+                field: f.field,
+                any_of: f.any_of,
+            })
+            .collect(),
+        coverage: r.coverage.map(|c| textindex::Coverage {
+            fields: c.fields,
+            bonus: c.bonus,
+        }),
+        limit: r.limit,
+        snippet_field: r.snippet_field,
+        snippet_chars: r.snippet_chars,
+        return_: r.return_,
     }
 }

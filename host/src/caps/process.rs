@@ -1,7 +1,7 @@
 //! `process`: spawn a program under a timebox, for plugins granted
 //! `process`. Checks the grants (program allow-list, cwd and log path inside
 //! the plugin's roots, environment allow-list), then hands the run to
-//! [`crate::timebox`].
+//! [`timebox`].
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -15,7 +15,7 @@ use crate::bindings::mcphost::plugin::process::{
 use crate::caps::CallState;
 use crate::client::ClientLink;
 use crate::paths::confine;
-use crate::timebox::{self, Ending, LineChild, LogFile, Spawn};
+use timebox::{Ending, LineChild, LogFile, Spawn};
 use wasmtime::component::Resource;
 
 impl Host for CallState {

@@ -22,7 +22,7 @@ use crate::bindings::mcphost::plugin::pty::{
     ExitStatus, Host, HostSession, PtyError, ReadResult, SpawnRequest,
 };
 use crate::caps::CallState;
-use crate::timebox::{self, MARKER_VAR};
+use timebox::MARKER_VAR;
 
 /// Output not yet read is capped: a program that floods its terminal
 /// cannot grow host memory without bound (the oldest bytes go first).

@@ -16,6 +16,7 @@
 
 pub mod analyzers;
 mod search;
+mod types;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -30,9 +31,10 @@ use tantivy::schema::{
 use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument};
 use tokio::sync::OwnedMutexGuard;
 
-use crate::bindings::mcphost::plugin::index::{self as wit};
-
 pub use search::search;
+pub use types::{
+    Coverage, Document, FieldBoost, Filter, Hit, IndexInfo, SearchRequest, TermBoost,
+};
 
 /// Our description of an index's fields, saved with each generation.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -60,10 +62,10 @@ pub enum Kind {
 }
 
 impl Spec {
-    /// Check a plugin's schema and turn it into a spec.
-    pub fn from_wit(schema: &wit::Schema, version: &str) -> Result<Spec, String> {
-        let mut fields = Vec::new();
-        for f in &schema.fields {
+    /// Check a plugin's fields and id field and make them a spec.
+    pub fn new(fields: Vec<FieldSpec>, id_field: &str, version: &str) -> Result<Spec, String> {
+        let mut checked: Vec<FieldSpec> = Vec::new();
+        for f in fields {
             let valid = !f.name.is_empty()
                 && f.name
                     .chars()
@@ -75,34 +77,26 @@ impl Spec {
                     f.name
                 ));
             }
-            if fields.iter().any(|g: &FieldSpec| g.name == f.name) {
+            if checked.iter().any(|g| g.name == f.name) {
                 return Err(format!("field `{}` is declared twice", f.name));
             }
-            let kind = match f.type_ {
-                wit::FieldType::Text(wit::Analyzer::Identifier) => Kind::Identifier,
-                wit::FieldType::Text(wit::Analyzer::Prose) => Kind::Prose,
-                wit::FieldType::Keyword => Kind::Keyword,
-                wit::FieldType::Stored => Kind::Stored,
-                wit::FieldType::Weight => Kind::Weight,
-            };
-            fields.push(FieldSpec {
-                name: f.name.clone(),
-                kind,
+            let kind = f.kind;
+            checked.push(FieldSpec {
                 stored: f.stored || kind == Kind::Stored,
+                ..f
             });
         }
-        match fields.iter().find(|f| f.name == schema.id_field) {
+        let fields = checked;
+        match fields.iter().find(|f| f.name == id_field) {
             Some(f) if f.kind == Kind::Keyword && f.stored => {}
             Some(_) => {
                 return Err(format!(
-                    "id field `{}` must be a stored keyword field",
-                    schema.id_field
+                    "id field `{id_field}` must be a stored keyword field"
                 ));
             }
             None => {
                 return Err(format!(
-                    "id field `{}` is not among the fields",
-                    schema.id_field
+                    "id field `{id_field}` is not among the fields"
                 ));
             }
         }
@@ -111,7 +105,7 @@ impl Spec {
         }
         Ok(Spec {
             fields,
-            id_field: schema.id_field.clone(),
+            id_field: id_field.to_string(),
             version: version.to_string(),
         })
     }
@@ -151,7 +145,7 @@ pub struct Opened {
     pub reader: IndexReader,
     pub spec: Spec,
     fields: HashMap<String, (Field, Kind)>,
-    pub info: wit::IndexInfo,
+    pub info: IndexInfo,
 }
 
 impl Opened {
@@ -169,7 +163,7 @@ impl Opened {
                 .map_err(|_| anyhow!("field `{}` missing from the tantivy schema", f.name))?;
             fields.insert(f.name.clone(), (field, f.kind));
         }
-        let info = wit::IndexInfo {
+        let info = IndexInfo {
             name: name.to_string(),
             documents: reader.searcher().num_docs(),
             size_bytes: dir_size(dir),
@@ -201,7 +195,7 @@ impl Opened {
         &self,
         doc: &TantivyDocument,
         wanted: &[String],
-    ) -> Result<wit::Document, String> {
+    ) -> Result<Document, String> {
         use tantivy::schema::Value;
         let mut out = Vec::new();
         for name in wanted {
@@ -216,7 +210,7 @@ impl Opened {
     }
 
     /// The document whose id field is `id`.
-    pub fn get(&self, id: &str, wanted: &[String]) -> Result<Option<wit::Document>, String> {
+    pub fn get(&self, id: &str, wanted: &[String]) -> Result<Option<Document>, String> {
         use tantivy::collector::TopDocs;
         use tantivy::query::TermQuery;
         let (field, _) = self.field(&self.spec.id_field)?;
@@ -412,7 +406,7 @@ pub async fn build(name: &str, dir: &Path, spec: Spec) -> Result<Option<Builder>
 }
 
 impl Builder {
-    pub fn add(&mut self, documents: Vec<wit::Document>) -> Result<(), String> {
+    pub fn add(&mut self, documents: Vec<Document>) -> Result<(), String> {
         let writer = self
             .writer
             .as_ref()
@@ -440,7 +434,7 @@ impl Builder {
     }
 
     /// Commit, then make this generation the current one.
-    pub async fn commit(&mut self) -> Result<wit::IndexInfo> {
+    pub async fn commit(&mut self) -> Result<IndexInfo> {
         let mut writer = self
             .writer
             .take()

@@ -12,8 +12,7 @@ use tantivy::schema::{IndexRecordOption, Value};
 use tantivy::snippet::{Snippet, SnippetGenerator};
 use tantivy::{DocAddress, Score, SegmentReader, TantivyDocument, Term};
 
-use super::{Kind, Opened};
-use crate::bindings::mcphost::plugin::index::{Hit, SearchRequest};
+use super::{Hit, Kind, Opened, SearchRequest};
 
 /// How much an adjacent pair of query words in a prose field adds,
 /// relative to the field's boost.

@@ -9,7 +9,7 @@
 //! delegated subtree), [`root`] is `None` and runs fall back to the session
 //! and marker scan of [`super::tree`].
 //!
-//! The watchdog ([`crate::watchdog`]) kills this instance's cgroups when
+//! The host's watchdog (`host/src/watchdog.rs`) kills this instance's cgroups when
 //! the host dies; a later host sweeps what a dead one left ([`sweep`]).
 
 use std::os::fd::OwnedFd;
