@@ -14,13 +14,12 @@ use std::time::{Duration, Instant};
 use notify::{RecursiveMode, Watcher};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
-use tokio_util::sync::CancellationToken;
 
-use crate::caps::CallContext;
 use crate::catalog::{Catalog, Plugin};
 use crate::client::StderrLink;
 use crate::paths::confine;
 use crate::runtime;
+use crate::store::CallContext;
 
 /// Editors and unpackers write in bursts; refresh once things are quiet.
 const SETTLE: Duration = Duration::from_millis(300);
@@ -103,14 +102,12 @@ async fn refresh_loop(plugin: Arc<Plugin>) {
     let mut changed: Vec<String> = Vec::new();
     loop {
         let started = Instant::now();
-        let trace_id = uuid::Uuid::new_v4().simple().to_string()[..16].to_string();
-        let call = CallContext {
-            trace_id: trace_id.clone(),
-            tool: "lifecycle.refresh".into(),
-            cancel: CancellationToken::new(),
-            deadline: Instant::now() + Duration::from_millis(plugin.grants.timeout_ms),
-            client: Arc::new(StderrLink),
-        };
+        let call = CallContext::new(
+            "lifecycle.refresh",
+            plugin.grants.timeout_ms,
+            Arc::new(StderrLink),
+        );
+        let trace_id = call.trace_id.clone();
         let elapsed_ms = || started.elapsed().as_millis() as u64;
         match runtime::refresh(&plugin.prepared, plugin.grants.clone(), call, &changed).await {
             None => return,

@@ -13,7 +13,7 @@ wasmtime::component::bindgen!({
     exports: { default: async },
     with: {
         "mcphost:plugin/index.builder": textindex::Builder,
-        "mcphost:plugin/pty.session": crate::caps::pty::Session,
+        "mcphost:plugin/pty.session": timebox::pty::Session,
         "mcphost:plugin/process.child": timebox::LineChild,
     },
 });

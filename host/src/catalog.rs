@@ -14,18 +14,17 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
 use serde_json::{Map, Value};
-use tokio_util::sync::CancellationToken;
 use wasmtime::Engine;
 use wasmtime::component::{Component, Linker};
 
 use crate::admission::Gate;
 use crate::bindings::{Exports, ResourceTemplate};
-use crate::caps::{CallContext, CallState};
 use crate::client::StderrLink;
 use crate::engine::{ComponentCache, Origin};
 use crate::policy::{Config, Grants, Places};
 use crate::runtime::{self, Prepared};
 use crate::schema::ArgsSchema;
+use crate::store::{CallContext, CallState};
 
 /// A plugin ready to serve calls.
 pub struct Plugin {
@@ -131,7 +130,7 @@ impl Loader {
         plugins_dir: PathBuf,
         underscore_names: bool,
     ) -> Result<Self> {
-        let linker = crate::caps::linker(&engine)?;
+        let linker = crate::store::linker(&engine)?;
         let cache = ComponentCache::new(&engine, places.cache_dir.join("compiled"));
         Ok(Loader {
             engine,
@@ -284,13 +283,11 @@ impl Loader {
             .context("the component does not export the mcphost:plugin/tools interface")?;
         let prepared = Prepared { pre, exports };
         let grants = Arc::new(self.grants(name));
-        let call = CallContext {
-            trace_id: "load".into(),
-            tool: "describe".into(),
-            cancel: CancellationToken::new(),
-            deadline: Instant::now() + LIST_DEADLINE,
-            client: Arc::new(StderrLink),
-        };
+        let call = CallContext::new(
+            "describe",
+            LIST_DEADLINE.as_millis() as u64,
+            Arc::new(StderrLink),
+        );
         let (declared, templates) = runtime::describe(&prepared, grants.clone(), call)
             .await
             .map_err(|e| anyhow!("listing its tools failed: {e}"))?;

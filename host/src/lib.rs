@@ -36,5 +36,6 @@ pub mod runtime;
 pub mod schema;
 pub mod service;
 pub mod stdio;
+pub mod store;
 pub mod watch;
 pub mod watchdog;

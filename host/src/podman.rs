@@ -10,7 +10,6 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-
 /// Any single podman command other than `exec` ends well within this.
 const PODMAN_TIMEOUT: Duration = Duration::from_secs(120);
 

@@ -1,25 +1,17 @@
 //! Running one tool call in a fresh instance.
 //!
-//! Each call gets its own `Store` (so plugins keep no state between calls),
-//! instantiated from the plugin's `InstancePre` (~15 µs), with a memory cap
-//! and a wall-clock deadline. The epoch ticker wakes a callback every tick
-//! while guest code runs: it interrupts the guest once the deadline passed
-//! or the call was cancelled, and otherwise yields to the async executor so
-//! a busy plugin never starves other calls.
+//! Each call gets its own `Store` (so plugins keep no state between calls,
+//! see [`crate::store`]), instantiated from the plugin's `InstancePre`
+//! (~15 µs); a trap is classified here as the reason the call failed.
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use wasmtime::component::{Instance, InstancePre};
-use wasmtime::{ResourceLimiter, Store, Trap, UpdateDeadline};
+use wasmtime::{Store, Trap};
 
 use crate::bindings::{Contents, Exports, ResourceTemplate, Tool, ToolError, ToolOutput};
-use crate::caps::{CallContext, CallState};
 use crate::policy::Grants;
-
-/// How long a cancelled call's guest may still run: run_test writes its
-/// reports, a plugin reports what it cut short. Within the shutdown's wait.
-const CANCEL_GRACE: std::time::Duration = std::time::Duration::from_millis(500);
+use crate::store::{CallContext, CallState, new_store};
 
 /// Why a call produced no result from the plugin.
 #[derive(Debug, thiserror::Error)]
@@ -49,66 +41,11 @@ impl CallFailure {
     }
 }
 
-/// Caps linear memory and remembers whether the cap was hit, so an
-/// allocation failure that ends in a trap is reported as out-of-memory.
-pub struct MemoryCap {
-    max: usize,
-    hit: bool,
-}
-
-impl MemoryCap {
-    pub fn new(max: usize) -> Self {
-        MemoryCap { max, hit: false }
-    }
-}
-
-impl ResourceLimiter for MemoryCap {
-    fn memory_growing(
-        &mut self,
-        _current: usize,
-        desired: usize,
-        _maximum: Option<usize>,
-    ) -> wasmtime::Result<bool> {
-        let ok = desired <= self.max;
-        self.hit |= !ok;
-        Ok(ok)
-    }
-
-    fn table_growing(
-        &mut self,
-        _current: usize,
-        desired: usize,
-        _maximum: Option<usize>,
-    ) -> wasmtime::Result<bool> {
-        Ok(desired <= 100_000)
-    }
-}
-
 /// A component linked against the host, with its exports located: what
 /// every call of a plugin instantiates.
 pub struct Prepared {
     pub pre: InstancePre<CallState>,
     pub exports: Exports,
-}
-
-fn new_store(prepared: &Prepared, grants: Arc<Grants>, call: CallContext) -> Store<CallState> {
-    let mut store = Store::new(prepared.pre.engine(), CallState::new(grants, call));
-    store.limiter(|state| &mut state.memory);
-    store.set_epoch_deadline(1);
-    store.epoch_deadline_callback(|mut ctx| {
-        let now = Instant::now();
-        let state = ctx.data_mut();
-        // A cancelled call gets a moment to finish its bookkeeping (its
-        // host calls already ended: processes killed); then it is stopped.
-        let cancelled_long_ago = state.call.cancel.is_cancelled()
-            && now.duration_since(*state.cancelled_at.get_or_insert(now)) >= CANCEL_GRACE;
-        if cancelled_long_ago || now >= state.call.deadline {
-            Ok(UpdateDeadline::Interrupt)
-        } else {
-            Ok(UpdateDeadline::Yield(1))
-        }
-    });
-    store
 }
 
 /// Instantiate the plugin in a fresh store, run `f` on the instance, and
@@ -121,7 +58,7 @@ async fn in_fresh_instance<R>(
 ) -> Result<R, CallFailure> {
     // Declared first, so released after the store (and its instance) is gone.
     let _slot = crate::admission::instance_slot().await;
-    let mut store = new_store(prepared, grants, call);
+    let mut store = new_store(&prepared.pre, grants, call);
     let result = async {
         let instance = prepared.pre.instantiate_async(&mut store).await?;
         f(&mut store, &instance).await

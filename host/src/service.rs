@@ -12,10 +12,10 @@ use tokio_util::task::TaskTracker;
 
 use crate::background::Background;
 use crate::bindings::Contents;
-use crate::caps::CallContext;
 use crate::catalog::{Catalog, Loader, Plugin, ToolDef};
 use crate::client::{ClientLink, EventTracker};
 use crate::runtime::{self, CallFailure};
+use crate::store::{CallContext, new_trace_id};
 
 pub struct Service {
     pub loader: Loader,
@@ -148,7 +148,7 @@ impl Service {
         let (plugin, tool) = catalog.tool(exposed)?;
         let _in_flight = self.in_flight.token();
         let started = Instant::now();
-        let trace_id = uuid::Uuid::new_v4().simple().to_string()[..16].to_string();
+        let trace_id = new_trace_id();
         let arguments = Value::Object(arguments);
         let mode = if arguments.get("background") == Some(&Value::Bool(true)) {
             "background"
@@ -236,13 +236,8 @@ async fn run_call(
         },
     };
     let tracker = Arc::new(EventTracker::new(client));
-    let call = CallContext {
-        trace_id: trace_id.to_string(),
-        tool: tool.name.clone(),
-        cancel,
-        deadline: Instant::now() + Duration::from_millis(plugin.grants.timeout_ms),
-        client: tracker.clone(),
-    };
+    let call = CallContext::new(&tool.name, plugin.grants.timeout_ms, tracker.clone())
+        .traced(trace_id, cancel);
     let outcome = runtime::call_tool(
         &plugin.prepared,
         plugin.grants.clone(),
@@ -337,14 +332,8 @@ impl Service {
                 message: busy.to_string(),
             })?;
         let started = Instant::now();
-        let trace_id = uuid::Uuid::new_v4().simple().to_string()[..16].to_string();
-        let call = CallContext {
-            trace_id: trace_id.clone(),
-            tool: "resources.read".into(),
-            cancel: CancellationToken::new(),
-            deadline: Instant::now() + Duration::from_millis(plugin.grants.timeout_ms),
-            client,
-        };
+        let call = CallContext::new("resources.read", plugin.grants.timeout_ms, client);
+        let trace_id = call.trace_id.clone();
         let result = match runtime::read_resource(
             &plugin.prepared,
             plugin.grants.clone(),

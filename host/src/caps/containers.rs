@@ -24,11 +24,11 @@ use crate::bindings::mcphost::plugin::containers::{
     ContainerError, ContainerInfo, CreateRequest, ExecRequest, Host, PortBinding, Removal, StopKind,
 };
 use crate::bindings::mcphost::plugin::process::RunResult;
-use crate::caps::CallState;
-use crate::caps::process::{RunProgress, run_result};
+use crate::caps::spawn::{MAX_TAIL_BYTES, RunProgress, run_result};
 use crate::paths::confine;
 use crate::podman::{self, Inspected, PodmanError};
 use crate::policy::Grants;
+use crate::store::CallState;
 use timebox::{MARKER_VAR, Spawn};
 
 /// The label that ties a container to the plugin that made it.
@@ -240,7 +240,7 @@ impl Host for CallState {
                 stdin: request.stdin,
                 timeout: Duration::from_millis(request.timeout_ms).min(remaining),
                 no_output_timeout: request.no_output_timeout_ms.map(Duration::from_millis),
-                tail_bytes: request.tail_bytes.min(crate::caps::process::MAX_TAIL_BYTES) as usize,
+                tail_bytes: request.tail_bytes.min(MAX_TAIL_BYTES) as usize,
                 log: None,
             };
             let progress = RunProgress::new(call.client.clone(), format!("podman exec {id}"));

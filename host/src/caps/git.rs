@@ -13,10 +13,10 @@
 use std::path::{Path, PathBuf};
 
 use crate::bindings::mcphost::plugin::git::{CommitOutcome, GitError, GitFailure, Host};
-use crate::caps::CallState;
 use crate::git::{self, GitError as RunError, Repo};
 use crate::paths::confine;
 use crate::policy::Grants;
+use crate::store::CallState;
 
 type Answer<T> = wasmtime::Result<Result<T, GitError>>;
 

@@ -13,8 +13,8 @@ use textindex::{Builder, FieldSpec, Kind, Spec};
 use crate::bindings::mcphost::plugin::index::{
     Analyzer, Document, FieldType, Hit, Host, HostBuilder, IndexInfo, Schema, SearchRequest,
 };
-use crate::caps::CallState;
 use crate::paths::confine;
+use crate::store::CallState;
 
 type Answer<T> = wasmtime::Result<Result<T, CapabilityError>>;
 

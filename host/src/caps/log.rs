@@ -2,8 +2,8 @@
 //! at info and above, to the MCP client as logging notifications.
 
 use crate::bindings::mcphost::plugin::log::{Host, Level};
-use crate::caps::CallState;
 use crate::client;
+use crate::store::CallState;
 
 impl Host for CallState {
     async fn log(&mut self, level: Level, message: String) -> wasmtime::Result<()> {

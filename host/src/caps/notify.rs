@@ -1,7 +1,7 @@
 //! `notify`: progress and relayed events for the call in progress.
 
 use crate::bindings::mcphost::plugin::notify::Host;
-use crate::caps::CallState;
+use crate::store::CallState;
 
 impl Host for CallState {
     async fn progress(

@@ -32,9 +32,7 @@ use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument};
 use tokio::sync::OwnedMutexGuard;
 
 pub use search::search;
-pub use types::{
-    Coverage, Document, FieldBoost, Filter, Hit, IndexInfo, SearchRequest, TermBoost,
-};
+pub use types::{Coverage, Document, FieldBoost, Filter, Hit, IndexInfo, SearchRequest, TermBoost};
 
 /// Our description of an index's fields, saved with each generation.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -95,9 +93,7 @@ impl Spec {
                 ));
             }
             None => {
-                return Err(format!(
-                    "id field `{id_field}` is not among the fields"
-                ));
+                return Err(format!("id field `{id_field}` is not among the fields"));
             }
         }
         if fields.iter().filter(|f| f.kind == Kind::Weight).count() > 1 {

@@ -8,6 +8,7 @@
 pub mod cgroup;
 mod lines;
 mod program;
+pub mod pty;
 mod tail;
 mod tree;
 

@@ -1,0 +1,138 @@
+//! The spawn policy every capability that starts a program shares
+//! (`process`, `pty`, `containers`' exec): which program, where and with
+//! what environment a plugin may start, and how a timebox run is reported.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use timebox::Ending;
+
+use crate::bindings::CapabilityError;
+use crate::bindings::mcphost::plugin::process::{Chunk, RunResult, Status, Stream};
+use crate::client::ClientLink;
+use crate::paths::confine;
+use crate::store::CallState;
+
+/// Output tails above this are refused: the tail lives in host memory.
+pub const MAX_TAIL_BYTES: u64 = 16 * 1024 * 1024;
+
+/// A program start the policy allows: the resolved program, the confined
+/// working directory, and the complete environment of the child.
+pub struct Allowed {
+    pub program: PathBuf,
+    pub cwd: PathBuf,
+    pub env: Vec<(String, String)>,
+}
+
+impl CallState {
+    /// The checks `process` and `pty` share: the capability granted, `cwd`
+    /// inside a root, the program on `process.programs`, no loader
+    /// variables. The child's environment is the policy's pass-through
+    /// variables plus the request's.
+    pub fn allowed_program(
+        &self,
+        capability: &str,
+        program: &str,
+        cwd: &str,
+        request_env: Vec<(String, String)>,
+    ) -> Result<Allowed, CapabilityError> {
+        let g = &self.grants;
+        g.require(capability).map_err(CapabilityError::Denied)?;
+        let roots: Vec<PathBuf> = g.read_roots.iter().chain(&g.write_roots).cloned().collect();
+        let cwd = confine(cwd, &g.workspace, &roots).ok_or_else(|| {
+            CapabilityError::Denied(g.denial(
+                &format!("access to cwd `{cwd}`"),
+                "fs.read",
+                "a root containing it",
+            ))
+        })?;
+        let resolved = timebox::resolve_here(program, &cwd).ok_or_else(|| {
+            CapabilityError::NotFound(format!("program `{program}` was not found on PATH"))
+        })?;
+        if !timebox::allowed(program, &resolved, &g.programs) {
+            return Err(CapabilityError::Denied(g.denial(
+                &format!("the program `{program}`"),
+                "process.programs",
+                &format!("\"{program}\""),
+            )));
+        }
+        if let Some((key, _)) = request_env
+            .iter()
+            .find(|(k, _)| k.starts_with("LD_") || k.starts_with("DYLD_") || k.contains('='))
+        {
+            return Err(CapabilityError::Invalid(format!(
+                "environment variable `{key}` may not be set by a plugin"
+            )));
+        }
+        let mut env: Vec<(String, String)> = g
+            .env
+            .iter()
+            .filter_map(|name| std::env::var(name).ok().map(|v| (name.clone(), v)))
+            .collect();
+        env.extend(request_env);
+        Ok(Allowed {
+            program: resolved,
+            cwd,
+            env,
+        })
+    }
+}
+
+/// A timebox outcome as the WIT `run-result` (shared with `containers.exec`).
+pub fn run_result(outcome: timebox::Outcome) -> RunResult {
+    RunResult {
+        status: match outcome.ending {
+            Ending::Exited => Status::Exited,
+            Ending::Timeout => Status::Timeout,
+            Ending::NoOutput => Status::NoOutput,
+            Ending::SpawnFailed => Status::SpawnFailed,
+            Ending::Cancelled => Status::Cancelled,
+        },
+        exit_code: outcome.exit_code,
+        signal: outcome.signal,
+        duration_ms: outcome.duration.as_millis() as u64,
+        tail: outcome
+            .tail
+            .chunks()
+            .into_iter()
+            .map(|(stream, text)| Chunk {
+                stream: match stream {
+                    timebox::Stream::Stdout => Stream::Stdout,
+                    timebox::Stream::Stderr => Stream::Stderr,
+                },
+                text,
+            })
+            .collect(),
+        stdout_bytes: outcome.stdout_bytes,
+        stderr_bytes: outcome.stderr_bytes,
+        truncated: outcome.tail.truncated(),
+        error: outcome.error,
+    }
+}
+
+/// Progress notifications while a program runs.
+pub struct RunProgress {
+    client: Arc<dyn ClientLink>,
+    program: String,
+}
+
+impl RunProgress {
+    pub fn new(client: Arc<dyn ClientLink>, program: String) -> Self {
+        RunProgress { client, program }
+    }
+}
+
+impl timebox::Progress for RunProgress {
+    fn running(&self, elapsed: Duration, output_bytes: u64) {
+        self.client.progress(
+            elapsed.as_secs_f64(),
+            None,
+            Some(format!(
+                "{} running for {} s, {output_bytes} bytes of output",
+                self.program,
+                elapsed.as_secs()
+            )),
+        );
+    }
+}

@@ -1,0 +1,194 @@
+//! The data of one call's wasmtime `Store` and everything set up with it:
+//! the call's context, the WASI context a plugin sees, its memory cap, the
+//! deadline/cancellation callback, and the linker with every capability.
+//!
+//! Every tool call gets a fresh [`CallState`]: the plugin's grants, the
+//! call's deadline and cancellation token, and the link back to the MCP
+//! client for progress and logs. The capabilities (`caps/`) work on it;
+//! [`crate::runtime`] instantiates plugins in it.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio_util::sync::CancellationToken;
+use wasmtime::component::{HasSelf, InstancePre, Linker, ResourceTable};
+use wasmtime::{Engine, ResourceLimiter, Store, UpdateDeadline};
+use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+
+use crate::bindings::FullPlugin;
+use crate::client::ClientLink;
+use crate::policy::Grants;
+
+/// How long a cancelled call's guest may still run: run_test writes its
+/// reports, a plugin reports what it cut short. Within the shutdown's wait.
+const CANCEL_GRACE: Duration = Duration::from_millis(500);
+
+/// What a capability needs to know about the call it serves.
+#[derive(Clone)]
+pub struct CallContext {
+    /// Ties the call's log records, events and errors together.
+    pub trace_id: String,
+    pub tool: String,
+    pub cancel: CancellationToken,
+    pub deadline: Instant,
+    pub client: Arc<dyn ClientLink>,
+}
+
+impl CallContext {
+    /// A call of `tool` with a fresh trace id and its own cancellation,
+    /// due within `timeout_ms`.
+    pub fn new(tool: &str, timeout_ms: u64, client: Arc<dyn ClientLink>) -> Self {
+        CallContext {
+            trace_id: new_trace_id(),
+            tool: tool.to_string(),
+            cancel: CancellationToken::new(),
+            deadline: Instant::now() + Duration::from_millis(timeout_ms),
+            client,
+        }
+    }
+
+    /// The same call, cancelled by `cancel` and known as `trace_id`.
+    pub fn traced(self, trace_id: &str, cancel: CancellationToken) -> Self {
+        CallContext {
+            trace_id: trace_id.to_string(),
+            cancel,
+            ..self
+        }
+    }
+}
+
+/// 16 hex digits, unique enough to find one call in a day's logs.
+pub fn new_trace_id() -> String {
+    uuid::Uuid::new_v4().simple().to_string()[..16].to_string()
+}
+
+/// The data of one call's wasmtime `Store`.
+pub struct CallState {
+    pub grants: Arc<Grants>,
+    pub call: CallContext,
+    pub memory: MemoryCap,
+    /// When the guest was first seen running after the call was cancelled.
+    cancelled_at: Option<Instant>,
+    wasi: WasiCtx,
+    pub(crate) table: ResourceTable,
+}
+
+impl WasiView for CallState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+/// A fresh store for one call of a plugin: memory capped by its grants,
+/// interrupted at the deadline or (after a grace) on cancellation, and
+/// yielding to the executor every epoch tick meanwhile.
+pub fn new_store(
+    pre: &InstancePre<CallState>,
+    grants: Arc<Grants>,
+    call: CallContext,
+) -> Store<CallState> {
+    let state = CallState {
+        memory: MemoryCap::new(grants.memory_bytes),
+        wasi: wasi_ctx(&grants),
+        grants,
+        call,
+        cancelled_at: None,
+        table: ResourceTable::new(),
+    };
+    let mut store = Store::new(pre.engine(), state);
+    store.limiter(|state| &mut state.memory);
+    store.set_epoch_deadline(1);
+    store.epoch_deadline_callback(|mut ctx| {
+        let now = Instant::now();
+        let state = ctx.data_mut();
+        // A cancelled call gets a moment to finish its bookkeeping (its
+        // host calls already ended: processes killed); then it is stopped.
+        let cancelled_long_ago = state.call.cancel.is_cancelled()
+            && now.duration_since(*state.cancelled_at.get_or_insert(now)) >= CANCEL_GRACE;
+        if cancelled_long_ago || now >= state.call.deadline {
+            Ok(UpdateDeadline::Interrupt)
+        } else {
+            Ok(UpdateDeadline::Yield(1))
+        }
+    });
+    store
+}
+
+/// Caps linear memory and remembers whether the cap was hit, so an
+/// allocation failure that ends in a trap is reported as out-of-memory.
+pub struct MemoryCap {
+    max: usize,
+    pub hit: bool,
+}
+
+impl MemoryCap {
+    fn new(max: usize) -> Self {
+        MemoryCap { max, hit: false }
+    }
+}
+
+impl ResourceLimiter for MemoryCap {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        let ok = desired <= self.max;
+        self.hit |= !ok;
+        Ok(ok)
+    }
+
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        Ok(desired <= 100_000)
+    }
+}
+
+/// WASI for a plugin: stderr only (stdout carries the host's JSON-RPC),
+/// no inherited environment (only the policy's `vars`), and the granted
+/// directories preopened at their host paths so a path means the same
+/// thing on both sides.
+fn wasi_ctx(grants: &Grants) -> WasiCtx {
+    let mut builder = WasiCtxBuilder::new();
+    builder.inherit_stderr();
+    builder.env("MCP_WORKSPACE", grants.workspace.to_string_lossy());
+    builder.env("MCP_PLUGIN_CACHE", grants.plugin_cache.to_string_lossy());
+    for (name, value) in &grants.vars {
+        builder.env(name, value);
+    }
+    if grants.has("fs") {
+        let writable = grants.write_roots.iter().map(|r| (r, FsPerms::ReadWrite));
+        let readable = grants
+            .read_roots
+            .iter()
+            .filter(|r| !grants.write_roots.contains(r))
+            .map(|r| (r, FsPerms::ReadOnly));
+        for (root, perms) in writable.chain(readable) {
+            let guest = root.to_string_lossy().into_owned();
+            // The plugin's own cache directory is the host's to create.
+            if root.starts_with(&grants.plugin_cache) && !root.exists() {
+                let _ = std::fs::create_dir_all(root);
+            }
+            if let Err(e) = builder.preopened_dir(root, &guest, perms) {
+                tracing::warn!(plugin = %grants.plugin, root = %guest, error = %e, "granted directory cannot be opened; not preopened");
+            }
+        }
+    }
+    builder.build()
+}
+
+/// A linker with WASI and every capability interface of the world.
+pub fn linker(engine: &Engine) -> anyhow::Result<Linker<CallState>> {
+    let mut linker = Linker::new(engine);
+    wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+    FullPlugin::add_to_linker::<CallState, HasSelf<CallState>>(&mut linker, |s| s)?;
+    Ok(linker)
+}
