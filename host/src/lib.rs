@@ -26,7 +26,6 @@ pub mod catalog;
 pub mod cli;
 pub mod client;
 pub mod engine;
-pub mod git;
 pub mod logging;
 pub mod mcp;
 pub mod paths;

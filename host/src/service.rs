@@ -150,10 +150,13 @@ impl Service {
         let started = Instant::now();
         let trace_id = new_trace_id();
         let arguments = Value::Object(arguments);
-        let mode = if arguments.get("background") == Some(&Value::Bool(true)) {
-            "background"
-        } else {
-            "foreground"
+        // A tool names the boolean argument that makes a call run in the
+        // background (`x-background-flag` in its input schema).
+        let mode = match tool.input_schema.get("x-background-flag") {
+            Some(Value::String(flag)) if arguments.get(flag) == Some(&Value::Bool(true)) => {
+                "background"
+            }
+            _ => "foreground",
         };
         // The call's own cancellation, or the host's shutdown.
         let call_cancel = self.shutdown.child_token();

@@ -430,8 +430,16 @@ pub fn git(dir: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// The `cofer` command lives in its own crate (`plugins/cofer/cli`), so
+/// it is not this package's binary: `scripts/test` builds it first.
 pub fn cofer(dir: &Path, args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_cofer"))
+    let bin = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/debug/cofer");
+    assert!(
+        bin.exists(),
+        "{} is missing: build it with `cargo build -p cofer-cli` (scripts/test does)",
+        bin.display()
+    );
+    Command::new(bin)
         .args(args)
         .current_dir(dir)
         .env("GIT_PAGER", "cat")

@@ -4,7 +4,7 @@
 //! `-c core.fsmonitor=<program>`, `--git-dir`, aliases, hooks, `worktree add
 //! <anywhere>`) let an argv write outside any root or run any program, and
 //! an argv filter for all of them would be a losing game. Here the plugin
-//! names an operation; the host builds the command line ([`crate::git`]),
+//! names an operation; the host builds the command line ([`hostgit`]),
 //! confines every path to the plugin's writable roots (a repository is
 //! written to even by "read" commands: index refresh, lock files), locates
 //! the repository itself ([`Repo`]: a `.git` file is never followed) and
@@ -12,11 +12,11 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::bindings::mcphost::plugin::git::{CommitOutcome, GitError, GitFailure, Host};
-use crate::git::{self, GitError as RunError, Repo};
+use crate::bindings::mcphost::plugin::git::{CommitOutcome, GitError, GitFailure, Host, LargeFile};
 use crate::paths::confine;
 use crate::policy::Grants;
 use crate::store::CallState;
+use hostgit::{self as git, GitError as RunError, Repo};
 
 type Answer<T> = wasmtime::Result<Result<T, GitError>>;
 
@@ -224,6 +224,11 @@ impl Host for CallState {
         max_file_bytes: u64,
     ) -> Answer<CommitOutcome> {
         answer!(self, |g| {
+            if message.trim().is_empty() {
+                return Err(GitError::Invalid(
+                    "the commit message is empty: say what the commit holds".into(),
+                ));
+            }
             let repo = repository(&g, &repo)?;
             let tree = repo.linked(&git_path(&g, &worktree)?).await?;
             let lock = git::repo_lock(&tree);
@@ -241,33 +246,21 @@ impl Host for CallState {
                 "--no-textconv",
             ];
             let mut staged = tree.run(&list_staged).await?;
-            let too_big = oversized(&tree, &staged, max_file_bytes);
-            if !too_big.is_empty() {
+            let too_large = oversized(&tree, &staged, max_file_bytes);
+            if !too_large.is_empty() {
                 let mut args = vec!["reset", "--quiet", "--"];
-                args.extend(too_big.iter().map(|(path, _)| path.as_str()));
+                args.extend(too_large.iter().map(|f| f.path.as_str()));
                 tree.run(&args).await?;
-                for (path, size) in &too_big {
-                    warnings.push(format!(
-                        "{path} ({} MB) was not committed: it is over the {} MB a file may have \
-                         (COFER_MAX_FILE_MB); ignore it in .gitignore or raise the limit",
-                        size / 1_000_000,
-                        max_file_bytes / 1_000_000
-                    ));
-                }
                 staged = tree.run(&list_staged).await?;
             }
             if staged.is_empty() {
                 return Ok(CommitOutcome {
                     commit: None,
                     warnings,
+                    too_large,
                 });
             }
-            let message = if message.trim().is_empty() {
-                "cofer: update".to_string()
-            } else {
-                message
-            };
-            let identity = git::identity(&tree).await;
+            let identity = git::identity(&tree, &g.plugin).await;
             tree.run_with(
                 &identity,
                 &["commit", "--quiet", "--no-verify", "-m", &message],
@@ -276,6 +269,7 @@ impl Host for CallState {
             Ok(CommitOutcome {
                 commit: git::resolve(&tree, "HEAD").await?,
                 warnings,
+                too_large,
             })
         })
     }
@@ -333,13 +327,16 @@ impl Host for CallState {
 
 /// Staged files (NUL-separated `names`) bigger than `limit` bytes, as the
 /// work tree holds them (links are not followed).
-fn oversized(tree: &Repo, names: &str, limit: u64) -> Vec<(String, u64)> {
+fn oversized(tree: &Repo, names: &str, limit: u64) -> Vec<LargeFile> {
     names
         .split('\0')
         .filter(|name| !name.is_empty())
         .filter_map(|name| {
             let meta = std::fs::symlink_metadata(tree.work_tree().join(name)).ok()?;
-            (meta.is_file() && meta.len() > limit).then(|| (name.to_string(), meta.len()))
+            (meta.is_file() && meta.len() > limit).then(|| LargeFile {
+                path: name.to_string(),
+                bytes: meta.len(),
+            })
         })
         .collect()
 }

@@ -107,7 +107,7 @@ pub fn create_schema() -> Value {
 }
 
 pub fn run_schema() -> Value {
-    object(
+    let mut schema = object(
         common(),
         json!({
             "environment_id": id_schema("The ID of the environment for this command. Must call `environment_create` first."),
@@ -118,7 +118,10 @@ pub fn run_schema() -> Value {
             "ports": {"type": "array", "items": {"type": "integer", "minimum": 1, "maximum": 65535}, "maxItems": 32, "description": "Ports to expose. Only works with background environments. For each port, returns the environment_internal (for use inside environments) and host_external (for use by the user) addresses."},
         }),
         &["environment_source", "environment_id", "command"],
-    )
+    );
+    // The host's call log says `mode="background"` when it is true (seed 001).
+    schema["x-background-flag"] = json!("background");
+    schema
 }
 
 pub fn destroy_schema() -> Value {

@@ -285,13 +285,23 @@ fn commit(
     let max_file_bytes = setting("COFER_MAX_FILE_MB", DEFAULT_MAX_FILE_MB) * 1_000_000;
     let outcome = git::commit_all(&env.repo, &env.worktree(), &message, max_file_bytes)
         .map_err(|e| from_git("commit the workdir", e))?;
-    for warning in &outcome.warnings {
+    let mut warnings = outcome.warnings;
+    warnings.extend(outcome.too_large.iter().map(|f| {
+        format!(
+            "{} ({} MB) was not committed: it is over the {} MB a file may have \
+             (COFER_MAX_FILE_MB); ignore it in .gitignore or raise the limit",
+            f.path,
+            f.bytes / 1_000_000,
+            max_file_bytes / 1_000_000
+        )
+    }));
+    for warning in &warnings {
         note(format!("environment_run_cmd env={} {warning}", env.id));
     }
     if outcome.commit.is_some() {
         push(env)?;
     }
-    Ok((outcome.commit, outcome.warnings))
+    Ok((outcome.commit, warnings))
 }
 
 /// The tail's stdout and stderr, each cut to its last 512 lines.

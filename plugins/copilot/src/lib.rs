@@ -158,7 +158,7 @@ pub fn check_terminal_input(input: &str) -> Result<(), ToolError> {
 }
 
 fn run_prompt(input: &str, model: &str) -> Result<RunResult, ToolError> {
-    let workspace = std::env::var("MCP_WORKSPACE").unwrap_or_else(|_| ".".into());
+    let workspace = plugin_sdk::workspace();
     let request = RunRequest {
         program: PROGRAM.into(),
         args: vec![

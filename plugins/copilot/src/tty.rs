@@ -30,7 +30,7 @@ impl Deadline {
 
 pub fn chat(input: &str, model: &str, budget_ms: u64) -> Result<Answer, ToolError> {
     let deadline = Deadline(Instant::now(), budget_ms);
-    let workspace = std::env::var("MCP_WORKSPACE").unwrap_or_else(|_| ".".into());
+    let workspace = plugin_sdk::workspace();
     let session = pty::spawn(&SpawnRequest {
         program: PROGRAM.into(),
         args: Vec::new(),

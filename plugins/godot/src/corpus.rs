@@ -31,8 +31,7 @@ pub struct DocDir {
 impl DocDir {
     /// `GODOT_DOC_DIR` (relative to the workspace), default `<workspace>/doc`.
     pub fn locate() -> Result<DocDir, ToolError> {
-        let workspace =
-            PathBuf::from(std::env::var("MCP_WORKSPACE").unwrap_or_else(|_| ".".into()));
+        let workspace = PathBuf::from(plugin_sdk::workspace());
         let configured = std::env::var("GODOT_DOC_DIR").unwrap_or_default();
         let path = if configured.is_empty() {
             workspace.join("doc")

@@ -75,7 +75,7 @@ pub fn run(
     agent_dir: &str,
     timeout_ms: u64,
 ) -> Result<Outcome, ToolError> {
-    let workspace = std::env::var("MCP_WORKSPACE").unwrap_or_else(|_| ".".into());
+    let workspace = plugin_sdk::workspace();
     let program = std::env::var("PI_BIN")
         .ok()
         .filter(|p| !p.is_empty())

@@ -34,12 +34,7 @@ impl Guest for RunTest {
 
     fn call(_name: String, arguments: String) -> Result<ToolOutput, ToolError> {
         let args: request::Args = plugin_sdk::parse_args(&arguments)?;
-        let workspace = std::env::var("MCP_WORKSPACE").map_err(|_| {
-            ToolError::new(
-                "error",
-                "the host did not say which directory is the repository (MCP_WORKSPACE)",
-            )
-        })?;
+        let workspace = plugin_sdk::workspace();
         let checked = request::check(&args, std::path::Path::new(&workspace), &timestamp_now())?;
         Ok(plugin_sdk::structured_output(&run(&args, &checked)))
     }

@@ -229,6 +229,19 @@ impl process::RunResult {
     }
 }
 
+/// The directory the host serves (`MCP_WORKSPACE`; relative paths in
+/// requests point there); `.` outside a host (a plugin's unit tests).
+pub fn workspace() -> String {
+    std::env::var("MCP_WORKSPACE").unwrap_or_else(|_| ".".into())
+}
+
+/// A directory of this plugin's own that the host keeps between runs
+/// (`MCP_PLUGIN_CACHE`; usable when the policy grants `fs` on
+/// `${plugin_cache}`); none outside a host.
+pub fn cache_dir() -> Option<String> {
+    std::env::var("MCP_PLUGIN_CACHE").ok()
+}
+
 /// Seconds since the Unix epoch, from the host's wall clock.
 pub fn now_secs() -> u64 {
     std::time::SystemTime::now()

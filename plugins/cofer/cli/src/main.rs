@@ -11,7 +11,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
-use host::git::{self, Repo};
+use hostgit::{self as git, Repo};
 
 const REMOTE: &str = "cofer";
 

@@ -1,4 +1,5 @@
-//! Running git for the host: the `git` capability and the `cofer` command.
+//! Running git for the host: the `git` capability and the `cofer` command
+//! (a separate crate, so that command needs no wasmtime).
 //!
 //! Every git process starts here, and none of them lets the directory it
 //! works on decide where the repository is or how git behaves. That matters
@@ -404,12 +405,14 @@ pub async fn exclude(repo: &Repo, pattern: &str) -> Result<(), GitError> {
 }
 
 /// `-c user.name=… -c user.email=…` for a commit: the repository's
-/// identity, else the host user's global one, else Cofer's, so a commit
-/// works on a machine where git was never configured. (Global config is
-/// read for these two values only; everything else of it stays off.)
-pub async fn identity(repo: &Repo) -> Vec<String> {
+/// identity, else the host user's global one, else `name <name@localhost>`
+/// (the plugin's), so a commit works on a machine where git was never
+/// configured. (Global config is read for these two values only;
+/// everything else of it stays off.)
+pub async fn identity(repo: &Repo, name: &str) -> Vec<String> {
     let mut settings = Vec::new();
-    for (key, fallback) in [("user.name", "Cofer"), ("user.email", "cofer@localhost")] {
+    let email = format!("{name}@localhost");
+    for (key, fallback) in [("user.name", name), ("user.email", email.as_str())] {
         let value = match repo.run(&["config", "--get", key]).await {
             Ok(value) if !value.trim().is_empty() => value,
             _ => {
@@ -440,7 +443,7 @@ pub fn default_excludes(tree: &Repo) -> Result<Vec<String>, GitError> {
     if std::fs::symlink_metadata(tree.work_tree.join(".gitignore")).is_ok() {
         return Ok(Vec::new());
     }
-    let file = tree.git_dir.join("cofer-default-excludes");
+    let file = tree.git_dir.join("mcphost-default-excludes");
     if std::fs::read_to_string(&file).ok().as_deref() != Some(DEFAULT_EXCLUDES) {
         std::fs::write(&file, DEFAULT_EXCLUDES).map_err(|e| GitError::Failed {
             command: format!("write {}", file.display()),
