@@ -143,7 +143,7 @@ impl ServerHandler for McpFront {
                     "not_found" | "NOT_FOUND" | "unknown_scheme" => {
                         McpError::resource_not_found(f.message, data)
                     }
-                    "invalid_argument" | "INVALID_ARGUMENT" => {
+                    "invalid_request" | "INVALID_ARGUMENT" => {
                         McpError::invalid_params(f.message, data)
                     }
                     _ => McpError::internal_error(f.message, data),

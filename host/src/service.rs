@@ -219,7 +219,7 @@ async fn run_call(
             .input_schema
             .get("x-error-code")
             .and_then(Value::as_str)
-            .unwrap_or("invalid_arguments");
+            .unwrap_or("invalid_request");
         let message = format!(
             "arguments of `{exposed}` do not match its input schema: {}",
             summary.join("; ")
@@ -302,7 +302,7 @@ fn reply_code(reply: &Reply) -> String {
 /// Why a resource could not be read.
 #[derive(Debug)]
 pub struct ReadFailure {
-    /// The plugin's error code (`not_found`, `invalid_argument`, ...) or
+    /// The plugin's error code (`not_found`, `invalid_request`, ...) or
     /// the host's (`unknown_scheme`, `plugin_trapped`, ...).
     pub code: String,
     pub message: String,

@@ -204,7 +204,7 @@ async fn pytest_pass_and_fail() {
         )
         .await;
     let err = structured(&injected);
-    assert_eq!(err["code"], "invalid_argument", "{err}");
+    assert_eq!(err["code"], "invalid_request", "{err}");
     assert!(err["message"].as_str().unwrap().contains("option"), "{err}");
 }
 
@@ -415,7 +415,7 @@ async fn report_dir_escapes_are_refused() {
             .await;
         assert!(is_error(&result), "{bad}: {result:?}");
         let err = structured(&result);
-        assert_eq!(err["code"], "invalid_argument");
+        assert_eq!(err["code"], "invalid_request");
         assert!(
             err["message"].as_str().unwrap().contains("report_dir"),
             "{err}"
@@ -428,7 +428,7 @@ async fn report_dir_escapes_are_refused() {
             run_test_args("pytest", json!({"scope": "pattern", "target": "--version"})),
         )
         .await;
-    assert_eq!(structured(&injected)["code"], "invalid_argument");
+    assert_eq!(structured(&injected)["code"], "invalid_request");
 }
 
 #[tokio::test]
@@ -497,12 +497,7 @@ impl SmallDisk {
             .status()
             .is_ok_and(|s| s.success());
         if !ok {
-            let why = "cannot mount a small tmpfs (needs root): the full-disk case is untested";
-            assert!(
-                std::env::var("CI").as_deref() != Ok("true"),
-                "CI=true: {why}"
-            );
-            eprintln!("SKIPPED: {why}");
+            skip("cannot mount a small tmpfs (needs root): the full-disk case is untested");
             return None;
         }
         Some(SmallDisk(dir.to_path_buf()))

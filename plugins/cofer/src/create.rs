@@ -15,7 +15,7 @@ const DEFAULT_MAX_ENVIRONMENTS: u64 = 8;
 const DEFAULT_IMAGE: &str = "docker.io/library/ubuntu:24.04";
 
 pub fn create(args: Create) -> Result<ToolOutput, ToolError> {
-    let repo = open_repo(&args.environment_source)?;
+    let repo = open_repo(&args.common.environment_source)?;
     // Read before anything changes: the warning is about the user's own work.
     let status = git::status(&repo).map_err(|e| from_git("read the repository's status", e))?;
     if git::remote_url(&repo, env::REMOTE)
@@ -82,7 +82,7 @@ pub fn create(args: Create) -> Result<ToolOutput, ToolError> {
     note(format!(
         "environment_create env={} mode=foreground image={image} from={from} explanation={:?}",
         env.id,
-        args.explanation.as_deref().unwrap_or("")
+        args.common.explanation.as_deref().unwrap_or("")
     ));
 
     git::worktree_add(&repo, &env.worktree(), &env.branch(), &base)

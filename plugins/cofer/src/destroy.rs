@@ -6,9 +6,9 @@ use plugin_sdk::containers::{self, StopKind};
 use plugin_sdk::{ToolError, ToolOutput, git};
 use serde_json::{Value, json};
 
-use crate::args::Scoped;
+use crate::args::Destroy;
 use crate::env::{self, Env};
-use crate::errors::{error, from_container, from_git, git_says};
+use crate::errors::{error, from_container, from_git};
 use crate::{note, open_repo};
 
 /// How long a container gets to stop on SIGTERM before SIGKILL.
@@ -32,8 +32,8 @@ pub fn output_schema() -> Value {
     })
 }
 
-pub fn destroy(args: Scoped) -> Result<ToolOutput, ToolError> {
-    let repo = open_repo(&args.environment_source)?;
+pub fn destroy(args: Destroy) -> Result<ToolOutput, ToolError> {
+    let repo = open_repo(&args.common.environment_source)?;
     let env = Env::new(&repo, &args.environment_id);
     let branch_exists = git::resolve(&repo, &format!("refs/heads/{}", env.branch()))
         .map_err(|e| from_git("look up the branch", e))?
@@ -105,7 +105,7 @@ pub fn remove_all(env: &Env, force: bool) -> Result<Value, ToolError> {
         warnings.push(format!(
             "could not delete {} on the cofer remote: {}",
             env.remote_ref(),
-            git_says(&e)
+            e.says()
         ));
     }
     if std::fs::remove_file(env.record_path()).is_ok() {
@@ -135,7 +135,7 @@ fn remove_worktree(env: &Env, force: bool, warnings: &mut Vec<String>) -> Result
     }
     warnings.push(format!(
         "`git worktree remove` failed ({}); retried with force",
-        git_says(&first)
+        first.says()
     ));
     if git::worktree_remove(&env.repo, &env.worktree(), true).is_ok() {
         return Ok(());

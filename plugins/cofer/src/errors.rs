@@ -35,24 +35,8 @@ pub fn from_git(step: &str, e: GitError) -> ToolError {
         ),
         GitError::Failed(_) => step_failed(
             step,
-            git_says(&e),
+            e.says(),
             "check the repository's state with `git status` and `git worktree list`, then retry",
-        ),
-    }
-}
-
-/// A git error as a sentence for a person (never Rust's debug text).
-pub fn git_says(e: &GitError) -> String {
-    match e {
-        GitError::Denied(why)
-        | GitError::Invalid(why)
-        | GitError::Unavailable(why)
-        | GitError::NotARepository(why) => why.clone(),
-        GitError::Failed(f) => format!(
-            "`{}` failed ({}): {}",
-            f.command,
-            plugin_sdk::exit_text(f.exit_code),
-            f.stderr.trim()
         ),
     }
 }
@@ -92,32 +76,4 @@ pub fn transient_container(e: &ContainerError) -> bool {
 
 pub fn transient_git(e: &GitError) -> bool {
     matches!(e, GitError::Failed(_))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use plugin_sdk::git::GitFailure;
-
-    #[test]
-    fn git_errors_read_as_sentences() {
-        let failed = GitError::Failed(GitFailure {
-            command: "git push".into(),
-            exit_code: Some(128),
-            stderr: "fatal: no remote\n".into(),
-        });
-        assert_eq!(
-            git_says(&failed),
-            "`git push` failed (exit code 128): fatal: no remote"
-        );
-        let killed = GitError::Failed(GitFailure {
-            command: "git add --all".into(),
-            exit_code: None,
-            stderr: String::new(),
-        });
-        assert!(git_says(&killed).contains("killed by a signal"));
-        for text in [git_says(&failed), git_says(&killed)] {
-            assert!(!text.contains("Some(") && !text.contains("::"), "{text}");
-        }
-    }
 }

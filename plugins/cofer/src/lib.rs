@@ -16,73 +16,114 @@ mod errors;
 mod run;
 
 use plugin_sdk::log::{Level, log};
-use plugin_sdk::{Guest, Hints, Tool, ToolError, ToolOutput, git, tool};
+use plugin_sdk::{Hints, McpTool, ToolError, ToolOutput, git};
 use serde_json::{Value, json};
 
 use env::Env;
 use errors::{error, from_git};
 
-struct Cofer;
+/// `environment_create`.
+struct Create;
 
-impl Guest for Cofer {
-    fn list() -> Vec<Tool> {
-        vec![
-            tool(
-                "environment_create",
-                "Creates a new development environment: a git worktree on branch cofer/<id> of the source repository, \
-                 and a container from `image` with the worktree mounted at /workdir. Returns the environment's id, \
-                 config and the commands the user can run to check out, log and diff its work.",
-                args::create_schema(),
-                None,
-            )
-            .with_hints(Hints { read_only: false, destructive: false, idempotent: false, open_world: false }),
-            tool(
-                "environment_run_cmd",
-                "Run a terminal command inside an environment's container. Returns the exit code and the last 512 lines \
-                 of stdout and stderr, and commits the changes in /workdir to the environment's branch with \
-                 `explanation` as the message. Long-running commands (servers) must set `background`.",
-                args::run_schema(),
-                Some(run::output_schema()),
-            )
-            .with_hints(Hints { read_only: false, destructive: true, idempotent: false, open_world: false }),
-            tool(
-                "environment_destroy",
-                "Destroy an environment: stop and remove its containers, remove its worktree and branch. Returns what \
-                 was removed.",
-                args::destroy_schema(),
-                Some(destroy::output_schema()),
-            )
-            .with_hints(Hints { read_only: false, destructive: true, idempotent: true, open_world: false }),
-            tool(
-                "environment_list",
-                "List the environments of a source repository with their titles and container state.",
-                args::list_schema(),
-                None,
-            )
-            .with_hints(Hints::READ_ONLY),
-            tool(
-                "environment_open",
-                "Open an existing environment (restarting its container if it is gone) and return the same description \
-                 as environment_create.",
-                args::open_schema(),
-                None,
-            )
-            .with_hints(Hints { read_only: false, destructive: false, idempotent: true, open_world: false }),
-        ]
+impl McpTool for Create {
+    const NAME: &'static str = "environment_create";
+    const DESCRIPTION: &'static str = "Creates a new development environment: a git worktree on branch cofer/<id> of the source repository, \
+        and a container from `image` with the worktree mounted at /workdir. Returns the environment's id, \
+        config and the commands the user can run to check out, log and diff its work.";
+    const HINTS: Option<Hints> = Some(Hints {
+        read_only: false,
+        destructive: false,
+        idempotent: false,
+        open_world: false,
+    });
+    type Args = args::Create;
+
+    fn call(args: args::Create) -> Result<ToolOutput, ToolError> {
+        create::create(args)
+    }
+}
+
+/// `environment_run_cmd`.
+struct RunCmd;
+
+impl McpTool for RunCmd {
+    const NAME: &'static str = "environment_run_cmd";
+    const DESCRIPTION: &'static str = "Run a terminal command inside an environment's container. Returns the exit code and the last 512 lines \
+        of stdout and stderr, and commits the changes in /workdir to the environment's branch with \
+        `explanation` as the message. Long-running commands (servers) must set `background`.";
+    const HINTS: Option<Hints> = Some(Hints {
+        read_only: false,
+        destructive: true,
+        idempotent: false,
+        open_world: false,
+    });
+    type Args = args::RunCmd;
+
+    fn output_schema() -> Option<Value> {
+        Some(run::output_schema())
     }
 
-    fn call(name: String, arguments: String) -> Result<ToolOutput, ToolError> {
-        match name.as_str() {
-            "environment_create" => create::create(plugin_sdk::parse_args(&arguments)?),
-            "environment_run_cmd" => run::run_cmd(plugin_sdk::parse_args(&arguments)?),
-            "environment_destroy" => destroy::destroy(plugin_sdk::parse_args(&arguments)?),
-            "environment_list" => list(plugin_sdk::parse_args(&arguments)?),
-            "environment_open" => open(plugin_sdk::parse_args(&arguments)?),
-            other => Err(ToolError::new(
-                "not_found",
-                format!("no tool `{other}` in cofer"),
-            )),
-        }
+    fn call(args: args::RunCmd) -> Result<ToolOutput, ToolError> {
+        run::run_cmd(args)
+    }
+}
+
+/// `environment_destroy`.
+struct Destroy;
+
+impl McpTool for Destroy {
+    const NAME: &'static str = "environment_destroy";
+    const DESCRIPTION: &'static str = "Destroy an environment: stop and remove its containers, remove its worktree and branch. Returns what \
+        was removed.";
+    const HINTS: Option<Hints> = Some(Hints {
+        read_only: false,
+        destructive: true,
+        idempotent: true,
+        open_world: false,
+    });
+    type Args = args::Destroy;
+
+    fn output_schema() -> Option<Value> {
+        Some(destroy::output_schema())
+    }
+
+    fn call(args: args::Destroy) -> Result<ToolOutput, ToolError> {
+        destroy::destroy(args)
+    }
+}
+
+/// `environment_list`.
+struct List;
+
+impl McpTool for List {
+    const NAME: &'static str = "environment_list";
+    const DESCRIPTION: &'static str =
+        "List the environments of a source repository with their titles and container state.";
+    const HINTS: Option<Hints> = Some(Hints::READ_ONLY);
+    type Args = args::List;
+
+    fn call(args: args::List) -> Result<ToolOutput, ToolError> {
+        list(args)
+    }
+}
+
+/// `environment_open`.
+struct Open;
+
+impl McpTool for Open {
+    const NAME: &'static str = "environment_open";
+    const DESCRIPTION: &'static str = "Open an existing environment (restarting its container if it is gone) and return the same description \
+        as environment_create.";
+    const HINTS: Option<Hints> = Some(Hints {
+        read_only: false,
+        destructive: false,
+        idempotent: true,
+        open_world: false,
+    });
+    type Args = args::Open;
+
+    fn call(args: args::Open) -> Result<ToolOutput, ToolError> {
+        open(args)
     }
 }
 
@@ -118,8 +159,8 @@ fn text(value: &Value) -> ToolOutput {
     }
 }
 
-fn list(args: args::Source) -> Result<ToolOutput, ToolError> {
-    let repo = open_repo(&args.environment_source)?;
+fn list(args: args::List) -> Result<ToolOutput, ToolError> {
+    let repo = open_repo(&args.common.environment_source)?;
     let mut ids: Vec<String> = std::fs::read_dir(format!("{}/.cofer/environments", repo))
         .into_iter()
         .flatten()
@@ -166,8 +207,8 @@ fn list(args: args::Source) -> Result<ToolOutput, ToolError> {
     Ok(text(&json!({ "environments": environments })))
 }
 
-fn open(args: args::Scoped) -> Result<ToolOutput, ToolError> {
-    let repo = open_repo(&args.environment_source)?;
+fn open(args: args::Open) -> Result<ToolOutput, ToolError> {
+    let repo = open_repo(&args.common.environment_source)?;
     let env = Env::new(&repo, &args.environment_id);
     let record = env.read_record().ok_or_else(|| env.not_found())?;
     if !env.has_worktree() {
@@ -186,4 +227,4 @@ fn open(args: args::Scoped) -> Result<ToolOutput, ToolError> {
     Ok(text(&env.describe(&record, &services)))
 }
 
-plugin_sdk::export!(Cofer);
+plugin_sdk::export! { tools: [Create, RunCmd, Destroy, List, Open] }

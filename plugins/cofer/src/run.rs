@@ -48,7 +48,7 @@ pub fn output_schema() -> Value {
 }
 
 pub fn run_cmd(args: RunCmd) -> Result<ToolOutput, ToolError> {
-    let repo = open_repo(&args.environment_source)?;
+    let repo = open_repo(&args.common.environment_source)?;
     let env = Env::new(&repo, &args.environment_id);
     let record = env.read_record().ok_or_else(|| env.not_found())?;
     if !SHELLS.contains(&args.shell.as_str()) {
@@ -90,7 +90,7 @@ pub fn run_cmd(args: RunCmd) -> Result<ToolOutput, ToolError> {
     };
     let result = exec(&env, &record, &request)?;
     // Whatever the command changed is kept, even when it timed out.
-    let (commit, warnings) = commit(&env, args.explanation.as_deref(), &args.command)?;
+    let (commit, warnings) = commit(&env, args.common.explanation.as_deref(), &args.command)?;
     let (stdout, stderr) = split_tail(&result);
     // A command the host killed (timeout, silence, cancellation) has no exit
     // code of its own, whatever `podman exec` returned.

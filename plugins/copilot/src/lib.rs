@@ -14,7 +14,8 @@ mod models;
 mod tty;
 
 use plugin_sdk::process::{self, RunRequest, RunResult, Status};
-use plugin_sdk::{CapabilityError, Guest, Tool, ToolError, ToolOutput, tool};
+use plugin_sdk::{CapabilityError, Hints, McpTool, ToolError, ToolOutput};
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -24,43 +25,47 @@ pub const TIMEOUT_MS: u64 = 30_000;
 const TAIL_BYTES: u64 = 1024 * 1024;
 const PROGRAM: &str = "copilot";
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(extend("x-error-code" = "invalid_request"))]
 struct Args {
+    /// The prompt.
+    #[schemars(length(min = 1, max = 100_000))]
     input: String,
+    /// Model name, one of config/models.json (default: its `default`).
+    #[schemars(transform = models_enum)]
     model: Option<String>,
 }
 
-struct Copilot;
+/// The model enum is a snapshot of models.json when the tools are listed;
+/// each call checks the file again.
+fn models_enum(schema: &mut schemars::Schema) {
+    if let Ok(models) = models::load() {
+        schema.insert("enum".into(), json!(models.models));
+    }
+}
 
-impl Guest for Copilot {
-    fn list() -> Vec<Tool> {
-        // The enum is a snapshot of models.json; each call checks the file again.
-        let mut model = json!({"type": "string", "description": "Model name, one of config/models.json (default: its `default`)."});
-        if let Ok(models) = models::load() {
-            model["enum"] = json!(models.models);
-        }
-        vec![tool(
-            "copilot.chat",
-            "Ask the GitHub Copilot CLI. Runs `copilot -p <input> --model <model>` non-interactively (a terminal \
-             session with `/model` if the CLI lacks those flags) and returns its raw stdout, stderr and exit code.",
-            json!({
-                "type": "object",
-                "properties": {
-                    "input": {"type": "string", "minLength": 1, "maxLength": 100_000, "description": "The prompt."},
-                    "model": model,
-                },
-                "required": ["input"],
-                "additionalProperties": false,
-                "x-error-code": "invalid_request",
-            }),
-            Some(output_schema()),
-        )
-        .with_hints(plugin_sdk::Hints { read_only: true, destructive: false, idempotent: false, open_world: true })]
+/// `copilot.chat`.
+struct Chat;
+
+impl McpTool for Chat {
+    const NAME: &'static str = "copilot.chat";
+    const DESCRIPTION: &'static str = "Ask the GitHub Copilot CLI. Runs `copilot -p <input> --model <model>` non-interactively (a terminal \
+        session with `/model` if the CLI lacks those flags) and returns its raw stdout, stderr and exit code.";
+    const HINTS: Option<Hints> = Some(Hints {
+        read_only: true,
+        destructive: false,
+        idempotent: false,
+        open_world: true,
+    });
+    type Args = Args;
+
+    fn output_schema() -> Option<Value> {
+        Some(output_schema())
     }
 
-    fn call(_name: String, arguments: String) -> Result<ToolOutput, ToolError> {
+    fn call(args: Args) -> Result<ToolOutput, ToolError> {
         let models = models::load()?;
-        let args: Args = plugin_sdk::parse_args(&arguments)?;
         let model = models.pick(args.model.as_deref())?;
         check_input(&args.input)?;
         let started = std::time::Instant::now();
@@ -142,7 +147,7 @@ pub fn check_terminal_input(input: &str) -> Result<(), ToolError> {
     let refuse = |why: &str| {
         Err(ToolError::new("invalid_request", format!("input refused in terminal mode: {why}"))
             .with_details(json!({
-                "remediation": "rephrase without a line starting with '!' and without '@' before a word                                 (write 'the file src/x' instead of '@src/x')",
+                "remediation": "rephrase without a line starting with '!' and without '@' before a word (write 'the file src/x' instead of '@src/x')",
             })))
     };
     if input.lines().any(|line| line.trim_start().starts_with('!')) {
@@ -158,24 +163,11 @@ pub fn check_terminal_input(input: &str) -> Result<(), ToolError> {
 }
 
 fn run_prompt(input: &str, model: &str) -> Result<RunResult, ToolError> {
-    let workspace = plugin_sdk::workspace();
-    let request = RunRequest {
-        program: PROGRAM.into(),
-        args: vec![
-            "-p".into(),
-            input.into(),
-            "--model".into(),
-            model.into(),
-            "--no-color".into(),
-        ],
-        cwd: workspace,
-        env: vec![("NO_COLOR".into(), "1".into())],
-        stdin: None,
-        timeout_ms: TIMEOUT_MS,
-        no_output_timeout_ms: None,
-        tail_bytes: TAIL_BYTES,
-        log_path: None,
-    };
+    let request = RunRequest::new(PROGRAM, plugin_sdk::workspace())
+        .args(["-p", input, "--model", model, "--no-color"])
+        .env(vec![("NO_COLOR".into(), "1".into())])
+        .timeout_ms(TIMEOUT_MS)
+        .tail_bytes(TAIL_BYTES);
     process::run(&request).map_err(|e| match e {
         CapabilityError::NotFound(why) => not_installed(&why),
         other => other.into(),
@@ -282,7 +274,7 @@ pub fn not_installed(why: &str) -> ToolError {
     }))
 }
 
-plugin_sdk::export!(Copilot);
+plugin_sdk::export! { tools: [Chat] }
 
 #[cfg(test)]
 mod tests {

@@ -58,11 +58,7 @@ pub fn to_text(text: &str, docs_url: &str) -> String {
                 &mut out,
                 tail,
                 "/codeblock",
-                if arg.starts_with("lang=") {
-                    &arg[5..]
-                } else {
-                    "gdscript"
-                },
+                arg.strip_prefix("lang=").unwrap_or("gdscript"),
             ),
             "gdscript" | "csharp" => fenced(&mut out, tail, &format!("/{name}"), name),
             "codeblocks" | "/codeblocks" => tail.strip_prefix('\n').unwrap_or(tail),

@@ -14,13 +14,12 @@ pub mod parse;
 pub mod uri;
 
 use plugin_sdk::resources::{Contents, ResourceTemplate};
-use plugin_sdk::{
-    Guest, Hints, Tool, ToolError, ToolOutput, lifecycle, parse_args, resources, structured_output,
-    tool,
-};
+use plugin_sdk::{Hints, McpTool, ToolError, ToolOutput, lifecycle, resources, structured_output};
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+/// Serves the reference's resources and keeps its index fresh.
 struct Godot;
 
 const KINDS: [&str; 9] = [
@@ -35,144 +34,135 @@ const KINDS: [&str; 9] = [
     "constructor",
 ];
 
-/// Tool errors use the seed's codes; so do invalid arguments caught by the
-/// host's schema check (`x-error-code`).
-fn input_schema(properties: Value, required: &[&str]) -> Value {
-    json!({
-        "type": "object",
-        "properties": properties,
-        "required": required,
-        "additionalProperties": false,
-        "x-error-code": "INVALID_ARGUMENT",
-    })
-}
+/// `godot.search`.
+struct Search;
 
-#[derive(Deserialize)]
+// Tool errors use the seed's codes; so do invalid arguments caught by the
+// host's schema check (`x-error-code`).
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(extend("x-error-code" = "INVALID_ARGUMENT"))]
 struct SearchArgs {
+    /// Words or a name, e.g. `move_and_slide`, `http request`, `Node._ready`.
+    #[schemars(length(min = 1, max = api::MAX_QUERY_CHARS))]
     query: String,
+    /// Only this kind of entry.
+    #[schemars(extend("enum" = KINDS))]
     kind: Option<String>,
+    #[schemars(range(min = 1, max = 100), extend("default" = 10))]
     limit: Option<u32>,
 }
 
-#[derive(Deserialize)]
+impl McpTool for Search {
+    const NAME: &'static str = "godot.search";
+    const DESCRIPTION: &'static str = "Full-text search of the Godot class reference (classes, methods, properties, signals, constants). \
+        Best match first; an exact class or member name ranks first. Each result has a godot:// uri for \
+        godot.get_class / godot.get_symbol or resources/read.";
+    const HINTS: Option<Hints> = Some(Hints::READ_ONLY);
+    type Args = SearchArgs;
+
+    fn output_schema() -> Option<Value> {
+        Some(json!({
+            "type": "object",
+            "properties": { "results": { "type": "array", "items": { "type": "object",
+                "properties": {
+                    "uri": { "type": "string" }, "name": { "type": "string" }, "kind": { "type": "string" },
+                    "class": { "type": "string" }, "score": { "type": "number" }, "snippet": { "type": "string" }
+                },
+                "required": ["uri", "name", "kind", "score", "snippet"] } } },
+            "required": ["results"],
+        }))
+    }
+
+    fn call(args: SearchArgs) -> Result<ToolOutput, ToolError> {
+        let results = api::search(&args.query, args.kind.as_deref(), args.limit.unwrap_or(10))?;
+        Ok(structured_output(&json!({ "results": results })))
+    }
+}
+
+/// `godot.get_class`.
+struct GetClass;
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(extend("x-error-code" = "INVALID_ARGUMENT"))]
 struct ClassArgs {
+    /// Class name, e.g. `Node2D`.
+    #[schemars(length(min = 1))]
     name: String,
 }
 
-#[derive(Deserialize)]
+impl McpTool for GetClass {
+    const NAME: &'static str = "godot.get_class";
+    const DESCRIPTION: &'static str = "One class of the Godot reference: description, methods, properties (members), signals, constants, \
+        theme items, annotations, operators, constructors. Sections a class lacks are empty lists.";
+    const HINTS: Option<Hints> = Some(Hints::READ_ONLY);
+    type Args = ClassArgs;
+
+    fn call(args: ClassArgs) -> Result<ToolOutput, ToolError> {
+        Ok(json_output(api::get_class(&args.name)?))
+    }
+}
+
+/// `godot.get_symbol`.
+struct GetSymbol;
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(extend("x-error-code" = "INVALID_ARGUMENT"))]
 struct SymbolArgs {
+    /// `<Class>.<member>`; split at the first dot.
+    #[schemars(length(min = 1))]
     qname: String,
+    /// Which kind, when the name is used by several (e.g. Button.pressed).
+    #[schemars(extend("enum" = &KINDS[1..]))]
     kind: Option<String>,
 }
 
-#[derive(Deserialize)]
+impl McpTool for GetSymbol {
+    const NAME: &'static str = "godot.get_symbol";
+    const DESCRIPTION: &'static str = "One member of a Godot class by qualified name `<Class>.<member>`, e.g. `Node._ready`, `Vector2.x`, \
+        `Button.pressed`. Members inherited from ancestors are found too.";
+    const HINTS: Option<Hints> = Some(Hints::READ_ONLY);
+    type Args = SymbolArgs;
+
+    fn call(args: SymbolArgs) -> Result<ToolOutput, ToolError> {
+        Ok(json_output(
+            api::get_symbol(&args.qname, args.kind.as_deref())?.to_string(),
+        ))
+    }
+}
+
+/// `godot.list_classes`.
+struct ListClasses;
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(extend("x-error-code" = "INVALID_ARGUMENT"))]
 struct ListArgs {
     prefix: Option<String>,
+    #[schemars(range(min = 1, max = 5000), extend("default" = 200))]
     limit: Option<u32>,
 }
 
-impl Guest for Godot {
-    fn list() -> Vec<Tool> {
-        let kind =
-            json!({ "type": "string", "enum": KINDS, "description": "Only this kind of entry." });
-        let symbol_kind = json!({ "type": "string", "enum": &KINDS[1..], "description": "Which kind, when the name is used by several (e.g. Button.pressed)." });
-        vec![
-            tool(
-                "godot.search",
-                "Full-text search of the Godot class reference (classes, methods, properties, signals, constants). \
-                 Best match first; an exact class or member name ranks first. Each result has a godot:// uri for \
-                 godot.get_class / godot.get_symbol or resources/read.",
-                input_schema(
-                    json!({
-                        "query": { "type": "string", "minLength": 1, "maxLength": api::MAX_QUERY_CHARS, "description": "Words or a name, e.g. `move_and_slide`, `http request`, `Node._ready`." },
-                        "kind": kind,
-                        "limit": { "type": "integer", "minimum": 1, "maximum": 100, "default": 10 },
-                    }),
-                    &["query"],
-                ),
-                Some(json!({
-                    "type": "object",
-                    "properties": { "results": { "type": "array", "items": { "type": "object",
-                        "properties": {
-                            "uri": { "type": "string" }, "name": { "type": "string" }, "kind": { "type": "string" },
-                            "class": { "type": "string" }, "score": { "type": "number" }, "snippet": { "type": "string" }
-                        },
-                        "required": ["uri", "name", "kind", "score", "snippet"] } } },
-                    "required": ["results"],
-                })),
-            )
-            .with_hints(Hints::READ_ONLY),
-            tool(
-                "godot.get_class",
-                "One class of the Godot reference: description, methods, properties (members), signals, constants, \
-                 theme items, annotations, operators, constructors. Sections a class lacks are empty lists.",
-                input_schema(
-                    json!({ "name": { "type": "string", "minLength": 1, "description": "Class name, e.g. `Node2D`." } }),
-                    &["name"],
-                ),
-                None,
-            )
-            .with_hints(Hints::READ_ONLY),
-            tool(
-                "godot.get_symbol",
-                "One member of a Godot class by qualified name `<Class>.<member>`, e.g. `Node._ready`, `Vector2.x`, \
-                 `Button.pressed`. Members inherited from ancestors are found too.",
-                input_schema(
-                    json!({ "qname": { "type": "string", "minLength": 1, "description": "`<Class>.<member>`; split at the first dot." }, "kind": symbol_kind }),
-                    &["qname"],
-                ),
-                None,
-            )
-            .with_hints(Hints::READ_ONLY),
-            tool(
-                "godot.list_classes",
-                "Class names of the Godot reference, sorted, optionally only those starting with `prefix` (any case).",
-                input_schema(
-                    json!({
-                        "prefix": { "type": "string" },
-                        "limit": { "type": "integer", "minimum": 1, "maximum": 5000, "default": 200 },
-                    }),
-                    &[],
-                ),
-                Some(
-                    json!({ "type": "object", "properties": { "classes": { "type": "array", "items": { "type": "string" } } }, "required": ["classes"] }),
-                ),
-            )
-            .with_hints(Hints::READ_ONLY),
-        ]
+impl McpTool for ListClasses {
+    const NAME: &'static str = "godot.list_classes";
+    const DESCRIPTION: &'static str = "Class names of the Godot reference, sorted, optionally only those starting with `prefix` (any case).";
+    const HINTS: Option<Hints> = Some(Hints::READ_ONLY);
+    type Args = ListArgs;
+
+    fn output_schema() -> Option<Value> {
+        Some(
+            json!({ "type": "object", "properties": { "classes": { "type": "array", "items": { "type": "string" } } }, "required": ["classes"] }),
+        )
     }
 
-    fn call(name: String, arguments: String) -> Result<ToolOutput, ToolError> {
-        match name.as_str() {
-            "godot.search" => {
-                let args: SearchArgs = parse_args(&arguments)?;
-                let results =
-                    api::search(&args.query, args.kind.as_deref(), args.limit.unwrap_or(10))?;
-                Ok(structured_output(&json!({ "results": results })))
-            }
-            "godot.get_class" => {
-                let args: ClassArgs = parse_args(&arguments)?;
-                Ok(json_output(api::get_class(&args.name)?))
-            }
-            "godot.get_symbol" => {
-                let args: SymbolArgs = parse_args(&arguments)?;
-                Ok(json_output(
-                    api::get_symbol(&args.qname, args.kind.as_deref())?.to_string(),
-                ))
-            }
-            "godot.list_classes" => {
-                let args: ListArgs = parse_args(&arguments)?;
-                let classes = api::list_classes(
-                    args.prefix.as_deref().unwrap_or(""),
-                    args.limit.unwrap_or(200) as usize,
-                )?;
-                Ok(structured_output(&json!({ "classes": classes })))
-            }
-            other => Err(ToolError::new(
-                "INVALID_ARGUMENT",
-                format!("unknown tool `{other}`"),
-            )),
-        }
+    fn call(args: ListArgs) -> Result<ToolOutput, ToolError> {
+        let classes = api::list_classes(
+            args.prefix.as_deref().unwrap_or(""),
+            args.limit.unwrap_or(200) as usize,
+        )?;
+        Ok(structured_output(&json!({ "classes": classes })))
     }
 }
 
@@ -256,4 +246,8 @@ impl lifecycle::Guest for Godot {
     }
 }
 
-plugin_sdk::export!(Godot, resources, lifecycle);
+plugin_sdk::export! {
+    tools: [Search, GetClass, GetSymbol, ListClasses],
+    resources: Godot,
+    lifecycle: Godot,
+}

@@ -13,42 +13,44 @@
 mod provider;
 mod run;
 
-use plugin_sdk::{Guest, Tool, ToolError, ToolOutput, notify, tool};
+use plugin_sdk::{Hints, McpTool, ToolError, ToolOutput, notify};
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::json;
+use serde_json::{Value, json};
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(extend("x-error-code" = "invalid_request"))]
 struct Args {
+    /// What pi should do or answer.
+    #[schemars(length(min = 1))]
     prompt: String,
+    /// Give up after this long (default PI_TIMEOUT_MS, 600000).
+    #[schemars(range(min = 1000))]
     timeout_ms: Option<u64>,
 }
 
-struct Pi;
+/// `pi.prompt`.
+struct Prompt;
 
-impl Guest for Pi {
-    fn list() -> Vec<Tool> {
-        vec![tool(
-            "pi.prompt",
-            "Ask the pi coding agent to do something in the workspace. Its loop (turns, messages, tool executions) is \
-             relayed as notifications while it runs; the result is the final answer, the stop reason, the tool calls \
-             it made and the tokens it used.",
-            json!({
-                "type": "object",
-                "properties": {
-                    "prompt": {"type": "string", "minLength": 1, "description": "What pi should do or answer."},
-                    "timeout_ms": {"type": "integer", "minimum": 1000, "description": "Give up after this long (default PI_TIMEOUT_MS, 600000)."},
-                },
-                "required": ["prompt"],
-                "additionalProperties": false,
-                "x-error-code": "invalid_request",
-            }),
-            Some(run::output_schema()),
-        )
-        .with_hints(plugin_sdk::Hints { read_only: false, destructive: true, idempotent: false, open_world: true })]
+impl McpTool for Prompt {
+    const NAME: &'static str = "pi.prompt";
+    const DESCRIPTION: &'static str = "Ask the pi coding agent to do something in the workspace. Its loop (turns, messages, tool executions) is \
+        relayed as notifications while it runs; the result is the final answer, the stop reason, the tool calls \
+        it made and the tokens it used.";
+    const HINTS: Option<Hints> = Some(Hints {
+        read_only: false,
+        destructive: true,
+        idempotent: false,
+        open_world: true,
+    });
+    type Args = Args;
+
+    fn output_schema() -> Option<Value> {
+        Some(run::output_schema())
     }
 
-    fn call(_name: String, arguments: String) -> Result<ToolOutput, ToolError> {
-        let args: Args = plugin_sdk::parse_args(&arguments)?;
+    fn call(args: Args) -> Result<ToolOutput, ToolError> {
         // Relayed first, so the client always sees a stream that the host's
         // `call_end` closes, refusals included.
         notify::event("run_start", &json!({"type": "run_start"}).to_string());
@@ -77,4 +79,4 @@ pub fn failure(code: &str, message: impl Into<String>, retryable: bool) -> ToolE
     e
 }
 
-plugin_sdk::export!(Pi);
+plugin_sdk::export! { tools: [Prompt] }

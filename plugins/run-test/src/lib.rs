@@ -11,29 +11,33 @@ mod excerpt;
 mod request;
 mod template;
 
-use plugin_sdk::process::{self, RunResult, Status};
-use plugin_sdk::{Guest, Tool, ToolError, ToolOutput, tool};
+use plugin_sdk::process::{self, RunRequest, RunResult, Status};
+use plugin_sdk::{Hints, McpTool, ToolError, ToolOutput};
 use serde_json::json;
 
 use request::Checked;
 
+/// The `run_test` tool.
 struct RunTest;
 
-impl Guest for RunTest {
-    fn list() -> Vec<Tool> {
-        vec![tool(
-            "run_test",
-            "Run the repository's tests with a fixed command template and always come back: a hard timeout and a \
-             no-output timeout kill the whole process tree. Writes raw.log, summary.md and summary.json to the report \
-             directory and returns the status, exit code, duration and an excerpt of the failures.",
-            request::input_schema(),
-            Some(output_schema()),
-        )
-        .with_hints(plugin_sdk::Hints { read_only: false, destructive: false, idempotent: false, open_world: false })]
+impl McpTool for RunTest {
+    const NAME: &'static str = "run_test";
+    const DESCRIPTION: &'static str = "Run the repository's tests with a fixed command template and always come back: a hard timeout and a \
+        no-output timeout kill the whole process tree. Writes raw.log, summary.md and summary.json to the report \
+        directory and returns the status, exit code, duration and an excerpt of the failures.";
+    const HINTS: Option<Hints> = Some(Hints {
+        read_only: false,
+        destructive: false,
+        idempotent: false,
+        open_world: false,
+    });
+    type Args = request::Args;
+
+    fn output_schema() -> Option<serde_json::Value> {
+        Some(output_schema())
     }
 
-    fn call(_name: String, arguments: String) -> Result<ToolOutput, ToolError> {
-        let args: request::Args = plugin_sdk::parse_args(&arguments)?;
+    fn call(args: request::Args) -> Result<ToolOutput, ToolError> {
         let workspace = plugin_sdk::workspace();
         let checked = request::check(&args, std::path::Path::new(&workspace), &timestamp_now())?;
         Ok(plugin_sdk::structured_output(&run(&args, &checked)))
@@ -42,17 +46,13 @@ impl Guest for RunTest {
 
 fn run(args: &request::Args, checked: &Checked) -> serde_json::Value {
     let raw_log = checked.report_dir.join("raw.log");
-    let request = process::RunRequest {
-        program: checked.command.program.clone(),
-        args: checked.command.args.clone(),
-        cwd: checked.repo.to_string_lossy().into_owned(),
-        env: template::quiet_env(),
-        stdin: None,
-        timeout_ms: args.timeout_ms,
-        no_output_timeout_ms: Some(args.no_output_timeout_ms),
-        tail_bytes: args.max_output_bytes,
-        log_path: Some(raw_log.to_string_lossy().into_owned()),
-    };
+    let request = RunRequest::new(&checked.command.program, checked.repo.to_string_lossy())
+        .args(&checked.command.args)
+        .env(template::quiet_env())
+        .timeout_ms(args.timeout_ms)
+        .no_output_timeout_ms(args.no_output_timeout_ms)
+        .tail_bytes(args.max_output_bytes)
+        .log_path(raw_log.to_string_lossy());
     let outcome = match process::run(&request) {
         Ok(result) => Outcome::from_run(result),
         Err(e) => {
@@ -209,4 +209,4 @@ fn timestamp_now() -> String {
     request::format_timestamp(plugin_sdk::now_secs())
 }
 
-plugin_sdk::export!(RunTest);
+plugin_sdk::export! { tools: [RunTest] }

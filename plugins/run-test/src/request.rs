@@ -4,8 +4,9 @@
 use std::path::{Component, Path, PathBuf};
 
 use plugin_sdk::ToolError;
+use plugin_sdk::codes;
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::json;
 
 use crate::template::{self, Command, Runner, Scope};
 
@@ -13,37 +14,34 @@ use crate::template::{self, Command, Runner, Scope};
 pub const MAX_OUTPUT_BYTES: u64 = 16 * 1024 * 1024;
 const DEFAULT_REPORTS: &str = ".cache/mcp-test-timebox/reports";
 
-#[derive(Debug, Deserialize)]
+/// The arguments of `run_test`; the tool's input schema is derived from
+/// this type.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(extend(
+    "if" = {"properties": {"scope": {"enum": ["file", "pattern"]}}},
+    "then" = {"required": ["target"]}
+))]
 pub struct Args {
+    /// Which test runner's fixed command template to use.
     pub runner: Runner,
+    /// all: the whole suite; file: one test file; pattern: tests whose name matches.
     pub scope: Scope,
+    /// Required when scope is file or pattern. scope=file: a test file path relative to the repository (cargo: tests/<name>.rs; go: a file of the package to test). scope=pattern: a test name pattern.
+    #[schemars(length(min = 1, max = 512))]
     pub target: Option<String>,
+    /// Hard timeout: the process tree is killed after this many milliseconds.
+    #[schemars(range(min = 1))]
     pub timeout_ms: u64,
+    /// Kill the process tree after this long without any output.
+    #[schemars(range(min = 1))]
     pub no_output_timeout_ms: u64,
+    /// How much of the end of the output the summary is built from.
+    #[schemars(range(min = 1, max = MAX_OUTPUT_BYTES))]
     pub max_output_bytes: u64,
+    /// Relative directory inside the repository for raw.log, summary.md and summary.json. Default .cache/mcp-test-timebox/reports/<timestamp>/.
+    #[schemars(length(min = 1))]
     pub report_dir: Option<String>,
-}
-
-pub fn input_schema() -> serde_json::Value {
-    json!({
-        "type": "object",
-        "properties": {
-            "runner": {"enum": Runner::ALL, "description": "Which test runner's fixed command template to use."},
-            "scope": {"enum": ["all", "file", "pattern"], "description": "all: the whole suite; file: one test file; pattern: tests whose name matches."},
-            "target": {"type": "string", "minLength": 1, "maxLength": 512,
-                "description": "Required when scope is file or pattern. scope=file: a test file path relative to the repository (cargo: tests/<name>.rs; go: a file of the package to test). scope=pattern: a test name pattern."},
-            "timeout_ms": {"type": "integer", "minimum": 1, "description": "Hard timeout: the process tree is killed after this many milliseconds."},
-            "no_output_timeout_ms": {"type": "integer", "minimum": 1, "description": "Kill the process tree after this long without any output."},
-            "max_output_bytes": {"type": "integer", "minimum": 1, "maximum": MAX_OUTPUT_BYTES,
-                "description": "How much of the end of the output the summary is built from."},
-            "report_dir": {"type": "string", "minLength": 1,
-                "description": "Relative directory inside the repository for raw.log, summary.md and summary.json. Default .cache/mcp-test-timebox/reports/<timestamp>/."}
-        },
-        "required": ["runner", "scope", "timeout_ms", "no_output_timeout_ms", "max_output_bytes"],
-        "additionalProperties": false,
-        "if": {"properties": {"scope": {"enum": ["file", "pattern"]}}},
-        "then": {"required": ["target"]}
-    })
 }
 
 /// A request that passed every check.
@@ -58,7 +56,7 @@ pub struct Checked {
 }
 
 fn invalid(message: String) -> ToolError {
-    ToolError::new("invalid_argument", message)
+    ToolError::new(codes::INVALID_REQUEST, message)
 }
 
 pub fn check(args: &Args, repo: &Path, timestamp: &str) -> Result<Checked, ToolError> {
@@ -241,7 +239,7 @@ mod tests {
             )
             .err()
             .unwrap();
-            assert_eq!(err.code, "invalid_argument", "{bad}");
+            assert_eq!(err.code, codes::INVALID_REQUEST, "{bad}");
             assert!(err.message.contains("report_dir"), "{}", err.message);
         }
         let ok = check(

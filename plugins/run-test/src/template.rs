@@ -1,9 +1,10 @@
 //! The fixed command templates: runner × scope → argv. Nothing the model
 //! sends becomes a command except a validated target in a fixed position.
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Runner {
     Flutter,
@@ -14,7 +15,7 @@ pub enum Runner {
     Npm,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Scope {
     All,
@@ -23,8 +24,6 @@ pub enum Scope {
 }
 
 impl Runner {
-    pub const ALL: [&str; 6] = ["flutter", "dart", "cargo", "pytest", "go", "npm"];
-
     pub fn name(self) -> &'static str {
         match self {
             Runner::Flutter => "flutter",

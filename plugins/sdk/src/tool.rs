@@ -1,0 +1,229 @@
+//! Typed tools: a tool is a Rust type. Its name and description are written
+//! once, its input schema is derived from its argument type (schemars), and
+//! [`export!`](crate::export) routes each call to it by that name.
+//!
+//! ```ignore
+//! /// Say hello.
+//! struct Hello;
+//!
+//! #[derive(serde::Deserialize, schemars::JsonSchema)]
+//! #[serde(deny_unknown_fields)]
+//! struct HelloArgs {
+//!     /// Whom to greet.
+//!     name: String,
+//! }
+//!
+//! impl plugin_sdk::McpTool for Hello {
+//!     const NAME: &'static str = "hello";
+//!     const DESCRIPTION: &'static str = "Greets someone.";
+//!     type Args = HelloArgs;
+//!     fn call(args: HelloArgs) -> Result<plugin_sdk::ToolOutput, plugin_sdk::ToolError> {
+//!         Ok(plugin_sdk::text_output(format!("Hello, {}!", args.name)))
+//!     }
+//! }
+//! ```
+//!
+//! Our schema keywords (see the WIT's `tool.input-schema`) go on the
+//! argument type: `#[schemars(extend("x-error-code" = "INVALID_ARGUMENT"))]`.
+
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+use crate::{Tool, ToolError, ToolOutput, codes};
+
+/// One MCP tool of a plugin. See the module docs.
+pub trait McpTool {
+    /// The name clients call it by, e.g. `godot.search`.
+    const NAME: &'static str;
+    /// One paragraph for the model: what it does and what it returns.
+    const DESCRIPTION: &'static str;
+    /// What it does to the world (clients auto-approve read-only tools).
+    /// Unset: no annotations, clients assume the worst.
+    const HINTS: Option<Hints> = None;
+    /// The arguments; their JSON Schema is the tool's input schema, and the
+    /// host checks every call against it before the plugin runs.
+    type Args: DeserializeOwned + JsonSchema;
+    /// The JSON Schema of the structured result, if the tool returns one
+    /// (see [`schema_for`]).
+    fn output_schema() -> Option<Value> {
+        None
+    }
+    /// Run the tool.
+    fn call(args: Self::Args) -> Result<ToolOutput, ToolError>;
+}
+
+/// What a tool does to the world, for clients that decide what to run
+/// without asking (MCP tool annotations: Codex and Copilot run read-only
+/// tools unasked). They travel in the input schema under `x-annotations`;
+/// the host moves them to the tool.
+#[derive(Debug, Clone, Copy)]
+pub struct Hints {
+    /// It changes nothing.
+    pub read_only: bool,
+    /// It may delete or overwrite (meaningful when not read-only).
+    pub destructive: bool,
+    /// The same call twice does no more than once.
+    pub idempotent: bool,
+    /// It reaches beyond the machine (a model, the network).
+    pub open_world: bool,
+}
+
+impl Hints {
+    /// Looks things up, changes nothing, stays on the machine.
+    pub const READ_ONLY: Hints = Hints {
+        read_only: true,
+        destructive: false,
+        idempotent: true,
+        open_world: false,
+    };
+}
+
+/// The JSON Schema of `T` as the host and clients read it: every subschema
+/// inline (some clients do not follow `$ref`), no `$schema` or `title`
+/// (the tool has its own name and description).
+pub fn schema_for<T: JsonSchema>() -> Value {
+    let generator = schemars::generate::SchemaSettings::draft2020_12()
+        .with(|s| {
+            s.inline_subschemas = true;
+            s.meta_schema = None;
+        })
+        .into_generator();
+    let mut schema = generator.into_root_schema_for::<T>().to_value();
+    if let Some(root) = schema.as_object_mut() {
+        root.remove("title");
+        root.remove("description");
+    }
+    schema
+}
+
+/// The WIT declaration of tool `T`.
+pub fn declare<T: McpTool>() -> Tool {
+    let mut input = schema_for::<T::Args>();
+    if let Some(h) = T::HINTS {
+        input["x-annotations"] = json!({
+            "readOnlyHint": h.read_only,
+            "destructiveHint": h.destructive,
+            "idempotentHint": h.idempotent,
+            "openWorldHint": h.open_world,
+        });
+    }
+    Tool {
+        name: T::NAME.to_string(),
+        description: T::DESCRIPTION.to_string(),
+        input_schema: input.to_string(),
+        output_schema: T::output_schema().map(|s| s.to_string()),
+    }
+}
+
+/// Parse `arguments` into `T`'s argument type and run it. The host already
+/// checked them against the derived schema; what serde still refuses
+/// (a value the schema cannot express) is the caller's to change.
+pub fn invoke<T: McpTool>(arguments: &str) -> Result<ToolOutput, ToolError> {
+    let args = serde_json::from_str(arguments).map_err(|e| {
+        ToolError::new(
+            codes::INVALID_REQUEST,
+            format!("arguments do not fit `{}`: {e}", T::NAME),
+        )
+    })?;
+    T::call(args)
+}
+
+/// The answer for a name no tool of the plugin has (the host only routes
+/// declared names, so this is a bug in the plugin's tool list).
+pub fn unknown_tool(name: &str) -> ToolError {
+    ToolError::new(
+        codes::NOT_FOUND,
+        format!("this plugin has no tool `{name}`"),
+    )
+}
+
+/// A successful result whose text is the compact JSON of `value` and whose
+/// structured content is `value` itself.
+pub fn structured_output(value: &impl serde::Serialize) -> ToolOutput {
+    let json = serde_json::to_value(value).expect("tool results serialise to JSON");
+    ToolOutput {
+        // Compact: clients hand both text and structure to the model, and
+        // pretty-printing doubled the tokens.
+        text: json.to_string(),
+        structured: Some(json.to_string()),
+    }
+}
+
+/// A successful result that is only text.
+pub fn text_output(text: impl Into<String>) -> ToolOutput {
+    ToolOutput {
+        text: text.into(),
+        structured: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(serde::Deserialize, JsonSchema)]
+    #[serde(deny_unknown_fields)]
+    #[schemars(extend("x-error-code" = "INVALID_ARGUMENT"))]
+    /// Not shown: the tool has its own description.
+    struct Args {
+        /// Words to look for.
+        #[schemars(length(min = 1))]
+        query: String,
+        #[schemars(range(min = 1, max = 100))]
+        limit: Option<u32>,
+        #[allow(dead_code)] // only its schema is looked at
+        nested: Option<Inner>,
+    }
+
+    #[derive(serde::Deserialize, JsonSchema)]
+    struct Inner {
+        #[allow(dead_code)]
+        depth: u8,
+    }
+
+    struct Search;
+    impl McpTool for Search {
+        const NAME: &'static str = "demo.search";
+        const DESCRIPTION: &'static str = "Searches.";
+        const HINTS: Option<Hints> = Some(Hints::READ_ONLY);
+        type Args = Args;
+        fn call(args: Args) -> Result<ToolOutput, ToolError> {
+            Ok(text_output(format!("{}:{:?}", args.query, args.limit)))
+        }
+    }
+
+    #[test]
+    fn the_schema_comes_from_the_type_and_the_name_from_the_tool() {
+        let tool = declare::<Search>();
+        assert_eq!(tool.name, "demo.search");
+        let schema: Value = serde_json::from_str(&tool.input_schema).unwrap();
+        assert_eq!(schema["required"], json!(["query"]));
+        assert_eq!(schema["additionalProperties"], json!(false));
+        assert_eq!(schema["x-error-code"], "INVALID_ARGUMENT");
+        assert_eq!(schema["x-annotations"]["readOnlyHint"], true);
+        assert_eq!(schema["properties"]["query"]["minLength"], 1);
+        assert_eq!(
+            schema["properties"]["query"]["description"],
+            "Words to look for."
+        );
+        assert_eq!(schema["properties"]["limit"]["maximum"], 100);
+        for absent in ["$schema", "title", "description", "$defs"] {
+            assert!(schema.get(absent).is_none(), "{absent} in {schema}");
+        }
+        assert!(!tool.input_schema.contains("$ref"), "{}", tool.input_schema);
+    }
+
+    #[test]
+    fn calls_are_parsed_into_the_argument_type() {
+        let out = invoke::<Search>(r#"{"query":"node","limit":3}"#).unwrap();
+        assert_eq!(out.text, "node:Some(3)");
+        let err = invoke::<Search>(r#"{"limit":3}"#).unwrap_err();
+        assert_eq!(err.code, codes::INVALID_REQUEST);
+        assert!(
+            err.message.contains("demo.search") && err.message.contains("query"),
+            "{}",
+            err.message
+        );
+    }
+}
