@@ -32,10 +32,17 @@ async fn start_to_list(env: &Env) -> (Duration, harness::Client) {
 #[tokio::main]
 async fn main() {
     // Every bundled plugin, plus the fixture whose `noop` the call figures use.
-    let mut env = Env::new(
-        &["run_test", "godot", "cofer", "copilot", "pi", "faulty"],
-        "",
-    );
+    let bundled: Vec<String> = include_str!("../../plugins/bundled")
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|package| package.replace('-', "_"))
+        .collect();
+    let plugins: Vec<&str> = bundled
+        .iter()
+        .map(String::as_str)
+        .chain(["faulty"])
+        .collect();
+    let mut env = Env::new(&plugins, "");
     // The default log level (the harness raises it to debug for tests).
     env.host_vars.push(("MCP_SERVER_LOG".into(), "info".into()));
 

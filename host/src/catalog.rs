@@ -1,7 +1,10 @@
 //! The plugin loader and the catalog of tools it builds.
 //!
-//! Every `*.wasm` file in the plugins folder is a plugin named after the
-//! file (`run_test.wasm` → `run_test`). Loading one compiles it (or takes
+//! Every `*.wasm` file in the plugins folder is a plugin. Its name, which
+//! keys its policy, is the one the component declares (the custom section
+//! `mcphost:plugin-name`, written by the SDK's `export!`), else the file's
+//! (`run_test.wasm` → `run_test`); two files claiming one name load the
+//! first only. Loading one compiles it (or takes
 //! the cached artifact), links it, asks it for its tools and compiles their
 //! schemas. A plugin that fails any step is reported with its name and the
 //! reason and left out; so is one that offers a tool name another plugin
@@ -87,6 +90,16 @@ pub struct Catalog {
 }
 
 impl Catalog {
+    /// Leave a plugin out, saying why (in the log and to `host check`).
+    fn refuse(&mut self, plugin: String, path: PathBuf, reason: String) {
+        tracing::warn!(plugin = %plugin, path = %path.display(), %reason, "plugin not loaded");
+        self.problems.push(Problem {
+            plugin,
+            path,
+            reason,
+        });
+    }
+
     pub fn tool(&self, exposed: &str) -> Option<(&Arc<Plugin>, &ToolDef)> {
         self.tools.get(exposed).map(|(p, i)| (p, &p.tools[*i]))
     }
@@ -162,13 +175,28 @@ impl Loader {
         // Unchanged plugins are kept; the others are compiled side by side
         // (a cold start compiles them all: 2.1 s one after another on 2
         // cores), then asked for their tools in folder order.
-        let read: Vec<_> = files
-            .into_iter()
-            .map(|(name, path)| {
-                let bytes = std::fs::read(&path).map_err(|e| anyhow!("cannot read the file: {e}"));
-                (name, path, bytes)
-            })
-            .collect();
+        let mut read: Vec<(String, PathBuf, Result<Vec<u8>>)> = Vec::new();
+        for (stem, path) in files {
+            let bytes = std::fs::read(&path).map_err(|e| anyhow!("cannot read the file: {e}"));
+            let name = match bytes.as_deref().map(declared_name) {
+                Ok(Ok(Some(declared))) => declared,
+                Ok(Ok(None)) | Err(_) => stem,
+                Ok(Err(e)) => {
+                    catalog.refuse(stem, path, format!("{e:#}"));
+                    continue;
+                }
+            };
+            if let Some((_, first, _)) = read.iter().find(|(n, _, _)| *n == name) {
+                let reason = format!(
+                    "plugin `{name}` is also {}; this file was not loaded: remove one of them \
+                     (a plugin's name comes from the component, not from its file name)",
+                    first.display()
+                );
+                catalog.refuse(name, path, reason);
+                continue;
+            }
+            read.push((name, path, bytes));
+        }
         let compiled: Vec<Result<Compiled>> = std::thread::scope(|scope| {
             let jobs: Vec<_> = read
                 .iter()
@@ -206,15 +234,7 @@ impl Loader {
             };
             match loaded {
                 Ok(plugin) => self.admit(&mut catalog, plugin),
-                Err(e) => {
-                    let reason = format!("{e:#}");
-                    tracing::warn!(plugin = %name, path = %path.display(), %reason, "plugin not loaded");
-                    catalog.problems.push(Problem {
-                        plugin: name,
-                        path,
-                        reason,
-                    });
-                }
+                Err(e) => catalog.refuse(name, path, format!("{e:#}")),
             }
         }
         catalog
@@ -244,12 +264,7 @@ impl Loader {
                 plugin.path.display(),
                 plugin.name
             );
-            tracing::error!(plugin = %plugin.name, %reason, "name conflict");
-            catalog.problems.push(Problem {
-                plugin: plugin.name.clone(),
-                path: plugin.path.clone(),
-                reason,
-            });
+            catalog.refuse(plugin.name.clone(), plugin.path.clone(), reason);
             return;
         }
         for (i, tool) in plugin.tools.iter().enumerate() {
@@ -410,7 +425,44 @@ fn schema_object(text: &str) -> Result<Map<String, Value>> {
     }
 }
 
-/// `(plugin name, path)` of every `*.wasm` file, sorted by name.
+/// The name a component declares for itself in the custom section
+/// `mcphost:plugin-name` (in the component or a module inside it); `None`
+/// when it declares none.
+pub fn declared_name(bytes: &[u8]) -> Result<Option<String>> {
+    for payload in wasmparser::Parser::new(0).parse_all(bytes) {
+        let wasmparser::Payload::CustomSection(section) =
+            payload.context("not a WebAssembly component")?
+        else {
+            continue;
+        };
+        if section.name() != NAME_SECTION {
+            continue;
+        }
+        let name = std::str::from_utf8(section.data())
+            .ok()
+            .filter(|n| valid_name(n))
+            .ok_or_else(|| {
+                anyhow!(
+                    "the component declares an unusable plugin name in `{NAME_SECTION}` ({:?}): \
+                     use 1-64 of a-z, 0-9, `_` and `-`",
+                    String::from_utf8_lossy(section.data())
+                )
+            })?;
+        return Ok(Some(name.to_string()));
+    }
+    Ok(None)
+}
+
+const NAME_SECTION: &str = "mcphost:plugin-name";
+
+fn valid_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
+}
+
+/// `(file stem, path)` of every `*.wasm` file, sorted by name.
 pub fn wasm_files(dir: &Path) -> Result<Vec<(String, PathBuf)>> {
     let mut files = Vec::new();
     for entry in std::fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))? {

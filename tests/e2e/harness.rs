@@ -44,12 +44,19 @@ pub fn require_program(program: &str, how_to_get: &str) -> bool {
     let found = std::env::var_os("PATH")
         .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()));
     if !found {
-        if std::env::var("CI").as_deref() == Ok("true") {
-            panic!("`{program}` is not on PATH and CI=true: {how_to_get}");
-        }
-        eprintln!("SKIPPED: `{program}` is not on PATH; {how_to_get}");
+        skip(&format!("`{program}` is not on PATH; {how_to_get}"));
     }
     found
+}
+
+/// A test that cannot run here: a failure under CI=true (which installs
+/// everything), elsewhere a skip that says why on the test's output.
+pub fn skip(why: &str) {
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "CI=true, yet {why}"
+    );
+    eprintln!("SKIPPED: {why}");
 }
 
 pub struct Env {
@@ -346,17 +353,10 @@ pub fn godot_docs() -> Option<PathBuf> {
     if dir.join("4.x/classes").is_dir() {
         return Some(dir);
     }
-    let how = "set GODOT_DOCS to the folder holding 4.x/ and 3.x/ (the Godot class reference)";
-    if std::env::var("CI").as_deref() == Ok("true") {
-        panic!(
-            "the Godot docs are not at {} and CI=true: {how}",
-            dir.display()
-        );
-    }
-    eprintln!(
-        "SKIPPED: the Godot docs are not at {}; {how}",
+    skip(&format!(
+        "the Godot docs are not at {}; set GODOT_DOCS to the folder holding 4.x/ and 3.x/ (the Godot class reference)",
         dir.display()
-    );
+    ));
     None
 }
 
@@ -389,15 +389,10 @@ pub fn podman_ready() -> bool {
         .status()
         .is_ok_and(|s| s.success());
     if !present {
-        let how = format!(
+        skip(&format!(
             "the image {} is missing: run scripts/test-image",
             cofer_image()
-        );
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "CI=true: {how}"
-        );
-        eprintln!("SKIPPED: {how}");
+        ));
     }
     present
 }
@@ -469,14 +464,9 @@ pub fn npm_cli(var: &str, program: &str, package: &str) -> Option<PathBuf> {
     match found {
         Some(path) if path.exists() => Some(path),
         _ => {
-            let how = format!(
-                "install it with `npm install --prefix DIR {package}` and set {var}=DIR/node_modules/.bin/{program} (.ci/run does)"
-            );
-            assert!(
-                std::env::var("CI").as_deref() != Ok("true"),
-                "CI=true and no {program}: {how}"
-            );
-            eprintln!("SKIPPED: no {program}; {how}");
+            skip(&format!(
+                "no {program}; install it with `npm install --prefix DIR {package}` and set {var}=DIR/node_modules/.bin/{program} (.ci/run does)"
+            ));
             None
         }
     }
@@ -488,12 +478,7 @@ pub fn require_cgroups(host_log: &str) -> bool {
     if host_log.contains("runs are contained in cgroups") {
         return true;
     }
-    let why = "the host cannot make cgroups here (cgroup v2 not mounted or not writable)";
-    assert!(
-        std::env::var("CI").as_deref() != Ok("true"),
-        "CI=true: {why}"
-    );
-    eprintln!("SKIPPED: {why}");
+    skip("the host cannot make cgroups here (cgroup v2 not mounted or not writable)");
     false
 }
 

@@ -122,7 +122,7 @@ async fn arguments_are_validated_before_the_plugin_runs() {
     let missing = host.call("run_test", json!({"runner": "cargo", "scope": "all", "no_output_timeout_ms": 1, "max_output_bytes": 1})).await;
     assert!(is_error(&missing));
     let err = structured(&missing);
-    assert_eq!(err["code"], "invalid_arguments");
+    assert_eq!(err["code"], "invalid_request");
     assert!(
         err["message"].as_str().unwrap().contains("timeout_ms"),
         "{err}"
@@ -219,7 +219,7 @@ async fn a_busy_plugin_queues_then_refuses_and_the_others_keep_serving() {
             run_test_args("cargo", json!({"report_dir": "../outside"})),
         )
         .await;
-    assert_eq!(structured(&other)["code"], "invalid_argument", "{other:?}");
+    assert_eq!(structured(&other)["code"], "invalid_request", "{other:?}");
 
     // The queued call ran in its turn, with its whole deadline.
     for handle in slow {
@@ -279,8 +279,12 @@ async fn capabilities_are_denied_by_default_with_the_key_to_grant_them() {
         message.contains("`process.programs`") && message.contains("\"ls\""),
         "{message}"
     );
-    let allowed = host.call("spawn", json!({"program": "true"})).await;
-    assert!(!is_error(&allowed), "{allowed:?}");
+    let allowed = structured(&host.call("spawn", json!({"program": "true"})).await);
+    assert_eq!(
+        (allowed["status"].as_str(), allowed["exit_code"].as_i64()),
+        (Some("exited"), Some(0)),
+        "{allowed}"
+    );
 }
 
 #[tokio::test]
@@ -315,7 +319,17 @@ async fn dropped_in_plugin_appears_and_removed_one_goes() {
 #[tokio::test]
 async fn a_broken_plugin_is_skipped_and_a_tool_conflict_names_both() {
     let env = Env::new(&["faulty", "run_test"], "");
-    env.add_plugin("faulty", "faulty_copy");
+    // A copy that declares no name (its name section renamed) is named by
+    // its file, `faulty_copy`, and offers faulty's tools again.
+    let bytes = std::fs::read(built_plugin("faulty")).unwrap();
+    let section = b"mcphost:plugin-name";
+    let at = bytes
+        .windows(section.len())
+        .position(|w| w == section)
+        .expect("faulty declares its name");
+    let mut undeclared = bytes;
+    undeclared[at..at + section.len()].copy_from_slice(b"mcphost:plugin-none");
+    std::fs::write(env.plugins.join("faulty_copy.wasm"), undeclared).unwrap();
     std::fs::write(env.plugins.join("broken.wasm"), b"not wasm at all").unwrap();
     let out = env.host(&["check"]).output().await.unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
@@ -395,13 +409,55 @@ async fn warm_start_uses_the_compiled_cache() {
     let second = env.host(&["list", "plugins"]).output().await.unwrap();
     let text = String::from_utf8_lossy(&second.stdout);
     assert!(text.lines().all(|l| l.ends_with("Cached")), "{text}");
-    // A changed engine setting or wasm never reuses a stale artifact: the key
-    // holds the wasm hash, so a different file compiles afresh.
-    env.add_plugin("faulty", "run_test");
+    // A changed wasm never reuses a stale artifact: the key holds the wasm
+    // hash. The same component with one more custom section is new bytes.
+    let mut bytes = std::fs::read(built_plugin("faulty")).unwrap();
+    let (name, data) = (b"test-nonce", b"1");
+    bytes.extend([0, (1 + name.len() + data.len()) as u8, name.len() as u8]);
+    bytes.extend(name.iter().chain(data));
+    std::fs::write(env.plugins.join("faulty.wasm"), bytes).unwrap();
     let third = env.host(&["list", "plugins"]).output().await.unwrap();
+    let text = String::from_utf8_lossy(&third.stdout);
+    let origin = |plugin: &str| {
+        let line = text.lines().find(|l| l.starts_with(&format!("{plugin}\t")));
+        line.and_then(|l| l.rsplit('\t').next()).map(str::to_string)
+    };
+    assert_eq!(origin("faulty").as_deref(), Some("Compiled"), "{text}");
+    assert_eq!(origin("run_test").as_deref(), Some("Cached"), "{text}");
+}
+
+#[tokio::test]
+async fn a_plugin_is_named_by_its_component_not_its_file() {
+    // Renamed, faulty keeps its own grants (keyed `faulty`, not `renamed`).
+    let env = Env::new(
+        &[],
+        "[plugins.faulty]\ncapabilities = [\"process\", \"fs\"]\nprocess.programs = [\"true\"]\nfs.read = [\"${workspace}\"]\n",
+    );
+    env.add_plugin("faulty", "renamed");
+    let host = env.start().await;
+    let ran = structured(&host.call("spawn", json!({"program": "true"})).await);
+    assert_eq!(ran["exit_code"], 0, "{ran}");
+
+    // A second file claiming the same name is left out, and says why.
+    env.add_plugin("faulty", "zz_copy");
+    let listed = env.host(&["list", "plugins"]).output().await.unwrap();
+    let text = String::from_utf8_lossy(&listed.stdout);
+    let refused = text
+        .lines()
+        .find(|l| l.contains("zz_copy.wasm"))
+        .unwrap_or_else(|| panic!("zz_copy not listed: {text}"));
     assert!(
-        String::from_utf8_lossy(&third.stdout).contains("faulty\t"),
-        "faulty listed"
+        refused.starts_with("faulty\t")
+            && refused.contains("NOT LOADED")
+            && refused.contains("renamed.wasm")
+            && refused.contains("not from its file name"),
+        "{refused}"
+    );
+    assert!(
+        text.lines().any(|l| l.starts_with("faulty\t")
+            && l.contains("renamed.wasm")
+            && l.contains("tools")),
+        "{text}"
     );
 }
 
@@ -688,4 +744,30 @@ async fn a_2026_07_28_client_hears_of_new_tools_through_its_subscription() {
         tools.iter().any(|t| t.name == "noop"),
         "the new tools are served"
     );
+}
+
+#[tokio::test]
+async fn the_example_plugin_serves_its_typed_tool() {
+    let env = Env::new(&["hello"], "");
+    let host = env.start().await;
+    let tools = host.tools().await;
+    let hello = tools
+        .iter()
+        .find(|t| t.name == "hello")
+        .expect("hello listed");
+    // The schema comes from the argument type: doc comments, bounds, required.
+    let name = &hello.input_schema["properties"]["name"];
+    assert_eq!(name["description"], "Whom to greet.", "{name}");
+    assert_eq!(name["maxLength"], 100, "{name}");
+    assert_eq!(hello.input_schema["required"], json!(["name"]));
+    assert_eq!(
+        hello.annotations.as_ref().and_then(|a| a.read_only_hint),
+        Some(true)
+    );
+    let r = host
+        .call("hello", json!({"name": "Ada", "shout": true}))
+        .await;
+    assert_eq!(structured(&r), json!({"text": "HELLO, ADA!", "chars": 11}));
+    let blank = host.call("hello", json!({"name": "  "})).await;
+    assert_eq!(structured(&blank)["code"], "invalid_request", "{blank:?}");
 }

@@ -83,8 +83,11 @@ async fn a_pattern_that_never_comes_times_out_and_close_kills_the_tree() {
     .await;
     assert_eq!(out["reads"][0]["matched"], true, "{out}");
     assert_eq!(out["reads"][1]["matched"], false, "{out}");
+    // Closed while running: killed, so a signal or a failing exit code
+    // (never nothing at all).
+    let end = &out["end"];
     assert!(
-        out["end"]["signal"].is_string() || out["end"]["exit_code"] != 0,
+        end["signal"].is_string() || end["exit_code"].as_i64().is_some_and(|c| c != 0),
         "{out}"
     );
     for pid in std::fs::read_dir("/proc").unwrap().flatten() {
@@ -105,10 +108,10 @@ async fn programs_outside_the_policy_are_denied() {
         )
         .await;
     let e = structured(&r);
-    assert_eq!(e["code"], "pty_error");
+    assert_eq!(e["code"], "denied", "{e}");
     let message = e["message"].as_str().unwrap();
     assert!(
-        message.contains("Denied") && message.contains("process.programs"),
+        message.contains("process.programs") && message.contains("\"sleep\""),
         "{message}"
     );
 }
@@ -122,11 +125,7 @@ async fn no_pseudo_terminal_gives_tty_unavailable() {
             .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
     });
     if !root || !require_program("unshare", "install util-linux") {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "CI=true runs as root with unshare"
-        );
-        eprintln!("SKIPPED: hiding /dev/ptmx needs root and unshare");
+        skip("hiding /dev/ptmx needs root and unshare");
         return;
     }
     let env = Env::new(&["faulty"], PTY_POLICY);
@@ -149,7 +148,7 @@ async fn no_pseudo_terminal_gives_tty_unavailable() {
     let out = wrapped.output().await.unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
-        stdout.contains("TtyUnavailable"),
+        stdout.contains("\"unavailable\"") && stdout.contains("no pseudo-terminal could be opened"),
         "stdout: {stdout}\nstderr: {}",
         String::from_utf8_lossy(&out.stderr)
     );
