@@ -770,4 +770,9 @@ async fn the_example_plugin_serves_its_typed_tool() {
     assert_eq!(structured(&r), json!({"text": "HELLO, ADA!", "chars": 11}));
     let blank = host.call("hello", json!({"name": "  "})).await;
     assert_eq!(structured(&blank)["code"], "invalid_request", "{blank:?}");
+    // It exports no `lifecycle`, so the host runs no background refresh for
+    // it (an exported no-op one would have logged by now).
+    let log = std::fs::read_to_string(env.stderr_log()).unwrap();
+    assert!(log.contains("plugin loaded"), "{log}");
+    assert!(!log.contains("background refresh"), "{log}");
 }

@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{LazyLock, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::bindings::Refusal;
 use crate::bindings::mcphost::plugin::containers::{
     ContainerError, ContainerInfo, CreateRequest, ExecRequest, Host, PortBinding, Removal, StopKind,
 };
@@ -34,7 +35,7 @@ use timebox::{MARKER_VAR, Spawn};
 /// The label that ties a container to the plugin that made it.
 pub const OWNER_LABEL: &str = "mcphost.plugin";
 
-type Answer<T> = wasmtime::Result<Result<T, ContainerError>>;
+type Answer<T> = Result<T, Refusal<ContainerError>>;
 
 impl From<PodmanError> for ContainerError {
     fn from(e: PodmanError) -> Self {
@@ -124,9 +125,7 @@ fn run_args(g: &Grants, request: &CreateRequest) -> Result<Vec<String>, Containe
     args.extend(["--label".into(), format!("{OWNER_LABEL}={}", g.plugin)]);
     for (key, value) in &request.labels {
         if key.is_empty() || key.contains('=') || key == OWNER_LABEL {
-            return Err(ContainerError::Invalid(format!(
-                "label `{key}` cannot be set"
-            )));
+            return Err(ContainerError::Invalid(format!("label `{key}` cannot be set")));
         }
         if value.contains('\n') {
             return Err(ContainerError::Invalid(format!(
@@ -192,162 +191,162 @@ fn run_args(g: &Grants, request: &CreateRequest) -> Result<Vec<String>, Containe
 }
 
 impl Host for CallState {
+    fn convert_container_error(
+        &mut self,
+        err: Refusal<ContainerError>,
+    ) -> wasmtime::Result<ContainerError> {
+        err.into_wit()
+    }
+
     async fn run(&mut self, request: CreateRequest) -> Answer<ContainerInfo> {
-        answer!(self, |g| {
-            granted(&g)?;
-            let args = run_args(&g, &request)?;
-            let id = podman::run(&args).await?.trim().to_string();
-            let info = owned(&g, &id).await?;
-            Ok(container_info(&info))
-        })
+        let g = self.grants.clone();
+        granted(&g)?;
+        let args = run_args(&g, &request)?;
+        let id = podman::run(&args).await?.trim().to_string();
+        let info = owned(&g, &id).await?;
+        Ok(container_info(&info))
     }
 
     async fn exec(&mut self, id: String, request: ExecRequest) -> Answer<RunResult> {
         let call = self.call.clone();
-        answer!(self, |g| {
-            granted(&g)?;
-            let known = OWNED
-                .lock()
-                .expect("owned set poisoned")
-                .contains(&(g.plugin.clone(), id.clone()));
-            let image = if request.use_entrypoint || !known {
-                Some(owned(&g, &id).await?.image_name)
-            } else {
-                None
-            };
-            if request.argv.is_empty() {
-                return Err(ContainerError::Invalid("argv is empty".into()));
+        let g = self.grants.clone();
+        granted(&g)?;
+        let known = OWNED
+            .lock()
+            .expect("owned set poisoned")
+            .contains(&(g.plugin.clone(), id.clone()));
+        let image = if request.use_entrypoint || !known {
+            Some(owned(&g, &id).await?.image_name)
+        } else {
+            None
+        };
+        if request.argv.is_empty() {
+            return Err(ContainerError::Invalid("argv is empty".into()).into());
+        }
+        let mut args: Vec<String> = vec!["exec".into(), "--env".into(), MARKER_VAR.into()];
+        if request.stdin.is_some() {
+            args.push("--interactive".into());
+        }
+        if let Some(dir) = &request.workdir {
+            args.extend(["--workdir".into(), dir.clone()]);
+        }
+        args.extend(env_args(&request.env)?);
+        args.push(id.clone());
+        if let (true, Some(image)) = (request.use_entrypoint, &image) {
+            args.extend(podman::image_entrypoint(image).await?);
+        }
+        args.extend(request.argv.iter().cloned());
+        let remaining = call.deadline.saturating_duration_since(Instant::now());
+        let spawn = Spawn {
+            program: podman::program()?,
+            args,
+            cwd: std::env::temp_dir(),
+            env: std::env::vars().collect(),
+            stdin: request.stdin,
+            timeout: Duration::from_millis(request.timeout_ms).min(remaining),
+            no_output_timeout: request.no_output_timeout_ms.map(Duration::from_millis),
+            tail_bytes: request.tail_bytes.min(MAX_TAIL_BYTES) as usize,
+            log: None,
+        };
+        let progress = RunProgress::new(call.client.clone(), format!("podman exec {id}"));
+        let outcome = timebox::run(&spawn, &call.cancel, &progress).await;
+        // Podman's own failures (exit 125/255 with its `Error:` line and
+        // nothing on stdout): the session never ran. Matched narrowly so
+        // a command's own exit code 125 is never mistaken for one.
+        if matches!(outcome.exit_code, Some(125) | Some(255)) && outcome.stdout_bytes == 0 {
+            let said: String = outcome.tail.chunks().into_iter().map(|(_, t)| t).collect();
+            let podman_said = said.starts_with("Error: ")
+                && [
+                    "no such container",
+                    "no container with",
+                    "container state improper",
+                ]
+                .iter()
+                .any(|sign| said.contains(sign));
+            if podman_said {
+                return Err(podman::classify(&format!("podman exec {id}"), &said).into());
             }
-            let mut args: Vec<String> = vec!["exec".into(), "--env".into(), MARKER_VAR.into()];
-            if request.stdin.is_some() {
-                args.push("--interactive".into());
-            }
-            if let Some(dir) = &request.workdir {
-                args.extend(["--workdir".into(), dir.clone()]);
-            }
-            args.extend(env_args(&request.env)?);
-            args.push(id.clone());
-            if let (true, Some(image)) = (request.use_entrypoint, &image) {
-                args.extend(podman::image_entrypoint(image).await?);
-            }
-            args.extend(request.argv.iter().cloned());
-            let remaining = call.deadline.saturating_duration_since(Instant::now());
-            let spawn = Spawn {
-                program: podman::program()?,
-                args,
-                cwd: std::env::temp_dir(),
-                env: std::env::vars().collect(),
-                stdin: request.stdin,
-                timeout: Duration::from_millis(request.timeout_ms).min(remaining),
-                no_output_timeout: request.no_output_timeout_ms.map(Duration::from_millis),
-                tail_bytes: request.tail_bytes.min(MAX_TAIL_BYTES) as usize,
-                log: None,
-            };
-            let progress = RunProgress::new(call.client.clone(), format!("podman exec {id}"));
-            let outcome = timebox::run(&spawn, &call.cancel, &progress).await;
-            // Podman's own failures (exit 125/255 with its `Error:` line and
-            // nothing on stdout): the session never ran. Matched narrowly so
-            // a command's own exit code 125 is never mistaken for one.
-            if matches!(outcome.exit_code, Some(125) | Some(255)) && outcome.stdout_bytes == 0 {
-                let said: String = outcome.tail.chunks().into_iter().map(|(_, t)| t).collect();
-                let podman_said = said.starts_with("Error: ")
-                    && [
-                        "no such container",
-                        "no container with",
-                        "container state improper",
-                    ]
-                    .iter()
-                    .any(|sign| said.contains(sign));
-                if podman_said {
-                    return Err(podman::classify(&format!("podman exec {id}"), &said).into());
-                }
-            }
-            tracing::debug!(
-                plugin = %g.plugin, trace_id = %call.trace_id, container = %id,
-                ending = ?outcome.ending, exit_code = ?outcome.exit_code, kill = ?outcome.kill,
-                "exec finished"
-            );
-            Ok(run_result(outcome))
-        })
+        }
+        tracing::debug!(
+            plugin = %g.plugin, trace_id = %call.trace_id, container = %id,
+            ending = ?outcome.ending, exit_code = ?outcome.exit_code, kill = ?outcome.kill,
+            "exec finished"
+        );
+        Ok(run_result(outcome))
     }
 
     async fn inspect(&mut self, id: String) -> Answer<ContainerInfo> {
-        answer!(self, |g| owned(&g, &id)
-            .await
-            .map(|info| container_info(&info)))
+        Ok(container_info(&owned(&self.grants, &id).await?))
     }
 
     async fn stop(&mut self, id: String, grace_ms: u32) -> Answer<StopKind> {
-        answer!(self, |g| {
-            let info = owned(&g, &id).await?;
-            stop(&info, grace_ms).await
-        })
+        let g = self.grants.clone();
+        let info = owned(&g, &id).await?;
+        Ok(stop(&info, grace_ms).await?)
     }
 
     async fn remove(&mut self, id: String, grace_ms: u32) -> Answer<Removal> {
-        answer!(self, |g| {
-            let info = owned(&g, &id).await?;
-            let stop = stop(&info, grace_ms).await?;
-            podman::run(&[
-                "rm".into(),
-                "--force".into(),
-                "--time=0".into(),
-                info.id.clone(),
-            ])
-            .await?;
-            forget(&g.plugin, &info);
-            let leftovers = tokio::task::spawn_blocking({
-                let (id, name) = (info.id.clone(), info.name.clone());
-                move || kill_leftovers(&id, &name)
-            })
-            .await
-            .unwrap_or(0);
-            Ok(Removal {
-                id: info.id,
-                stop,
-                leftovers_killed: leftovers,
-            })
+        let g = self.grants.clone();
+        let info = owned(&g, &id).await?;
+        let stop = stop(&info, grace_ms).await?;
+        podman::run(&[
+            "rm".into(),
+            "--force".into(),
+            "--time=0".into(),
+            info.id.clone(),
+        ])
+        .await?;
+        forget(&g.plugin, &info);
+        let leftovers = tokio::task::spawn_blocking({
+            let (id, name) = (info.id.clone(), info.name.clone());
+            move || kill_leftovers(&id, &name)
+        })
+        .await
+        .unwrap_or(0);
+        Ok(Removal {
+            id: info.id,
+            stop,
+            leftovers_killed: leftovers,
         })
     }
 
     async fn list(&mut self, labels: Vec<(String, String)>) -> Answer<Vec<ContainerInfo>> {
-        answer!(self, |g| {
-            granted(&g)?;
-            let mut args: Vec<String> = vec![
-                "ps".into(),
-                "--all".into(),
-                "--quiet".into(),
-                "--no-trunc".into(),
-                "--filter".into(),
-                format!("label={OWNER_LABEL}={}", g.plugin),
-            ];
-            for (key, value) in &labels {
-                check_word("label", key)?;
-                args.extend(["--filter".into(), format!("label={key}={value}")]);
-            }
-            let ids: Vec<String> = podman::run(&args)
-                .await?
-                .lines()
-                .map(str::to_string)
-                .collect();
-            // A container removed between `ps` and `inspect` is simply gone.
-            let found = match podman::inspect(&ids).await {
-                Err(PodmanError::NotFound(_)) => {
-                    let mut found = Vec::new();
-                    for id in ids {
-                        found.extend(podman::inspect(&[id]).await.unwrap_or_default());
-                    }
-                    found
+        let g = self.grants.clone();
+        granted(&g)?;
+        let mut args: Vec<String> = vec![
+            "ps".into(),
+            "--all".into(),
+            "--quiet".into(),
+            "--no-trunc".into(),
+            "--filter".into(),
+            format!("label={OWNER_LABEL}={}", g.plugin),
+        ];
+        for (key, value) in &labels {
+            check_word("label", key)?;
+            args.extend(["--filter".into(), format!("label={key}={value}")]);
+        }
+        let ids: Vec<String> = podman::run(&args)
+            .await?
+            .lines()
+            .map(str::to_string)
+            .collect();
+        // A container removed between `ps` and `inspect` is simply gone.
+        let found = match podman::inspect(&ids).await {
+            Err(PodmanError::NotFound(_)) => {
+                let mut found = Vec::new();
+                for id in ids {
+                    found.extend(podman::inspect(&[id]).await.unwrap_or_default());
                 }
-                other => other?,
-            };
-            Ok(found
-                .iter()
-                .filter(|info| owner(info) == Some(g.plugin.as_str()))
-                .inspect(|info| remember(&g.plugin, info))
-                .map(container_info)
-                .collect())
-        })
+                found
+            }
+            other => other?,
+        };
+        Ok(found
+            .iter()
+            .filter(|info| owner(info) == Some(g.plugin.as_str()))
+            .inspect(|info| remember(&g.plugin, info))
+            .map(container_info)
+            .collect())
     }
 }
 

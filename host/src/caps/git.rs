@@ -12,13 +12,14 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::bindings::Refusal;
 use crate::bindings::mcphost::plugin::git::{CommitOutcome, GitError, GitFailure, Host, LargeFile};
 use crate::paths::confine;
 use crate::policy::Grants;
 use crate::store::CallState;
 use hostgit::{self as git, GitError as RunError, Repo};
 
-type Answer<T> = wasmtime::Result<Result<T, GitError>>;
+type Answer<T> = Result<T, Refusal<GitError>>;
 
 impl From<RunError> for GitError {
     fn from(e: RunError) -> Self {
@@ -43,9 +44,7 @@ impl From<RunError> for GitError {
 fn git_path(g: &Grants, path: &str) -> Result<PathBuf, GitError> {
     g.require("git").map_err(GitError::Denied)?;
     if !Path::new(path).is_absolute() {
-        return Err(GitError::Invalid(format!(
-            "`{path}` is not an absolute path"
-        )));
+        return Err(GitError::Invalid(format!("`{path}` is not an absolute path")));
     }
     confine(path, &g.workspace, &g.write_roots).ok_or_else(|| {
         GitError::Denied(g.denial(
@@ -118,34 +117,33 @@ fn restore_gitfile(tree: &Repo) -> Result<Option<String>, GitError> {
 }
 
 impl Host for CallState {
+    fn convert_git_error(&mut self, err: Refusal<GitError>) -> wasmtime::Result<GitError> {
+        err.into_wit()
+    }
+
     async fn open(&mut self, path: String) -> Answer<String> {
-        answer!(self, |g| {
-            let repo = repository(&g, &path)?;
-            Ok(repo.work_tree().to_string_lossy().into_owned())
-        })
+        let g = self.grants.clone();
+        let repo = repository(&g, &path)?;
+        Ok(repo.work_tree().to_string_lossy().into_owned())
     }
 
     async fn status(&mut self, repo: String) -> Answer<Vec<String>> {
-        answer!(self, |g| {
-            let repo = repository(&g, &repo)?;
-            let out =
-                git_locked(&repo, &["status", "--porcelain", "--untracked-files=all"]).await?;
-            Ok(out.lines().map(str::to_string).collect())
-        })
+        let g = self.grants.clone();
+        let repo = repository(&g, &repo)?;
+        let out = git_locked(&repo, &["status", "--porcelain", "--untracked-files=all"]).await?;
+        Ok(out.lines().map(str::to_string).collect())
     }
 
     async fn remote_url(&mut self, repo: String, name: String) -> Answer<Option<String>> {
-        answer!(self, |g| {
-            let repo = repository(&g, &repo)?;
-            Ok(git::remote_url(&repo, &name).await?)
-        })
+        let g = self.grants.clone();
+        let repo = repository(&g, &repo)?;
+        Ok(git::remote_url(&repo, &name).await?)
     }
 
     async fn resolve(&mut self, repo: String, rev: String) -> Answer<Option<String>> {
-        answer!(self, |g| {
-            let repo = repository(&g, &repo)?;
-            Ok(git::resolve(&repo, &rev).await?)
-        })
+        let g = self.grants.clone();
+        let repo = repository(&g, &repo)?;
+        Ok(git::resolve(&repo, &rev).await?)
     }
 
     async fn worktree_add(
@@ -155,65 +153,62 @@ impl Host for CallState {
         branch: String,
         start: String,
     ) -> Answer<()> {
-        answer!(self, |g| {
-            let repo = repository(&g, &repo)?;
-            let path = git_path(&g, &path)?;
-            check_ref_name(&branch)?;
-            let path = path.to_string_lossy();
-            let lock = git::repo_lock(&repo);
-            let _held = lock.lock().await;
-            // Parallel checkout (one worker per core): a 10k-file worktree is
-            // written 2-4x faster than by git's default single worker.
-            let args = ["worktree", "add", "-b", &branch, "--", &path, &start];
-            repo.run_with(&["checkout.workers=0".into()], &args)
-                .await
-                .map(drop)
-                .map_err(Into::into)
-        })
+        let g = self.grants.clone();
+        let repo = repository(&g, &repo)?;
+        let path = git_path(&g, &path)?;
+        check_ref_name(&branch)?;
+        let path = path.to_string_lossy();
+        let lock = git::repo_lock(&repo);
+        let _held = lock.lock().await;
+        // Parallel checkout (one worker per core): a 10k-file worktree is
+        // written 2-4x faster than by git's default single worker.
+        let args = ["worktree", "add", "-b", &branch, "--", &path, &start];
+        repo.run_with(&["checkout.workers=0".into()], &args)
+            .await
+            .map(drop)
+            .map_err(Into::into)
     }
 
     async fn worktree_remove(&mut self, repo: String, path: String, force: bool) -> Answer<()> {
-        answer!(self, |g| {
-            let repo = repository(&g, &repo)?;
-            let path = git_path(&g, &path)?;
-            // git checks that the worktree's `.git` points back before it
-            // removes anything; a replaced one would make every removal fail.
-            if let Ok(tree) = repo.linked(&path).await
-                && let Some(warning) = restore_gitfile(&tree)?
-            {
-                tracing::warn!("{warning}");
-            }
-            let path = path.to_string_lossy();
-            let mut args = vec!["worktree", "remove", "--force"];
-            if force {
-                args.push("--force");
-            }
-            args.extend(["--", &path]);
-            git_locked(&repo, &args).await.map(drop)
-        })
+        let g = self.grants.clone();
+        let repo = repository(&g, &repo)?;
+        let path = git_path(&g, &path)?;
+        // git checks that the worktree's `.git` points back before it
+        // removes anything; a replaced one would make every removal fail.
+        if let Ok(tree) = repo.linked(&path).await
+            && let Some(warning) = restore_gitfile(&tree)?
+        {
+            tracing::warn!("{warning}");
+        }
+        let path = path.to_string_lossy();
+        let mut args = vec!["worktree", "remove", "--force"];
+        if force {
+            args.push("--force");
+        }
+        args.extend(["--", &path]);
+        git_locked(&repo, &args).await?;
+        Ok(())
     }
 
     async fn worktree_prune(&mut self, repo: String) -> Answer<()> {
-        answer!(self, |g| {
-            let repo = repository(&g, &repo)?;
-            git_locked(&repo, &["worktree", "prune"]).await.map(drop)
-        })
+        let g = self.grants.clone();
+        let repo = repository(&g, &repo)?;
+        git_locked(&repo, &["worktree", "prune"]).await?;
+        Ok(())
     }
 
     async fn delete_branch(&mut self, repo: String, branch: String) -> Answer<bool> {
-        answer!(self, |g| {
-            let repo = repository(&g, &repo)?;
-            check_ref_name(&branch)?;
-            if git::resolve(&repo, &format!("refs/heads/{branch}"))
-                .await?
-                .is_none()
-            {
-                return Ok(false);
-            }
-            git_locked(&repo, &["branch", "-D", "--", &branch])
-                .await
-                .map(|_| true)
-        })
+        let g = self.grants.clone();
+        let repo = repository(&g, &repo)?;
+        check_ref_name(&branch)?;
+        if git::resolve(&repo, &format!("refs/heads/{branch}"))
+            .await?
+            .is_none()
+        {
+            return Ok(false);
+        }
+        git_locked(&repo, &["branch", "-D", "--", &branch]).await?;
+        Ok(true)
     }
 
     async fn commit_all(
@@ -223,105 +218,103 @@ impl Host for CallState {
         message: String,
         max_file_bytes: u64,
     ) -> Answer<CommitOutcome> {
-        answer!(self, |g| {
-            if message.trim().is_empty() {
-                return Err(GitError::Invalid(
-                    "the commit message is empty: say what the commit holds".into(),
-                ));
-            }
-            let repo = repository(&g, &repo)?;
-            let tree = repo.linked(&git_path(&g, &worktree)?).await?;
-            let lock = git::repo_lock(&tree);
-            let _held = lock.lock().await;
-            let mut warnings: Vec<String> = restore_gitfile(&tree)?.into_iter().collect();
-            warnings.extend(git::break_stale_index_lock(&tree));
-            let excludes = git::default_excludes(&tree)?;
-            tree.run_with(&excludes, &["add", "--all"]).await?;
-            let list_staged = [
-                "diff",
-                "--cached",
-                "--name-only",
-                "-z",
-                "--no-ext-diff",
-                "--no-textconv",
-            ];
-            let mut staged = tree.run(&list_staged).await?;
-            let too_large = oversized(&tree, &staged, max_file_bytes);
-            if !too_large.is_empty() {
-                let mut args = vec!["reset", "--quiet", "--"];
-                args.extend(too_large.iter().map(|f| f.path.as_str()));
-                tree.run(&args).await?;
-                staged = tree.run(&list_staged).await?;
-            }
-            if staged.is_empty() {
-                return Ok(CommitOutcome {
-                    commit: None,
-                    warnings,
-                    too_large,
-                });
-            }
-            let identity = git::identity(&tree, &g.plugin).await;
-            tree.run_with(
-                &identity,
-                &["commit", "--quiet", "--no-verify", "-m", &message],
+        let g = self.grants.clone();
+        if message.trim().is_empty() {
+            return Err(GitError::Invalid(
+                "the commit message is empty: say what the commit holds".into(),
             )
-            .await?;
-            Ok(CommitOutcome {
-                commit: git::resolve(&tree, "HEAD").await?,
+            .into());
+        }
+        let repo = repository(&g, &repo)?;
+        let tree = repo.linked(&git_path(&g, &worktree)?).await?;
+        let lock = git::repo_lock(&tree);
+        let _held = lock.lock().await;
+        let mut warnings: Vec<String> = restore_gitfile(&tree)?.into_iter().collect();
+        warnings.extend(git::break_stale_index_lock(&tree));
+        let excludes = git::default_excludes(&tree)?;
+        tree.run_with(&excludes, &["add", "--all"]).await?;
+        let list_staged = [
+            "diff",
+            "--cached",
+            "--name-only",
+            "-z",
+            "--no-ext-diff",
+            "--no-textconv",
+        ];
+        let mut staged = tree.run(&list_staged).await?;
+        let too_large = oversized(&tree, &staged, max_file_bytes);
+        if !too_large.is_empty() {
+            let mut args = vec!["reset", "--quiet", "--"];
+            args.extend(too_large.iter().map(|f| f.path.as_str()));
+            tree.run(&args).await?;
+            staged = tree.run(&list_staged).await?;
+        }
+        if staged.is_empty() {
+            return Ok(CommitOutcome {
+                commit: None,
                 warnings,
                 too_large,
-            })
+            });
+        }
+        let identity = git::identity(&tree, &g.plugin).await;
+        tree.run_with(
+            &identity,
+            &["commit", "--quiet", "--no-verify", "-m", &message],
+        )
+        .await?;
+        Ok(CommitOutcome {
+            commit: git::resolve(&tree, "HEAD").await?,
+            warnings,
+            too_large,
         })
     }
 
     async fn push(&mut self, repo: String, remote: String, refspecs: Vec<String>) -> Answer<()> {
-        answer!(self, |g| {
-            let repo = repository(&g, &repo)?;
-            let Some(url) = git::remote_url(&repo, &remote).await? else {
-                return Err(GitError::Invalid(format!(
-                    "the repository has no remote `{remote}`"
-                )));
-            };
-            // Only a local remote inside a writable root: a push writes there.
-            // `host:path` (scp-like) and `scheme://` other than file:// are network remotes.
-            let network = url
-                .split('/')
-                .next()
-                .is_some_and(|first| first.contains(':'));
-            let local = match url.strip_prefix("file://") {
-                Some(path) => path,
-                None if network => {
-                    return Err(GitError::Denied(format!(
-                        "plugin `{}` may push only to local remotes; remote `{remote}` is {url}",
-                        g.plugin
-                    )));
-                }
-                None => &url,
-            };
-            git_path(&g, &repo.work_tree().join(local).to_string_lossy())?;
-            for spec in &refspecs {
-                if spec.starts_with('-') {
-                    return Err(GitError::Invalid(format!(
-                        "refspec `{spec}` starts with '-'"
-                    )));
-                }
+        let g = self.grants.clone();
+        let repo = repository(&g, &repo)?;
+        let Some(url) = git::remote_url(&repo, &remote).await? else {
+            return Err(
+                GitError::Invalid(format!("the repository has no remote `{remote}`")).into(),
+            );
+        };
+        // Only a local remote inside a writable root: a push writes there.
+        // `host:path` (scp-like) and `scheme://` other than file:// are network remotes.
+        let network = url
+            .split('/')
+            .next()
+            .is_some_and(|first| first.contains(':'));
+        let local = match url.strip_prefix("file://") {
+            Some(path) => path,
+            None if network => {
+                return Err(GitError::Denied(format!(
+                    "plugin `{}` may push only to local remotes; remote `{remote}` is {url}",
+                    g.plugin
+                ))
+                .into());
             }
-            let mut args = vec!["push", "--quiet", "--no-verify", "--force", &remote];
-            args.extend(refspecs.iter().map(String::as_str));
-            git_locked(&repo, &args).await.map(drop)
-        })
+            None => &url,
+        };
+        git_path(&g, &repo.work_tree().join(local).to_string_lossy())?;
+        for spec in &refspecs {
+            if spec.starts_with('-') {
+                return Err(GitError::Invalid(format!("refspec `{spec}` starts with '-'")).into());
+            }
+        }
+        let mut args = vec!["push", "--quiet", "--no-verify", "--force", &remote];
+        args.extend(refspecs.iter().map(String::as_str));
+        git_locked(&repo, &args).await?;
+        Ok(())
     }
 
     async fn exclude(&mut self, repo: String, pattern: String) -> Answer<()> {
-        answer!(self, |g| {
-            let repo = repository(&g, &repo)?;
-            if pattern.contains('\n') {
-                return Err(GitError::Invalid("an exclude pattern is one line".into()));
-            }
-            let lock = git::repo_lock(&repo);
-            let _held = lock.lock().await;
-            Ok(git::exclude(&repo, &pattern).await?)
-        })
+        let g = self.grants.clone();
+        let repo = repository(&g, &repo)?;
+        if pattern.contains('\n') {
+            return Err(GitError::Invalid("an exclude pattern is one line".into()).into());
+        }
+        let lock = git::repo_lock(&repo);
+        let _held = lock.lock().await;
+        Ok(git::exclude(&repo, &pattern).await?)
     }
 }
 

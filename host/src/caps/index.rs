@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use wasmtime::component::Resource;
 
-use crate::bindings::CapabilityError;
+use crate::bindings::{CapabilityError, Refusal};
 use textindex::{Builder, FieldSpec, Kind, Spec};
 
 use crate::bindings::mcphost::plugin::index::{
@@ -16,7 +16,7 @@ use crate::bindings::mcphost::plugin::index::{
 use crate::paths::confine;
 use crate::store::CallState;
 
-type Answer<T> = wasmtime::Result<Result<T, CapabilityError>>;
+type Answer<T> = Result<T, Refusal<CapabilityError>>;
 
 impl CallState {
     /// The directory of index `name`, if the plugin may use indexes.
@@ -55,9 +55,8 @@ impl CallState {
 
 impl Host for CallState {
     async fn open(&mut self, name: String) -> Answer<Option<IndexInfo>> {
-        Ok(self
-            .index_dir(&name)
-            .map(|dir| textindex::open(&name, &dir).map(|o| info(&o.info))))
+        let dir = self.index_dir(&name)?;
+        Ok(textindex::open(&name, &dir).map(|o| info(&o.info)))
     }
 
     async fn build(
@@ -66,41 +65,32 @@ impl Host for CallState {
         schema: Schema,
         version: String,
     ) -> Answer<Option<Resource<Builder>>> {
-        let dir = match self.index_dir(&name) {
-            Ok(dir) => dir,
-            Err(e) => return Ok(Err(e)),
-        };
-        let spec = match spec(schema, &version) {
-            Ok(spec) => spec,
-            Err(why) => {
-                return Ok(Err(CapabilityError::Invalid(format!(
-                    "index `{name}`: {why}"
-                ))));
-            }
-        };
+        let dir = self.index_dir(&name)?;
+        let spec = spec(schema, &version)
+            .map_err(|why| CapabilityError::Invalid(format!("index `{name}`: {why}")))?;
         match textindex::build(&name, &dir, spec).await {
-            Ok(Some(builder)) => Ok(Ok(Some(self.table.push(builder)?))),
-            Ok(None) => Ok(Ok(None)),
-            Err(e) => Ok(Err(CapabilityError::Invalid(format!(
+            Ok(Some(builder)) => Ok(Some(self.table.push(builder)?)),
+            Ok(None) => Ok(None),
+            Err(e) => Err(CapabilityError::Invalid(format!(
                 "cannot build index `{name}` in {}: {e:#}",
                 dir.display()
-            )))),
+            ))
+            .into()),
         }
     }
 
     async fn search(&mut self, name: String, request: SearchRequest) -> Answer<Vec<Hit>> {
         let request = search_request(request);
-        Ok(self.opened(&name).and_then(|o| {
-            let hits = textindex::search(&o, &request).map_err(CapabilityError::Invalid)?;
-            Ok(hits
-                .into_iter()
-                .map(|h| Hit {
-                    score: h.score,
-                    fields: h.fields,
-                    snippet: h.snippet,
-                })
-                .collect())
-        }))
+        let opened = self.opened(&name)?;
+        let hits = textindex::search(&opened, &request).map_err(CapabilityError::Invalid)?;
+        Ok(hits
+            .into_iter()
+            .map(|h| Hit {
+                score: h.score,
+                fields: h.fields,
+                snippet: h.snippet,
+            })
+            .collect())
     }
 
     async fn get(
@@ -109,9 +99,10 @@ impl Host for CallState {
         id: String,
         return_: Vec<String>,
     ) -> Answer<Option<Document>> {
-        Ok(self
-            .opened(&name)
-            .and_then(|o| o.get(&id, &return_).map_err(CapabilityError::Invalid)))
+        let opened = self.opened(&name)?;
+        Ok(opened
+            .get(&id, &return_)
+            .map_err(CapabilityError::Invalid)?)
     }
 
     async fn terms(
@@ -121,10 +112,10 @@ impl Host for CallState {
         prefix: String,
         limit: u32,
     ) -> Answer<Vec<String>> {
-        Ok(self.opened(&name).and_then(|o| {
-            o.terms(&field, &prefix, limit as usize)
-                .map_err(CapabilityError::Invalid)
-        }))
+        let opened = self.opened(&name)?;
+        Ok(opened
+            .terms(&field, &prefix, limit as usize)
+            .map_err(CapabilityError::Invalid)?)
     }
 }
 
@@ -134,16 +125,16 @@ impl HostBuilder for CallState {
             .table
             .get_mut(&builder)?
             .add(documents)
-            .map_err(CapabilityError::Invalid))
+            .map_err(CapabilityError::Invalid)?)
     }
 
     async fn commit(&mut self, builder: Resource<Builder>) -> Answer<IndexInfo> {
         let builder = self.table.get_mut(&builder)?;
-        Ok(builder
+        let committed = builder
             .commit()
             .await
-            .map(|i| info(&i))
-            .map_err(|e| CapabilityError::Invalid(format!("commit failed: {e:#}"))))
+            .map_err(|e| CapabilityError::Invalid(format!("commit failed: {e:#}")))?;
+        Ok(info(&committed))
     }
 
     async fn drop(&mut self, builder: Resource<Builder>) -> wasmtime::Result<()> {

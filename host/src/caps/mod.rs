@@ -3,17 +3,6 @@
 //! functions check the grants first and answer `denied` with the config
 //! key that would grant them.
 
-/// For capability functions whose answer is `Result<T, E>`: run a block
-/// that uses `?`, with the call's grants as `g` (cloned: the future must be
-/// `Send`, and `CallState` is not `Sync`). Defined before the modules that
-/// use it.
-macro_rules! answer {
-    ($state:expr, |$g:ident| $body:expr) => {{
-        let $g = $state.grants.clone();
-        Ok(async move { $body }.await)
-    }};
-}
-
 pub mod containers;
 pub mod git;
 pub mod index;
@@ -25,4 +14,14 @@ pub mod spawn;
 
 use crate::store::CallState;
 
-impl crate::bindings::mcphost::plugin::types::Host for CallState {}
+use crate::bindings::Refusal;
+use crate::bindings::mcphost::plugin::types::{CapabilityError, Host};
+
+impl Host for CallState {
+    fn convert_capability_error(
+        &mut self,
+        err: Refusal<CapabilityError>,
+    ) -> wasmtime::Result<CapabilityError> {
+        err.into_wit()
+    }
+}

@@ -8,23 +8,17 @@ use std::time::{Duration, Instant};
 use timebox::{LineChild, LogFile, Spawn};
 use wasmtime::component::Resource;
 
-use crate::bindings::CapabilityError;
 use crate::bindings::mcphost::plugin::process::{
     ExitStatus, Host, HostChild, LineEvent, RunRequest, RunResult, StartRequest,
 };
+use crate::bindings::{CapabilityError, Refusal};
 use crate::caps::spawn::{MAX_TAIL_BYTES, RunProgress, run_result};
 use crate::paths::confine;
 use crate::store::CallState;
 
 impl Host for CallState {
-    async fn run(
-        &mut self,
-        request: RunRequest,
-    ) -> wasmtime::Result<Result<RunResult, CapabilityError>> {
-        let spawn = match self.check(request) {
-            Ok(spawn) => spawn,
-            Err(e) => return Ok(Err(e)),
-        };
+    async fn run(&mut self, request: RunRequest) -> Result<RunResult, Refusal<CapabilityError>> {
+        let spawn = self.check(request)?;
         let started = Instant::now();
         let progress = RunProgress::new(
             self.call.client.clone(),
@@ -36,18 +30,15 @@ impl Host for CallState {
             ending = ?outcome.ending, exit_code = ?outcome.exit_code, kill = ?outcome.kill,
             elapsed_ms = started.elapsed().as_millis() as u64, "process finished"
         );
-        Ok(Ok(run_result(outcome)))
+        Ok(run_result(outcome))
     }
 
     async fn start(
         &mut self,
         request: StartRequest,
-    ) -> wasmtime::Result<Result<Resource<LineChild>, CapabilityError>> {
+    ) -> Result<Resource<LineChild>, Refusal<CapabilityError>> {
         let allowed =
-            match self.allowed_program("process", &request.program, &request.cwd, request.env) {
-                Ok(allowed) => allowed,
-                Err(e) => return Ok(Err(e)),
-            };
+            self.allowed_program("process", &request.program, &request.cwd, request.env)?;
         let spawned = LineChild::spawn(
             &allowed.program,
             &request.args,
@@ -61,12 +52,13 @@ impl Host for CallState {
             Ok(child) => {
                 tracing::debug!(plugin = %self.grants.plugin, trace_id = %self.call.trace_id,
                     program = %allowed.program.display(), "long-lived child started");
-                Ok(Ok(self.table.push(child)?))
+                Ok(self.table.push(child)?)
             }
-            Err(e) => Ok(Err(CapabilityError::Invalid(format!(
+            Err(e) => Err(CapabilityError::Invalid(format!(
                 "cannot start {}: {e}",
                 allowed.program.display()
-            )))),
+            ))
+            .into()),
         }
     }
 }
@@ -76,12 +68,12 @@ impl HostChild for CallState {
         &mut self,
         child: Resource<LineChild>,
         data: String,
-    ) -> wasmtime::Result<Result<(), CapabilityError>> {
+    ) -> Result<(), Refusal<CapabilityError>> {
         let child = self.table.get_mut(&child)?;
         Ok(child
             .write(&data)
             .await
-            .map_err(|e| CapabilityError::Invalid(format!("the program's stdin is closed: {e}"))))
+            .map_err(|e| CapabilityError::Invalid(format!("the program's stdin is closed: {e}")))?)
     }
 
     async fn read_line(

@@ -8,10 +8,10 @@ use std::time::{Duration, Instant};
 use timebox::pty::{Exit, Program, Read, Session, StartError};
 use wasmtime::component::Resource;
 
-use crate::bindings::CapabilityError;
 use crate::bindings::mcphost::plugin::pty::{
     ExitStatus, Host, HostSession, PtyError, ReadResult, SpawnRequest,
 };
+use crate::bindings::{CapabilityError, Refusal};
 use crate::store::CallState;
 
 impl From<CapabilityError> for PtyError {
@@ -40,33 +40,27 @@ fn status(exit: Exit) -> ExitStatus {
     }
 }
 
-type Answer<T> = wasmtime::Result<Result<T, PtyError>>;
+type Answer<T> = Result<T, Refusal<PtyError>>;
 
 impl Host for CallState {
+    fn convert_pty_error(&mut self, err: Refusal<PtyError>) -> wasmtime::Result<PtyError> {
+        err.into_wit()
+    }
+
     async fn spawn(&mut self, request: SpawnRequest) -> Answer<Resource<Session>> {
-        let allowed = match self.allowed_program(
-            "pty",
-            &request.program,
-            &request.cwd,
-            request.env.clone(),
-        ) {
-            Ok(allowed) => allowed,
-            Err(e) => return Ok(Err(e.into())),
-        };
-        let session = match Session::start(Program {
+        let allowed =
+            self.allowed_program("pty", &request.program, &request.cwd, request.env.clone())?;
+        let session = Session::start(Program {
             program: &allowed.program,
             args: &request.args,
             cwd: &allowed.cwd,
             env: &allowed.env,
             rows: request.rows,
             cols: request.cols,
-        }) {
-            Ok(session) => session,
-            Err(e) => return Ok(Err(e.into())),
-        };
+        })?;
         tracing::debug!(plugin = %self.grants.plugin, trace_id = %self.call.trace_id,
             program = %allowed.program.display(), pid = session.leader(), "pty session started");
-        Ok(Ok(self.table.push(session)?))
+        Ok(self.table.push(session)?)
     }
 }
 
@@ -74,7 +68,7 @@ impl HostSession for CallState {
     async fn write(&mut self, session: Resource<Session>, data: String) -> Answer<()> {
         Ok(self.table.get_mut(&session)?.write(&data).map_err(|e| {
             PtyError::Invalid(format!("the program no longer reads its terminal: {e}"))
-        }))
+        })?)
     }
 
     async fn read_until(
@@ -83,31 +77,30 @@ impl HostSession for CallState {
         pattern: Option<String>,
         timeout_ms: u64,
     ) -> Answer<ReadResult> {
-        let pattern = match pattern.as_deref().map(regex::Regex::new).transpose() {
-            Ok(p) => p,
-            Err(e) => return Ok(Err(PtyError::Invalid(format!("pattern: {e}")))),
-        };
+        let pattern = pattern
+            .as_deref()
+            .map(regex::Regex::new)
+            .transpose()
+            .map_err(|e| PtyError::Invalid(format!("pattern: {e}")))?;
         let deadline = (Instant::now() + Duration::from_millis(timeout_ms)).min(self.call.deadline);
         let cancel = self.call.cancel.clone();
         let session = self.table.get_mut(&session)?;
-        Ok(
-            match session
-                .read_until(pattern.as_ref(), deadline, &cancel)
-                .await
-            {
-                Read::Matched(text) => Ok(ReadResult {
-                    text,
-                    matched: true,
-                    exited: None,
-                }),
-                Read::Ended { text, exited } => Ok(ReadResult {
-                    text,
-                    matched: false,
-                    exited: exited.map(status),
-                }),
-                Read::Cancelled => Err(PtyError::Cancelled),
-            },
-        )
+        match session
+            .read_until(pattern.as_ref(), deadline, &cancel)
+            .await
+        {
+            Read::Matched(text) => Ok(ReadResult {
+                text,
+                matched: true,
+                exited: None,
+            }),
+            Read::Ended { text, exited } => Ok(ReadResult {
+                text,
+                matched: false,
+                exited: exited.map(status),
+            }),
+            Read::Cancelled => Err(PtyError::Cancelled.into()),
+        }
     }
 
     async fn resize(&mut self, session: Resource<Session>, rows: u16, cols: u16) -> Answer<()> {
@@ -115,7 +108,7 @@ impl HostSession for CallState {
             .table
             .get_mut(&session)?
             .resize(rows, cols)
-            .map_err(|e| PtyError::Invalid(format!("resize: {e}"))))
+            .map_err(|e| PtyError::Invalid(format!("resize: {e}")))?)
     }
 
     async fn close(&mut self, session: Resource<Session>) -> wasmtime::Result<ExitStatus> {
