@@ -125,7 +125,9 @@ fn run_args(g: &Grants, request: &CreateRequest) -> Result<Vec<String>, Containe
     args.extend(["--label".into(), format!("{OWNER_LABEL}={}", g.plugin)]);
     for (key, value) in &request.labels {
         if key.is_empty() || key.contains('=') || key == OWNER_LABEL {
-            return Err(ContainerError::Invalid(format!("label `{key}` cannot be set")));
+            return Err(ContainerError::Invalid(format!(
+                "label `{key}` cannot be set"
+            )));
         }
         if value.contains('\n') {
             return Err(ContainerError::Invalid(format!(

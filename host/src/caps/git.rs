@@ -44,7 +44,9 @@ impl From<RunError> for GitError {
 fn git_path(g: &Grants, path: &str) -> Result<PathBuf, GitError> {
     g.require("git").map_err(GitError::Denied)?;
     if !Path::new(path).is_absolute() {
-        return Err(GitError::Invalid(format!("`{path}` is not an absolute path")));
+        return Err(GitError::Invalid(format!(
+            "`{path}` is not an absolute path"
+        )));
     }
     confine(path, &g.workspace, &g.write_roots).ok_or_else(|| {
         GitError::Denied(g.denial(

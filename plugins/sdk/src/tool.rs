@@ -83,13 +83,12 @@ impl Hints {
 /// inline (some clients do not follow `$ref`), no `$schema` or `title`
 /// (the tool has its own name and description).
 pub fn schema_for<T: JsonSchema>() -> Value {
-    let generator = schemars::generate::SchemaSettings::draft2020_12()
-        .with(|s| {
-            s.inline_subschemas = true;
-            s.meta_schema = None;
-        })
+    // The type's own schema, without the generator's root pass (transforms,
+    // `$defs`, meta-schema): that pass is code every plugin would carry.
+    let mut generator = schemars::generate::SchemaSettings::draft2020_12()
+        .with(|s| s.inline_subschemas = true)
         .into_generator();
-    let mut schema = generator.into_root_schema_for::<T>().to_value();
+    let mut schema = T::json_schema(&mut generator).to_value();
     if let Some(root) = schema.as_object_mut() {
         root.remove("title");
         root.remove("description");
