@@ -73,11 +73,19 @@ pub fn classify(command: &str, stderr: &str) -> PodmanError {
     let said = format!("`{command}` failed: {stderr}");
     if stderr.contains("no such container") || stderr.contains("no container with") {
         PodmanError::NotFound(said)
+    } else if ["unable to connect to Podman", "Cannot connect to Podman"]
+        .iter()
+        .any(|sign| stderr.contains(sign))
+    {
+        PodmanError::Unavailable(format!(
+            "{said}. Podman is installed but its service is not answering: start it \
+             (`systemctl --user start podman.socket`, or `podman system service` on the engine's \
+             machine) and check CONTAINER_HOST and `podman system connection list`"
+        ))
     } else if [
         "OCI runtime",
         "cgroups in hybrid mode",
         "setrlimit",
-        "unable to connect to Podman",
         "cannot find newuidmap",
         "database configuration mismatch",
     ]
@@ -182,6 +190,17 @@ mod tests {
             ),
             PodmanError::Unavailable(_)
         ));
+        let down = classify(
+            "podman ps",
+            "Cannot connect to Podman. Please verify your connection to the Linux system using \
+             `podman system connection list`\nError: unable to connect to Podman socket: dial unix \
+             /run/podman/podman.sock: connect: no such file or directory",
+        );
+        assert!(
+            matches!(&down, PodmanError::Unavailable(m) if m.contains("service is not answering")
+                && !m.contains("apt-get install")),
+            "{down:?}"
+        );
         assert!(matches!(
             classify("podman run", "Error: localhost/nosuch: image not known"),
             PodmanError::Failed(_)

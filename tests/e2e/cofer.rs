@@ -220,6 +220,10 @@ async fn create_run_serve_destroy() {
         assert!(env.get(key).is_some(), "{key} missing in {env}");
     }
     assert_eq!(env["id"], "first-env");
+    assert_eq!(
+        env["remote_ref"], "cofer/first-env",
+        "a ref git log can read"
+    );
     assert_eq!(env["config"]["workdir"], "/workdir");
     assert_eq!(env["config"]["base_image"], cofer_image());
     assert!(
@@ -324,6 +328,14 @@ async fn create_run_serve_destroy() {
     assert!(!is_error(&r), "{r:?}");
     assert!(
         text(&r).starts_with("Command started in the background in NEW container. Endpoints are ")
+    );
+    let name = structured(&r)["container_name"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        name.starts_with("cofer-first-env-") && name.ends_with("-httpd-1"),
+        "a service is named after its environment and program: {name}"
     );
     let endpoint = &structured(&r)["endpoints"]["8080"];
     assert!(
@@ -867,7 +879,7 @@ async fn force_destroy_of_a_locked_worktree() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn missing_or_broken_podman_says_how_to_install_it() {
+async fn missing_broken_or_unreachable_podman_says_what_to_do() {
     if !require_program("git", "install git") {
         return;
     }
@@ -922,5 +934,30 @@ async fn missing_or_broken_podman_says_how_to_install_it() {
         git(&f.repo, &["branch", "--list", "cofer/*"])
             .trim()
             .is_empty()
+    );
+    drop(client);
+    drop(f); // the next fixture waits for this one's turn
+
+    // A Podman service that does not answer (the real CLI, pointed at a
+    // socket nobody listens on) is not a missing Podman.
+    if !require_program("podman", "install Podman (`apt-get install podman runc`)") {
+        return;
+    }
+    let nobody = bin.path().join("nobody.sock");
+    let f = Fixture::new(
+        &[("CONTAINER_HOST", &format!("unix://{}", nobody.display()))],
+        true,
+    )
+    .await;
+    let client = f.env.start().await;
+    let r = client
+        .call("environment_create", f.create_args("down"))
+        .await;
+    let e = error_of(&r);
+    assert_eq!(e["code"], "podman_unavailable", "{e}");
+    let message = e["message"].as_str().unwrap();
+    assert!(
+        message.contains("service is not answering") && !message.contains("apt-get install"),
+        "{message}"
     );
 }

@@ -104,7 +104,7 @@ pub fn remove_all(env: &Env, force: bool) -> Result<Value, ToolError> {
     if let Err(e) = git::push(&env.repo, env::REMOTE, &[remote_gone]) {
         warnings.push(format!(
             "could not delete {} on the cofer remote: {}",
-            env.remote_ref(),
+            env.branch(),
             e.says()
         ));
     }

@@ -46,8 +46,12 @@ impl Env {
         format!("cofer/{}", self.id)
     }
 
+    /// What container-use calls `remote_ref`: where the work can be seen
+    /// with git. Ours is the environment's branch in the source repository
+    /// itself (`git log cofer/<id>`); the copy pushed to the `cofer` remote
+    /// would read `cofer/cofer/<id>`, which says nothing more.
     pub fn remote_ref(&self) -> String {
-        format!("{REMOTE}/{}", self.branch())
+        self.branch()
     }
 
     pub fn record_path(&self) -> String {
@@ -62,6 +66,29 @@ impl Env {
             self.id,
             fnv1a(self.repo.as_bytes()) as u32
         )
+    }
+
+    /// The name of service container number `n` running `command`: the
+    /// environment's container name, the program's name and `n`, so
+    /// `podman ps` says whose service it is and what it runs.
+    pub fn service_name(&self, command: &str, n: usize) -> String {
+        let program = command
+            .split_whitespace()
+            .find(|w| !w.contains('='))
+            .and_then(|w| w.rsplit('/').next())
+            .unwrap_or("service");
+        let program: String = program
+            .chars()
+            .map(|c| c.to_ascii_lowercase())
+            .filter(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
+            .take(16)
+            .collect();
+        let program = if program.is_empty() {
+            "service".into()
+        } else {
+            program
+        };
+        format!("{}-{program}-{n}", self.container_name())
     }
 
     pub fn labels(&self, role: &str) -> Vec<(String, String)> {
@@ -253,7 +280,13 @@ mod tests {
         let env = Env::new("/src/repo/", "bold-otter");
         assert_eq!(env.worktree(), "/src/repo/.cofer/worktrees/bold-otter");
         assert_eq!(env.branch(), "cofer/bold-otter");
-        assert_eq!(env.remote_ref(), "cofer/cofer/bold-otter");
+        assert_eq!(env.remote_ref(), "cofer/bold-otter");
+        let name = env.service_name("PORT=8000 /usr/bin/python3 -m http.server", 2);
+        assert!(
+            name.starts_with("cofer-bold-otter-") && name.ends_with("-python3-2"),
+            "{name}"
+        );
+        assert!(env.service_name("", 1).ends_with("-service-1"));
         assert!(env.container_name().starts_with("cofer-bold-otter-"));
         assert_ne!(
             env.container_name(),

@@ -53,7 +53,7 @@ pub fn from_container(step: &str, e: ContainerError) -> ToolError {
         ContainerError::Unavailable(why) => error(
             "podman_unavailable",
             why,
-            "install Podman on the host (Debian/Ubuntu: `apt-get install podman runc`) and check `podman info`",
+            "do what the message says (install Podman, or start its service), then check `podman info`",
         ),
         ContainerError::NotFound(why) => error(
             "not_found",

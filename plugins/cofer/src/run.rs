@@ -41,6 +41,7 @@ pub fn output_schema() -> Value {
             "background": {"type": "boolean"},
             "warnings": {"type": "array", "items": {"type": "string"}, "description": "What the host repaired after the command, e.g. a .git file the command replaced."},
             "container": {"type": "string"},
+            "container_name": {"type": "string", "description": "The service's container: the environment's, the program's name and a number."},
             "endpoints": {"type": "object"},
         },
         "required": ["background"],
@@ -225,8 +226,21 @@ fn background(env: &Env, record: &Record, args: &RunCmd) -> Result<ToolOutput, T
         .labels
         // A label is one line; a multi-line command is shown with `\n`.
         .push(("cofer.command".into(), args.command.replace('\n', "\\n")));
-    let info = containers::run(&request)
-        .map_err(|e| from_container("start the background container", e))?;
+    // Numbered after the services already there; a concurrent start that
+    // took the name makes this one try the next number.
+    let first = services(env)?.len() + 1;
+    let mut attempt = 0;
+    let info = loop {
+        request.name = Some(env.service_name(&args.command, first + attempt));
+        match containers::run(&request) {
+            Err(ContainerError::Failed(why)) if why.contains("already in use") && attempt < 8 => {
+                attempt += 1;
+            }
+            other => {
+                break other.map_err(|e| from_container("start the background container", e))?;
+            }
+        }
+    };
     let internal_host = info.ip_address.clone().unwrap_or_else(|| info.name.clone());
     let mut endpoints = serde_json::Map::new();
     for port in &args.ports {
@@ -247,6 +261,7 @@ fn background(env: &Env, record: &Record, args: &RunCmd) -> Result<ToolOutput, T
     let report = json!({
         "background": true,
         "container": info.id,
+        "container_name": info.name,
         "endpoints": endpoints,
         "remote_ref": env.remote_ref(),
     });
@@ -347,10 +362,9 @@ fn foreground_text(env: &Env, report: &Value) -> String {
     text.push_str(&format!("exit code: {}\n", report["exit_code"]));
     match report["commit"].as_str() {
         Some(commit) => text.push_str(&format!(
-            "Changes committed to {} ({}) and pushed to {}.",
+            "Changes committed to {} ({}) and pushed to the cofer remote.",
             env.branch(),
             &commit[..commit.len().min(12)],
-            env.remote_ref()
         )),
         None => text.push_str("No changes in /workdir to commit."),
     }
