@@ -25,6 +25,7 @@ wasmtime::component::bindgen!({
     },
     with: {
         "mcphost:plugin/index.builder": textindex::Builder,
+        "mcphost:plugin/git.hold": hostgit::Hold,
         "mcphost:plugin/pty.session": timebox::pty::Session,
         "mcphost:plugin/process.child": timebox::LineChild,
     },

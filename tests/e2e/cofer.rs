@@ -324,6 +324,14 @@ async fn create_run_serve_destroy() {
     let mut args = f.run_args("first-env", "httpd -f -p 8080 -h /workdir");
     args["background"] = json!(true);
     args["ports"] = json!([8080]);
+    // `httpd`, or the test plant's `trap` in front of it.
+    let program = args["command"]
+        .as_str()
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_string();
     let r = client.call("environment_run_cmd", args).await;
     assert!(!is_error(&r), "{r:?}");
     assert!(
@@ -334,7 +342,7 @@ async fn create_run_serve_destroy() {
         .unwrap()
         .to_string();
     assert!(
-        name.starts_with("cofer-first-env-") && name.ends_with("-httpd-1"),
+        name.starts_with("cofer-first-env-") && name.ends_with(&format!("-{program}-1")),
         "a service is named after its environment and program: {name}"
     );
     let endpoint = &structured(&r)["endpoints"]["8080"];
@@ -960,4 +968,95 @@ async fn missing_broken_or_unreachable_podman_says_what_to_do() {
         message.contains("service is not answering") && !message.contains("apt-get install"),
         "{message}"
     );
+}
+
+/// The files each commit of `branch` touched, by commit message (the test
+/// plant's `.gitattributes` left out).
+fn files_by_message(repo: &std::path::Path, branch: &str) -> Vec<(String, Vec<String>)> {
+    git(repo, &["log", "--format=%H%x09%s", branch])
+        .lines()
+        .map(|line| {
+            let (hash, subject) = line.split_once('\t').unwrap();
+            let files = git(repo, &["show", "--name-only", "--format=", hash])
+                .lines()
+                .filter(|f| !f.is_empty() && *f != ".gitattributes")
+                .map(str::to_string)
+                .collect();
+            (subject.to_string(), files)
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn each_commit_holds_what_its_own_command_wrote() {
+    let Some(f) = Fixture::with_podman(&[], true).await else {
+        return;
+    };
+    let client = f.env.start().await;
+    created(
+        &client
+            .call("environment_create", f.create_args("busy"))
+            .await,
+    );
+
+    // Six commands at once on one environment, each writing its own file
+    // (slowly, so that unserialised runs would overlap).
+    let write = |i: usize| {
+        let mut args = f.run_args("busy", &format!("sleep 0.3; echo {i} > f{i}.txt"));
+        args["explanation"] = json!(format!("write f{i}"));
+        client.call("environment_run_cmd", args)
+    };
+    let (r0, r1, r2, r3, r4, r5) =
+        tokio::join!(write(0), write(1), write(2), write(3), write(4), write(5));
+    for r in [&r0, &r1, &r2, &r3, &r4, &r5] {
+        assert!(!is_error(r), "{r:?}");
+        assert!(
+            structured(r)["commit"].is_string(),
+            "every command changed a file: {r:?}"
+        );
+    }
+    let commits = files_by_message(&f.repo, "cofer/busy");
+    for i in 0..6 {
+        let subject = format!("write f{i}");
+        let (_, files) = commits
+            .iter()
+            .find(|(s, _)| *s == subject)
+            .unwrap_or_else(|| panic!("no commit `{subject}`: {commits:?}"));
+        assert_eq!(files, &[format!("f{i}.txt")], "{subject}: {commits:?}");
+    }
+
+    // What a background service writes between commands is committed on its
+    // own before the next command, never under it.
+    let mut service = f.run_args("busy", "sleep 0.5; echo bg > bg.txt; exec sleep 600");
+    service["background"] = json!(true);
+    assert!(!is_error(
+        &client.call("environment_run_cmd", service).await
+    ));
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    let mut next = f.run_args("busy", "echo fg > fg.txt");
+    next["explanation"] = json!("write fg");
+    let r = client.call("environment_run_cmd", next).await;
+    assert!(
+        structured(&r)["background_changes_commit"].is_string(),
+        "{r:?}"
+    );
+    assert!(
+        text(&r).contains("background services had written"),
+        "{}",
+        text(&r)
+    );
+    let commits = files_by_message(&f.repo, "cofer/busy");
+    assert_eq!(
+        commits[0],
+        ("write fg".to_string(), vec!["fg.txt".to_string()]),
+        "{commits:?}"
+    );
+    assert!(
+        commits[1].0.starts_with("Background changes"),
+        "{commits:?}"
+    );
+    assert_eq!(commits[1].1, ["bg.txt"], "{commits:?}");
+    assert!(!is_error(
+        &client.call("environment_destroy", f.scoped("busy")).await
+    ));
 }

@@ -485,6 +485,26 @@ fn git_working_on(repo: &Repo) -> bool {
     })
 }
 
+/// Exclusive use of a linked worktree, across calls and processes: a
+/// `flock` on a file in the worktree's admin directory (`.git/worktrees/<name>`,
+/// which the worktree's own users, a container included, cannot reach).
+/// Released when dropped, or when the holding process dies.
+pub struct Hold(#[allow(dead_code)] std::fs::File);
+
+/// Hold `tree` if no one else does; `None` when someone does.
+pub fn try_hold(tree: &Repo) -> std::io::Result<Option<Hold>> {
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(tree.git_dir.join("mcphost-hold.lock"))?;
+    match file.try_lock() {
+        Ok(()) => Ok(Some(Hold(file))),
+        Err(std::fs::TryLockError::WouldBlock) => Ok(None),
+        Err(std::fs::TryLockError::Error(e)) => Err(e),
+    }
+}
+
 /// One lock per repository: git's lock files make concurrent writers fail
 /// rather than wait.
 pub fn repo_lock(repo: &Repo) -> Arc<tokio::sync::Mutex<()>> {

@@ -13,11 +13,17 @@
 use std::path::{Path, PathBuf};
 
 use crate::bindings::Refusal;
-use crate::bindings::mcphost::plugin::git::{CommitOutcome, GitError, GitFailure, Host, LargeFile};
+use std::time::{Duration, Instant};
+
+use wasmtime::component::Resource;
+
+use crate::bindings::mcphost::plugin::git::{
+    CommitOutcome, GitError, GitFailure, Host, HostHold, LargeFile,
+};
 use crate::paths::confine;
 use crate::policy::Grants;
 use crate::store::CallState;
-use hostgit::{self as git, GitError as RunError, Repo};
+use hostgit::{self as git, GitError as RunError, Hold, Repo};
 
 type Answer<T> = Result<T, Refusal<GitError>>;
 
@@ -213,6 +219,46 @@ impl Host for CallState {
         Ok(true)
     }
 
+    async fn hold_worktree(
+        &mut self,
+        repo: String,
+        worktree: String,
+        timeout_ms: u64,
+    ) -> Answer<Resource<Hold>> {
+        let g = self.grants.clone();
+        let repo = repository(&g, &repo)?;
+        let tree = repo.linked(&git_path(&g, &worktree)?).await?;
+        let started = Instant::now();
+        let deadline = (started + Duration::from_millis(timeout_ms)).min(self.call.deadline);
+        let failed = |why: String| {
+            GitError::Failed(GitFailure {
+                command: format!("hold {worktree}"),
+                exit_code: None,
+                stderr: why,
+            })
+        };
+        // flock has no timeout: poll, so the deadline and cancellation hold.
+        let hold = loop {
+            match git::try_hold(&tree) {
+                Ok(Some(hold)) => break hold,
+                Ok(None) => {}
+                Err(e) => return Err(failed(format!("cannot lock it: {e}")).into()),
+            }
+            if self.call.cancel.is_cancelled() {
+                return Err(failed("the call was cancelled while waiting".into()).into());
+            }
+            if Instant::now() >= deadline {
+                return Err(failed(format!(
+                    "another call held it for all of {} ms",
+                    started.elapsed().as_millis()
+                ))
+                .into());
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        Ok(self.table.push(hold)?)
+    }
+
     async fn commit_all(
         &mut self,
         repo: String,
@@ -317,6 +363,13 @@ impl Host for CallState {
         let lock = git::repo_lock(&repo);
         let _held = lock.lock().await;
         Ok(git::exclude(&repo, &pattern).await?)
+    }
+}
+
+impl HostHold for CallState {
+    async fn drop(&mut self, hold: Resource<Hold>) -> wasmtime::Result<()> {
+        self.table.delete(hold)?;
+        Ok(())
     }
 }
 

@@ -37,6 +37,7 @@ pub fn output_schema() -> Value {
             "truncated": {"type": "boolean", "description": "Older output was dropped: only the last 64 KB were kept."},
             "duration_ms": {"type": "integer"},
             "commit": {"type": ["string", "null"], "description": "The commit of the workdir's changes, if any."},
+            "background_changes_commit": {"type": ["string", "null"], "description": "The commit of what background services wrote since the previous command, made before this one ran."},
             "remote_ref": {"type": "string"},
             "background": {"type": "boolean"},
             "warnings": {"type": "array", "items": {"type": "string"}, "description": "What the host repaired after the command, e.g. a .git file the command replaced."},
@@ -47,6 +48,9 @@ pub fn output_schema() -> Value {
         "required": ["background"],
     })
 }
+
+/// The message of the commit that keeps what background services wrote.
+const BACKGROUND_MESSAGE: &str = "Background changes (written by services between commands)";
 
 pub fn run_cmd(args: RunCmd) -> Result<ToolOutput, ToolError> {
     let repo = open_repo(&args.common.environment_source)?;
@@ -89,9 +93,20 @@ pub fn run_cmd(args: RunCmd) -> Result<ToolOutput, ToolError> {
         no_output_timeout_ms: None,
         tail_bytes: TAIL_BYTES,
     };
+    // One command at a time per environment, so that each commit holds
+    // what its command changed and nothing of another's.
+    let _hold = git::hold_worktree(&env.repo, &env.worktree(), timeout_ms)
+        .map_err(|e| from_git("wait for the environment's previous command", e))?;
+    // What background services wrote since the last command is theirs.
+    let (background_commit, mut warnings) = commit(&env, BACKGROUND_MESSAGE)?;
     let result = exec(&env, &record, &request)?;
     // Whatever the command changed is kept, even when it timed out.
-    let (commit, warnings) = commit(&env, args.common.explanation.as_deref(), &args.command)?;
+    let message = match args.common.explanation.as_deref().map(str::trim) {
+        Some(explanation) if !explanation.is_empty() => explanation.to_string(),
+        _ => format!("Run {}", args.command),
+    };
+    let (commit, more) = commit(&env, &message)?;
+    warnings.extend(more);
     let (stdout, stderr) = split_tail(&result);
     // A command the host killed (timeout, silence, cancellation) has no exit
     // code of its own, whatever `podman exec` returned.
@@ -114,6 +129,7 @@ pub fn run_cmd(args: RunCmd) -> Result<ToolOutput, ToolError> {
         "truncated": result.truncated,
         "duration_ms": result.duration_ms,
         "commit": commit,
+        "background_changes_commit": background_commit,
         "remote_ref": env.remote_ref(),
         "background": false,
         "warnings": warnings,
@@ -288,17 +304,11 @@ fn service_command(shell: &str, command: &str) -> Vec<String> {
 
 /// Commit the workdir's changes and push them; the commit, if any, and
 /// what the host repaired on the way.
-fn commit(
-    env: &Env,
-    explanation: Option<&str>,
-    command: &str,
-) -> Result<(Option<String>, Vec<String>), ToolError> {
-    let message = match explanation.map(str::trim).filter(|e| !e.is_empty()) {
-        Some(explanation) => explanation.to_string(),
-        None => format!("Run {command}"),
-    };
+/// Commit the workdir's changes with `message` and push them; the commit
+/// (if anything changed) and the warnings.
+fn commit(env: &Env, message: &str) -> Result<(Option<String>, Vec<String>), ToolError> {
     let max_file_bytes = setting("COFER_MAX_FILE_MB", DEFAULT_MAX_FILE_MB) * 1_000_000;
-    let outcome = git::commit_all(&env.repo, &env.worktree(), &message, max_file_bytes)
+    let outcome = git::commit_all(&env.repo, &env.worktree(), message, max_file_bytes)
         .map_err(|e| from_git("commit the workdir", e))?;
     let mut warnings = outcome.warnings;
     warnings.extend(outcome.too_large.iter().map(|f| {
@@ -367,6 +377,12 @@ fn foreground_text(env: &Env, report: &Value) -> String {
             &commit[..commit.len().min(12)],
         )),
         None => text.push_str("No changes in /workdir to commit."),
+    }
+    if let Some(commit) = report["background_changes_commit"].as_str() {
+        text.push_str(&format!(
+            "\nBefore it ran, what background services had written was committed on its own ({}).",
+            &commit[..commit.len().min(12)]
+        ));
     }
     for warning in report["warnings"].as_array().into_iter().flatten() {
         text.push_str(&format!(
