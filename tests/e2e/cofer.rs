@@ -746,7 +746,24 @@ async fn build_output_and_huge_files_stay_out_of_commits() {
         .to_string();
     let files = git(&f.repo, &["ls-tree", "-r", "--name-only", &commit]);
     assert!(files.contains("node_modules/left-pad/index.js"), "{files}");
-    client.call("environment_destroy", f.scoped("tidy")).await;
+
+    // Destroy leaves nothing of the environment in the cofer remote's
+    // object store: what only its branch held is pruned.
+    let in_remote = |object: &str| {
+        std::process::Command::new("git")
+            .args(["--git-dir", ".cofer/remote.git", "cat-file", "-e", object])
+            .current_dir(&f.repo)
+            .status()
+            .unwrap()
+            .success()
+    };
+    assert!(in_remote(&commit), "the commit was pushed");
+    let r = client.call("environment_destroy", f.scoped("tidy")).await;
+    assert!(!is_error(&r), "{r:?}");
+    assert!(
+        !in_remote(&commit),
+        "the destroyed branch's commit is still in the remote"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

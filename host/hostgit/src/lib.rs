@@ -349,6 +349,17 @@ pub async fn init_bare(dir: &Path) -> Result<(), GitError> {
     output(command, &args, dir).await.map(drop)
 }
 
+/// Drop the objects no ref of the bare repository `dir` reaches any more
+/// (`git gc --prune=now`): what a deleted branch alone held.
+pub async fn prune_bare(dir: &Path) -> Result<(), GitError> {
+    let settings: Vec<String> = SAFE.iter().map(|s| s.to_string()).collect();
+    let git_dir = dir.to_string_lossy();
+    let args = ["--git-dir", &*git_dir, "gc", "--quiet", "--prune=now"];
+    let mut command = git_command(&settings, &args);
+    command.current_dir(dir);
+    output(command, &args, dir).await.map(drop)
+}
+
 /// The commit `rev` names, if any.
 pub async fn resolve(repo: &Repo, rev: &str) -> Result<Option<String>, GitError> {
     let spec = format!("{rev}^{{commit}}");

@@ -71,6 +71,32 @@ fn repository(g: &Grants, path: &str) -> Result<Repo, GitError> {
     Ok(repo)
 }
 
+/// The directory of remote `remote` of `repo`, which must be a local path
+/// inside a writable root (a push or a prune writes there); `host:path`
+/// (scp-like) and `scheme://` other than file:// are network remotes.
+async fn local_remote(g: &Grants, repo: &Repo, remote: &str) -> Result<PathBuf, GitError> {
+    let Some(url) = git::remote_url(repo, remote).await? else {
+        return Err(GitError::Invalid(format!(
+            "the repository has no remote `{remote}`"
+        )));
+    };
+    let network = url
+        .split('/')
+        .next()
+        .is_some_and(|first| first.contains(':'));
+    let local = match url.strip_prefix("file://") {
+        Some(path) => path,
+        None if network => {
+            return Err(GitError::Denied(format!(
+                "plugin `{}` may write only to local remotes; remote `{remote}` is {url}",
+                g.plugin
+            )));
+        }
+        None => &url,
+    };
+    git_path(g, &repo.work_tree().join(local).to_string_lossy())
+}
+
 /// Run one git command on `repo` under the repository's lock.
 async fn git_locked(repo: &Repo, args: &[&str]) -> Result<String, GitError> {
     let lock = git::repo_lock(repo);
@@ -320,29 +346,7 @@ impl Host for CallState {
     async fn push(&mut self, repo: String, remote: String, refspecs: Vec<String>) -> Answer<()> {
         let g = self.grants.clone();
         let repo = repository(&g, &repo)?;
-        let Some(url) = git::remote_url(&repo, &remote).await? else {
-            return Err(
-                GitError::Invalid(format!("the repository has no remote `{remote}`")).into(),
-            );
-        };
-        // Only a local remote inside a writable root: a push writes there.
-        // `host:path` (scp-like) and `scheme://` other than file:// are network remotes.
-        let network = url
-            .split('/')
-            .next()
-            .is_some_and(|first| first.contains(':'));
-        let local = match url.strip_prefix("file://") {
-            Some(path) => path,
-            None if network => {
-                return Err(GitError::Denied(format!(
-                    "plugin `{}` may push only to local remotes; remote `{remote}` is {url}",
-                    g.plugin
-                ))
-                .into());
-            }
-            None => &url,
-        };
-        git_path(&g, &repo.work_tree().join(local).to_string_lossy())?;
+        local_remote(&g, &repo, &remote).await?;
         for spec in &refspecs {
             if spec.starts_with('-') {
                 return Err(GitError::Invalid(format!("refspec `{spec}` starts with '-'")).into());
@@ -352,6 +356,15 @@ impl Host for CallState {
         args.extend(refspecs.iter().map(String::as_str));
         git_locked(&repo, &args).await?;
         Ok(())
+    }
+
+    async fn prune_remote(&mut self, repo: String, remote: String) -> Answer<()> {
+        let g = self.grants.clone();
+        let repo = repository(&g, &repo)?;
+        let dir = local_remote(&g, &repo, &remote).await?;
+        let lock = git::repo_lock(&repo);
+        let _held = lock.lock().await;
+        Ok(git::prune_bare(&dir).await?)
     }
 
     async fn exclude(&mut self, repo: String, pattern: String) -> Answer<()> {

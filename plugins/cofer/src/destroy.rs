@@ -101,12 +101,22 @@ pub fn remove_all(env: &Env, force: bool) -> Result<Value, ToolError> {
     let branch_deleted = git::delete_branch(&env.repo, &env.branch())
         .map_err(|e| from_git("delete the branch", e))?;
     let remote_gone = format!(":refs/heads/{}", env.branch());
-    if let Err(e) = git::push(&env.repo, env::REMOTE, &[remote_gone]) {
-        warnings.push(format!(
+    match git::push(&env.repo, env::REMOTE, &[remote_gone]) {
+        // What only that branch held leaves the remote's object store too.
+        Ok(()) => {
+            if let Err(e) = git::prune_remote(&env.repo, env::REMOTE) {
+                warnings.push(format!(
+                    "could not prune the cofer remote after deleting {}: {}",
+                    env.branch(),
+                    e.says()
+                ));
+            }
+        }
+        Err(e) => warnings.push(format!(
             "could not delete {} on the cofer remote: {}",
             env.branch(),
             e.says()
-        ));
+        )),
     }
     if std::fs::remove_file(env.record_path()).is_ok() {
         removed_paths.push(env.record_path());
