@@ -4,7 +4,8 @@
 //! keys its policy, is the one the component declares (the custom section
 //! `mcphost:plugin-name`, written by the SDK's `export!`), else the file's
 //! (`run_test.wasm` → `run_test`); two files claiming one name load the
-//! first only. Loading one compiles it (or takes
+//! first only. A component may also declare instructions for agents
+//! (`mcphost:plugin-instructions`), served in the MCP `instructions`. Loading one compiles it (or takes
 //! the cached artifact), links it, asks it for its tools and compiles their
 //! schemas. A plugin that fails any step is reported with its name and the
 //! reason and left out; so is one that offers a tool name another plugin
@@ -43,6 +44,8 @@ pub struct Plugin {
     /// Resource templates it serves, and the URI scheme they share.
     pub templates: Vec<ResourceTemplate>,
     pub scheme: Option<String>,
+    /// What it tells agents about its tools (see [`Declared`]).
+    pub instructions: Option<String>,
 }
 
 /// A plugin file after the compile step of a (re)load.
@@ -175,18 +178,20 @@ impl Loader {
         // Unchanged plugins are kept; the others are compiled side by side
         // (a cold start compiles them all: 2.1 s one after another on 2
         // cores), then asked for their tools in folder order.
-        let mut read: Vec<(String, PathBuf, Result<Vec<u8>>)> = Vec::new();
+        // (name, path, bytes, instructions) of each file to load.
+        type Found = (String, PathBuf, Result<Vec<u8>>, Option<String>);
+        let mut read: Vec<Found> = Vec::new();
         for (stem, path) in files {
             let bytes = std::fs::read(&path).map_err(|e| anyhow!("cannot read the file: {e}"));
-            let name = match bytes.as_deref().map(declared_name) {
-                Ok(Ok(Some(declared))) => declared,
-                Ok(Ok(None)) | Err(_) => stem,
+            let (name, instructions) = match bytes.as_deref().map(declared) {
+                Ok(Ok(d)) => (d.name.unwrap_or(stem), d.instructions),
+                Err(_) => (stem, None),
                 Ok(Err(e)) => {
                     catalog.refuse(stem, path, format!("{e:#}"));
                     continue;
                 }
             };
-            if let Some((_, first, _)) = read.iter().find(|(n, _, _)| *n == name) {
+            if let Some((_, first, _, _)) = read.iter().find(|(n, _, _, _)| *n == name) {
                 let reason = format!(
                     "plugin `{name}` is also {}; this file was not loaded: remove one of them \
                      (a plugin's name comes from the component, not from its file name)",
@@ -195,12 +200,12 @@ impl Loader {
                 catalog.refuse(name, path, reason);
                 continue;
             }
-            read.push((name, path, bytes));
+            read.push((name, path, bytes, instructions));
         }
         let compiled: Vec<Result<Compiled>> = std::thread::scope(|scope| {
             let jobs: Vec<_> = read
                 .iter()
-                .map(|(_, path, bytes)| {
+                .map(|(_, path, bytes, _)| {
                     scope.spawn(move || {
                         let bytes = bytes.as_ref().map_err(|e| anyhow!("{e}"))?;
                         let hash = sha256_hex(bytes);
@@ -223,13 +228,18 @@ impl Loader {
                 })
                 .collect()
         });
-        for ((name, path, _), compiled) in read.into_iter().zip(compiled) {
+        for ((name, path, _, instructions), compiled) in read.into_iter().zip(compiled) {
             let loaded = match compiled {
                 Ok(Compiled::Same(same)) => Ok(same),
                 Ok(Compiled::New(component, origin, hash)) => self
                     .load(&name, &path, component, origin, hash)
                     .await
-                    .map(Arc::new),
+                    .map(|plugin| {
+                        Arc::new(Plugin {
+                            instructions,
+                            ..plugin
+                        })
+                    }),
                 Err(e) => Err(e),
             };
             match loaded {
@@ -385,6 +395,7 @@ impl Loader {
             tools,
             templates,
             scheme,
+            instructions: None,
         })
     }
 }
@@ -425,35 +436,57 @@ fn schema_object(text: &str) -> Result<Map<String, Value>> {
     }
 }
 
-/// The name a component declares for itself in the custom section
-/// `mcphost:plugin-name` (in the component or a module inside it); `None`
-/// when it declares none.
-pub fn declared_name(bytes: &[u8]) -> Result<Option<String>> {
+/// What a component says of itself, in custom sections (in the component
+/// or a module inside it) that the SDK's `export!` writes.
+#[derive(Default)]
+pub struct Declared {
+    /// `mcphost:plugin-name`: its name, which keys its policy.
+    pub name: Option<String>,
+    /// `mcphost:plugin-instructions`: how an agent should use its tools,
+    /// served in the MCP `instructions`.
+    pub instructions: Option<String>,
+}
+
+const NAME_SECTION: &str = "mcphost:plugin-name";
+const INSTRUCTIONS_SECTION: &str = "mcphost:plugin-instructions";
+/// More would crowd every client's context.
+const MAX_INSTRUCTIONS_BYTES: usize = 8 * 1024;
+
+pub fn declared(bytes: &[u8]) -> Result<Declared> {
+    let mut declared = Declared::default();
     for payload in wasmparser::Parser::new(0).parse_all(bytes) {
         let wasmparser::Payload::CustomSection(section) =
             payload.context("not a WebAssembly component")?
         else {
             continue;
         };
-        if section.name() != NAME_SECTION {
-            continue;
+        let text = std::str::from_utf8(section.data()).ok();
+        match section.name() {
+            NAME_SECTION => {
+                let name = text.filter(|n| valid_name(n)).ok_or_else(|| {
+                    anyhow!(
+                        "the component declares an unusable plugin name in `{NAME_SECTION}` ({:?}): \
+                         use 1-64 of a-z, 0-9, `_` and `-`",
+                        String::from_utf8_lossy(section.data())
+                    )
+                })?;
+                declared.name = Some(name.to_string());
+            }
+            INSTRUCTIONS_SECTION => {
+                let text = text
+                    .filter(|t| t.len() <= MAX_INSTRUCTIONS_BYTES)
+                    .ok_or_else(|| {
+                        anyhow!(
+                            "the instructions in `{INSTRUCTIONS_SECTION}` are not UTF-8 text of at most {MAX_INSTRUCTIONS_BYTES} bytes"
+                        )
+                    })?;
+                declared.instructions = Some(text.trim().to_string()).filter(|t| !t.is_empty());
+            }
+            _ => {}
         }
-        let name = std::str::from_utf8(section.data())
-            .ok()
-            .filter(|n| valid_name(n))
-            .ok_or_else(|| {
-                anyhow!(
-                    "the component declares an unusable plugin name in `{NAME_SECTION}` ({:?}): \
-                     use 1-64 of a-z, 0-9, `_` and `-`",
-                    String::from_utf8_lossy(section.data())
-                )
-            })?;
-        return Ok(Some(name.to_string()));
     }
-    Ok(None)
+    Ok(declared)
 }
-
-const NAME_SECTION: &str = "mcphost:plugin-name";
 
 fn valid_name(name: &str) -> bool {
     (1..=64).contains(&name.len())

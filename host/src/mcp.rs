@@ -39,16 +39,37 @@ impl McpFront {
     }
 }
 
+impl McpFront {
+    /// The MCP `instructions`: one line on what serves the tools, then each
+    /// plugin's own instructions under its name.
+    fn instructions(&self) -> String {
+        let mut text = String::from(
+            "Tools are served by sandboxed WebAssembly plugins; each tool's description says what it does.",
+        );
+        for plugin in &self.service.catalog().plugins {
+            if let Some(theirs) = &plugin.instructions {
+                text.push_str(&format!("\n\n## {}\n\n{theirs}", plugin.name));
+            }
+        }
+        text
+    }
+}
+
 impl ServerHandler for McpFront {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder()
+        ServerConfig::new(
+            ServerCapabilities::builder()
                 .enable_tools()
                 .enable_tool_list_changed()
                 .enable_resources()
                 .enable_logging()
-                .build())
-            .with_server_info(Implementation::new("mcp-wasm-host", env!("CARGO_PKG_VERSION")))
-            .with_instructions("Tools are served by sandboxed WebAssembly plugins; each tool's description says what it does.")
+                .build(),
+        )
+        .with_server_info(Implementation::new(
+            "mcp-wasm-host",
+            env!("CARGO_PKG_VERSION"),
+        ))
+        .with_instructions(self.instructions())
     }
 
     /// MCP 2026-07-28 clients hear of changes through `subscriptions/listen`:

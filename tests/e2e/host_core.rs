@@ -776,3 +776,18 @@ async fn the_example_plugin_serves_its_typed_tool() {
     assert!(log.contains("plugin loaded"), "{log}");
     assert!(!log.contains("background refresh"), "{log}");
 }
+
+#[tokio::test]
+async fn plugins_instructions_reach_the_client() {
+    let env = Env::new(&["cofer", "run_test"], "");
+    let host = env.start().await;
+    let info = host.service.peer_info().expect("initialized");
+    let instructions = info.instructions.clone().unwrap_or_default();
+    // Cofer declares its own (as container-use sends its agent rules);
+    // run_test declares none and gets no heading.
+    assert!(
+        instructions.contains("## cofer") && instructions.contains("cofer log <id>"),
+        "{instructions}"
+    );
+    assert!(!instructions.contains("## run_test"), "{instructions}");
+}

@@ -104,12 +104,25 @@ async fn nothing_left(env: &Env, host_pid: u32) {
 async fn call_with_token(client: &Client, args: Value) -> (CallToolResult, Vec<Value>) {
     let handle = client.start_call("pi.prompt", args, "pi-1").await;
     let result = Client::finish(handle).await;
-    // The client may record a notification after the response: wait for
-    // the terminal one.
+    // The client records notifications as they are handled, which can be
+    // after the response and out of order: wait for the terminal one and
+    // for every one before it (the host numbers them 1, 2, 3, ...).
     let mut notes = Vec::new();
     for _ in 0..250 {
         notes.extend(client.drain_notes().await);
-        if events(&notes).iter().any(|e| e["event"] == "call_end") {
+        let mut numbers: Vec<f64> = notes
+            .iter()
+            .filter_map(|n| match n {
+                Note::Progress(p) => Some(p.progress),
+                _ => None,
+            })
+            .collect();
+        numbers.sort_by(f64::total_cmp);
+        let gapless = numbers
+            .iter()
+            .enumerate()
+            .all(|(i, n)| *n == (i + 1) as f64);
+        if gapless && events(&notes).iter().any(|e| e["event"] == "call_end") {
             break;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;

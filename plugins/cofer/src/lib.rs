@@ -227,4 +227,24 @@ fn open(args: args::Open) -> Result<ToolOutput, ToolError> {
     Ok(text(&env.describe(&record, &services)))
 }
 
-plugin_sdk::export! { tools: [Create, RunCmd, Destroy, List, Open] }
+/// What an agent should know before it uses the environments (served in
+/// the MCP `instructions`, as container-use serves its agent rules).
+const INSTRUCTIONS: &str = "\
+Cofer environments (environment_* tools) are isolated workspaces: a container with the \
+repository's worktree at /workdir, on its own git branch cofer/<id>.
+- Once you use an environment, do ALL file, code and shell work for that task through \
+environment_run_cmd in it; never edit the source repository directly.
+- Do not run git in the environment and never touch /workdir/.git: every command's changes \
+are committed to the environment's branch for you, with your `explanation` as the message.
+- Commands run one at a time per environment. Long-running programs (servers, watchers) need \
+background=true, with the ports to publish.
+- Only /workdir is kept: anything installed elsewhere is lost when the container is \
+recreated, so put setup steps in the commands you run.
+- When you are done, tell the user how to see the work: `cofer log <id>`, `cofer diff <id>` and \
+`cofer checkout <id>` (the commands each answer names), and destroy environments you no \
+longer need with environment_destroy.";
+
+plugin_sdk::export! {
+    tools: [Create, RunCmd, Destroy, List, Open],
+    instructions: INSTRUCTIONS,
+}

@@ -75,19 +75,22 @@ pub use time::{iso8601, now_secs, utc};
 pub use tool::{Hints, McpTool, schema_for, structured_output, text_output};
 
 /// Export a plugin: its typed tools and, optionally, the types serving its
-/// resources and its background work. Keys in any order, each once:
-/// `tools: [T, ...]`, `resources: R`, `lifecycle: L` (see the crate docs).
+/// resources and its background work, and instructions for agents. Keys in
+/// any order, each once: `tools: [T, ...]`, `resources: R`, `lifecycle: L`,
+/// `instructions: TEXT` (a `&str` constant; see the crate docs).
 ///
 /// The component declares the crate's name (`CARGO_CRATE_NAME`) as its own
 /// in the custom section `mcphost:plugin-name`: the host keys its policy by
-/// that name, whatever the file is called.
+/// that name, whatever the file is called. Instructions go in
+/// `mcphost:plugin-instructions`; the host serves them in the MCP
+/// `instructions` under the plugin's name (at most 8 KiB).
 ///
 /// On a native build (the plugin's unit tests) nothing is exported, since
 /// component symbol names are not valid native ones.
 #[macro_export]
 macro_rules! export {
     ($($key:ident : $value:tt),+ $(,)?) => {
-        $crate::__export_keys!(@tools [] @resources [] @lifecycle [] $($key : $value,)+);
+        $crate::__export_keys!(@tools [] @resources [] @lifecycle [] @instructions [] $($key : $value,)+);
     };
 }
 
@@ -95,16 +98,19 @@ macro_rules! export {
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __export_keys {
-    (@tools [] @resources $r:tt @lifecycle $l:tt tools : [$($tool:ty),+ $(,)?], $($rest:tt)*) => {
-        $crate::__export_keys!(@tools [$($tool),+] @resources $r @lifecycle $l $($rest)*);
+    (@tools [] @resources $r:tt @lifecycle $l:tt @instructions $i:tt tools : [$($tool:ty),+ $(,)?], $($rest:tt)*) => {
+        $crate::__export_keys!(@tools [$($tool),+] @resources $r @lifecycle $l @instructions $i $($rest)*);
     };
-    (@tools $t:tt @resources [] @lifecycle $l:tt resources : $ty:ident, $($rest:tt)*) => {
-        $crate::__export_keys!(@tools $t @resources [$ty] @lifecycle $l $($rest)*);
+    (@tools $t:tt @resources [] @lifecycle $l:tt @instructions $i:tt resources : $ty:ident, $($rest:tt)*) => {
+        $crate::__export_keys!(@tools $t @resources [$ty] @lifecycle $l @instructions $i $($rest)*);
     };
-    (@tools $t:tt @resources $r:tt @lifecycle [] lifecycle : $ty:ident, $($rest:tt)*) => {
-        $crate::__export_keys!(@tools $t @resources $r @lifecycle [$ty] $($rest)*);
+    (@tools $t:tt @resources $r:tt @lifecycle [] @instructions $i:tt lifecycle : $ty:ident, $($rest:tt)*) => {
+        $crate::__export_keys!(@tools $t @resources $r @lifecycle [$ty] @instructions $i $($rest)*);
     };
-    (@tools [$($tool:ty),+] @resources [$($res:ident)?] @lifecycle [$($life:ident)?]) => {
+    (@tools $t:tt @resources $r:tt @lifecycle $l:tt @instructions [] instructions : $text:tt, $($rest:tt)*) => {
+        $crate::__export_keys!(@tools $t @resources $r @lifecycle $l @instructions [$text] $($rest)*);
+    };
+    (@tools [$($tool:ty),+] @resources [$($res:ident)?] @lifecycle [$($life:ident)?] @instructions [$($text:tt)?]) => {
         #[doc(hidden)]
         pub struct __PluginTools;
 
@@ -130,7 +136,14 @@ macro_rules! __export_keys {
 
             #[used]
             #[unsafe(link_section = "mcphost:plugin-name")]
-            static NAME: [u8; env!("CARGO_CRATE_NAME").len()] = $crate::name_bytes(env!("CARGO_CRATE_NAME"));
+            static __MCPHOST_NAME: [u8; env!("CARGO_CRATE_NAME").len()] = $crate::text_bytes(env!("CARGO_CRATE_NAME"));
+
+            $(
+                const __MCPHOST_TEXT: &str = $text;
+                #[used]
+                #[unsafe(link_section = "mcphost:plugin-instructions")]
+                static __MCPHOST_INSTRUCTIONS: [u8; __MCPHOST_TEXT.len()] = $crate::text_bytes(__MCPHOST_TEXT);
+            )?
         };
 
         // Natively, keep the entry points reachable so nothing reads as dead.
@@ -140,23 +153,24 @@ macro_rules! __export_keys {
             let _ = (<__PluginTools>::list, <__PluginTools>::call);
             $( let _ = <$res as $crate::resources::Guest>::read; )?
             $( let _ = <$life as $crate::lifecycle::Guest>::refresh; )?
+            $( let _: &str = $text; )?
         };
     };
-    (@tools [] @resources $r:tt @lifecycle $l:tt) => {
+    (@tools [] @resources $r:tt @lifecycle $l:tt @instructions $i:tt) => {
         compile_error!("export! needs `tools: [YourTool, ...]`");
     };
-    (@tools $t:tt @resources $r:tt @lifecycle $l:tt $key:ident : $v:tt, $($rest:tt)*) => {
+    (@tools $t:tt @resources $r:tt @lifecycle $l:tt @instructions $i:tt $key:ident : $v:tt, $($rest:tt)*) => {
         compile_error!(concat!(
             "export!: `", stringify!($key),
-            "` is unknown or given twice; the keys are tools, resources and lifecycle, each once"
+            "` is unknown or given twice; the keys are tools, resources, lifecycle and instructions, each once"
         ));
     };
 }
 
-/// The bytes of `name` as an array, for the name section `export!` writes.
+/// The bytes of `text` as an array, for the sections `export!` writes.
 #[doc(hidden)]
-pub const fn name_bytes<const N: usize>(name: &str) -> [u8; N] {
-    let bytes = name.as_bytes();
+pub const fn text_bytes<const N: usize>(text: &str) -> [u8; N] {
+    let bytes = text.as_bytes();
     let mut out = [0u8; N];
     let mut i = 0;
     while i < N {
