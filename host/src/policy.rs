@@ -72,6 +72,7 @@ impl PluginPolicy {
             ("fs.write", !self.fs.write.is_empty()),
             ("index.root", self.index.root.is_some()),
             ("containers.images", !self.containers.images.is_empty()),
+            ("containers.pull", !self.containers.pull.is_empty()),
         ]
         .into_iter()
         .filter_map(|(key, set)| set.then_some(key))
@@ -188,6 +189,11 @@ pub struct ContainersPolicy {
     /// Images the plugin may run: exact names, `prefix*`, or `*`.
     #[serde(default)]
     pub images: Vec<String>,
+    /// Images the host may pull from their registry when they are not in
+    /// local storage (same patterns). Default none: a missing image is
+    /// refused with how to get it.
+    #[serde(default)]
+    pub pull: Vec<String>,
     /// Memory limit of each container, MiB (default 4096).
     pub memory_mb: Option<u64>,
     /// Processes a container may have at once (default 4096).
@@ -251,6 +257,8 @@ pub struct Grants {
     pub programs: Vec<String>,
     pub env: Vec<String>,
     pub images: Vec<String>,
+    /// Images it may have pulled when missing (`containers.pull`).
+    pub pull: Vec<String>,
     /// Limits put on every container the plugin starts.
     pub container_memory_mb: u64,
     pub container_pids: u64,
@@ -414,6 +422,10 @@ impl Config {
                 .collect(),
             env: pick(|p| &p.process.env),
             images: pick(|p| &p.containers.images),
+            pull: pick(|p| &p.containers.pull)
+                .iter()
+                .map(|p| expand(p, places, &plugin_cache))
+                .collect(),
             container_memory_mb: p
                 .and_then(|p| p.containers.memory_mb)
                 .or(d.containers.memory_mb)
@@ -517,8 +529,14 @@ mod tests {
         assert!(run_test.has("process"));
         assert!(run_test.programs.contains(&"cargo".to_string()));
         assert_eq!(run_test.write_roots, vec![PathBuf::from("/ws")]);
+        // Cofer may run any image, but only its default one is pulled.
+        let cofer = config.grants("cofer", &places(), "cfg.toml");
+        assert_eq!(cofer.images, ["*"]);
+        assert_eq!(cofer.pull.len(), 1, "{:?}", cofer.pull);
+        assert!(!cofer.pull[0].contains("${"), "{:?}", cofer.pull);
         let other = config.grants("stranger", &places(), "cfg.toml");
         assert!(!other.has("process"));
+        assert!(other.pull.is_empty());
         let denial = other.require("process").unwrap_err();
         assert!(
             denial.contains("plugin `stranger`")

@@ -826,8 +826,34 @@ async fn environments_survive_a_host_restart() {
         .call("environment_run_cmd", f.run_args("kept", "cat note.txt"))
         .await;
     assert_eq!(structured(&r)["stdout"], "after restart\n", "{r:?}");
+    // ... and the answer says what a new container loses.
+    assert!(
+        structured(&r)["warnings"].to_string().contains("recreated")
+            && text(&r).contains("outside it is lost"),
+        "{r:?}"
+    );
     client.call("environment_destroy", f.scoped("kept")).await;
     assert!(f.containers().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_image_not_in_local_storage_is_image_missing() {
+    let Some(f) = Fixture::with_podman(&[], true).await else {
+        return;
+    };
+    let client = f.env.start().await;
+    let mut args = f.create_args("nowhere");
+    args["image"] = json!("localhost/cofer-never-built:latest");
+    let r = client.call("environment_create", args).await;
+    let e = error_of(&r);
+    assert_eq!(e["code"], "image_missing", "{e}");
+    let message = e["message"].as_str().unwrap();
+    assert!(
+        message.contains("podman pull localhost/cofer-never-built:latest")
+            && message.contains("containers.pull"),
+        "{message}"
+    );
+    assert!(!f.repo.join(".cofer/worktrees/nowhere").exists());
 }
 
 #[tokio::test(flavor = "multi_thread")]

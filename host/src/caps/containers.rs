@@ -120,7 +120,12 @@ fn run_args(g: &Grants, request: &CreateRequest) -> Result<Vec<String>, Containe
         )));
     }
     check_word("image", &request.image)?;
-    let mut args: Vec<String> = vec!["run".into(), "--detach".into(), "--pull=never".into()];
+    let pull = if image_allowed(&request.image, &g.pull) {
+        "--pull=missing"
+    } else {
+        "--pull=never"
+    };
+    let mut args: Vec<String> = vec!["run".into(), "--detach".into(), pull.into()];
     args.extend(confinement(g));
     args.extend(["--label".into(), format!("{OWNER_LABEL}={}", g.plugin)]);
     for (key, value) in &request.labels {
@@ -204,7 +209,14 @@ impl Host for CallState {
         let g = self.grants.clone();
         granted(&g)?;
         let args = run_args(&g, &request)?;
-        let id = podman::run(&args).await?.trim().to_string();
+        let id = match podman::run(&args).await {
+            Err(PodmanError::Failed(said))
+                if said.contains("image not known") && !image_allowed(&request.image, &g.pull) =>
+            {
+                return Err(ContainerError::Invalid(image_missing(&g, &request.image)).into());
+            }
+            other => other?.trim().to_string(),
+        };
         let info = owned(&g, &id).await?;
         Ok(container_info(&info))
     }
@@ -466,6 +478,17 @@ fn check_word(what: &str, word: &str) -> Result<(), ContainerError> {
 }
 
 /// `containers.images` entries: an exact image, `prefix*`, or `*`.
+/// Why a run of an image that is not in local storage was refused. Starts
+/// with the words plugins look for ("is not in local storage").
+fn image_missing(g: &Grants, image: &str) -> String {
+    format!(
+        "image `{image}` is not in local storage and the policy does not let the host pull it: \
+         pull or build it (`podman pull {image}`), or allow pulling it with containers.pull under \
+         [plugins.{}] in {}",
+        g.plugin, g.config_hint
+    )
+}
+
 fn image_allowed(image: &str, allowed: &[String]) -> bool {
     allowed
         .iter()

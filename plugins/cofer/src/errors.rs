@@ -49,6 +49,12 @@ pub fn from_container(step: &str, e: ContainerError) -> ToolError {
             why,
             "grant it in the host config as the message says",
         ),
+        // The host's words for an image it may not pull (see containers.pull).
+        ContainerError::Invalid(why) if why.contains("is not in local storage") => error(
+            "image_missing",
+            why,
+            "get the image on the host (`podman pull` or `podman build`), pick an image that is there (`podman images`), or allow pulling it with containers.pull",
+        ),
         ContainerError::Invalid(why) => error("invalid_request", why, "correct the arguments"),
         ContainerError::Unavailable(why) => error(
             "podman_unavailable",

@@ -99,7 +99,10 @@ pub fn run_cmd(args: RunCmd) -> Result<ToolOutput, ToolError> {
         .map_err(|e| from_git("wait for the environment's previous command", e))?;
     // What background services wrote since the last command is theirs.
     let (background_commit, mut warnings) = commit(&env, BACKGROUND_MESSAGE)?;
-    let result = exec(&env, &record, &request)?;
+    let (result, recreated) = exec(&env, &record, &request)?;
+    if recreated {
+        warnings.push(RECREATED.to_string());
+    }
     // Whatever the command changed is kept, even when it timed out.
     let message = match args.common.explanation.as_deref().map(str::trim) {
         Some(explanation) if !explanation.is_empty() => explanation.to_string(),
@@ -184,8 +187,8 @@ pub fn run_cmd(args: RunCmd) -> Result<ToolOutput, ToolError> {
 }
 
 /// Exec in the main container, recreating it once if it is gone or stopped
-/// (after a reboot, or removed by hand).
-fn exec(env: &Env, record: &Record, request: &ExecRequest) -> Result<RunResult, ToolError> {
+/// (after a reboot, or removed by hand); whether it was recreated.
+fn exec(env: &Env, record: &Record, request: &ExecRequest) -> Result<(RunResult, bool), ToolError> {
     match containers::exec(&env.container_name(), request) {
         Err(ContainerError::NotFound(_)) | Err(ContainerError::Failed(_)) => {
             note(format!(
@@ -193,12 +196,17 @@ fn exec(env: &Env, record: &Record, request: &ExecRequest) -> Result<RunResult, 
                 env.id
             ));
             recreate_main_container(env, record)?;
-            containers::exec(&env.container_name(), request)
+            containers::exec(&env.container_name(), request).map(|r| (r, true))
         }
-        other => other,
+        other => other.map(|r| (r, false)),
     }
     .map_err(|e| from_container("run the command", e))
 }
+
+/// Said when a command ran in a recreated container.
+const RECREATED: &str = "The environment's container was gone or stopped and was recreated \
+    from its image before this command: /workdir is kept, but whatever was installed or written \
+    outside it is lost. Run the setup commands again (package installs, tools) if the work needs them.";
 
 /// Make sure the main container exists and runs.
 pub fn ensure_main_container(env: &Env, record: &Record) -> Result<(), ToolError> {
