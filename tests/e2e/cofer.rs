@@ -857,6 +857,52 @@ async fn an_image_not_in_local_storage_is_image_missing() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn another_machines_environment_on_a_shared_service_is_left_alone() {
+    let Some(f) = Fixture::with_podman(&[], true).await else {
+        return;
+    };
+    // What a host on another machine made on the same Podman service, for
+    // a repository at the same path (fault injection: made here by hand).
+    let theirs = podman(&[
+        "run",
+        "--detach",
+        "--pull=never",
+        "--label",
+        "mcphost.plugin=cofer",
+        "--label",
+        "mcphost.machine=another-machine",
+        "--label",
+        "cofer.env=theirs",
+        "--label",
+        &format!("cofer.source={}", f.source()),
+        "--label",
+        "cofer.role=main",
+        &cofer_image(),
+        "sleep",
+        "600",
+    ]);
+    let theirs = theirs.trim().to_string();
+    assert!(!theirs.is_empty(), "the foreign container did not start");
+    let client = f.env.start().await;
+    let listed = client
+        .call(
+            "environment_list",
+            json!({"environment_source": f.source()}),
+        )
+        .await;
+    assert!(!is_error(&listed), "{listed:?}");
+    assert!(!text(&listed).contains("theirs"), "{}", text(&listed));
+    client.call("environment_destroy", f.scoped("theirs")).await;
+    let state = podman(&["inspect", "--format", "{{.State.Status}}", &theirs]);
+    assert_eq!(
+        state.trim(),
+        "running",
+        "another machine's container was touched"
+    );
+    podman(&["rm", "-f", "-t", "0", &theirs]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn two_environments_at_once() {
     let Some(f) = Fixture::with_podman(&[], true).await else {
         return;

@@ -34,6 +34,20 @@ use timebox::{MARKER_VAR, Spawn};
 
 /// The label that ties a container to the plugin that made it.
 pub const OWNER_LABEL: &str = "mcphost.plugin";
+/// The label that ties it to the machine whose host made it: hosts on
+/// several machines may share one Podman service, and each acts only on its
+/// own containers.
+pub const MACHINE_LABEL: &str = "mcphost.machine";
+
+/// This machine: its `/etc/machine-id`, else its host name.
+static MACHINE: LazyLock<String> = LazyLock::new(|| {
+    ["/etc/machine-id", "/proc/sys/kernel/hostname"]
+        .iter()
+        .filter_map(|f| std::fs::read_to_string(f).ok())
+        .map(|id| id.trim().to_string())
+        .find(|id| !id.is_empty())
+        .unwrap_or_else(|| "unknown".into())
+});
 
 type Answer<T> = Result<T, Refusal<ContainerError>>;
 
@@ -82,7 +96,7 @@ async fn owned(g: &Grants, id: &str) -> Result<Inspected, ContainerError> {
         Ok(_) | Err(PodmanError::NotFound(_)) => return Err(not_found()),
         Err(e) => return Err(e.into()),
     };
-    if owner(&info) != Some(g.plugin.as_str()) {
+    if owner(&info) != Some(g.plugin.as_str()) || !this_machine(&info) {
         return Err(not_found());
     }
     remember(&g.plugin, &info);
@@ -128,8 +142,9 @@ fn run_args(g: &Grants, request: &CreateRequest) -> Result<Vec<String>, Containe
     let mut args: Vec<String> = vec!["run".into(), "--detach".into(), pull.into()];
     args.extend(confinement(g));
     args.extend(["--label".into(), format!("{OWNER_LABEL}={}", g.plugin)]);
+    args.extend(["--label".into(), format!("{MACHINE_LABEL}={}", *MACHINE)]);
     for (key, value) in &request.labels {
-        if key.is_empty() || key.contains('=') || key == OWNER_LABEL {
+        if key.is_empty() || key.contains('=') || key == OWNER_LABEL || key == MACHINE_LABEL {
             return Err(ContainerError::Invalid(format!(
                 "label `{key}` cannot be set"
             )));
@@ -357,11 +372,22 @@ impl Host for CallState {
         };
         Ok(found
             .iter()
-            .filter(|info| owner(info) == Some(g.plugin.as_str()))
+            .filter(|info| owner(info) == Some(g.plugin.as_str()) && this_machine(info))
             .inspect(|info| remember(&g.plugin, info))
             .map(container_info)
             .collect())
     }
+}
+
+/// Made by a host on this machine (or by one from before the machine
+/// label, which ran here: a shared service was not supported then).
+fn this_machine(info: &Inspected) -> bool {
+    let label = info
+        .config
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(MACHINE_LABEL));
+    label.is_none_or(|m| *m == *MACHINE)
 }
 
 fn owner(info: &Inspected) -> Option<&str> {
