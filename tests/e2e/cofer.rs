@@ -163,9 +163,16 @@ pub fn text(result: &rmcp::model::CallToolResult) -> String {
 }
 
 /// The error object of a failed call (code, message, remediation, ...).
+/// The error of a failed call, checked to read as sentences for a person:
+/// no Rust debug text (`Some(128)`, `GitError::Denied(..)`) anywhere in it.
 pub fn error_of(result: &rmcp::model::CallToolResult) -> Value {
     assert!(is_error(result), "expected an error, got {result:?}");
-    structured(result)
+    let error = structured(result);
+    let words = error.to_string();
+    for debug in ["Some(", "None", "Err(", "Ok(", "::"] {
+        assert!(!words.contains(debug), "`{debug}` in an error: {words}");
+    }
+    error
 }
 
 pub fn created(result: &rmcp::model::CallToolResult) -> Value {
