@@ -5,11 +5,12 @@
 //! `mcphost:plugin-name`, written by the SDK's `export!`), else the file's
 //! (`run_test.wasm` → `run_test`); two files claiming one name load the
 //! first only. A component may also declare instructions for agents
-//! (`mcphost:plugin-instructions`), served in the MCP `instructions`. Loading one compiles it (or takes
-//! the cached artifact), links it, asks it for its tools and compiles their
-//! schemas. A plugin that fails any step is reported with its name and the
-//! reason and left out; so is one that offers a tool name another plugin
-//! already serves. Reloading keeps plugins whose bytes did not change.
+//! (`mcphost:plugin-instructions`), served in the MCP `instructions`.
+//! Loading one compiles it (or takes the cached artifact), links it, asks it
+//! for its tools and compiles their schemas. A plugin that fails any step
+//! is reported with its name and the reason and left out; so is one that
+//! offers a tool name another plugin already serves. Reloading keeps
+//! plugins whose bytes did not change.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -232,14 +233,9 @@ impl Loader {
             let loaded = match compiled {
                 Ok(Compiled::Same(same)) => Ok(same),
                 Ok(Compiled::New(component, origin, hash)) => self
-                    .load(&name, &path, component, origin, hash)
+                    .load(&name, instructions, &path, component, origin, hash)
                     .await
-                    .map(|plugin| {
-                        Arc::new(Plugin {
-                            instructions,
-                            ..plugin
-                        })
-                    }),
+                    .map(Arc::new),
                 Err(e) => Err(e),
             };
             match loaded {
@@ -292,6 +288,7 @@ impl Loader {
     async fn load(
         &self,
         name: &str,
+        instructions: Option<String>,
         path: &Path,
         component: Component,
         origin: Origin,
@@ -395,7 +392,7 @@ impl Loader {
             tools,
             templates,
             scheme,
-            instructions: None,
+            instructions,
         })
     }
 }

@@ -1089,11 +1089,7 @@ async fn each_commit_holds_what_its_own_command_wrote() {
         return;
     };
     let client = f.env.start().await;
-    created(
-        &client
-            .call("environment_create", f.create_args("busy"))
-            .await,
-    );
+    f.create(&client, "busy").await;
 
     // Six commands at once on one environment, each writing its own file
     // (slowly, so that unserialised runs would overlap).

@@ -9,7 +9,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::cofer::{Fixture, created, error_of, text};
+use crate::cofer::{Fixture, error_of, text};
 use crate::harness::*;
 
 /// Lay out a git directory `.evil` in the worktree from inside the
@@ -65,11 +65,7 @@ async fn a_planted_filter_never_runs_on_the_host() {
         return;
     };
     let client = f.env.start().await;
-    created(
-        &client
-            .call("environment_create", f.create_args("filter"))
-            .await,
-    );
+    f.create(&client, "filter").await;
     let marker = f.env.dir.path().join("pwned-by-filter");
     let config = format!(
         "[core]\\n\\trepositoryformatversion = 0\\n[filter \"pwn\"]\\n\\tclean = \"touch {}; cat\"\\n",
@@ -100,11 +96,7 @@ async fn a_planted_core_worktree_reads_no_host_file() {
     std::fs::create_dir_all(&secret_dir).unwrap();
     std::fs::write(secret_dir.join("secret.txt"), "HOST-ONLY-SECRET\n").unwrap();
     let client = f.env.start().await;
-    created(
-        &client
-            .call("environment_create", f.create_args("reader"))
-            .await,
-    );
+    f.create(&client, "reader").await;
     let config = format!(
         "[core]\\n\\trepositoryformatversion = 0\\n\\tworktree = {}\\n",
         secret_dir.display()
@@ -142,11 +134,7 @@ async fn a_gitfile_to_the_users_repository_leaves_main_alone() {
     };
     let main = git(&f.repo, &["rev-parse", "main"]);
     let client = f.env.start().await;
-    created(
-        &client
-            .call("environment_create", f.create_args("inject"))
-            .await,
-    );
+    f.create(&client, "inject").await;
     redirect_gitfile(&f, "inject", &f.repo.join(".git"));
 
     let r = client
@@ -176,11 +164,7 @@ async fn the_container_cannot_replace_git_and_a_worktree_is_no_source() {
         return;
     };
     let client = f.env.start().await;
-    created(
-        &client
-            .call("environment_create", f.create_args("walls"))
-            .await,
-    );
+    f.create(&client, "walls").await;
     let gitfile = f.worktree("walls").join(".git");
     let before = std::fs::read_to_string(&gitfile).unwrap();
     for attempt in [

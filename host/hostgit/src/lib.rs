@@ -500,7 +500,10 @@ fn git_working_on(repo: &Repo) -> bool {
 /// `flock` on a file in the worktree's admin directory (`.git/worktrees/<name>`,
 /// which the worktree's own users, a container included, cannot reach).
 /// Released when dropped, or when the holding process dies.
-pub struct Hold(#[allow(dead_code)] std::fs::File);
+pub struct Hold {
+    /// Held for its lock: closing it releases the `flock`.
+    _locked: std::fs::File,
+}
 
 /// Hold `tree` if no one else does; `None` when someone does.
 pub fn try_hold(tree: &Repo) -> std::io::Result<Option<Hold>> {
@@ -510,7 +513,7 @@ pub fn try_hold(tree: &Repo) -> std::io::Result<Option<Hold>> {
         .write(true)
         .open(tree.git_dir.join("mcphost-hold.lock"))?;
     match file.try_lock() {
-        Ok(()) => Ok(Some(Hold(file))),
+        Ok(()) => Ok(Some(Hold { _locked: file })),
         Err(std::fs::TryLockError::WouldBlock) => Ok(None),
         Err(std::fs::TryLockError::Error(e)) => Err(e),
     }

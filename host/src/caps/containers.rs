@@ -503,9 +503,8 @@ fn check_word(what: &str, word: &str) -> Result<(), ContainerError> {
     }
 }
 
-/// `containers.images` entries: an exact image, `prefix*`, or `*`.
-/// Why a run of an image that is not in local storage was refused. Starts
-/// with the words plugins look for ("is not in local storage").
+/// Why a run of an image that is not in local storage was refused. It
+/// carries the words plugins look for ("is not in local storage").
 fn image_missing(g: &Grants, image: &str) -> String {
     format!(
         "image `{image}` is not in local storage and the policy does not let the host pull it: \
@@ -515,6 +514,7 @@ fn image_missing(g: &Grants, image: &str) -> String {
     )
 }
 
+/// `containers.images` entries: an exact image, `prefix*`, or `*`.
 fn image_allowed(image: &str, allowed: &[String]) -> bool {
     allowed
         .iter()

@@ -203,6 +203,11 @@ fn exec(env: &Env, record: &Record, request: &ExecRequest) -> Result<(RunResult,
     .map_err(|e| from_container("run the command", e))
 }
 
+/// A commit as people quote it: its first 12 hex digits.
+fn short(commit: &str) -> &str {
+    &commit[..commit.len().min(12)]
+}
+
 /// Said when a command ran in a recreated container.
 const RECREATED: &str = "The environment's container was gone or stopped and was recreated \
     from its image before this command: /workdir is kept, but whatever was installed or written \
@@ -382,14 +387,14 @@ fn foreground_text(env: &Env, report: &Value) -> String {
         Some(commit) => text.push_str(&format!(
             "Changes committed to {} ({}) and pushed to the cofer remote.",
             env.branch(),
-            &commit[..commit.len().min(12)],
+            short(commit),
         )),
         None => text.push_str("No changes in /workdir to commit."),
     }
     if let Some(commit) = report["background_changes_commit"].as_str() {
         text.push_str(&format!(
             "\nBefore it ran, what background services had written was committed on its own ({}).",
-            &commit[..commit.len().min(12)]
+            short(commit)
         ));
     }
     for warning in report["warnings"].as_array().into_iter().flatten() {

@@ -9,10 +9,11 @@
 //! plugin_sdk::export! {
 //!     tools: [Search, GetClass],
 //!     // Optional, in any order: a type implementing `resources::Guest`
-//!     // (MCP resources) and one implementing `lifecycle::Guest`
-//!     // (background refresh).
+//!     // (MCP resources), one implementing `lifecycle::Guest` (background
+//!     // refresh), and a `&str` constant of instructions for agents.
 //!     resources: Godot,
 //!     lifecycle: Godot,
+//!     instructions: RULES,
 //! }
 //! ```
 //!
