@@ -4,6 +4,7 @@
 //! Build and serve it (from the repository's root):
 //!
 //! ```sh
+//! cargo test -p hello        # after changing a tool: rewrites tools.json
 //! cargo build --release --target wasm32-wasip2 -p hello
 //! mkdir -p /tmp/plugins && cp target/wasm32-wasip2/release/hello.wasm /tmp/plugins/
 //! target/release/host call hello '{"name": "Ada"}' --plugins /tmp/plugins

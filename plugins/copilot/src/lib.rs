@@ -14,7 +14,7 @@ mod models;
 mod tty;
 
 use plugin_sdk::process::{self, RunRequest, RunResult, Status};
-use plugin_sdk::{CapabilityError, Hints, McpTool, ToolError, ToolOutput};
+use plugin_sdk::{CapabilityError, Hints, McpTool, Tool, ToolError, ToolOutput};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -33,16 +33,7 @@ struct Args {
     #[schemars(length(min = 1, max = 100_000))]
     input: String,
     /// Model name, one of config/models.json (default: its `default`).
-    #[schemars(transform = models_enum)]
     model: Option<String>,
-}
-
-/// The model enum is a snapshot of models.json when the tools are listed;
-/// each call checks the file again.
-fn models_enum(schema: &mut schemars::Schema) {
-    if let Ok(models) = models::load() {
-        schema.insert("enum".into(), json!(models.models));
-    }
 }
 
 /// `copilot.chat`.
@@ -60,6 +51,18 @@ impl McpTool for Chat {
     });
     type Args = Args;
 
+    /// The model enum is a snapshot of models.json when the tools are
+    /// listed; each call checks the file again.
+    fn when_listed(tool: &mut Tool) {
+        let (Ok(models), Ok(mut schema)) = (
+            models::load(),
+            serde_json::from_str::<Value>(&tool.input_schema),
+        ) else {
+            return;
+        };
+        schema["properties"]["model"]["enum"] = json!(models.models);
+        tool.input_schema = schema.to_string();
+    }
     fn output_schema() -> Option<Value> {
         Some(output_schema())
     }
@@ -279,6 +282,18 @@ plugin_sdk::export! { tools: [Chat] }
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_listed_schema_names_the_allowed_models() {
+        let mut tool = plugin_sdk::tool::declare::<Chat>();
+        let model = |t: &Tool| {
+            serde_json::from_str::<Value>(&t.input_schema).unwrap()["properties"]["model"].clone()
+        };
+        // tools.json holds no enum: the models are read when listed.
+        assert!(model(&tool).get("enum").is_none(), "{}", model(&tool));
+        Chat::when_listed(&mut tool);
+        assert_eq!(model(&tool)["enum"], json!(models::load().unwrap().models));
+    }
 
     #[test]
     fn inputs_that_could_act_as_options_or_commands_are_refused() {

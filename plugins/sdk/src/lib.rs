@@ -117,7 +117,14 @@ macro_rules! __export_keys {
 
         impl $crate::bindings::exports::mcphost::plugin::tools::Guest for __PluginTools {
             fn list() -> Vec<$crate::Tool> {
-                vec![$($crate::tool::declare::<$tool>()),+]
+                // Derived from the types natively; read from the file in
+                // wasm (see the `tool` module).
+                #[cfg(not(target_arch = "wasm32"))]
+                let mut tools = vec![$($crate::tool::declare::<$tool>()),+];
+                #[cfg(target_arch = "wasm32")]
+                let mut tools = $crate::tool::declared(include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/tools.json")));
+                $( $crate::tool::listed::<$tool>(&mut tools); )+
+                tools
             }
             fn call(name: String, arguments: String) -> Result<$crate::ToolOutput, $crate::ToolError> {
                 $(
@@ -146,6 +153,15 @@ macro_rules! __export_keys {
                 static __MCPHOST_INSTRUCTIONS: [u8; __MCPHOST_TEXT.len()] = $crate::text_bytes(__MCPHOST_TEXT);
             )?
         };
+
+        #[cfg(test)]
+        #[test]
+        fn tools_json_matches_the_tool_types() {
+            $crate::tool::check_tools_json(
+                env!("CARGO_MANIFEST_DIR"),
+                &[$($crate::tool::declare::<$tool>()),+],
+            );
+        }
 
         // Natively, keep the entry points reachable so nothing reads as dead.
         #[cfg(not(target_arch = "wasm32"))]

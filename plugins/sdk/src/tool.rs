@@ -25,8 +25,16 @@
 //!
 //! Our schema keywords (see the WIT's `tool.input-schema`) go on the
 //! argument type: `#[schemars(extend("x-error-code" = "INVALID_ARGUMENT"))]`.
+//!
+//! The declarations are derived natively and kept beside the plugin's
+//! `Cargo.toml` as `tools.json`, which the wasm build embeds: schema
+//! generation is code every plugin would otherwise carry and the host
+//! would compile at every cold start. `export!` adds a unit test that
+//! compares the file with the types and rewrites it when they differ, so
+//! `cargo test -p <plugin>` after changing a tool, then rebuild.
 
 use schemars::JsonSchema;
+use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
@@ -49,6 +57,10 @@ pub trait McpTool {
     fn output_schema() -> Option<Value> {
         None
     }
+    /// Fill in what is only known when the host lists the tools (say, an
+    /// enum read from a config file); `tools.json` holds what is known when
+    /// the plugin is built.
+    fn when_listed(_tool: &mut Tool) {}
     /// Run the tool.
     fn call(args: Self::Args) -> Result<ToolOutput, ToolError>;
 }
@@ -113,6 +125,83 @@ pub fn declare<T: McpTool>() -> Tool {
         input_schema: input.to_string(),
         output_schema: T::output_schema().map(|s| s.to_string()),
     }
+}
+
+/// One entry of `tools.json`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct Declared {
+    name: String,
+    description: String,
+    input_schema: Value,
+    #[serde(default)]
+    output_schema: Option<Value>,
+}
+
+/// Tool `T`'s entry of `tools` as the host lists it (see
+/// [`McpTool::when_listed`]).
+pub fn listed<T: McpTool>(tools: &mut [Tool]) {
+    if let Some(tool) = tools.iter_mut().find(|t| t.name == T::NAME) {
+        T::when_listed(tool);
+    }
+}
+
+/// The declarations in a `tools.json` (what the wasm build lists).
+pub fn declared(tools_json: &str) -> Vec<Tool> {
+    let tools: Vec<Declared> =
+        serde_json::from_str(tools_json).expect("tools.json is written by the plugin's unit test");
+    tools
+        .into_iter()
+        .map(|t| Tool {
+            name: t.name,
+            description: t.description,
+            input_schema: t.input_schema.to_string(),
+            output_schema: t.output_schema.map(|s| s.to_string()),
+        })
+        .collect()
+}
+
+/// `tools` as `tools.json` holds them.
+#[cfg(not(target_arch = "wasm32"))]
+fn tools_json(tools: &[Tool]) -> Value {
+    let parse = |s: &str| serde_json::from_str::<Value>(s).expect("declared schemas are JSON");
+    tools
+        .iter()
+        .map(|t| {
+            let mut entry = json!({
+                "name": t.name,
+                "description": t.description,
+                "inputSchema": parse(&t.input_schema),
+            });
+            if let Some(output) = &t.output_schema {
+                entry["outputSchema"] = parse(output);
+            }
+            entry
+        })
+        .collect()
+}
+
+/// The test `export!` adds: `<manifest_dir>/tools.json` must hold exactly
+/// `tools` (the declarations derived from the tool types). When it does
+/// not, it is rewritten and the test fails, so that a stale file never
+/// passes unnoticed.
+#[cfg(not(target_arch = "wasm32"))]
+pub fn check_tools_json(manifest_dir: &str, tools: &[Tool]) {
+    let path = std::path::Path::new(manifest_dir).join("tools.json");
+    let expected = tools_json(tools);
+    let found = std::fs::read_to_string(&path)
+        .ok()
+        .and_then(|text| serde_json::from_str::<Value>(&text).ok());
+    if found.as_ref() == Some(&expected) {
+        return;
+    }
+    let text = serde_json::to_string_pretty(&expected).expect("JSON values serialise") + "\n";
+    std::fs::write(&path, text).unwrap_or_else(|e| panic!("cannot write {}: {e}", path.display()));
+    panic!(
+        "{} did not match the plugin's tool types and has been rewritten: \
+         review it, commit it and rebuild the plugin (scripts/build-plugins)",
+        path.display()
+    );
 }
 
 /// Parse `arguments` into `T`'s argument type and run it. The host already
@@ -211,6 +300,32 @@ mod tests {
             assert!(schema.get(absent).is_none(), "{absent} in {schema}");
         }
         assert!(!tool.input_schema.contains("$ref"), "{}", tool.input_schema);
+    }
+
+    #[test]
+    fn tools_json_round_trips_and_a_stale_one_is_rewritten() {
+        let dir = std::env::temp_dir().join(format!("sdk-tools-json-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let tools = vec![declare::<Search>()];
+        let manifest = dir.to_str().unwrap();
+        let path = dir.join("tools.json");
+
+        std::fs::write(&path, "[]").unwrap();
+        let stale = std::panic::catch_unwind(|| check_tools_json(manifest, &tools));
+        assert!(stale.is_err(), "a stale tools.json passed");
+        // Rewritten: now it passes, and the wasm side reads back the same.
+        check_tools_json(manifest, &tools);
+        let read = declared(&std::fs::read_to_string(&path).unwrap());
+        assert_eq!(read.len(), 1);
+        assert_eq!(read[0].name, tools[0].name);
+        assert_eq!(read[0].description, tools[0].description);
+        let schema = |s: &str| serde_json::from_str::<Value>(s).unwrap();
+        assert_eq!(
+            schema(&read[0].input_schema),
+            schema(&tools[0].input_schema)
+        );
+        assert_eq!(read[0].output_schema, None);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
