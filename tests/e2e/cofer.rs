@@ -1068,7 +1068,7 @@ async fn missing_broken_or_unreachable_podman_says_what_to_do() {
 
 /// The files each commit of `branch` touched, by commit message (the test
 /// plant's `.gitattributes` left out).
-fn files_by_message(repo: &std::path::Path, branch: &str) -> Vec<(String, Vec<String>)> {
+pub fn files_by_message(repo: &std::path::Path, branch: &str) -> Vec<(String, Vec<String>)> {
     git(repo, &["log", "--format=%H%x09%s", branch])
         .lines()
         .map(|line| {

@@ -5,6 +5,7 @@
 
 mod cofer;
 mod cofer_escape;
+mod cofer_files;
 mod copilot;
 mod godot;
 mod harness;

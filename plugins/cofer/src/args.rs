@@ -119,3 +119,86 @@ pub struct List {
 
 /// An environment id: lowercase letters, digits and '-', at most 48.
 const ID_PATTERN: &str = "^[a-z0-9][a-z0-9-]{0,47}$";
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(extend("additionalProperties" = false, "x-error-code" = "invalid_request"))]
+pub struct FileRead {
+    #[serde(flatten)]
+    pub common: Common,
+    /// The ID of the environment for this command. Must call `environment_create` first.
+    #[schemars(regex(pattern = ID_PATTERN))]
+    pub environment_id: String,
+    /// Path of the file to read, absolute or relative to the workdir
+    #[schemars(length(min = 1))]
+    pub target_file: String,
+    /// Whether to read the entire file. Defaults to false (but without a line range the whole file is read).
+    #[serde(default)]
+    pub should_read_entire_file: bool,
+    /// The starting line (1-indexed, inclusive) to read from the file.
+    #[schemars(range(min = 1))]
+    pub start_line_one_indexed_inclusive: Option<usize>,
+    /// The ending line (1-indexed, inclusive) to read from the file.
+    #[schemars(range(min = 1))]
+    pub end_line_one_indexed_inclusive: Option<usize>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(extend("additionalProperties" = false, "x-error-code" = "invalid_request"))]
+pub struct FileList {
+    #[serde(flatten)]
+    pub common: Common,
+    /// The ID of the environment for this command. Must call `environment_create` first.
+    #[schemars(regex(pattern = ID_PATTERN))]
+    pub environment_id: String,
+    /// Path of the directory to list contents of, absolute or relative to the workdir
+    #[schemars(length(min = 1))]
+    pub path: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(extend("additionalProperties" = false, "x-error-code" = "invalid_request"))]
+pub struct FileWrite {
+    #[serde(flatten)]
+    pub common: Common,
+    /// The ID of the environment for this command. Must call `environment_create` first.
+    #[schemars(regex(pattern = ID_PATTERN))]
+    pub environment_id: String,
+    /// Path of the file to write, absolute or relative to the workdir.
+    #[schemars(length(min = 1))]
+    pub target_file: String,
+    /// Full text content of the file you want to write.
+    pub contents: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(extend("additionalProperties" = false, "x-error-code" = "invalid_request"))]
+pub struct FileEdit {
+    #[serde(flatten)]
+    pub common: Common,
+    /// The ID of the environment for this command. Must call `environment_create` first.
+    #[schemars(regex(pattern = ID_PATTERN))]
+    pub environment_id: String,
+    /// Path of the file to write, absolute or relative to the workdir.
+    #[schemars(length(min = 1))]
+    pub target_file: String,
+    /// The text to find and replace.
+    #[schemars(length(min = 1))]
+    pub search_text: String,
+    /// The text to insert.
+    pub replace_text: String,
+    /// The ID of the match to replace, if there were multiple matches.
+    pub which_match: Option<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(extend("additionalProperties" = false, "x-error-code" = "invalid_request"))]
+pub struct FileDelete {
+    #[serde(flatten)]
+    pub common: Common,
+    /// The ID of the environment for this command. Must call `environment_create` first.
+    #[schemars(regex(pattern = ID_PATTERN))]
+    pub environment_id: String,
+    /// Path of the file to delete, absolute or relative to the workdir.
+    #[schemars(length(min = 1))]
+    pub target_file: String,
+}

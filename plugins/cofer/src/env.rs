@@ -235,7 +235,8 @@ pub fn idle_command() -> Vec<String> {
     ]
 }
 
-fn fnv1a(bytes: &[u8]) -> u64 {
+/// A short, stable hash (FNV-1a) for names and ids, not for security.
+pub fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
         (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3)
     })

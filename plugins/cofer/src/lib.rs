@@ -1,9 +1,9 @@
 //! Cofer: container-use compatible development environments on Podman
 //! containers and git worktrees (seed 001).
 //!
-//! Tools: `environment_create`, `environment_run_cmd`,
-//! `environment_destroy`, plus container-use's `environment_list` and
-//! `environment_open`. Git work goes through the host's `git` capability
+//! Tools: container-use's `environment_create`, `environment_run_cmd`,
+//! `environment_list`, `environment_open` and `environment_file_*`
+//! ([`files`]), plus our `environment_destroy`. Git work goes through the host's `git` capability
 //! and containers through `containers`; the plugin keeps no state, so every
 //! call finds the environment again from git, its record file and Podman
 //! labels ([`env`]).
@@ -13,6 +13,7 @@ mod create;
 mod destroy;
 mod env;
 mod errors;
+mod files;
 mod run;
 
 use plugin_sdk::log::{Level, log};
@@ -124,6 +125,88 @@ impl McpTool for Open {
 
     fn call(args: args::Open) -> Result<ToolOutput, ToolError> {
         open(args)
+    }
+}
+
+/// The hints of the file tools that change files.
+const CHANGES_FILES: Option<Hints> = Some(Hints {
+    read_only: false,
+    destructive: true,
+    idempotent: true,
+    open_world: false,
+});
+
+/// `environment_file_read`.
+struct FileRead;
+
+impl McpTool for FileRead {
+    const NAME: &'static str = "environment_file_read";
+    const DESCRIPTION: &'static str = "Read the contents of a file in an environment's /workdir, a line range (1-indexed, inclusive) or the \
+        entire file.";
+    const HINTS: Option<Hints> = Some(Hints::READ_ONLY);
+    type Args = args::FileRead;
+
+    fn call(args: args::FileRead) -> Result<ToolOutput, ToolError> {
+        files::read(args)
+    }
+}
+
+/// `environment_file_list`.
+struct FileList;
+
+impl McpTool for FileList {
+    const NAME: &'static str = "environment_file_list";
+    const DESCRIPTION: &'static str = "List the contents of a directory in an environment's /workdir, one name per line, directories ending in `/`.";
+    const HINTS: Option<Hints> = Some(Hints::READ_ONLY);
+    type Args = args::FileList;
+
+    fn call(args: args::FileList) -> Result<ToolOutput, ToolError> {
+        files::list(args)
+    }
+}
+
+/// `environment_file_write`.
+struct FileWrite;
+
+impl McpTool for FileWrite {
+    const NAME: &'static str = "environment_file_write";
+    const DESCRIPTION: &'static str = "Write the contents of a file in an environment's /workdir (missing directories are made) and commit \
+        it to the environment's branch with `explanation` as the message.";
+    const HINTS: Option<Hints> = CHANGES_FILES;
+    type Args = args::FileWrite;
+
+    fn call(args: args::FileWrite) -> Result<ToolOutput, ToolError> {
+        files::write(args)
+    }
+}
+
+/// `environment_file_edit`.
+struct FileEdit;
+
+impl McpTool for FileEdit {
+    const NAME: &'static str = "environment_file_edit";
+    const DESCRIPTION: &'static str = "Find and replace text in a file of an environment's /workdir, and commit it. When search_text occurs \
+        more than once, the error lists each match with an ID to pass as which_match.";
+    const HINTS: Option<Hints> = CHANGES_FILES;
+    type Args = args::FileEdit;
+
+    fn call(args: args::FileEdit) -> Result<ToolOutput, ToolError> {
+        files::edit(args)
+    }
+}
+
+/// `environment_file_delete`.
+struct FileDelete;
+
+impl McpTool for FileDelete {
+    const NAME: &'static str = "environment_file_delete";
+    const DESCRIPTION: &'static str =
+        "Delete a file in an environment's /workdir and commit the deletion.";
+    const HINTS: Option<Hints> = CHANGES_FILES;
+    type Args = args::FileDelete;
+
+    fn call(args: args::FileDelete) -> Result<ToolOutput, ToolError> {
+        files::delete(args)
     }
 }
 
@@ -245,6 +328,6 @@ recreated, so put setup steps in the commands you run.
 longer need with environment_destroy.";
 
 plugin_sdk::export! {
-    tools: [Create, RunCmd, Destroy, List, Open],
+    tools: [Create, RunCmd, Destroy, List, Open, FileRead, FileList, FileWrite, FileEdit, FileDelete],
     instructions: INSTRUCTIONS,
 }

@@ -15,7 +15,7 @@ use crate::env::{self, Env, Record};
 use crate::errors::{error, from_container, from_git};
 use crate::{note, open_repo, setting};
 
-const DEFAULT_TIMEOUT_MS: u64 = 600_000;
+pub const DEFAULT_TIMEOUT_MS: u64 = 600_000;
 /// Files over this many MB are not committed (a 30 MB file under
 /// node_modules once went into the repository twice).
 const DEFAULT_MAX_FILE_MB: u64 = 10;
@@ -50,7 +50,7 @@ pub fn output_schema() -> Value {
 }
 
 /// The message of the commit that keeps what background services wrote.
-const BACKGROUND_MESSAGE: &str = "Background changes (written by services between commands)";
+pub const BACKGROUND_MESSAGE: &str = "Background changes (written by services between commands)";
 
 pub fn run_cmd(args: RunCmd) -> Result<ToolOutput, ToolError> {
     let repo = open_repo(&args.common.environment_source)?;
@@ -204,7 +204,7 @@ fn exec(env: &Env, record: &Record, request: &ExecRequest) -> Result<(RunResult,
 }
 
 /// A commit as people quote it: its first 12 hex digits.
-fn short(commit: &str) -> &str {
+pub fn short(commit: &str) -> &str {
     &commit[..commit.len().min(12)]
 }
 
@@ -315,11 +315,10 @@ fn service_command(shell: &str, command: &str) -> Vec<String> {
     ]
 }
 
-/// Commit the workdir's changes and push them; the commit, if any, and
-/// what the host repaired on the way.
 /// Commit the workdir's changes with `message` and push them; the commit
-/// (if anything changed) and the warnings.
-fn commit(env: &Env, message: &str) -> Result<(Option<String>, Vec<String>), ToolError> {
+/// (if anything changed) and the warnings (what the host repaired on the
+/// way, files too large to commit).
+pub fn commit(env: &Env, message: &str) -> Result<(Option<String>, Vec<String>), ToolError> {
     let max_file_bytes = setting("COFER_MAX_FILE_MB", DEFAULT_MAX_FILE_MB) * 1_000_000;
     let outcome = git::commit_all(&env.repo, &env.worktree(), message, max_file_bytes)
         .map_err(|e| from_git("commit the workdir", e))?;

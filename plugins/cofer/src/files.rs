@@ -1,0 +1,546 @@
+//! container-use's file tools (`environment_file_*`) on an environment's
+//! /workdir, which is its worktree on the host.
+//!
+//! Every path is opened beneath a directory handle of the worktree itself,
+//! and the host's WASI resolves it there (cap-std): `..`, an absolute
+//! symlink or one a command swaps in halfway cannot lead out of the
+//! worktree, not even into the rest of the repository. `.git` is Cofer's
+//! and refused by name. Changes are committed like a command's: one at a
+//! time per environment, after what background services wrote.
+
+use plugin_sdk::git;
+use plugin_sdk::{ToolError, ToolOutput, text_output};
+use serde_json::json;
+use wasip2::filesystem::preopens::get_directories;
+use wasip2::filesystem::types::{
+    Descriptor, DescriptorFlags, DescriptorType, ErrorCode, OpenFlags, PathFlags,
+};
+
+use crate::args;
+use crate::env::{self, Env};
+use crate::errors::{error, from_git, step_failed};
+use crate::run::{self, BACKGROUND_MESSAGE, DEFAULT_TIMEOUT_MS};
+use crate::{open_repo, setting};
+
+/// Files larger than this are not read whole into an answer.
+const MAX_READ_BYTES: u64 = 4 << 20;
+
+pub fn read(a: args::FileRead) -> Result<ToolOutput, ToolError> {
+    let (_, workdir) = open_env(&a.common, &a.environment_id)?;
+    let path = relative(&a.target_file)?;
+    let bytes = workdir.read(&path, &a.target_file)?;
+    let text = String::from_utf8_lossy(&bytes);
+    if a.should_read_entire_file
+        || (a.start_line_one_indexed_inclusive.is_none()
+            && a.end_line_one_indexed_inclusive.is_none())
+    {
+        return Ok(text_output(text));
+    }
+    let lines: Vec<&str> = text.lines().collect();
+    let start = a.start_line_one_indexed_inclusive.unwrap_or(1);
+    let end = a
+        .end_line_one_indexed_inclusive
+        .unwrap_or(lines.len())
+        .min(lines.len());
+    if start > lines.len().max(1) || end < start {
+        return Err(error(
+            "invalid_request",
+            format!(
+                "lines {start} to {end} are not in `{}`, which has {} lines",
+                a.target_file,
+                lines.len()
+            ),
+            "give start_line_one_indexed_inclusive <= end_line_one_indexed_inclusive within the file, or should_read_entire_file=true",
+        ));
+    }
+    Ok(text_output(lines[start - 1..end].join("\n")))
+}
+
+pub fn list(a: args::FileList) -> Result<ToolOutput, ToolError> {
+    let (_, workdir) = open_env(&a.common, &a.environment_id)?;
+    let path = relative(&a.path)?;
+    let mut names = workdir.list(&path, &a.path)?;
+    names.sort();
+    Ok(text_output(names.join("\n")))
+}
+
+pub fn write(a: args::FileWrite) -> Result<ToolOutput, ToolError> {
+    let (env, workdir) = open_env(&a.common, &a.environment_id)?;
+    let path = relative(&a.target_file)?;
+    let message = message(&a.common, format!("Write {}", a.target_file));
+    change(&env, &message, &a.target_file, "written", || {
+        workdir.write(&path, a.contents.as_bytes(), &a.target_file)
+    })
+}
+
+pub fn edit(a: args::FileEdit) -> Result<ToolOutput, ToolError> {
+    let (env, workdir) = open_env(&a.common, &a.environment_id)?;
+    let path = relative(&a.target_file)?;
+    let message = message(&a.common, format!("Edit {}", a.target_file));
+    change(&env, &message, &a.target_file, "edited", || {
+        let bytes = workdir.read(&path, &a.target_file)?;
+        let Ok(contents) = String::from_utf8(bytes) else {
+            return Err(error(
+                "invalid_request",
+                format!("`{}` is not UTF-8 text", a.target_file),
+                "edit binary files with environment_run_cmd",
+            ));
+        };
+        let edited = replace_match(
+            &contents,
+            &a.target_file,
+            &a.search_text,
+            &a.replace_text,
+            a.which_match.as_deref(),
+        )?;
+        workdir.write(&path, edited.as_bytes(), &a.target_file)
+    })
+}
+
+pub fn delete(a: args::FileDelete) -> Result<ToolOutput, ToolError> {
+    let (env, workdir) = open_env(&a.common, &a.environment_id)?;
+    let path = relative(&a.target_file)?;
+    let message = message(&a.common, format!("Delete {}", a.target_file));
+    change(&env, &message, &a.target_file, "deleted", || {
+        workdir
+            .root
+            .unlink_file_at(&path)
+            .map_err(|e| fs_error(e, "delete", &a.target_file))
+    })
+}
+
+/// The commit message: the caller's explanation, else what was done.
+fn message(common: &args::Common, done: String) -> String {
+    match common.explanation.as_deref().map(str::trim) {
+        Some(explanation) if !explanation.is_empty() => explanation.to_string(),
+        _ => done,
+    }
+}
+
+/// Run `op` on the environment's files under its hold and commit what it
+/// changed (after what background services wrote, committed apart).
+fn change(
+    env: &Env,
+    message: &str,
+    target: &str,
+    done: &str,
+    op: impl FnOnce() -> Result<(), ToolError>,
+) -> Result<ToolOutput, ToolError> {
+    let wait_ms = setting("COHERRA_TIMEOUT_RUN", DEFAULT_TIMEOUT_MS);
+    let _hold = git::hold_worktree(&env.repo, &env.worktree(), wait_ms)
+        .map_err(|e| from_git("wait for the environment's previous command", e))?;
+    let (background, mut warnings) = run::commit(env, BACKGROUND_MESSAGE)?;
+    op()?;
+    let (commit, more) = run::commit(env, message)?;
+    warnings.extend(more);
+    let mut text = match &commit {
+        Some(c) => format!(
+            "file {target} {done} successfully and committed to {} ({}).",
+            env.remote_ref(),
+            run::short(c)
+        ),
+        None => {
+            format!("file {target} {done}; the workdir did not change, so nothing was committed.")
+        }
+    };
+    if let Some(c) = &background {
+        text.push_str(&format!(
+            "\nBefore that, what background services had written was committed on its own ({}).",
+            run::short(c)
+        ));
+    }
+    for warning in &warnings {
+        text.push_str(&format!("\nwarning: {warning}"));
+    }
+    Ok(ToolOutput {
+        text,
+        structured: Some(
+            json!({ "commit": commit, "background_changes_commit": background, "warnings": warnings })
+                .to_string(),
+        ),
+    })
+}
+
+/// The environment and a handle of its workdir.
+fn open_env(common: &args::Common, id: &str) -> Result<(Env, Workdir), ToolError> {
+    let repo = open_repo(&common.environment_source)?;
+    let env = Env::new(&repo, id);
+    env.read_record().ok_or_else(|| env.not_found())?;
+    if !env.has_worktree() {
+        return Err(error(
+            "precondition_failed",
+            format!(
+                "environment `{}` has lost its worktree {}",
+                env.id,
+                env.worktree()
+            ),
+            "destroy the environment (environment_destroy with force=true) and create it again",
+        ));
+    }
+    let workdir = Workdir::open(&env.worktree())?;
+    Ok((env, workdir))
+}
+
+/// `target` (absolute under /workdir, or relative to it) as a path relative
+/// to the workdir, or why it may not be used.
+fn relative(target: &str) -> Result<String, ToolError> {
+    let refuse = |why: &str, remediation: &str| {
+        error("invalid_request", format!("`{target}` {why}"), remediation)
+    };
+    let rest = match target.strip_prefix(env::WORKDIR) {
+        Some(rest) if rest.is_empty() || rest.starts_with('/') => rest,
+        _ if target.starts_with('/') => {
+            return Err(refuse(
+                "is outside the environment's /workdir",
+                "give a path under /workdir, or relative to it",
+            ));
+        }
+        _ => target,
+    };
+    if rest.contains('\0') {
+        return Err(refuse("contains a NUL character", "remove it"));
+    }
+    let mut parts = Vec::new();
+    for part in rest.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                return Err(refuse(
+                    "contains `..`",
+                    "give the path inside /workdir without `..`",
+                ));
+            }
+            ".git" if parts.is_empty() => {
+                return Err(refuse(
+                    "is the environment's .git, which Cofer keeps",
+                    "leave .git alone: every change is committed for you",
+                ));
+            }
+            part => parts.push(part),
+        }
+    }
+    Ok(parts.join("/"))
+}
+
+/// Replace one occurrence of `search` in `contents`: the only one, or the
+/// one `which` names (container-use's match ids).
+fn replace_match(
+    contents: &str,
+    target: &str,
+    search: &str,
+    replace: &str,
+    which: Option<&str>,
+) -> Result<String, ToolError> {
+    let matches: Vec<usize> = contents.match_indices(search).map(|(i, _)| i).collect();
+    let id = |n: usize| {
+        format!(
+            "{:08x}",
+            env::fnv1a(format!("{target}:{search}:{replace}:{n}").as_bytes()) as u32
+        )
+    };
+    let at = match (matches.as_slice(), which.filter(|w| !w.is_empty())) {
+        ([], _) => {
+            return Err(error(
+                "not_found",
+                format!("search_text was not found in `{target}`"),
+                "read the file (environment_file_read) and copy the text exactly, whitespace included",
+            ));
+        }
+        ([only], None) => *only,
+        (_, None) => {
+            let listed: Vec<String> = matches
+                .iter()
+                .enumerate()
+                .map(|(n, &at)| {
+                    format!(
+                        "Match {} (ID: {}):\n{}",
+                        n + 1,
+                        id(n),
+                        context(contents, at)
+                    )
+                })
+                .collect();
+            return Err(error(
+                "invalid_request",
+                format!(
+                    "search_text occurs {} times in `{target}`:\n\n{}",
+                    matches.len(),
+                    listed.join("\n\n")
+                ),
+                "call again with which_match set to one of the IDs, or a longer search_text",
+            ));
+        }
+        (_, Some(which)) => match (0..matches.len()).find(|&n| id(n) == which) {
+            Some(n) => matches[n],
+            None => {
+                return Err(error(
+                    "invalid_request",
+                    format!("which_match `{which}` is none of the matches in `{target}`"),
+                    "call without which_match to get the IDs of the matches",
+                ));
+            }
+        },
+    };
+    Ok(format!(
+        "{}{replace}{}",
+        &contents[..at],
+        &contents[at + search.len()..]
+    ))
+}
+
+/// Three lines either side of the line holding byte `at`, that line marked.
+fn context(contents: &str, at: usize) -> String {
+    let line = contents[..at].matches('\n').count();
+    contents
+        .lines()
+        .enumerate()
+        .skip(line.saturating_sub(3))
+        .take(line.min(3) + 4)
+        .map(|(n, text)| format!("{}{text}", if n == line { "> " } else { "  " }))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// A directory handle of the worktree: every path is resolved beneath it.
+struct Workdir {
+    root: Descriptor,
+}
+
+impl Workdir {
+    fn open(worktree: &str) -> Result<Workdir, ToolError> {
+        // The preopen (policy fs.write) that holds the worktree.
+        let (base, rest) = get_directories()
+            .into_iter()
+            .filter_map(|(dir, path)| {
+                let rest = worktree.strip_prefix(path.trim_end_matches('/'))?;
+                let rest = rest.strip_prefix('/')?;
+                Some((dir, rest.to_string()))
+            })
+            .min_by_key(|(_, rest)| rest.len())
+            .ok_or_else(|| {
+                error(
+                    "denied",
+                    format!("the worktree {worktree} is outside the directories Cofer may write"),
+                    "keep the repository under COFER_ROOT (the plugin's fs.write)",
+                )
+            })?;
+        let root = base
+            .open_at(
+                PathFlags::empty(),
+                &rest,
+                OpenFlags::DIRECTORY,
+                DescriptorFlags::READ | DescriptorFlags::MUTATE_DIRECTORY,
+            )
+            .map_err(|e| fs_error(e, "open the workdir", env::WORKDIR))?;
+        Ok(Workdir { root })
+    }
+
+    fn read(&self, path: &str, target: &str) -> Result<Vec<u8>, ToolError> {
+        let file = self
+            .root
+            .open_at(
+                PathFlags::SYMLINK_FOLLOW,
+                path,
+                OpenFlags::empty(),
+                DescriptorFlags::READ,
+            )
+            .map_err(|e| fs_error(e, "read", target))?;
+        let stat = file.stat().map_err(|e| fs_error(e, "read", target))?;
+        if stat.type_ == DescriptorType::Directory {
+            return Err(fs_error(ErrorCode::IsDirectory, "read", target));
+        }
+        if stat.size > MAX_READ_BYTES {
+            return Err(error(
+                "invalid_request",
+                format!(
+                    "`{target}` has {} MB, more than the {} MB a file may have to be read whole",
+                    stat.size >> 20,
+                    MAX_READ_BYTES >> 20
+                ),
+                "read a line range, or look at it with environment_run_cmd (head, grep)",
+            ));
+        }
+        let mut bytes = Vec::new();
+        loop {
+            let (chunk, end) = file
+                .read(1 << 16, bytes.len() as u64)
+                .map_err(|e| fs_error(e, "read", target))?;
+            bytes.extend_from_slice(&chunk);
+            if end || chunk.is_empty() || bytes.len() as u64 > MAX_READ_BYTES {
+                return Ok(bytes);
+            }
+        }
+    }
+
+    fn write(&self, path: &str, contents: &[u8], target: &str) -> Result<(), ToolError> {
+        if path.is_empty() {
+            return Err(fs_error(ErrorCode::IsDirectory, "write", target));
+        }
+        // Missing parent directories are made, as container-use does.
+        let mut parent = String::new();
+        for dir in path
+            .split('/')
+            .rev()
+            .skip(1)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+        {
+            if !parent.is_empty() {
+                parent.push('/');
+            }
+            parent.push_str(dir);
+            match self.root.create_directory_at(&parent) {
+                Ok(()) | Err(ErrorCode::Exist) => {}
+                Err(e) => return Err(fs_error(e, "write", target)),
+            }
+        }
+        let file = self
+            .root
+            .open_at(
+                PathFlags::SYMLINK_FOLLOW,
+                path,
+                OpenFlags::CREATE | OpenFlags::TRUNCATE,
+                DescriptorFlags::WRITE,
+            )
+            .map_err(|e| fs_error(e, "write", target))?;
+        let mut written = 0;
+        while written < contents.len() {
+            let n = file
+                .write(&contents[written..], written as u64)
+                .map_err(|e| fs_error(e, "write", target))?;
+            written += n as usize;
+        }
+        Ok(())
+    }
+
+    fn list(&self, path: &str, target: &str) -> Result<Vec<String>, ToolError> {
+        let dir = self
+            .root
+            .open_at(
+                PathFlags::SYMLINK_FOLLOW,
+                if path.is_empty() { "." } else { path },
+                OpenFlags::DIRECTORY,
+                DescriptorFlags::READ,
+            )
+            .map_err(|e| fs_error(e, "list", target))?;
+        let entries = dir
+            .read_directory()
+            .map_err(|e| fs_error(e, "list", target))?;
+        let mut names = Vec::new();
+        while let Some(entry) = entries
+            .read_directory_entry()
+            .map_err(|e| fs_error(e, "list", target))?
+        {
+            if path.is_empty() && entry.name == ".git" {
+                continue;
+            }
+            let slash = if entry.type_ == DescriptorType::Directory {
+                "/"
+            } else {
+                ""
+            };
+            names.push(format!("{}{slash}", entry.name));
+        }
+        Ok(names)
+    }
+}
+
+/// A filesystem error on `target` while doing `what`, for the caller.
+fn fs_error(e: ErrorCode, what: &str, target: &str) -> ToolError {
+    match e {
+        ErrorCode::NoEntry => error(
+            "not_found",
+            format!("`{target}` does not exist in the environment's /workdir"),
+            "list the directory with environment_file_list",
+        ),
+        // cap-std's answer to a path that resolves outside the worktree.
+        ErrorCode::NotPermitted | ErrorCode::Access | ErrorCode::CrossDevice => error(
+            "invalid_request",
+            format!("`{target}` leads outside the environment's /workdir (through a symlink)"),
+            "give a path whose every part stays inside /workdir",
+        ),
+        ErrorCode::Loop => error(
+            "invalid_request",
+            format!("`{target}` is a symlink loop"),
+            "give a path without the loop",
+        ),
+        ErrorCode::IsDirectory => error(
+            "invalid_request",
+            format!("`{target}` is a directory, so it cannot be {what}"),
+            "give a file (environment_file_list shows what is there)",
+        ),
+        ErrorCode::NotDirectory => error(
+            "invalid_request",
+            format!("a part of `{target}` is a file, not a directory"),
+            "give a path through directories (environment_file_list shows what is there)",
+        ),
+        e => step_failed(
+            &format!("{what} {target}"),
+            e.message(),
+            "check the worktree on the host (`cofer` commands name it), then retry",
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_are_taken_relative_to_the_workdir_and_kept_inside() {
+        assert_eq!(relative("src/a.py").unwrap(), "src/a.py");
+        assert_eq!(relative("/workdir/src//./a.py").unwrap(), "src/a.py");
+        assert_eq!(relative("/workdir").unwrap(), "");
+        assert_eq!(relative(".").unwrap(), "");
+        assert_eq!(relative("src/.git/x").unwrap(), "src/.git/x");
+        for bad in [
+            "../x",
+            "a/../../x",
+            "/etc/passwd",
+            "/workdirx/a",
+            ".git/config",
+            "/workdir/.git",
+            "a\0b",
+        ] {
+            let e = relative(bad).unwrap_err();
+            assert_eq!(e.code, "invalid_request", "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn one_match_is_replaced_and_several_ask_which() {
+        assert_eq!(
+            replace_match("a = 1\nb = 2\n", "f", "b = 2", "b = 3", None).unwrap(),
+            "a = 1\nb = 3\n"
+        );
+        let text = "x = 1\ny\nx = 1\n";
+        let e = replace_match(text, "f", "x = 1", "x = 2", None).unwrap_err();
+        assert_eq!(e.code, "invalid_request");
+        assert!(e.message.contains("occurs 2 times"), "{}", e.message);
+        // The second match's id, as the error lists it.
+        let id = e.message.split("(ID: ").nth(2).unwrap()[..8].to_string();
+        assert_eq!(
+            replace_match(text, "f", "x = 1", "x = 2", Some(&id)).unwrap(),
+            "x = 1\ny\nx = 2\n"
+        );
+        assert_eq!(
+            replace_match(text, "f", "zzz", "q", None).unwrap_err().code,
+            "not_found"
+        );
+        assert_eq!(
+            replace_match(text, "f", "x = 1", "q", Some("00000000"))
+                .unwrap_err()
+                .code,
+            "invalid_request"
+        );
+    }
+
+    #[test]
+    fn context_marks_the_matching_line() {
+        let text = "1\n2\n3\n4\n5\n6\n7\n8\n9\n";
+        let at = text.find('5').unwrap();
+        assert_eq!(context(text, at), "  2\n  3\n  4\n> 5\n  6\n  7\n  8");
+        assert_eq!(context(text, 0), "> 1\n  2\n  3\n  4");
+    }
+}
