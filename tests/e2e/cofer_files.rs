@@ -1,7 +1,8 @@
 //! container-use's file tools (`environment_file_*`) on real environments:
 //! what they write is what the container sees and is committed under the
 //! caller's explanation; no path, `..` or planted symlink reaches outside
-//! the environment's /workdir.
+//! the environment's /workdir. Also the history (`environment_log`,
+//! `environment_diff`) and `environment_update_metadata`.
 
 use serde_json::{Value, json};
 
@@ -150,6 +151,47 @@ async fn file_tools_read_write_edit_list_delete_and_commit() {
             .unwrap_or_else(|| panic!("no commit `{subject}`: {commits:?}"));
         assert_eq!(files, &[file.to_string()], "{subject}: {commits:?}");
     }
+
+    // The history, as `cofer log` / `cofer diff` show it.
+    let r = client.call("environment_log", f.scoped("files")).await;
+    let log = text(&r);
+    assert!(
+        log.contains("add app.py") && log.contains("swap operands"),
+        "{log}"
+    );
+    assert!(
+        !log.contains("first"),
+        "the repository's own history is not the environment's: {log}"
+    );
+    assert!(!log.contains("+x = 3"), "{log}");
+    let mut with_patch = f.scoped("files");
+    with_patch["patch"] = json!(true);
+    let log = text(&client.call("environment_log", with_patch).await);
+    assert!(log.contains("+x = 3"), "{log}");
+    let diff = text(&client.call("environment_diff", f.scoped("files")).await);
+    assert!(
+        diff.contains("+++ b/src/app.py") && diff.contains("+    return b + a"),
+        "{diff}"
+    );
+    assert!(
+        !diff.contains("by-cmd.txt"),
+        "made and deleted: not in the net diff: {diff}"
+    );
+
+    // The title can be changed.
+    let mut retitle = f.scoped("files");
+    retitle["title"] = json!("adder work");
+    let r = client.call("environment_update_metadata", retitle).await;
+    assert!(text(&r).contains("\"title\":\"adder work\""), "{r:?}");
+    let listed = text(
+        &client
+            .call(
+                "environment_list",
+                json!({"environment_source": f.source()}),
+            )
+            .await,
+    );
+    assert!(listed.contains("adder work"), "{listed}");
 
     // A missing environment is not_found.
     let e = error_of(

@@ -377,6 +377,76 @@ impl Host for CallState {
         let _held = lock.lock().await;
         Ok(git::exclude(&repo, &pattern).await?)
     }
+
+    async fn log(
+        &mut self,
+        repo: String,
+        since: String,
+        rev: String,
+        patch: bool,
+        max_bytes: u64,
+    ) -> Answer<String> {
+        let g = self.grants.clone();
+        let repo = repository(&g, &repo)?;
+        let range = format!(
+            "{}..{}",
+            commit_of(&repo, &since).await?,
+            commit_of(&repo, &rev).await?
+        );
+        let mut args = vec!["log", "--no-color", "--max-count=500"];
+        if patch {
+            args.extend(["--patch", "--no-ext-diff", "--no-textconv"]);
+        }
+        args.push(&range);
+        Ok(cut(repo.run(&args).await?, max_bytes))
+    }
+
+    async fn diff(
+        &mut self,
+        repo: String,
+        since: String,
+        rev: String,
+        max_bytes: u64,
+    ) -> Answer<String> {
+        let g = self.grants.clone();
+        let repo = repository(&g, &repo)?;
+        let (since, rev) = (
+            commit_of(&repo, &since).await?,
+            commit_of(&repo, &rev).await?,
+        );
+        let args = [
+            "diff",
+            "--no-color",
+            "--no-ext-diff",
+            "--no-textconv",
+            &since,
+            &rev,
+        ];
+        Ok(cut(repo.run(&args).await?, max_bytes))
+    }
+}
+
+/// The commit `rev` names (so that only a hash reaches a git command line),
+/// or why there is none.
+async fn commit_of(repo: &Repo, rev: &str) -> Result<String, GitError> {
+    git::resolve(repo, rev)
+        .await?
+        .ok_or_else(|| GitError::Invalid(format!("`{rev}` names no commit")))
+}
+
+/// `text` cut to `max_bytes` (on a character boundary), saying so.
+fn cut(mut text: String, max_bytes: u64) -> String {
+    let max = usize::try_from(max_bytes).unwrap_or(usize::MAX);
+    if text.len() > max {
+        let mut end = max;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        let dropped = text.len() - end;
+        text.truncate(end);
+        text.push_str(&format!("\n[cut: {dropped} more bytes]\n"));
+    }
+    text
 }
 
 impl HostHold for CallState {
@@ -422,6 +492,13 @@ fn check_ref_name(name: &str) -> Result<(), GitError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn long_output_is_cut_on_a_character_boundary_and_says_so() {
+        assert_eq!(cut("short".into(), 10), "short");
+        let cut_text = cut("ab\u{e9}cd".into(), 3); // é is 2 bytes: 3 falls inside it
+        assert_eq!(cut_text, "ab\n[cut: 4 more bytes]\n");
+    }
 
     #[test]
     fn branch_names_that_look_like_options_are_refused() {

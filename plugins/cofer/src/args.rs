@@ -202,3 +202,38 @@ pub struct FileDelete {
     #[schemars(length(min = 1))]
     pub target_file: String,
 }
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(extend("additionalProperties" = false, "x-error-code" = "invalid_request"))]
+pub struct UpdateMetadata {
+    #[serde(flatten)]
+    pub common: Common,
+    /// The ID of the environment for this command. Must call `environment_create` first.
+    #[schemars(regex(pattern = ID_PATTERN))]
+    pub environment_id: String,
+    /// Updated title describing the work being done in this environment.
+    pub title: Option<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(extend("additionalProperties" = false, "x-error-code" = "invalid_request"))]
+pub struct Log {
+    #[serde(flatten)]
+    pub common: Common,
+    /// The ID of the environment whose history to show.
+    #[schemars(regex(pattern = ID_PATTERN))]
+    pub environment_id: String,
+    /// Also show each commit's changes (a patch).
+    #[serde(default)]
+    pub patch: bool,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(extend("additionalProperties" = false, "x-error-code" = "invalid_request"))]
+pub struct Diff {
+    #[serde(flatten)]
+    pub common: Common,
+    /// The ID of the environment whose changes to show.
+    #[schemars(regex(pattern = ID_PATTERN))]
+    pub environment_id: String,
+}

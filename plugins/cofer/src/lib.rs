@@ -2,8 +2,9 @@
 //! containers and git worktrees (seed 001).
 //!
 //! Tools: container-use's `environment_create`, `environment_run_cmd`,
-//! `environment_list`, `environment_open` and `environment_file_*`
-//! ([`files`]), plus our `environment_destroy`. Git work goes through the host's `git` capability
+//! `environment_list`, `environment_open`, `environment_update_metadata`
+//! and `environment_file_*` ([`files`]), plus our `environment_destroy`,
+//! `environment_log` and `environment_diff`. Git work goes through the host's `git` capability
 //! and containers through `containers`; the plugin keeps no state, so every
 //! call finds the environment again from git, its record file and Podman
 //! labels ([`env`]).
@@ -125,6 +126,56 @@ impl McpTool for Open {
 
     fn call(args: args::Open) -> Result<ToolOutput, ToolError> {
         open(args)
+    }
+}
+
+/// `environment_update_metadata`.
+struct UpdateMetadata;
+
+impl McpTool for UpdateMetadata {
+    const NAME: &'static str = "environment_update_metadata";
+    const DESCRIPTION: &'static str = "Update an environment's metadata (its title, describing the work being done in it). Returns the \
+        environment's description, as environment_open does.";
+    const HINTS: Option<Hints> = Some(Hints {
+        read_only: false,
+        destructive: false,
+        idempotent: true,
+        open_world: false,
+    });
+    type Args = args::UpdateMetadata;
+
+    fn call(args: args::UpdateMetadata) -> Result<ToolOutput, ToolError> {
+        update_metadata(args)
+    }
+}
+
+/// `environment_log`.
+struct Log;
+
+impl McpTool for Log {
+    const NAME: &'static str = "environment_log";
+    const DESCRIPTION: &'static str = "The commits an environment made since it was created (git log of cofer/<id>), newest first; with \
+        `patch`, each commit's changes. What `cofer log <id>` shows the user.";
+    const HINTS: Option<Hints> = Some(Hints::READ_ONLY);
+    type Args = args::Log;
+
+    fn call(args: args::Log) -> Result<ToolOutput, ToolError> {
+        history(&args.common, &args.environment_id, Some(args.patch))
+    }
+}
+
+/// `environment_diff`.
+struct Diff;
+
+impl McpTool for Diff {
+    const NAME: &'static str = "environment_diff";
+    const DESCRIPTION: &'static str = "Everything an environment changed since it was created, as one diff (git diff from its base \
+        commit to cofer/<id>).";
+    const HINTS: Option<Hints> = Some(Hints::READ_ONLY);
+    type Args = args::Diff;
+
+    fn call(args: args::Diff) -> Result<ToolOutput, ToolError> {
+        history(&args.common, &args.environment_id, None)
     }
 }
 
@@ -310,6 +361,51 @@ fn open(args: args::Open) -> Result<ToolOutput, ToolError> {
     Ok(text(&env.describe(&record, &services)))
 }
 
+fn update_metadata(args: args::UpdateMetadata) -> Result<ToolOutput, ToolError> {
+    let repo = open_repo(&args.common.environment_source)?;
+    let env = Env::new(&repo, &args.environment_id);
+    let mut record = env.read_record().ok_or_else(|| env.not_found())?;
+    if let Some(title) = args
+        .title
+        .as_deref()
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+    {
+        record.title = title.to_string();
+        env.write_record(&record)?;
+    }
+    let services = run::services(&env)?;
+    let description =
+        serde_json::to_string(&env.describe(&record, &services)).expect("JSON values serialise");
+    Ok(ToolOutput {
+        text: format!("Environment metadata updated successfully.\n{description}"),
+        structured: None,
+    })
+}
+
+/// The most of a log or diff an answer carries.
+const MAX_HISTORY_BYTES: u64 = 256 * 1024;
+
+/// The environment's log (`Some(patch)`) or its whole diff (`None`), from
+/// the commit it was created at.
+fn history(common: &args::Common, id: &str, log: Option<bool>) -> Result<ToolOutput, ToolError> {
+    let repo = open_repo(&common.environment_source)?;
+    let env = Env::new(&repo, id);
+    let record = env.read_record().ok_or_else(|| env.not_found())?;
+    let (since, rev) = (record.base_commit.as_str(), env.branch());
+    let out = match log {
+        Some(patch) => git::log(&repo, since, &rev, patch, MAX_HISTORY_BYTES),
+        None => git::diff(&repo, since, &rev, MAX_HISTORY_BYTES),
+    }
+    .map_err(|e| from_git("read the environment's history", e))?;
+    let text = if out.trim().is_empty() {
+        format!("Environment `{id}` has changed nothing since it was created.")
+    } else {
+        out
+    };
+    Ok(plugin_sdk::text_output(text))
+}
+
 /// What an agent should know before it uses the environments (served in
 /// the MCP `instructions`, as container-use serves its agent rules).
 const INSTRUCTIONS: &str = "\
@@ -328,6 +424,9 @@ recreated, so put setup steps in the commands you run.
 longer need with environment_destroy.";
 
 plugin_sdk::export! {
-    tools: [Create, RunCmd, Destroy, List, Open, FileRead, FileList, FileWrite, FileEdit, FileDelete],
+    tools: [
+        Create, RunCmd, Destroy, List, Open, UpdateMetadata, Log, Diff,
+        FileRead, FileList, FileWrite, FileEdit, FileDelete,
+    ],
     instructions: INSTRUCTIONS,
 }
