@@ -633,6 +633,14 @@ async fn every_error_fits_its_tools_output_schema_or_is_said_in_text() {
             "environment_destroy",
             json!({"environment_source": source, "environment_id": "x"}),
         ),
+        (
+            "environment_file_write",
+            json!({"environment_source": source, "environment_id": "x", "target_file": "a", "contents": ""}),
+        ),
+        (
+            "environment_log",
+            json!({"environment_source": source, "environment_id": "x"}),
+        ),
     ];
     for (tool, args) in errors {
         let r = client.call(tool, args.clone()).await;
@@ -670,7 +678,7 @@ async fn every_bundled_tool_is_annotated_honestly() {
     let tools = client.tools().await;
     assert_eq!(
         tools.len(),
-        12,
+        20,
         "{:?}",
         tools.iter().map(|t| &t.name).collect::<Vec<_>>()
     );
@@ -681,11 +689,26 @@ async fn every_bundled_tool_is_annotated_honestly() {
             .unwrap_or_else(|| panic!("{} has no annotations", tool.name));
         let read_only = hints.read_only_hint == Some(true);
         let expected_read_only = tool.name.starts_with("godot.")
-            || ["environment_list", "copilot.chat"].contains(&tool.name.as_ref());
+            || [
+                "environment_list",
+                "environment_file_read",
+                "environment_file_list",
+                "environment_log",
+                "environment_diff",
+                "copilot.chat",
+            ]
+            .contains(&tool.name.as_ref());
         assert_eq!(read_only, expected_read_only, "{}: {hints:?}", tool.name);
         let destructive = hints.destructive_hint == Some(true);
-        let expected_destructive = ["environment_destroy", "environment_run_cmd", "pi.prompt"]
-            .contains(&tool.name.as_ref());
+        let expected_destructive = [
+            "environment_destroy",
+            "environment_run_cmd",
+            "environment_file_write",
+            "environment_file_edit",
+            "environment_file_delete",
+            "pi.prompt",
+        ]
+        .contains(&tool.name.as_ref());
         assert_eq!(
             destructive, expected_destructive,
             "{}: {hints:?}",

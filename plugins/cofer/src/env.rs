@@ -164,6 +164,22 @@ impl Env {
         std::fs::metadata(self.worktree()).is_ok()
     }
 
+    /// The error when the worktree is gone (removed by hand).
+    pub fn require_worktree(&self) -> Result<(), ToolError> {
+        if self.has_worktree() {
+            return Ok(());
+        }
+        Err(error(
+            "precondition_failed",
+            format!(
+                "environment `{}` has lost its worktree {}",
+                self.id,
+                self.worktree()
+            ),
+            "destroy the environment (environment_destroy with force=true) and create it again",
+        ))
+    }
+
     /// Every container of this environment (main and services).
     pub fn containers(&self) -> Result<Vec<ContainerInfo>, ToolError> {
         containers::list(&[

@@ -166,17 +166,7 @@ fn open_env(common: &args::Common, id: &str) -> Result<(Env, Workdir), ToolError
     let repo = open_repo(&common.environment_source)?;
     let env = Env::new(&repo, id);
     env.read_record().ok_or_else(|| env.not_found())?;
-    if !env.has_worktree() {
-        return Err(error(
-            "precondition_failed",
-            format!(
-                "environment `{}` has lost its worktree {}",
-                env.id,
-                env.worktree()
-            ),
-            "destroy the environment (environment_destroy with force=true) and create it again",
-        ));
-    }
+    env.require_worktree()?;
     let workdir = Workdir::open(&env.worktree())?;
     Ok((env, workdir))
 }

@@ -345,17 +345,7 @@ fn open(args: args::Open) -> Result<ToolOutput, ToolError> {
     let repo = open_repo(&args.common.environment_source)?;
     let env = Env::new(&repo, &args.environment_id);
     let record = env.read_record().ok_or_else(|| env.not_found())?;
-    if !env.has_worktree() {
-        return Err(error(
-            "precondition_failed",
-            format!(
-                "environment `{}` has lost its worktree {}",
-                env.id,
-                env.worktree()
-            ),
-            "destroy the environment (environment_destroy with force=true) and create it again",
-        ));
-    }
+    env.require_worktree()?;
     run::ensure_main_container(&env, &record)?;
     let services = run::services(&env)?;
     Ok(text(&env.describe(&record, &services)))
