@@ -29,6 +29,17 @@ pub struct Common {
     pub environment_source: String,
 }
 
+impl Common {
+    /// The commit message for a change: the caller's explanation, else
+    /// `done` (what was done).
+    pub fn message_or(&self, done: String) -> String {
+        match self.explanation.as_deref().map(str::trim) {
+            Some(explanation) if !explanation.is_empty() => explanation.to_string(),
+            _ => done,
+        }
+    }
+}
+
 #[derive(Debug, Deserialize, JsonSchema)]
 #[schemars(extend("additionalProperties" = false, "x-error-code" = "invalid_request"))]
 pub struct Create {

@@ -38,6 +38,14 @@ impl Env {
         }
     }
 
+    /// Environment `id` of the repository `source` is in, and its record;
+    /// `not_found` when it has none.
+    pub fn find(source: &str, id: &str) -> Result<(Env, Record), ToolError> {
+        let env = Env::new(&crate::open_repo(source)?, id);
+        let record = env.read_record().ok_or_else(|| env.not_found())?;
+        Ok((env, record))
+    }
+
     pub fn worktree(&self) -> String {
         format!("{}/.cofer/worktrees/{}", self.repo, self.id)
     }

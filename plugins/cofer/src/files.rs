@@ -8,7 +8,6 @@
 //! and refused by name. Changes are committed like a command's: one at a
 //! time per environment, after what background services wrote.
 
-use plugin_sdk::git;
 use plugin_sdk::{ToolError, ToolOutput, text_output};
 use serde_json::json;
 use wasip2::filesystem::preopens::get_directories;
@@ -18,9 +17,9 @@ use wasip2::filesystem::types::{
 
 use crate::args;
 use crate::env::{self, Env};
-use crate::errors::{error, from_git, step_failed};
-use crate::run::{self, BACKGROUND_MESSAGE, DEFAULT_TIMEOUT_MS};
-use crate::{open_repo, setting};
+use crate::errors::{error, step_failed};
+use crate::run::{self, DEFAULT_TIMEOUT_MS, Turn};
+use crate::setting;
 
 /// Files larger than this are not read whole into an answer.
 const MAX_READ_BYTES: u64 = 4 << 20;
@@ -67,7 +66,7 @@ pub fn list(a: args::FileList) -> Result<ToolOutput, ToolError> {
 pub fn write(a: args::FileWrite) -> Result<ToolOutput, ToolError> {
     let (env, workdir) = open_env(&a.common, &a.environment_id)?;
     let path = relative(&a.target_file)?;
-    let message = message(&a.common, format!("Write {}", a.target_file));
+    let message = a.common.message_or(format!("Write {}", a.target_file));
     change(&env, &message, &a.target_file, "written", || {
         workdir.write(&path, a.contents.as_bytes(), &a.target_file)
     })
@@ -76,7 +75,7 @@ pub fn write(a: args::FileWrite) -> Result<ToolOutput, ToolError> {
 pub fn edit(a: args::FileEdit) -> Result<ToolOutput, ToolError> {
     let (env, workdir) = open_env(&a.common, &a.environment_id)?;
     let path = relative(&a.target_file)?;
-    let message = message(&a.common, format!("Edit {}", a.target_file));
+    let message = a.common.message_or(format!("Edit {}", a.target_file));
     change(&env, &message, &a.target_file, "edited", || {
         let bytes = workdir.read(&path, &a.target_file)?;
         let Ok(contents) = String::from_utf8(bytes) else {
@@ -100,7 +99,7 @@ pub fn edit(a: args::FileEdit) -> Result<ToolOutput, ToolError> {
 pub fn delete(a: args::FileDelete) -> Result<ToolOutput, ToolError> {
     let (env, workdir) = open_env(&a.common, &a.environment_id)?;
     let path = relative(&a.target_file)?;
-    let message = message(&a.common, format!("Delete {}", a.target_file));
+    let message = a.common.message_or(format!("Delete {}", a.target_file));
     change(&env, &message, &a.target_file, "deleted", || {
         workdir
             .root
@@ -109,16 +108,8 @@ pub fn delete(a: args::FileDelete) -> Result<ToolOutput, ToolError> {
     })
 }
 
-/// The commit message: the caller's explanation, else what was done.
-fn message(common: &args::Common, done: String) -> String {
-    match common.explanation.as_deref().map(str::trim) {
-        Some(explanation) if !explanation.is_empty() => explanation.to_string(),
-        _ => done,
-    }
-}
-
-/// Run `op` on the environment's files under its hold and commit what it
-/// changed (after what background services wrote, committed apart).
+/// Run `op` on the environment's files in a turn of its own (see
+/// [`run::turn`]) and say what became of it.
 fn change(
     env: &Env,
     message: &str,
@@ -127,12 +118,12 @@ fn change(
     op: impl FnOnce() -> Result<(), ToolError>,
 ) -> Result<ToolOutput, ToolError> {
     let wait_ms = setting("COHERRA_TIMEOUT_RUN", DEFAULT_TIMEOUT_MS);
-    let _hold = git::hold_worktree(&env.repo, &env.worktree(), wait_ms)
-        .map_err(|e| from_git("wait for the environment's previous command", e))?;
-    let (background, mut warnings) = run::commit(env, BACKGROUND_MESSAGE)?;
-    op()?;
-    let (commit, more) = run::commit(env, message)?;
-    warnings.extend(more);
+    let Turn {
+        background_commit: background,
+        commit,
+        warnings,
+        ..
+    } = run::turn(env, wait_ms, message, |_| op())?;
     let mut text = match &commit {
         Some(c) => format!(
             "file {target} {done} successfully and committed to {} ({}).",
@@ -163,9 +154,7 @@ fn change(
 
 /// The environment and a handle of its workdir.
 fn open_env(common: &args::Common, id: &str) -> Result<(Env, Workdir), ToolError> {
-    let repo = open_repo(&common.environment_source)?;
-    let env = Env::new(&repo, id);
-    env.read_record().ok_or_else(|| env.not_found())?;
+    let (env, _) = Env::find(&common.environment_source, id)?;
     env.require_worktree()?;
     let workdir = Workdir::open(&env.worktree())?;
     Ok((env, workdir))

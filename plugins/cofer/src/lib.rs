@@ -342,9 +342,7 @@ fn list(args: args::List) -> Result<ToolOutput, ToolError> {
 }
 
 fn open(args: args::Open) -> Result<ToolOutput, ToolError> {
-    let repo = open_repo(&args.common.environment_source)?;
-    let env = Env::new(&repo, &args.environment_id);
-    let record = env.read_record().ok_or_else(|| env.not_found())?;
+    let (env, record) = Env::find(&args.common.environment_source, &args.environment_id)?;
     env.require_worktree()?;
     run::ensure_main_container(&env, &record)?;
     let services = run::services(&env)?;
@@ -352,9 +350,7 @@ fn open(args: args::Open) -> Result<ToolOutput, ToolError> {
 }
 
 fn update_metadata(args: args::UpdateMetadata) -> Result<ToolOutput, ToolError> {
-    let repo = open_repo(&args.common.environment_source)?;
-    let env = Env::new(&repo, &args.environment_id);
-    let mut record = env.read_record().ok_or_else(|| env.not_found())?;
+    let (env, mut record) = Env::find(&args.common.environment_source, &args.environment_id)?;
     if let Some(title) = args
         .title
         .as_deref()
@@ -379,13 +375,11 @@ const MAX_HISTORY_BYTES: u64 = 256 * 1024;
 /// The environment's log (`Some(patch)`) or its whole diff (`None`), from
 /// the commit it was created at.
 fn history(common: &args::Common, id: &str, log: Option<bool>) -> Result<ToolOutput, ToolError> {
-    let repo = open_repo(&common.environment_source)?;
-    let env = Env::new(&repo, id);
-    let record = env.read_record().ok_or_else(|| env.not_found())?;
+    let (env, record) = Env::find(&common.environment_source, id)?;
     let (since, rev) = (record.base_commit.as_str(), env.branch());
     let out = match log {
-        Some(patch) => git::log(&repo, since, &rev, patch, MAX_HISTORY_BYTES),
-        None => git::diff(&repo, since, &rev, MAX_HISTORY_BYTES),
+        Some(patch) => git::log(&env.repo, since, &rev, patch, MAX_HISTORY_BYTES),
+        None => git::diff(&env.repo, since, &rev, MAX_HISTORY_BYTES),
     }
     .map_err(|e| from_git("read the environment's history", e))?;
     let text = if out.trim().is_empty() {

@@ -13,7 +13,7 @@ use crate::args::{RunCmd, SHELLS};
 use crate::create::{push, start_main_container};
 use crate::env::{self, Env, Record};
 use crate::errors::{error, from_container, from_git};
-use crate::{note, open_repo, setting};
+use crate::{note, setting};
 
 pub const DEFAULT_TIMEOUT_MS: u64 = 600_000;
 /// Files over this many MB are not committed (a 30 MB file under
@@ -50,12 +50,10 @@ pub fn output_schema() -> Value {
 }
 
 /// The message of the commit that keeps what background services wrote.
-pub const BACKGROUND_MESSAGE: &str = "Background changes (written by services between commands)";
+const BACKGROUND_MESSAGE: &str = "Background changes (written by services between commands)";
 
 pub fn run_cmd(args: RunCmd) -> Result<ToolOutput, ToolError> {
-    let repo = open_repo(&args.common.environment_source)?;
-    let env = Env::new(&repo, &args.environment_id);
-    let record = env.read_record().ok_or_else(|| env.not_found())?;
+    let (env, record) = Env::find(&args.common.environment_source, &args.environment_id)?;
     if !SHELLS.contains(&args.shell.as_str()) {
         return Err(error(
             "invalid_request",
@@ -93,23 +91,20 @@ pub fn run_cmd(args: RunCmd) -> Result<ToolOutput, ToolError> {
         no_output_timeout_ms: None,
         tail_bytes: TAIL_BYTES,
     };
-    // One command at a time per environment, so that each commit holds
-    // what its command changed and nothing of another's.
-    let _hold = git::hold_worktree(&env.repo, &env.worktree(), timeout_ms)
-        .map_err(|e| from_git("wait for the environment's previous command", e))?;
-    // What background services wrote since the last command is theirs.
-    let (background_commit, mut warnings) = commit(&env, BACKGROUND_MESSAGE)?;
-    let (result, recreated) = exec(&env, &record, &request)?;
-    if recreated {
-        warnings.push(RECREATED.to_string());
-    }
     // Whatever the command changed is kept, even when it timed out.
-    let message = match args.common.explanation.as_deref().map(str::trim) {
-        Some(explanation) if !explanation.is_empty() => explanation.to_string(),
-        _ => format!("Run {}", args.command),
-    };
-    let (commit, more) = commit(&env, &message)?;
-    warnings.extend(more);
+    let message = args.common.message_or(format!("Run {}", args.command));
+    let Turn {
+        value: result,
+        background_commit,
+        commit,
+        warnings,
+    } = turn(&env, timeout_ms, &message, |warnings| {
+        let (result, recreated) = exec(&env, &record, &request)?;
+        if recreated {
+            warnings.push(RECREATED.to_string());
+        }
+        Ok(result)
+    })?;
     let (stdout, stderr) = split_tail(&result);
     // A command the host killed (timeout, silence, cancellation) has no exit
     // code of its own, whatever `podman exec` returned.
@@ -315,10 +310,46 @@ fn service_command(shell: &str, command: &str) -> Vec<String> {
     ]
 }
 
+/// What one turn on an environment left: the step's own value, the
+/// commits around it and every warning (background commit's, the step's,
+/// its commit's, in that order).
+pub struct Turn<T> {
+    pub value: T,
+    pub background_commit: Option<String>,
+    pub commit: Option<String>,
+    pub warnings: Vec<String>,
+}
+
+/// One turn on the environment: wait (up to `wait_ms`) until no one else
+/// holds its worktree, commit on its own what background services wrote
+/// since the last turn, run `step` (which may add warnings), and commit
+/// what it changed with `message`. Turns on one environment run one at a
+/// time, so each commit holds what its own step changed and nothing of
+/// another's. A step that fails leaves its changes for the next turn.
+pub fn turn<T>(
+    env: &Env,
+    wait_ms: u64,
+    message: &str,
+    step: impl FnOnce(&mut Vec<String>) -> Result<T, ToolError>,
+) -> Result<Turn<T>, ToolError> {
+    let _hold = git::hold_worktree(&env.repo, &env.worktree(), wait_ms)
+        .map_err(|e| from_git("wait for the environment's previous command", e))?;
+    let (background_commit, mut warnings) = commit(env, BACKGROUND_MESSAGE)?;
+    let value = step(&mut warnings)?;
+    let (commit, more) = commit(env, message)?;
+    warnings.extend(more);
+    Ok(Turn {
+        value,
+        background_commit,
+        commit,
+        warnings,
+    })
+}
+
 /// Commit the workdir's changes with `message` and push them; the commit
 /// (if anything changed) and the warnings (what the host repaired on the
 /// way, files too large to commit).
-pub fn commit(env: &Env, message: &str) -> Result<(Option<String>, Vec<String>), ToolError> {
+fn commit(env: &Env, message: &str) -> Result<(Option<String>, Vec<String>), ToolError> {
     let max_file_bytes = setting("COFER_MAX_FILE_MB", DEFAULT_MAX_FILE_MB) * 1_000_000;
     let outcome = git::commit_all(&env.repo, &env.worktree(), message, max_file_bytes)
         .map_err(|e| from_git("commit the workdir", e))?;
