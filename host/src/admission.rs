@@ -45,24 +45,29 @@ impl Gate {
     }
 
     /// A turn to run, waiting in the queue if every turn is taken; `Busy`
-    /// at once when the queue is full. Dropping the future leaves the queue.
-    pub async fn enter(&self, plugin: &str) -> Result<SemaphorePermit<'_>, Busy> {
+    /// at once when the queue is full. `queued` hears the place taken in
+    /// the queue (1 = next), so the caller can tell its client why nothing
+    /// happens yet. Dropping the future leaves the queue.
+    pub async fn enter(
+        &self,
+        plugin: &str,
+        queued: impl FnOnce(usize),
+    ) -> Result<SemaphorePermit<'_>, Busy> {
         if let Ok(permit) = self.running.try_acquire() {
             return Ok(permit);
         }
-        let joined = self
+        let ahead = self
             .waiting
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
                 (n < self.queue).then_some(n + 1)
-            });
-        if joined.is_err() {
-            return Err(Busy {
+            })
+            .map_err(|_| Busy {
                 plugin: plugin.to_string(),
                 concurrency: self.concurrency,
                 queue: self.queue,
-            });
-        }
+            })?;
         let _in_queue = LeaveQueue(&self.waiting);
+        queued(ahead + 1);
         Ok(self.running.acquire().await.expect("gate never closed"))
     }
 }
@@ -89,20 +94,22 @@ mod tests {
     #[tokio::test]
     async fn full_gate_queues_then_refuses() {
         let gate = Gate::new(1, 1);
-        let first = gate.enter("p").await.unwrap();
-        let mut queued = Box::pin(gate.enter("p"));
+        let first = gate.enter("p", |_| panic!("a free turn")).await.unwrap();
+        let place = std::cell::Cell::new(0);
+        let mut queued = Box::pin(gate.enter("p", |n| place.set(n)));
         assert!(futures_poll(&mut queued).is_none(), "second call waits");
-        let busy = gate.enter("p").await.unwrap_err();
+        assert_eq!(place.get(), 1, "told it is next in the queue");
+        let busy = gate.enter("p", |_| ()).await.unwrap_err();
         assert!(busy.to_string().contains("limits.concurrency"), "{busy}");
         drop(first);
         let second = queued.await.unwrap();
         drop(second);
         // The queue emptied: a cancelled waiter leaves it too.
-        let third = gate.enter("p").await.unwrap();
-        let mut waiter = Box::pin(gate.enter("p"));
+        let third = gate.enter("p", |_| ()).await.unwrap();
+        let mut waiter = Box::pin(gate.enter("p", |_| ()));
         assert!(futures_poll(&mut waiter).is_none());
         drop(waiter);
-        let mut again = Box::pin(gate.enter("p"));
+        let mut again = Box::pin(gate.enter("p", |_| ()));
         assert!(
             futures_poll(&mut again).is_none(),
             "a place freed by a dropped waiter"

@@ -227,13 +227,23 @@ async fn run_call(
         return Reply::error(code, &message, false, details);
     }
     // Wait for a turn (or be told the plugin is busy) before the deadline
-    // starts.
+    // starts; a client following progress hears that the call is queued.
+    let queued = |place: usize| {
+        client.progress(
+            0.0,
+            None,
+            Some(format!(
+                "queued: plugin `{}` is running {} calls; this call is number {place} in line",
+                plugin.name, plugin.grants.concurrency
+            )),
+        )
+    };
     let _turn = tokio::select! {
         biased;
         _ = cancel.cancelled() => {
             return reply_from(Err(CallFailure::Cancelled), false, trace_id);
         }
-        turn = plugin.gate.enter(&plugin.name) => match turn {
+        turn = plugin.gate.enter(&plugin.name, queued) => match turn {
             Ok(turn) => turn,
             Err(busy) => return busy_reply(&busy, trace_id),
         },
@@ -328,7 +338,7 @@ impl Service {
         };
         let _turn = plugin
             .gate
-            .enter(&plugin.name)
+            .enter(&plugin.name, |_| ())
             .await
             .map_err(|busy| ReadFailure {
                 code: "busy".into(),

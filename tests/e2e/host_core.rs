@@ -188,7 +188,7 @@ async fn loop_trap_and_oom_fail_alone() {
 #[tokio::test]
 async fn a_busy_plugin_queues_then_refuses_and_the_others_keep_serving() {
     let config =
-        "[plugins.faulty.limits]\ntimeout_ms = 1500\nmemory_mb = 32\nconcurrency = 2\nqueue = 1\n";
+        "[plugins.faulty.limits]\ntimeout_ms = 3000\nmemory_mb = 32\nconcurrency = 2\nqueue = 1\n";
     let env = Env::new(&["faulty", "run_test"], config);
     let host = env.start().await;
     let mut slow = Vec::new();
@@ -198,8 +198,21 @@ async fn a_busy_plugin_queues_then_refuses_and_the_others_keep_serving() {
                 .await,
         );
     }
-    // Two run, one waits; give the host a moment to take them in.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Two run, one waits: the waiting one tells its client so.
+    let queued = host
+        .wait_note(Duration::from_secs(30), |n| {
+            matches!(n, Note::Progress(p) if p.message.as_deref().is_some_and(|m| m.starts_with("queued:")))
+        })
+        .await;
+    let Some(Note::Progress(queued)) = queued else {
+        panic!("no call told its client it was queued")
+    };
+    assert!(
+        queued
+            .message
+            .unwrap()
+            .contains("running 2 calls; this call is number 1 in line")
+    );
     let busy = host.call("noop", json!({})).await;
     let err = structured(&busy);
     assert_eq!(err["code"], "busy", "{err}");
