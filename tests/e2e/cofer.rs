@@ -1124,7 +1124,14 @@ async fn each_commit_holds_what_its_own_command_wrote() {
     assert!(!is_error(
         &client.call("environment_run_cmd", service).await
     ));
-    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    let written = f.worktree("busy").join("bg.txt");
+    for _ in 0..600 {
+        if written.exists() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(written.exists(), "the background service never wrote bg.txt");
     let mut next = f.run_args("busy", "echo fg > fg.txt");
     next["explanation"] = json!("write fg");
     let r = client.call("environment_run_cmd", next).await;
