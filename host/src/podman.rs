@@ -6,6 +6,7 @@
 //! host's tool, not the plugin's.
 
 use std::path::PathBuf;
+use std::process::Stdio;
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -38,11 +39,16 @@ pub fn program() -> Result<PathBuf, PodmanError> {
 
 /// Run `podman <args>` and return its stdout.
 pub async fn run(args: &[String]) -> Result<String, PodmanError> {
+    run_with_stdin(args, Stdio::null()).await
+}
+
+/// Run `podman <args>` reading `stdin` (e.g. a tar stream for `cp -`).
+pub async fn run_with_stdin(args: &[String], stdin: Stdio) -> Result<String, PodmanError> {
     let program = program()?;
     let shown = || format!("podman {}", args.join(" "));
     let output = tokio::process::Command::new(&program)
         .args(args)
-        .stdin(std::process::Stdio::null())
+        .stdin(stdin)
         .kill_on_drop(true)
         .output();
     let output = match tokio::time::timeout(PODMAN_TIMEOUT, output).await {
@@ -110,6 +116,20 @@ pub struct Inspected {
     pub state: InspectedState,
     pub config: InspectedConfig,
     pub network_settings: InspectedNetwork,
+    #[serde(default)]
+    pub mounts: Vec<InspectedMount>,
+}
+
+/// A mount as `podman inspect` shows it.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct InspectedMount {
+    #[serde(rename = "Type")]
+    pub kind: String,
+    pub source: String,
+    pub destination: String,
+    #[serde(rename = "RW")]
+    pub rw: bool,
 }
 
 #[derive(Debug, Deserialize)]
@@ -133,6 +153,35 @@ pub struct InspectedNetwork {
     pub ip_address: String,
     #[serde(rename = "Ports", default)]
     pub ports: Option<std::collections::BTreeMap<String, Option<Vec<HostPort>>>>,
+    /// Its address on each network it is on (the top-level address is
+    /// empty when there are several).
+    #[serde(rename = "Networks", default)]
+    pub networks: Option<std::collections::BTreeMap<String, NetworkEndpoint>>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct NetworkEndpoint {
+    #[serde(rename = "IPAddress", default)]
+    pub ip_address: String,
+}
+
+impl InspectedNetwork {
+    /// The address on its only network; with several, on the first one
+    /// other than Podman's default `podman` (a network made for it).
+    pub fn address(&self) -> Option<String> {
+        let own = || {
+            let networks = self.networks.as_ref()?;
+            networks
+                .iter()
+                .filter(|(name, _)| *name != "podman")
+                .chain(networks.iter())
+                .map(|(_, n)| n.ip_address.clone())
+                .find(|ip| !ip.is_empty())
+        };
+        Some(self.ip_address.clone())
+            .filter(|ip| !ip.is_empty())
+            .or_else(own)
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -216,5 +265,17 @@ mod tests {
         assert_eq!(got[0].state.status, "running");
         let ports = got[0].network_settings.ports.as_ref().unwrap();
         assert_eq!(ports["8080/tcp"].as_ref().unwrap()[0].host_port, "40927");
+        assert_eq!(
+            got[0].network_settings.address().as_deref(),
+            Some("10.88.0.5")
+        );
+    }
+
+    #[test]
+    fn with_several_networks_the_own_address_is_taken() {
+        let json = r#"{"IPAddress":"","Networks":{"cofer-x":{"IPAddress":"10.89.0.3"},
+            "podman":{"IPAddress":"10.88.0.7"}}}"#;
+        let got: InspectedNetwork = serde_json::from_str(json).unwrap();
+        assert_eq!(got.address().as_deref(), Some("10.89.0.3"));
     }
 }

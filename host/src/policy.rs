@@ -73,6 +73,7 @@ impl PluginPolicy {
             ("index.root", self.index.root.is_some()),
             ("containers.images", !self.containers.images.is_empty()),
             ("containers.pull", !self.containers.pull.is_empty()),
+            ("containers.commit", !self.containers.commit.is_empty()),
         ]
         .into_iter()
         .filter_map(|(key, set)| set.then_some(key))
@@ -194,6 +195,10 @@ pub struct ContainersPolicy {
     /// refused with how to get it.
     #[serde(default)]
     pub pull: Vec<String>,
+    /// Image names the plugin may write with `commit` (same patterns).
+    /// Default none.
+    #[serde(default)]
+    pub commit: Vec<String>,
     /// Memory limit of each container, MiB (default 4096).
     pub memory_mb: Option<u64>,
     /// Processes a container may have at once (default 4096).
@@ -259,6 +264,8 @@ pub struct Grants {
     pub images: Vec<String>,
     /// Images it may have pulled when missing (`containers.pull`).
     pub pull: Vec<String>,
+    /// Image names it may write (`containers.commit`).
+    pub commit: Vec<String>,
     /// Limits put on every container the plugin starts.
     pub container_memory_mb: u64,
     pub container_pids: u64,
@@ -426,6 +433,7 @@ impl Config {
                 .iter()
                 .map(|p| expand(p, places, &plugin_cache))
                 .collect(),
+            commit: pick(|p| &p.containers.commit),
             container_memory_mb: p
                 .and_then(|p| p.containers.memory_mb)
                 .or(d.containers.memory_mb)

@@ -145,8 +145,22 @@ impl Fixture {
 
 impl Drop for Fixture {
     fn drop(&mut self) {
+        // Each environment's network is named as its main container.
+        let networks = podman(&[
+            "ps",
+            "-a",
+            "--format",
+            "{{.Names}}",
+            "--filter",
+            &format!("label=cofer.source={}", self.source()),
+            "--filter",
+            "label=cofer.role=main",
+        ]);
         for id in self.containers() {
             podman(&["rm", "-f", "-t", "0", &id]);
+        }
+        for network in networks.lines() {
+            podman(&["network", "rm", network]);
         }
         if !std::thread::panicking() {
             self.assert_no_filter_ran();
@@ -1131,7 +1145,10 @@ async fn each_commit_holds_what_its_own_command_wrote() {
         }
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
-    assert!(written.exists(), "the background service never wrote bg.txt");
+    assert!(
+        written.exists(),
+        "the background service never wrote bg.txt"
+    );
     let mut next = f.run_args("busy", "echo fg > fg.txt");
     next["explanation"] = json!("write fg");
     let r = client.call("environment_run_cmd", next).await;

@@ -654,6 +654,18 @@ async fn every_error_fits_its_tools_output_schema_or_is_said_in_text() {
             "environment_log",
             json!({"environment_source": source, "environment_id": "x"}),
         ),
+        (
+            "environment_config",
+            json!({"environment_source": source, "environment_id": "x", "config": {}}),
+        ),
+        (
+            "environment_add_service",
+            json!({"environment_source": source, "environment_id": "x", "name": "db", "image": "x"}),
+        ),
+        (
+            "environment_checkpoint",
+            json!({"environment_source": source, "environment_id": "x", "destination": "localhost/x"}),
+        ),
     ];
     for (tool, args) in errors {
         let r = client.call(tool, args.clone()).await;
@@ -691,7 +703,7 @@ async fn every_bundled_tool_is_annotated_honestly() {
     let tools = client.tools().await;
     assert_eq!(
         tools.len(),
-        20,
+        23,
         "{:?}",
         tools.iter().map(|t| &t.name).collect::<Vec<_>>()
     );
@@ -716,6 +728,7 @@ async fn every_bundled_tool_is_annotated_honestly() {
         let expected_destructive = [
             "environment_destroy",
             "environment_run_cmd",
+            "environment_config",
             "environment_file_write",
             "environment_file_edit",
             "environment_file_delete",

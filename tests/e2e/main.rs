@@ -6,6 +6,7 @@
 mod cofer;
 mod cofer_escape;
 mod cofer_files;
+mod cofer_parity;
 mod copilot;
 mod godot;
 mod harness;

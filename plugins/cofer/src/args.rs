@@ -248,3 +248,71 @@ pub struct Diff {
     #[schemars(regex(pattern = ID_PATTERN))]
     pub environment_id: String,
 }
+
+/// container-use's `config` object: each field given replaces the
+/// environment's, a field left out keeps it.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(extend("additionalProperties" = false))]
+pub struct ConfigChange {
+    /// Base image for the environment
+    #[schemars(length(min = 1))]
+    pub base_image: Option<String>,
+    /// Commands that should be executed on top of the base image to set up the environment. Similar to `RUN` instructions in Dockerfiles.
+    pub setup_commands: Option<Vec<String>>,
+    /// The environment variables to set (e.g. `["FOO=bar", "BAZ=qux"]`).
+    pub envs: Option<Vec<String>>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(extend("additionalProperties" = false, "x-error-code" = "invalid_request"))]
+pub struct Config {
+    #[serde(flatten)]
+    pub common: Common,
+    /// The ID of the environment for this command. Must call `environment_create` first.
+    #[schemars(regex(pattern = ID_PATTERN))]
+    pub environment_id: String,
+    /// The environment's new configuration.
+    pub config: ConfigChange,
+}
+
+/// A service name: what the environment resolves it by (a DNS label).
+const SERVICE_NAME_PATTERN: &str = "^[a-z0-9][a-z0-9-]{0,30}$";
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(extend("additionalProperties" = false, "x-error-code" = "invalid_request"))]
+pub struct AddService {
+    #[serde(flatten)]
+    pub common: Common,
+    /// The ID of the environment for this command. Must call `environment_create` first.
+    #[schemars(regex(pattern = ID_PATTERN))]
+    pub environment_id: String,
+    /// The name of the service to start (the environment reaches it by this host name).
+    #[schemars(regex(pattern = SERVICE_NAME_PATTERN))]
+    pub name: String,
+    /// The image of the service to start.
+    #[schemars(length(min = 1))]
+    pub image: String,
+    /// The command to start the service. If not provided the image default command will be used.
+    #[schemars(length(min = 1))]
+    pub command: Option<String>,
+    /// Ports to expose. For each port, returns the container_internal (for use by environments) and host_external (for use by the user) address.
+    #[serde(default)]
+    #[schemars(length(max = 32), inner(range(min = 1)))]
+    pub ports: Vec<u16>,
+    /// The environment variables to set (e.g. `["FOO=bar", "BAZ=qux"]`).
+    #[serde(default)]
+    pub envs: Vec<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(extend("additionalProperties" = false, "x-error-code" = "invalid_request"))]
+pub struct Checkpoint {
+    #[serde(flatten)]
+    pub common: Common,
+    /// The ID of the environment for this command. Must call `environment_create` first.
+    #[schemars(regex(pattern = ID_PATTERN))]
+    pub environment_id: String,
+    /// Local image name to checkpoint to (e.g. localhost/myproject:checkpoint). Names the host's policy allows only (containers.commit; by default localhost/*).
+    #[schemars(length(min = 1))]
+    pub destination: String,
+}

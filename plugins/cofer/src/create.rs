@@ -2,12 +2,12 @@
 //! order, undone in reverse when a later step fails, so a failed create
 //! leaves nothing behind.
 
-use plugin_sdk::containers::{self, CreateRequest};
+use plugin_sdk::containers;
 use plugin_sdk::{ToolError, ToolOutput, git};
 
 use crate::args::Create;
 use crate::env::{self, Env, Record};
-use crate::errors::{error, from_container, from_git, transient_container, transient_git};
+use crate::errors::{error, from_container, from_git, transient_git};
 use crate::{destroy, note, open_repo, setting};
 
 /// Live environments allowed at once on this machine (all repositories).
@@ -89,7 +89,6 @@ pub fn create(args: Create) -> Result<ToolOutput, ToolError> {
         .map_err(|e| from_git("create the worktree", e))?;
     let made = (|| {
         push(&env)?;
-        start_main_container(&env, &image)?;
         let record = Record {
             id: env.id.clone(),
             title: args.title.clone(),
@@ -97,7 +96,11 @@ pub fn create(args: Create) -> Result<ToolOutput, ToolError> {
             from_git_ref: from.clone(),
             base_commit: base.clone(),
             created_at: plugin_sdk::iso8601(plugin_sdk::now_secs()),
+            setup_commands: Vec::new(),
+            envs: Vec::new(),
+            services: Vec::new(),
         };
+        crate::container::start(&env, &record, &env.container_name())?;
         env.write_record(&record)?;
         Ok(record)
     })();
@@ -169,22 +172,4 @@ pub fn push(env: &Env) -> Result<(), ToolError> {
         other => other,
     }
     .map_err(|e| from_git("push to the cofer remote", e))
-}
-
-/// Start the environment's main container (one retry).
-pub fn start_main_container(env: &Env, image: &str) -> Result<(), ToolError> {
-    let request = CreateRequest {
-        name: Some(env.container_name()),
-        ..env.container_request(image, "main", env::idle_command())
-    };
-    match containers::run(&request) {
-        Err(e) if transient_container(&e) => {
-            // A half-created container would hold the name: clear it first.
-            let _ = containers::remove(&env.container_name(), 0);
-            containers::run(&request)
-        }
-        other => other,
-    }
-    .map(drop)
-    .map_err(|e| from_container("start the container", e))
 }

@@ -80,6 +80,13 @@ pub fn remove_all(env: &Env, force: bool) -> Result<Value, ToolError> {
     }
 
     let mut warnings = Vec::new();
+    if let Err(e) = containers::network_remove(&env.network()) {
+        warnings.push(format!(
+            "could not remove the network {}: {}",
+            env.network(),
+            ToolError::from(e).message
+        ));
+    }
     let mut removed_paths = Vec::new();
     if env.has_worktree() {
         remove_worktree(env, force, &mut warnings).map_err(|mut e| {

@@ -99,6 +99,18 @@ impl Env {
         format!("{}-{program}-{n}", self.container_name())
     }
 
+    /// The environment's own network, where its services are reached by
+    /// name: named as its main container.
+    pub fn network(&self) -> String {
+        self.container_name()
+    }
+
+    /// The container of the service `name` added with
+    /// `environment_add_service`.
+    pub fn added_service_name(&self, name: &str) -> String {
+        format!("{}-svc-{name}", self.container_name())
+    }
+
     pub fn labels(&self, role: &str) -> Vec<(String, String)> {
         vec![
             (LABEL_ENV.into(), self.id.clone()),
@@ -230,8 +242,9 @@ impl Env {
     }
 }
 
-/// What `environment_create` decided, kept beside the worktree.
-#[derive(Debug, Serialize, Deserialize)]
+/// What `environment_create` decided, and `environment_config` and
+/// `environment_add_service` since, kept beside the worktree.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Record {
     pub id: String,
     pub title: String,
@@ -239,13 +252,60 @@ pub struct Record {
     pub from_git_ref: String,
     pub base_commit: String,
     pub created_at: String,
+    /// Run once in every new main container, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub setup_commands: Vec<String>,
+    /// `KEY=VALUE`, set in the environment's containers.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub envs: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub services: Vec<ServiceConfig>,
+}
+
+/// A service added with `environment_add_service` (container-use's
+/// `ServiceConfig` fields).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ServiceConfig {
+    pub name: String,
+    pub image: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub exposed_ports: Vec<u16>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub env: Vec<String>,
 }
 
 impl Record {
     /// container-use's `config`, empty fields left out.
     fn config(&self) -> Value {
-        json!({"workdir": WORKDIR, "base_image": self.image})
+        let mut config = json!({"workdir": WORKDIR, "base_image": self.image});
+        if !self.setup_commands.is_empty() {
+            config["setup_commands"] = json!(self.setup_commands);
+        }
+        if !self.envs.is_empty() {
+            config["env"] = json!(self.envs);
+        }
+        if !self.services.is_empty() {
+            config["services"] = json!(self.services);
+        }
+        config
     }
+}
+
+/// `KEY=VALUE` strings as pairs; `invalid_request` naming the first that
+/// is not one.
+pub fn env_pairs(envs: &[String]) -> Result<Vec<(String, String)>, ToolError> {
+    envs.iter()
+        .map(|kv| match kv.split_once('=') {
+            Some((key, value)) if !key.is_empty() => Ok((key.to_string(), value.to_string())),
+            _ => Err(error(
+                "invalid_request",
+                format!("`{kv}` is not an environment variable setting"),
+                "write each as KEY=VALUE, e.g. [\"FOO=bar\"]",
+            )),
+        })
+        .collect()
 }
 
 /// The main container's process: waits forever, exits at once on SIGTERM
@@ -338,6 +398,9 @@ mod tests {
             from_git_ref: "HEAD".into(),
             base_commit: "abc".into(),
             created_at: "2026-01-01T00:00:00Z".into(),
+            setup_commands: Vec::new(),
+            envs: Vec::new(),
+            services: Vec::new(),
         };
         let d = env.describe(&record, &[]);
         for key in [

@@ -1,21 +1,25 @@
 //! Cofer: container-use compatible development environments on Podman
 //! containers and git worktrees (seed 001).
 //!
-//! Tools: container-use's `environment_create`, `environment_run_cmd`,
-//! `environment_list`, `environment_open`, `environment_update_metadata`
-//! and `environment_file_*` ([`files`]), plus our `environment_destroy`,
-//! `environment_log` and `environment_diff`. Git work goes through the host's `git` capability
+//! Tools: all of container-use's — `environment_create`,
+//! `environment_run_cmd`, `environment_list`, `environment_open`,
+//! `environment_update_metadata`, `environment_config` and
+//! `environment_checkpoint` ([`container`]), `environment_add_service`
+//! ([`services`]) and `environment_file_*` ([`files`]) — plus our
+//! `environment_destroy`, `environment_log` and `environment_diff`. Git work goes through the host's `git` capability
 //! and containers through `containers`; the plugin keeps no state, so every
 //! call finds the environment again from git, its record file and Podman
 //! labels ([`env`]).
 
 mod args;
+mod container;
 mod create;
 mod destroy;
 mod env;
 mod errors;
 mod files;
 mod run;
+mod services;
 
 use plugin_sdk::log::{Level, log};
 use plugin_sdk::{Hints, McpTool, ToolError, ToolOutput, git};
@@ -176,6 +180,69 @@ impl McpTool for Diff {
 
     fn call(args: args::Diff) -> Result<ToolOutput, ToolError> {
         history(&args.common, &args.environment_id, None)
+    }
+}
+
+/// `environment_config`.
+struct Config;
+
+impl McpTool for Config {
+    const NAME: &'static str = "environment_config";
+    const DESCRIPTION: &'static str = "Make environment config changes such as base image, setup commands and environment variables. \
+        If the environment is missing any tools, call this to update it rather than installing them by hand: the container \
+        is recreated from the base image and the setup commands run once in it (in /workdir, which is kept). The change \
+        applies only when every setup command succeeds; otherwise the environment stays as it was.";
+    const HINTS: Option<Hints> = Some(Hints {
+        read_only: false,
+        destructive: true,
+        idempotent: false,
+        open_world: false,
+    });
+    type Args = args::Config;
+
+    fn call(args: args::Config) -> Result<ToolOutput, ToolError> {
+        container::configure(args)
+    }
+}
+
+/// `environment_add_service`.
+struct AddService;
+
+impl McpTool for AddService {
+    const NAME: &'static str = "environment_add_service";
+    const DESCRIPTION: &'static str = "Add a service to the environment (e.g. database, cache, etc.): a container of its own that the \
+        environment reaches by the service's name, its ports also published on 127.0.0.1 for the user. Returns each \
+        port's internal (for the environment) and external (for the user) address.";
+    const HINTS: Option<Hints> = Some(Hints {
+        read_only: false,
+        destructive: false,
+        idempotent: false,
+        open_world: false,
+    });
+    type Args = args::AddService;
+
+    fn call(args: args::AddService) -> Result<ToolOutput, ToolError> {
+        services::add(args)
+    }
+}
+
+/// `environment_checkpoint`.
+struct Checkpoint;
+
+impl McpTool for Checkpoint {
+    const NAME: &'static str = "environment_checkpoint";
+    const DESCRIPTION: &'static str = "Checkpoints an environment in its current state as a local container image (its container with \
+        /workdir), under `destination`.";
+    const HINTS: Option<Hints> = Some(Hints {
+        read_only: false,
+        destructive: false,
+        idempotent: true,
+        open_world: false,
+    });
+    type Args = args::Checkpoint;
+
+    fn call(args: args::Checkpoint) -> Result<ToolOutput, ToolError> {
+        container::checkpoint(args)
     }
 }
 
@@ -344,9 +411,17 @@ fn list(args: args::List) -> Result<ToolOutput, ToolError> {
 fn open(args: args::Open) -> Result<ToolOutput, ToolError> {
     let (env, record) = Env::find(&args.common.environment_source, &args.environment_id)?;
     env.require_worktree()?;
-    run::ensure_main_container(&env, &record)?;
-    let services = run::services(&env)?;
-    Ok(text(&env.describe(&record, &services)))
+    container::ensure(&env, &record)?;
+    let restarted = services::ensure(&env, &record)?;
+    let services = services::running(&env)?;
+    let mut out = text(&env.describe(&record, &services));
+    if !restarted.is_empty() {
+        out.text.push_str(&format!(
+            "\n\nThese services were gone and were started again: {}.",
+            restarted.join(", ")
+        ));
+    }
+    Ok(out)
 }
 
 fn update_metadata(args: args::UpdateMetadata) -> Result<ToolOutput, ToolError> {
@@ -360,7 +435,7 @@ fn update_metadata(args: args::UpdateMetadata) -> Result<ToolOutput, ToolError> 
         record.title = title.to_string();
         env.write_record(&record)?;
     }
-    let services = run::services(&env)?;
+    let services = services::running(&env)?;
     let description =
         serde_json::to_string(&env.describe(&record, &services)).expect("JSON values serialise");
     Ok(ToolOutput {
@@ -409,8 +484,8 @@ longer need with environment_destroy.";
 
 plugin_sdk::export! {
     tools: [
-        Create, RunCmd, Destroy, List, Open, UpdateMetadata, Log, Diff,
-        FileRead, FileList, FileWrite, FileEdit, FileDelete,
+        Create, RunCmd, Destroy, List, Open, UpdateMetadata, Config, AddService, Checkpoint,
+        Log, Diff, FileRead, FileList, FileWrite, FileEdit, FileDelete,
     ],
     instructions: INSTRUCTIONS,
 }

@@ -4,13 +4,13 @@
 //! the environment's branch and pushed. With `background`, the command
 //! becomes the main process of a new service container instead.
 
-use plugin_sdk::containers::{self, ContainerError, ContainerInfo, ExecRequest};
+use plugin_sdk::containers::{self, ContainerError, ExecRequest};
 use plugin_sdk::process::{RunResult, Status};
 use plugin_sdk::{ToolError, ToolOutput, git};
 use serde_json::{Value, json};
 
 use crate::args::{RunCmd, SHELLS};
-use crate::create::{push, start_main_container};
+use crate::create::push;
 use crate::env::{self, Env, Record};
 use crate::errors::{error, from_container, from_git};
 use crate::{note, setting};
@@ -190,7 +190,7 @@ fn exec(env: &Env, record: &Record, request: &ExecRequest) -> Result<(RunResult,
                 "environment_run_cmd env={} container not running; recreating it",
                 env.id
             ));
-            recreate_main_container(env, record)?;
+            crate::container::recreate(env, record)?;
             containers::exec(&env.container_name(), request).map(|r| (r, true))
         }
         other => other.map(|r| (r, false)),
@@ -208,36 +208,6 @@ const RECREATED: &str = "The environment's container was gone or stopped and was
     from its image before this command: /workdir is kept, but whatever was installed or written \
     outside it is lost. Run the setup commands again (package installs, tools) if the work needs them.";
 
-/// Make sure the main container exists and runs.
-pub fn ensure_main_container(env: &Env, record: &Record) -> Result<(), ToolError> {
-    match containers::inspect(&env.container_name()) {
-        Ok(info) if info.state == "running" => Ok(()),
-        Ok(_) | Err(ContainerError::NotFound(_)) => recreate_main_container(env, record),
-        Err(e) => Err(from_container("inspect the container", e)),
-    }
-}
-
-fn recreate_main_container(env: &Env, record: &Record) -> Result<(), ToolError> {
-    match containers::remove(&env.container_name(), 1000) {
-        Ok(_) | Err(ContainerError::NotFound(_)) => {}
-        Err(e) => return Err(from_container("remove the stopped container", e)),
-    }
-    start_main_container(env, &record.image)
-}
-
-/// The environment's service containers.
-pub fn services(env: &Env) -> Result<Vec<ContainerInfo>, ToolError> {
-    Ok(env
-        .containers()?
-        .into_iter()
-        .filter(|c| {
-            c.labels
-                .iter()
-                .any(|(k, v)| k == env::LABEL_ROLE && v == "service")
-        })
-        .collect())
-}
-
 fn background(env: &Env, record: &Record, args: &RunCmd) -> Result<ToolOutput, ToolError> {
     let mut request = env.container_request(
         &record.image,
@@ -246,13 +216,14 @@ fn background(env: &Env, record: &Record, args: &RunCmd) -> Result<ToolOutput, T
     );
     request.use_entrypoint = args.use_entrypoint;
     request.ports = args.ports.clone();
+    request.env = crate::env::env_pairs(&record.envs)?;
     request
         .labels
         // A label is one line; a multi-line command is shown with `\n`.
         .push(("cofer.command".into(), args.command.replace('\n', "\\n")));
     // Numbered after the services already there; a concurrent start that
     // took the name makes this one try the next number.
-    let first = services(env)?.len() + 1;
+    let first = crate::services::running(env)?.len() + 1;
     let mut attempt = 0;
     let info = loop {
         request.name = Some(env.service_name(&args.command, first + attempt));
@@ -266,21 +237,7 @@ fn background(env: &Env, record: &Record, args: &RunCmd) -> Result<ToolOutput, T
         }
     };
     let internal_host = info.ip_address.clone().unwrap_or_else(|| info.name.clone());
-    let mut endpoints = serde_json::Map::new();
-    for port in &args.ports {
-        let external = info
-            .ports
-            .iter()
-            .find(|b| b.container_port == *port)
-            .map(|b| format!("tcp://{}:{}", b.host_ip, b.host_port));
-        endpoints.insert(
-            port.to_string(),
-            json!({
-                "environment_internal": format!("tcp://{internal_host}:{port}"),
-                "host_external": external,
-            }),
-        );
-    }
+    let endpoints = crate::services::endpoints(&info, &args.ports, &internal_host);
     let endpoints = Value::Object(endpoints);
     let report = json!({
         "background": true,

@@ -1,4 +1,5 @@
-//! `containers`: Podman containers for plugins granted `containers`.
+//! `containers`: Podman containers for plugins granted `containers`, with
+//! networks of their own ([`network`]) and checkpoints ([`commit`]).
 //!
 //! What a plugin may ask for is checked here: an image allowed by
 //! `containers.images`, bind mounts inside its fs roots, ports published on
@@ -32,6 +33,9 @@ use crate::policy::Grants;
 use crate::store::CallState;
 use timebox::{MARKER_VAR, Spawn};
 
+mod commit;
+mod network;
+
 /// The label that ties a container to the plugin that made it.
 pub const OWNER_LABEL: &str = "mcphost.plugin";
 /// The label that ties it to the machine whose host made it: hosts on
@@ -40,7 +44,7 @@ pub const OWNER_LABEL: &str = "mcphost.plugin";
 pub const MACHINE_LABEL: &str = "mcphost.machine";
 
 /// This machine: its `/etc/machine-id`, else its host name.
-static MACHINE: LazyLock<String> = LazyLock::new(|| {
+pub(super) static MACHINE: LazyLock<String> = LazyLock::new(|| {
     ["/etc/machine-id", "/proc/sys/kernel/hostname"]
         .iter()
         .filter_map(|f| std::fs::read_to_string(f).ok())
@@ -377,6 +381,38 @@ impl Host for CallState {
             .map(container_info)
             .collect())
     }
+
+    async fn rename(&mut self, id: String, name: String) -> Answer<()> {
+        let g = self.grants.clone();
+        let info = owned(&g, &id).await?;
+        check_word("container name", &name)?;
+        podman::run(&["rename".into(), info.id.clone(), name]).await?;
+        forget(&g.plugin, &info);
+        Ok(())
+    }
+
+    async fn network_connect(
+        &mut self,
+        network: String,
+        id: String,
+        aliases: Vec<String>,
+    ) -> Answer<()> {
+        let g = self.grants.clone();
+        let info = owned(&g, &id).await?;
+        Ok(network::connect(&g, &network, &info.id, &aliases).await?)
+    }
+
+    async fn network_remove(&mut self, network: String) -> Answer<bool> {
+        let g = self.grants.clone();
+        granted(&g)?;
+        Ok(network::remove(&g, &network).await?)
+    }
+
+    async fn commit(&mut self, id: String, image: String) -> Answer<String> {
+        let g = self.grants.clone();
+        let info = owned(&g, &id).await?;
+        Ok(commit::commit(&g, &info, &image).await?)
+    }
 }
 
 /// Made by a host on this machine (or by one from before the machine
@@ -472,7 +508,7 @@ fn container_info(info: &Inspected) -> ContainerInfo {
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect(),
         ports,
-        ip_address: Some(info.network_settings.ip_address.clone()).filter(|ip| !ip.is_empty()),
+        ip_address: info.network_settings.address(),
     }
 }
 
@@ -490,7 +526,7 @@ fn env_args(env: &[(String, String)]) -> Result<Vec<String>, ContainerError> {
 }
 
 /// Ids, names, images and label keys: one token podman cannot take for an option.
-fn check_word(what: &str, word: &str) -> Result<(), ContainerError> {
+pub(super) fn check_word(what: &str, word: &str) -> Result<(), ContainerError> {
     if word.is_empty()
         || word.starts_with('-')
         || word.chars().any(|c| c.is_whitespace() || c.is_control())
@@ -515,7 +551,7 @@ fn image_missing(g: &Grants, image: &str) -> String {
 }
 
 /// `containers.images` entries: an exact image, `prefix*`, or `*`.
-fn image_allowed(image: &str, allowed: &[String]) -> bool {
+pub(super) fn image_allowed(image: &str, allowed: &[String]) -> bool {
     allowed
         .iter()
         .any(|pattern| match pattern.strip_suffix('*') {

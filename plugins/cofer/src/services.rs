@@ -1,0 +1,235 @@
+//! Services: `environment_add_service` (container-use's: a named container
+//! from any allowed image, on a network of the environment's own where the
+//! environment reaches it by its name, ports published on 127.0.0.1), and
+//! the background commands of `environment_run_cmd`. Added services are
+//! kept in the record, so `environment_open` starts again those that are
+//! gone.
+//!
+//! Names are also written into the main container's /etc/hosts: Podman's
+//! DNS server on Debian 12 (aardvark-dns 1.4) stops answering after a few
+//! configuration reloads (containers/aardvark-dns#389, fixed in 1.11), and
+//! a name that resolves only sometimes is worse than none.
+
+use plugin_sdk::containers::{self, ContainerInfo, CreateRequest, ExecRequest};
+use plugin_sdk::{ToolError, ToolOutput};
+use serde_json::{Map, Value, json};
+
+use crate::args::AddService;
+use crate::env::{self, Env, Record, ServiceConfig, env_pairs};
+use crate::errors::{error, from_container};
+use crate::note;
+
+/// The environment's service containers (added ones and background
+/// commands).
+pub fn running(env: &Env) -> Result<Vec<ContainerInfo>, ToolError> {
+    Ok(env
+        .containers()?
+        .into_iter()
+        .filter(|c| {
+            c.labels
+                .iter()
+                .any(|(k, v)| k == env::LABEL_ROLE && v == "service")
+        })
+        .collect())
+}
+
+/// For each of `ports`: where the environment reaches it (`internal_host`)
+/// and where the user does (its binding on 127.0.0.1), as run_cmd reports
+/// them.
+pub fn endpoints(info: &ContainerInfo, ports: &[u16], internal_host: &str) -> Map<String, Value> {
+    ports
+        .iter()
+        .map(|port| {
+            let external = info
+                .ports
+                .iter()
+                .find(|b| b.container_port == *port)
+                .map(|b| format!("tcp://{}:{}", b.host_ip, b.host_port));
+            (
+                port.to_string(),
+                json!({
+                    "environment_internal": format!("tcp://{internal_host}:{port}"),
+                    "host_external": external,
+                }),
+            )
+        })
+        .collect()
+}
+
+pub fn add(args: AddService) -> Result<ToolOutput, ToolError> {
+    let (env, mut record) = Env::find(&args.common.environment_source, &args.environment_id)?;
+    env.require_worktree()?;
+    if record.services.iter().any(|s| s.name == args.name) {
+        return Err(error(
+            "conflict",
+            format!(
+                "environment `{}` already has a service `{}`; it was left as it is",
+                env.id, args.name
+            ),
+            "choose another name",
+        ));
+    }
+    let config = ServiceConfig {
+        name: args.name.clone(),
+        image: args.image.trim().to_string(),
+        command: args.command.clone(),
+        exposed_ports: args.ports.clone(),
+        env: args.envs.clone(),
+    };
+    env_pairs(&config.env)?;
+    note(format!(
+        "environment_add_service env={} name={} image={}",
+        env.id, config.name, config.image
+    ));
+    // The environment joins its network first, so it can reach the
+    // service from the moment it runs.
+    crate::container::ensure(&env, &record)?;
+    containers::network_connect(&env.network(), &env.container_name(), &[])
+        .map_err(|e| from_container("join the environment's network", e))?;
+    let info = start(&env, &config)?;
+    record.services.push(config.clone());
+    if let Err(e) = env
+        .write_record(&record)
+        .and_then(|()| write_hosts(&env, &env.container_name()))
+    {
+        let _ = containers::remove(&info.id, 0);
+        return Err(e);
+    }
+    let mut endpoints = endpoints(&info, &config.exposed_ports, &config.name);
+    // container-use's own keys too: `internal` and `external`, no scheme.
+    for (port, e) in endpoints.iter_mut() {
+        e["internal"] = json!(format!("{}:{port}", config.name));
+        e["external"] = json!(
+            e["host_external"]
+                .as_str()
+                .map(|x| x.trim_start_matches("tcp://"))
+        );
+    }
+    let service = json!({
+        "config": config,
+        "endpoints": endpoints,
+        "container": info.id,
+        "container_name": info.name,
+    });
+    Ok(ToolOutput {
+        text: format!("Service added and started successfully: {service}"),
+        structured: Some(service.to_string()),
+    })
+}
+
+/// Start the added service `config` on the environment's network; one
+/// that exits at once is removed and reported.
+fn start(env: &Env, config: &ServiceConfig) -> Result<ContainerInfo, ToolError> {
+    let mut labels = env.labels("service");
+    labels.push(("cofer.service".into(), config.name.clone()));
+    let request = CreateRequest {
+        image: config.image.clone(),
+        name: Some(env.added_service_name(&config.name)),
+        command: match &config.command {
+            Some(command) => vec!["sh".into(), "-c".into(), command.clone()],
+            None => Vec::new(),
+        },
+        use_entrypoint: true,
+        labels,
+        mounts: Vec::new(),
+        workdir: None,
+        env: env_pairs(&config.env)?,
+        ports: config.exposed_ports.clone(),
+    };
+    let info = containers::run(&request).map_err(|e| from_container("start the service", e))?;
+    let joined =
+        containers::network_connect(&env.network(), &info.id, std::slice::from_ref(&config.name))
+            .map_err(|e| from_container("put the service on the environment's network", e))
+            .and_then(|()| {
+                containers::inspect(&info.id).map_err(|e| from_container("inspect the service", e))
+            });
+    match joined {
+        Ok(now) if now.state == "running" => Ok(now),
+        Ok(now) => {
+            let _ = containers::remove(&info.id, 0);
+            Err(error(
+                "service_exited",
+                format!(
+                    "service `{}` ({}) stopped at once (state {}); nothing was added",
+                    config.name, config.image, now.state
+                ),
+                "check the image's default command or pass `command` (run by sh -c); try it by hand with `podman run --rm <image>`",
+            ))
+        }
+        Err(e) => {
+            let _ = containers::remove(&info.id, 0);
+            Err(e)
+        }
+    }
+}
+
+/// Start again the recorded services whose containers are gone or
+/// stopped; what was restarted.
+pub fn ensure(env: &Env, record: &Record) -> Result<Vec<String>, ToolError> {
+    if record.services.is_empty() {
+        return Ok(Vec::new());
+    }
+    let live = running(env)?;
+    let mut restarted = Vec::new();
+    for config in &record.services {
+        let name = env.added_service_name(&config.name);
+        let up = live.iter().any(|c| c.name == name && c.state == "running");
+        if !up {
+            let _ = containers::remove(&name, 0);
+            containers::network_connect(&env.network(), &env.container_name(), &[])
+                .map_err(|e| from_container("join the environment's network", e))?;
+            start(env, config)?;
+            restarted.push(config.name.clone());
+        }
+    }
+    if !restarted.is_empty() {
+        write_hosts(env, &env.container_name())?;
+    }
+    Ok(restarted)
+}
+
+/// Marks the /etc/hosts lines this module writes.
+const HOSTS_MARK: &str = "# cofer service";
+
+/// Put each running added service's name and address into the /etc/hosts
+/// of `container` (the environment's main container), replacing the lines
+/// written before.
+pub fn write_hosts(env: &Env, container: &str) -> Result<(), ToolError> {
+    let mut lines = String::new();
+    for info in running(env)? {
+        let name = info.labels.iter().find(|(k, _)| k == "cofer.service");
+        if let (Some((_, name)), Some(ip)) = (name, &info.ip_address) {
+            lines.push_str(&format!("{ip}\t{name} {HOSTS_MARK}\n"));
+        }
+    }
+    // Rewritten in place (`cat >`): Podman bind-mounts the file.
+    let script = format!(
+        "grep -v '{HOSTS_MARK}$' /etc/hosts > /tmp/.cofer-hosts; printf '%s' \"$1\" >> /tmp/.cofer-hosts; \
+         cat /tmp/.cofer-hosts > /etc/hosts; rm -f /tmp/.cofer-hosts"
+    );
+    let request = ExecRequest {
+        argv: vec!["sh".into(), "-c".into(), script, "sh".into(), lines],
+        workdir: None,
+        env: Vec::new(),
+        use_entrypoint: false,
+        stdin: None,
+        timeout_ms: 30_000,
+        no_output_timeout_ms: None,
+        tail_bytes: 4096,
+    };
+    let result = containers::exec(container, &request)
+        .map_err(|e| from_container("write the services' names into /etc/hosts", e))?;
+    if result.exit_code != Some(0) {
+        let (_, stderr) = result.streams();
+        return Err(crate::errors::step_failed(
+            "write the services' names into /etc/hosts",
+            format!(
+                "{} {}",
+                plugin_sdk::exit_text(result.exit_code),
+                stderr.trim()
+            ),
+            "the image needs sh, grep and cat; check that /etc/hosts is writable in it",
+        ));
+    }
+    Ok(())
+}
