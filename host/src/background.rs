@@ -147,14 +147,20 @@ async fn refresh_loop(plugin: Arc<Plugin>) {
 /// The requested directories the plugin may read; the rest are logged.
 fn allowed_dirs(plugin: &Plugin, dirs: Vec<String>) -> Vec<PathBuf> {
     let grants = &plugin.grants;
-    let roots = if grants.has("fs") {
-        grants.read_roots.as_slice()
+    // Writable roots are readable too (they are preopened read-write).
+    let roots: Vec<PathBuf> = if grants.has("fs") {
+        grants
+            .read_roots
+            .iter()
+            .chain(&grants.write_roots)
+            .cloned()
+            .collect()
     } else {
-        &[]
+        Vec::new()
     };
     dirs.into_iter()
         .filter_map(|d| {
-            let allowed = confine(&d, &grants.workspace, roots);
+            let allowed = confine(&d, &grants.workspace, &roots);
             if allowed.is_none() {
                 tracing::warn!(plugin = %plugin.name, dir = %d, "not watching a directory outside the plugin's readable roots (fs.read)");
             }

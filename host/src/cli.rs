@@ -14,7 +14,9 @@ use crate::client::StderrLink;
 use crate::engine;
 use crate::mcp::McpFront;
 use crate::policy::{Config, Places};
+use crate::runtime;
 use crate::service::Service;
+use crate::store::CallContext;
 
 #[derive(Parser)]
 #[command(
@@ -365,12 +367,32 @@ async fn check(loader: Loader, strict: bool) -> Result<ExitCode> {
         println!("plugin {}: ok, {} tools", p.name, p.tools.len());
         for root in p.grants.read_roots.iter().chain(&p.grants.write_roots) {
             if !root.exists() {
-                problems += 1;
                 println!(
-                    "plugin {}: granted directory {} does not exist",
+                    "plugin {}: note: granted directory {} does not exist (the plugin cannot use it until it does)",
                     p.name,
                     root.display()
                 );
+            }
+        }
+        // What a plugin with background work will serve: its first refresh,
+        // run here as `serve` runs it (its own log lines say what it found).
+        let call = CallContext::new(
+            "lifecycle.refresh",
+            p.grants.timeout_ms,
+            Arc::new(StderrLink),
+        );
+        match runtime::refresh(&p.prepared, p.grants.clone(), call, &[]).await {
+            None => {}
+            Some(Ok(Ok(dirs))) => {
+                println!("plugin {}: ready, serving from {}", p.name, dirs.join(", "))
+            }
+            Some(Ok(Err(e))) => {
+                problems += 1;
+                println!("plugin {}: NOT READY: {}: {}", p.name, e.code, e.message);
+            }
+            Some(Err(failure)) => {
+                problems += 1;
+                println!("plugin {}: NOT READY: {failure}", p.name);
             }
         }
     }

@@ -601,11 +601,13 @@ mod tests {
         );
         let config = Config::load(None).unwrap();
         let godot = config.grants("godot", &places(), "cfg.toml");
-        assert!(godot.has("index") && godot.has("fs") && !godot.has("process"));
-        assert!(
-            godot.write_roots.is_empty(),
-            "the Godot plugin writes only through the index capability"
+        assert!(godot.has("index") && godot.has("fs") && godot.has("process"));
+        assert_eq!(
+            godot.write_roots,
+            [PathBuf::from("/cache/plugins/godot/engine-docs")],
+            "the Godot plugin writes only its index and its engine's dumped reference"
         );
+        assert!(godot.programs.contains(&"godot3-server".to_string()));
     }
 
     #[test]

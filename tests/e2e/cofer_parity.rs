@@ -91,12 +91,7 @@ async fn config_recreates_the_container_and_keeps_the_worktree() {
     assert_eq!(seen, "kept\ntool\nhello there\nrecreated\n");
 
     // A setup command that fails changes nothing: same container, same config.
-    let before = podman(&[
-        "inspect",
-        "--format",
-        "{{.Id}}",
-        &container_of(&f, "conf"),
-    ]);
+    let before = podman(&["inspect", "--format", "{{.Id}}", &container_of(&f, "conf")]);
     let r = client
         .call(
             "environment_config",

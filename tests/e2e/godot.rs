@@ -601,3 +601,99 @@ async fn closing_stdin_during_an_index_build_is_clean() {
         .await;
     assert!(!is_error(&r), "{r:?}");
 }
+
+/// A real Godot engine: `$GODOT_ENGINE`, by default Debian's
+/// `godot3-server` on PATH (3.2.3 on bookworm, which needs no display).
+/// Missing is a failure under CI=true and a skip elsewhere.
+fn godot_engine() -> Option<String> {
+    let engine = std::env::var("GODOT_ENGINE").unwrap_or_else(|_| "godot3-server".into());
+    let found = Path::new(&engine).is_file()
+        || require_program(
+            &engine,
+            "install it (`apt-get install godot3-server`) or set GODOT_ENGINE to a Godot binary",
+        );
+    found.then_some(engine)
+}
+
+#[tokio::test]
+async fn without_a_doc_dir_the_engines_own_reference_is_dumped_once_and_served() {
+    let Some(engine) = godot_engine() else {
+        return;
+    };
+    let mut env = Env::new(&["godot"], "");
+    env.host_vars.push(("GODOT_BIN".into(), engine.clone()));
+    env.host_vars.push(("GODOT_DOC_DIR".into(), String::new()));
+    // KinematicBody2D is Godot 3's (4.x renamed it CharacterBody2D).
+    let (reply, log) = one_call(&env, "KinematicBody2D").await;
+    assert_eq!(
+        fields(&reply)["results"][0]["uri"],
+        "godot://class/KinematicBody2D",
+        "{reply:#}\n{log}"
+    );
+    assert!(
+        log.contains(&format!("from engine `{engine}` 3.")) && log.contains("dumped just now"),
+        "the log says which engine's reference it serves: {log}"
+    );
+    let dumps = env.cache.join("plugins/godot/engine-docs");
+    let versions: Vec<_> = std::fs::read_dir(&dumps)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(versions.len(), 1, "one dump, no staging left: {versions:?}");
+    assert!(
+        dumps
+            .join(&versions[0])
+            .join("classes/Node2D.xml")
+            .is_file(),
+        "{versions:?}"
+    );
+
+    // `host check` says what it serves.
+    let out = env.host(&["check"]).output().await.unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(&format!(
+            "plugin godot: ready, serving from {}",
+            dumps.join(&versions[0]).display()
+        )),
+        "{text}"
+    );
+
+    // A fresh index from the same engine reuses the dump.
+    std::fs::remove_dir_all(env.workspace.join(".cache")).ok();
+    std::fs::remove_dir_all(env.cache.join("plugins/godot/index")).ok();
+    let (reply, log) = one_call(&env, "KinematicBody2D").await;
+    assert_eq!(
+        fields(&reply)["results"][0]["uri"],
+        "godot://class/KinematicBody2D",
+        "{reply:#}"
+    );
+    assert!(log.contains("dumped before"), "{log}");
+}
+
+#[tokio::test]
+async fn without_a_doc_dir_or_an_engine_the_error_gives_both_ways() {
+    let mut env = Env::new(&["godot"], "");
+    env.host_vars
+        .push(("GODOT_BIN".into(), "no-such-godot".into()));
+    env.host_vars.push(("GODOT_DOC_DIR".into(), String::new()));
+    let (reply, _) = one_call(&env, "node").await;
+    let error = fields(&reply);
+    assert_eq!(error["code"], "CONFIG_ERROR", "{reply:#}");
+    let message = error["message"].as_str().unwrap();
+    for says in [
+        "no-such-godot",
+        "GODOT_BIN=",
+        "apt-get install godot3-server",
+        "GODOT_DOC_DIR=",
+    ] {
+        assert!(message.contains(says), "{says}: {message}");
+    }
+    let out = env.host(&["check"]).output().await.unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("plugin godot: NOT READY: CONFIG_ERROR: no Godot class reference"),
+        "{text}"
+    );
+}

@@ -14,6 +14,7 @@ use plugin_sdk::index::{self, Analyzer, Field, FieldType, IndexInfo, Schema};
 use plugin_sdk::log::{Level, log};
 
 use crate::bbcode::{first_sentence, prose_only, without_inline_code};
+use crate::engine;
 use crate::model::ClassDoc;
 use crate::parse::parse_class;
 use crate::uri;
@@ -23,36 +24,60 @@ pub const INDEX: &str = "godot";
 const FORMAT: &str = "godot-docs/4";
 const BATCH: usize = 2000;
 
-/// The configured doc dir, checked.
+/// The doc dir served, checked, and where it came from.
 pub struct DocDir {
     pub path: PathBuf,
+    /// For the log: `GODOT_DOC_DIR`, the workspace's `doc/`, or the engine.
+    pub source: String,
 }
 
 impl DocDir {
-    /// `GODOT_DOC_DIR` (relative to the workspace), default `<workspace>/doc`.
+    /// `GODOT_DOC_DIR` (relative to the workspace) when set; else the
+    /// workspace's `doc/` when it holds `classes/`; else the reference of
+    /// a Godot engine on PATH ([`engine`]), dumped once.
     pub fn locate() -> Result<DocDir, ToolError> {
         let workspace = PathBuf::from(plugin_sdk::workspace());
         let configured = std::env::var("GODOT_DOC_DIR").unwrap_or_default();
-        let path = if configured.is_empty() {
-            workspace.join("doc")
-        } else {
-            normalize(&workspace.join(configured))
-        };
-        let hint = "set GODOT_DOC_DIR to the `doc` folder of a Godot source tree (the folder that holds `classes/`), \
-                    e.g. `GODOT_DOC_DIR=$HOME/godot/doc host serve --stdio`, or put that folder at `<workspace>/doc`";
-        if !path.is_dir() {
-            return Err(config_error(format!(
-                "the Godot doc dir {} does not exist (or is not readable): {hint}",
-                path.display()
-            )));
+        if !configured.is_empty() {
+            let path = normalize(&workspace.join(configured));
+            check(&path)?;
+            return Ok(DocDir {
+                path,
+                source: "GODOT_DOC_DIR".into(),
+            });
         }
-        if !path.join("classes").is_dir() {
-            return Err(config_error(format!(
-                "the Godot doc dir {} has no `classes/` folder: {hint}",
-                path.display()
-            )));
+        let in_workspace = workspace.join("doc");
+        if in_workspace.join("classes").is_dir() {
+            return Ok(DocDir {
+                path: in_workspace,
+                source: "the workspace's doc/".into(),
+            });
         }
-        Ok(DocDir { path })
+        let engine = engine::find().map_err(|tried| {
+            config_error(format!(
+                "no Godot class reference: GODOT_DOC_DIR is not set, {} has no `classes/`, and no Godot engine \
+                 answered ({}). Either put your Godot editor on PATH or name it (`GODOT_BIN=/path/to/godot host \
+                 serve --stdio`; on Debian/Ubuntu `apt-get install godot3-server` gives Godot 3), and its own \
+                 reference is dumped once and served; or set GODOT_DOC_DIR to the `doc` folder of a Godot source \
+                 tree (`git clone https://github.com/godotengine/godot` then `GODOT_DOC_DIR=$PWD/godot/doc`)",
+                in_workspace.display(),
+                tried.join("; ")
+            ))
+        })?;
+        let (path, dumped) = engine::docs(&engine)?;
+        Ok(DocDir {
+            path,
+            source: format!(
+                "engine `{}` {} ({})",
+                engine.program,
+                engine.version,
+                if dumped {
+                    "reference dumped just now"
+                } else {
+                    "reference dumped before"
+                }
+            ),
+        })
     }
 
     /// `classes/*.xml` and the module docs (`modules/<m>/*.xml` or
@@ -83,6 +108,25 @@ impl DocDir {
         }
         format!("{FORMAT};files={};{:016x}", files.len(), hash.0)
     }
+}
+
+/// A configured doc dir must exist and hold `classes/`.
+fn check(path: &Path) -> Result<(), ToolError> {
+    let hint = "set GODOT_DOC_DIR to the `doc` folder of a Godot source tree (the folder that holds `classes/`), \
+                e.g. `GODOT_DOC_DIR=$HOME/godot/doc host serve --stdio`, or leave it unset to use a Godot engine on PATH";
+    if !path.is_dir() {
+        return Err(config_error(format!(
+            "the Godot doc dir {} does not exist (or is not readable): {hint}",
+            path.display()
+        )));
+    }
+    if !path.join("classes").is_dir() {
+        return Err(config_error(format!(
+            "the Godot doc dir {} has no `classes/` folder: {hint}",
+            path.display()
+        )));
+    }
+    Ok(())
 }
 
 fn config_error(message: String) -> ToolError {
@@ -163,10 +207,11 @@ pub fn refresh() -> Result<DocDir, ToolError> {
             log(
                 Level::Info,
                 &format!(
-                    "index is up to date: {} documents, {} bytes, docs {}",
+                    "index is up to date: {} documents, {} bytes, docs {} from {}",
                     info.documents,
                     info.size_bytes,
-                    docs.path.display()
+                    docs.path.display(),
+                    docs.source
                 ),
             );
         }
@@ -222,11 +267,12 @@ fn build(docs: &DocDir, files: &[PathBuf], version: &str) -> Result<IndexInfo, T
     log(
         Level::Info,
         &format!(
-            "index built: {} classes, {} documents, {} bytes, docs {}",
+            "index built: {} classes, {} documents, {} bytes, docs {} from {}",
             classes.len(),
             info.documents,
             info.size_bytes,
-            docs.path.display()
+            docs.path.display(),
+            docs.source
         ),
     );
     Ok(info)

@@ -9,6 +9,7 @@
 pub mod api;
 pub mod bbcode;
 pub mod corpus;
+pub mod engine;
 pub mod model;
 pub mod parse;
 pub mod uri;

@@ -1,0 +1,196 @@
+//! Docs from the user's own engine: with no doc dir configured, find a
+//! Godot (`GODOT_BIN`, else `godot`, `godot4`, `godot3`, `godot3-server` on
+//! PATH), dump its class reference once with `--doctool` into the plugin's
+//! cache under the engine's `--version`, and serve that. The dump has the
+//! layout of a source tree's `doc/` (`classes/`, `modules/<m>/doc_classes/`).
+
+use std::path::{Path, PathBuf};
+
+use plugin_sdk::ToolError;
+use plugin_sdk::process::{self, RunRequest, Status};
+
+/// The programs tried, in order, after `GODOT_BIN` (the policy's
+/// `process.programs` lists the same).
+const CANDIDATES: &[&str] = &["godot", "godot4", "godot3", "godot3-server"];
+/// `--doctool` of Godot 3.2 takes about 1.3 s here; 4.x more.
+const DUMP_TIMEOUT_MS: u64 = 300_000;
+
+/// An engine that answered `--version`.
+pub struct Engine {
+    pub program: String,
+    /// As it printed it, e.g. `3.2.3.stable.custom_build`.
+    pub version: String,
+}
+
+impl Engine {
+    fn major(&self) -> u32 {
+        self.version
+            .split('.')
+            .next()
+            .and_then(|m| m.parse().ok())
+            .unwrap_or(0)
+    }
+}
+
+/// Where dumps live: `<plugin cache>/engine-docs` (the policy's fs.write).
+pub fn dumps_dir() -> Option<PathBuf> {
+    plugin_sdk::cache_dir().map(|c| PathBuf::from(c).join("engine-docs"))
+}
+
+/// The first engine that answers, and what each one tried said.
+pub fn find() -> Result<Engine, Vec<String>> {
+    let configured = std::env::var("GODOT_BIN").ok().filter(|b| !b.is_empty());
+    let candidates: Vec<String> = match configured {
+        Some(bin) => vec![bin],
+        None => CANDIDATES.iter().map(|c| c.to_string()).collect(),
+    };
+    let cwd = dumps_dir().map_or_else(plugin_sdk::workspace, |d| d.to_string_lossy().into());
+    let mut tried = Vec::new();
+    for program in candidates {
+        let request = RunRequest::new(&program, &cwd)
+            .args(["--version"])
+            .timeout_ms(30_000)
+            .tail_bytes(4096);
+        match process::run(&request) {
+            Ok(result) if result.status == Status::Exited => {
+                // Godot 3 prints its version and exits with 255.
+                let (stdout, _) = result.streams();
+                match stdout
+                    .lines()
+                    .map(str::trim)
+                    .find(|l| looks_like_version(l))
+                {
+                    Some(version) => {
+                        return Ok(Engine {
+                            program,
+                            version: version.to_string(),
+                        });
+                    }
+                    None => tried.push(format!("`{program} --version` printed no version")),
+                }
+            }
+            Ok(result) => tried.push(format!(
+                "`{program}`: {}",
+                result
+                    .error
+                    .unwrap_or_else(|| format!("{:?}", result.status))
+            )),
+            Err(e) => tried.push(format!("`{program}`: {}", ToolError::from(e).message)),
+        }
+    }
+    Err(tried)
+}
+
+fn looks_like_version(line: &str) -> bool {
+    let mut parts = line.split('.');
+    parts
+        .next()
+        .is_some_and(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()))
+        && parts
+            .next()
+            .is_some_and(|p| p.chars().next().is_some_and(|c| c.is_ascii_digit()))
+}
+
+/// The engine's reference, dumped on first use: the doc dir to serve, and
+/// whether it was dumped just now.
+pub fn docs(engine: &Engine) -> Result<(PathBuf, bool), ToolError> {
+    let root = dumps_dir()
+        .ok_or_else(|| ToolError::new("INTERNAL", "the host gave the plugin no cache directory"))?;
+    let key: String = engine
+        .version
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '.' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let done = root.join(&key);
+    if done.join("classes").is_dir() {
+        return Ok((done, false));
+    }
+    let staging = root.join(format!(".{key}.{:016x}", unique()));
+    let _ = std::fs::remove_dir_all(&staging);
+    std::fs::create_dir_all(&staging).map_err(|e| io_error(&staging, e))?;
+    let dumped = dump(engine, &staging).and_then(|()| arrange(&staging, &done));
+    let _ = std::fs::remove_dir_all(&staging);
+    dumped.map(|()| (done, true))
+}
+
+/// `<program> [--headless] --doctool <dir>`.
+fn dump(engine: &Engine, dir: &Path) -> Result<(), ToolError> {
+    let dir_text = dir.to_string_lossy().into_owned();
+    let mut args = Vec::new();
+    if engine.major() >= 4 {
+        args.push("--headless".to_string());
+    }
+    args.extend(["--doctool".to_string(), dir_text.clone()]);
+    let request = RunRequest::new(&engine.program, &dir_text)
+        .args(args)
+        .timeout_ms(DUMP_TIMEOUT_MS)
+        .tail_bytes(8192);
+    let result = process::run(&request)?;
+    if result.status != Status::Exited || !dir.join("doc/classes").is_dir() {
+        let (_, stderr) = result.streams();
+        return Err(ToolError::new(
+            "CONFIG_ERROR",
+            format!(
+                "`{} --doctool` did not dump the class reference ({}): {}",
+                engine.program,
+                plugin_sdk::exit_text(result.exit_code),
+                stderr.trim()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// A dump holds `doc/classes/` and `modules/<m>/doc_classes/` side by
+/// side; the doc dir wants `classes/` and `modules/` together. Moved into
+/// place by rename, so a reader sees all of it or none.
+fn arrange(staging: &Path, done: &Path) -> Result<(), ToolError> {
+    let doc = staging.join("doc");
+    let modules = staging.join("modules");
+    if modules.is_dir() {
+        std::fs::rename(&modules, doc.join("modules")).map_err(|e| io_error(&modules, e))?;
+    }
+    match std::fs::rename(&doc, done) {
+        Ok(()) => Ok(()),
+        // Another host dumped the same version meanwhile.
+        Err(_) if done.join("classes").is_dir() => Ok(()),
+        Err(e) => Err(io_error(done, e)),
+    }
+}
+
+/// 64 random bits (`RandomState` is seeded from the host's entropy), so
+/// two hosts dumping at once stage apart.
+fn unique() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish()
+}
+
+fn io_error(path: &Path, e: std::io::Error) -> ToolError {
+    ToolError::new("INTERNAL", format!("{}: {e}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_are_recognised() {
+        assert!(looks_like_version("3.2.3.stable.custom_build"));
+        assert!(looks_like_version("4.6.3.stable.official.f00"));
+        assert!(!looks_like_version("Godot Engine v3.2"));
+        assert!(!looks_like_version(""));
+        let e = Engine {
+            program: "godot".into(),
+            version: "4.6.3.stable".into(),
+        };
+        assert_eq!(e.major(), 4);
+    }
+}
