@@ -9,7 +9,10 @@
 //!   1-2 word and 3+ word queries made from the reference's own names and
 //!   words;
 //! - resident memory of the host with the index loaded, against the same
-//!   host without the Godot plugin.
+//!   host without the Godot plugin;
+//! - with no doc dir, from a real engine ($GODOT_ENGINE, default Debian's
+//!   `godot3-server`): cold start with the reference dumped by `--doctool`
+//!   first, against a cold start from that dump already there.
 
 mod common;
 #[path = "../../tests/e2e/harness.rs"]
@@ -189,5 +192,36 @@ async fn main() {
         loaded_kib as f64 / 1024.0,
         idle_kib as f64 / 1024.0,
         (loaded_kib as f64 - idle_kib as f64) / 1024.0
+    );
+    from_an_engine().await;
+}
+
+async fn from_an_engine() {
+    let engine = std::env::var("GODOT_ENGINE").unwrap_or_else(|_| "godot3-server".into());
+    if !harness::require_program(&engine, "install godot3-server or set GODOT_ENGINE") {
+        return;
+    }
+    let mut env = Env::new(&["godot"], "");
+    env.host_vars.push(("GODOT_BIN".into(), engine.clone()));
+    env.host_vars.push(("GODOT_DOC_DIR".into(), String::new()));
+    let (dumps, index) = (
+        env.cache.join("plugins/godot/engine-docs"),
+        env.workspace.join(".cache/godot-index"),
+    );
+    drop(start_to_first_search(&env).await); // compile the plugin once
+    let (mut with_dump, mut from_dump) = (Vec::new(), Vec::new());
+    for _ in 0..5 {
+        let _ = std::fs::remove_dir_all(&dumps);
+        let _ = std::fs::remove_dir_all(&index);
+        with_dump.push(start_to_first_search(&env).await.0);
+        let _ = std::fs::remove_dir_all(&index);
+        from_dump.push(start_to_first_search(&env).await.0);
+    }
+    let (a, b) = (percentile(&mut with_dump, 0.5), percentile(&mut from_dump, 0.5));
+    println!(
+        "from the engine `{engine}`: cold start with --doctool dump + index: median {}; cold start from the dump already made: median {} ({:.2}x)",
+        ms(a),
+        ms(b),
+        a.as_secs_f64() / b.as_secs_f64()
     );
 }
