@@ -217,7 +217,10 @@ async fn from_an_engine() {
         let _ = std::fs::remove_dir_all(&index);
         from_dump.push(start_to_first_search(&env).await.0);
     }
-    let (a, b) = (percentile(&mut with_dump, 0.5), percentile(&mut from_dump, 0.5));
+    let (a, b) = (
+        percentile(&mut with_dump, 0.5),
+        percentile(&mut from_dump, 0.5),
+    );
     println!(
         "from the engine `{engine}`: cold start with --doctool dump + index: median {}; cold start from the dump already made: median {} ({:.2}x)",
         ms(a),

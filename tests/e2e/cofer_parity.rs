@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::cofer::{Fixture, error_of, text};
+use crate::cofer::{Fixture, container_of, error_of, text};
 use crate::harness::*;
 
 /// `args` on environment `id`, with an explanation.
@@ -142,23 +142,6 @@ async fn config_recreates_the_container_and_keeps_the_worktree() {
             .await,
     );
     assert_eq!(e["code"], "not_found", "{e}");
-}
-
-/// The main container's name of environment `id`.
-fn container_of(f: &Fixture, id: &str) -> String {
-    podman(&[
-        "ps",
-        "--format",
-        "{{.Names}}",
-        "--filter",
-        &format!("label=cofer.source={}", f.source()),
-        "--filter",
-        &format!("label=cofer.env={id}"),
-        "--filter",
-        "label=cofer.role=main",
-    ])
-    .trim()
-    .to_string()
 }
 
 /// A shell command that fetches / from `name`:8080 by the address the

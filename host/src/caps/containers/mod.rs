@@ -8,13 +8,13 @@
 //! plugin can see, exec in, stop or remove only containers with its own
 //! label.
 //!
-//! `exec` runs `podman exec` under [`timebox`]. The run's marker
-//! variable is passed into the container (`--env MCP_HOST_RUN_ID`), so the
+//! `exec` goes through Podman's REST API ([`podman::api`]), or for a
+//! remote engine runs `podman exec` under [`timebox`]. Either way the run's
+//! marker variable is passed into the container (`MCP_HOST_RUN_ID`), so the
 //! processes it starts there carry it too; they are host processes in the
 //! container's PID namespace, and the timebox's tree kill (a /proc scan for
-//! the marker) ends them with the `podman exec` client, re-parented
-//! descendants included. Killing the client alone would leave them
-//! running: conmon keeps the exec session alive.
+//! the marker) ends them, re-parented descendants included. Ending the
+//! client alone would leave them running: conmon keeps the session alive.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -256,50 +256,55 @@ impl Host for CallState {
         if request.argv.is_empty() {
             return Err(ContainerError::Invalid("argv is empty".into()).into());
         }
-        let mut args: Vec<String> = vec!["exec".into(), "--env".into(), MARKER_VAR.into()];
-        if request.stdin.is_some() {
-            args.push("--interactive".into());
-        }
-        if let Some(dir) = &request.workdir {
-            args.extend(["--workdir".into(), dir.clone()]);
-        }
-        args.extend(env_args(&request.env)?);
-        args.push(id.clone());
-        if let (true, Some(image)) = (request.use_entrypoint, &image) {
-            args.extend(podman::image_entrypoint(image).await?);
-        }
-        args.extend(request.argv.iter().cloned());
-        let remaining = call.deadline.saturating_duration_since(Instant::now());
-        let spawn = Spawn {
-            program: podman::program()?,
-            args,
-            cwd: std::env::temp_dir(),
-            env: std::env::vars().collect(),
-            stdin: request.stdin,
-            timeout: Duration::from_millis(request.timeout_ms).min(remaining),
-            no_output_timeout: request.no_output_timeout_ms.map(Duration::from_millis),
-            tail_bytes: request.tail_bytes.min(MAX_TAIL_BYTES) as usize,
-            log: None,
+        env_args(&request.env)?; // checks the names
+        let mut argv = match (request.use_entrypoint, &image) {
+            (true, Some(image)) => podman::image_entrypoint(image).await?,
+            _ => Vec::new(),
         };
+        argv.extend(request.argv.iter().cloned());
+        let remaining = call.deadline.saturating_duration_since(Instant::now());
+        let timeout = Duration::from_millis(request.timeout_ms).min(remaining);
+        let no_output_timeout = request.no_output_timeout_ms.map(Duration::from_millis);
+        let tail_bytes = request.tail_bytes.min(MAX_TAIL_BYTES) as usize;
         let progress = RunProgress::new(call.client.clone(), format!("podman exec {id}"));
-        let outcome = timebox::run(&spawn, &call.cancel, &progress).await;
-        // Podman's own failures (exit 125/255 with its `Error:` line and
-        // nothing on stdout): the session never ran. Matched narrowly so
-        // a command's own exit code 125 is never mistaken for one.
-        if matches!(outcome.exit_code, Some(125) | Some(255)) && outcome.stdout_bytes == 0 {
-            let said: String = outcome.tail.chunks().into_iter().map(|(_, t)| t).collect();
-            let podman_said = said.starts_with("Error: ")
-                && [
-                    "no such container",
-                    "no container with",
-                    "container state improper",
-                ]
-                .iter()
-                .any(|sign| said.contains(sign));
-            if podman_said {
-                return Err(podman::classify(&format!("podman exec {id}"), &said).into());
+        let outcome = match podman::api::client().await? {
+            Some(docker) => {
+                let spec = podman::api::ExecSpec {
+                    argv,
+                    workdir: request.workdir,
+                    env: request.env,
+                    stdin: request.stdin,
+                    timeout,
+                    no_output_timeout,
+                    tail_bytes,
+                };
+                podman::api::exec(docker, &id, spec, &call.cancel, &progress).await?
             }
-        }
+            None => {
+                let mut args: Vec<String> = vec!["exec".into(), "--env".into(), MARKER_VAR.into()];
+                if request.stdin.is_some() {
+                    args.push("--interactive".into());
+                }
+                if let Some(dir) = &request.workdir {
+                    args.extend(["--workdir".into(), dir.clone()]);
+                }
+                args.extend(env_args(&request.env)?);
+                args.push(id.clone());
+                args.extend(argv);
+                let spawn = Spawn {
+                    program: podman::program()?,
+                    args,
+                    cwd: std::env::temp_dir(),
+                    env: std::env::vars().collect(),
+                    stdin: request.stdin,
+                    timeout,
+                    no_output_timeout,
+                    tail_bytes,
+                    log: None,
+                };
+                cli_exec(&id, &spawn, &call.cancel, &progress).await?
+            }
+        };
         tracing::debug!(
             plugin = %g.plugin, trace_id = %call.trace_id, container = %id,
             ending = ?outcome.ending, exit_code = ?outcome.exit_code, kill = ?outcome.kill,
@@ -413,6 +418,35 @@ impl Host for CallState {
         let info = owned(&g, &id).await?;
         Ok(commit::commit(&g, &info, &image).await?)
     }
+}
+
+/// `podman exec` as a timeboxed process, for an engine the API does not
+/// reach (a remote `CONTAINER_HOST`).
+async fn cli_exec(
+    id: &str,
+    spawn: &Spawn,
+    cancel: &tokio_util::sync::CancellationToken,
+    progress: &RunProgress,
+) -> Result<timebox::Outcome, ContainerError> {
+    let outcome = timebox::run(spawn, cancel, progress).await;
+    // Podman's own failures (exit 125/255 with its `Error:` line and
+    // nothing on stdout): the session never ran. Matched narrowly so a
+    // command's own exit code 125 is never mistaken for one.
+    if matches!(outcome.exit_code, Some(125) | Some(255)) && outcome.stdout_bytes == 0 {
+        let said: String = outcome.tail.chunks().into_iter().map(|(_, t)| t).collect();
+        let podman_said = said.starts_with("Error: ")
+            && [
+                "no such container",
+                "no container with",
+                "container state improper",
+            ]
+            .iter()
+            .any(|sign| said.contains(sign));
+        if podman_said {
+            return Err(podman::classify(&format!("podman exec {id}"), &said).into());
+        }
+    }
+    Ok(outcome)
 }
 
 /// Made by a host on this machine (or by one from before the machine

@@ -1,9 +1,10 @@
-//! Running the `podman` CLI for the `containers` capability.
-//!
-//! The CLI rather than the REST socket: it is what users have installed and
-//! configured (`CONTAINERS_CONF`, rootless or rootful storage), and it needs
-//! no service running. Podman sees the host's whole environment: it is the
-//! host's tool, not the plugin's.
+//! Podman for the `containers` capability: its REST API for `exec` (the
+//! call every environment command makes: [`api`]), the `podman` CLI for the
+//! rest (create, remove, networks, commit), which reads what users have
+//! configured (`CONTAINERS_CONF`, rootless or rootful storage). Podman sees
+//! the host's whole environment: it is the host's tool, not the plugin's.
+
+pub mod api;
 
 use std::path::PathBuf;
 use std::process::Stdio;
