@@ -31,7 +31,7 @@ use tokio::time::sleep_until;
 use tokio_util::sync::CancellationToken;
 
 use super::{INSTALL_HINT, PodmanError, program};
-use timebox::{Ending, KillReport, MARKER_VAR, Outcome, Progress, Stream, Tail};
+use timebox::{Ending, KillReport, MARKER_VAR, Outcome, Progress, Stream};
 
 /// What one exec runs, and under which limits.
 pub struct ExecSpec {
@@ -257,18 +257,10 @@ pub async fn exec(
         let _ = input.shutdown().await;
     }
 
-    let mut outcome = Outcome {
-        ending: Ending::Exited,
-        exit_code: None,
-        signal: None,
-        duration: Duration::ZERO,
-        tail: Tail::new(spec.tail_bytes),
-        stdout_bytes: 0,
-        stderr_bytes: 0,
-        error: None,
-        kill: None,
-    };
-    let deadline = tokio::time::Instant::from_std(start + spec.timeout);
+    let mut outcome = Outcome::new(Ending::Exited, spec.tail_bytes);
+    // The command's time starts when it does, not while Podman sets up the
+    // session (slow on a loaded machine, or the first exec on a new service).
+    let deadline = tokio::time::Instant::now() + spec.timeout;
     let mut last_output = tokio::time::Instant::now();
     let mut ticker = tokio::time::interval(PROGRESS_EVERY);
     ticker.tick().await;

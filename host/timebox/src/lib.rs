@@ -77,6 +77,23 @@ pub struct Outcome {
     pub kill: Option<KillReport>,
 }
 
+impl Outcome {
+    /// Nothing run yet: no output, no exit, `ending` until told otherwise.
+    pub fn new(ending: Ending, tail_bytes: usize) -> Outcome {
+        Outcome {
+            ending,
+            exit_code: None,
+            signal: None,
+            duration: Duration::ZERO,
+            tail: Tail::new(tail_bytes),
+            stdout_bytes: 0,
+            stderr_bytes: 0,
+            error: None,
+            kill: None,
+        }
+    }
+}
+
 /// Receives progress while a run goes on.
 pub trait Progress: Send + Sync {
     fn running(&self, elapsed: Duration, output_bytes: u64);
@@ -89,17 +106,7 @@ const DRAIN_LIMIT: Duration = Duration::from_secs(2);
 
 pub async fn run(spec: &Spawn, cancel: &CancellationToken, progress: &dyn Progress) -> Outcome {
     let start = Instant::now();
-    let mut outcome = Outcome {
-        ending: Ending::SpawnFailed,
-        exit_code: None,
-        signal: None,
-        duration: Duration::ZERO,
-        tail: Tail::new(spec.tail_bytes),
-        stdout_bytes: 0,
-        stderr_bytes: 0,
-        error: None,
-        kill: None,
-    };
+    let mut outcome = Outcome::new(Ending::SpawnFailed, spec.tail_bytes);
     let mut log = match open_log(spec).await {
         Ok(log) => log,
         Err(e) => {
