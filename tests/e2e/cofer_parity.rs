@@ -249,6 +249,13 @@ async fn a_service_is_reached_by_name_and_on_its_published_port() {
     let e = error_of(&client.call("environment_add_service", missing).await);
     assert_eq!(e["code"], "image_missing", "{e}");
 
+    let e = error_of(
+        &client
+            .call("environment_add_service", web_service(&f, "nowhere", "web", "x"))
+            .await,
+    );
+    assert_eq!(e["code"], "not_found", "{e}");
+
     // Gone (a reboot, a hand-made `podman rm`): environment_open starts it again.
     podman(&[
         "rm",
