@@ -251,7 +251,10 @@ async fn a_service_is_reached_by_name_and_on_its_published_port() {
 
     let e = error_of(
         &client
-            .call("environment_add_service", web_service(&f, "nowhere", "web", "x"))
+            .call(
+                "environment_add_service",
+                web_service(&f, "nowhere", "web", "x"),
+            )
             .await,
     );
     assert_eq!(e["code"], "not_found", "{e}");

@@ -23,11 +23,10 @@ const SETUP_TAIL_BYTES: u64 = 16 * 1024;
 /// the setup commands; a container that fails to set up is removed. The
 /// setup commands' results.
 pub fn start(env: &Env, record: &Record, name: &str) -> Result<Vec<Value>, ToolError> {
-    let mut request = CreateRequest {
+    let request = CreateRequest {
         name: Some(name.to_string()),
-        ..env.container_request(&record.image, "main", env::idle_command())
+        ..env.container_request(record, "main", env::idle_command())?
     };
-    request.env = env_pairs(&record.envs)?;
     match containers::run(&request) {
         Err(e) if transient_container(&e) => {
             // A half-created container would hold the name: clear it first.

@@ -119,16 +119,17 @@ impl Env {
         ]
     }
 
-    /// A container of this environment: `image` with the worktree mounted
-    /// at /workdir, labelled with `role`, running `command`.
+    /// A container of this environment: the record's image and `envs`,
+    /// the worktree mounted at /workdir, labelled with `role`, running
+    /// `command`.
     pub fn container_request(
         &self,
-        image: &str,
+        record: &Record,
         role: &str,
         command: Vec<String>,
-    ) -> CreateRequest {
-        CreateRequest {
-            image: image.to_string(),
+    ) -> Result<CreateRequest, ToolError> {
+        Ok(CreateRequest {
+            image: record.image.clone(),
             name: None,
             command,
             use_entrypoint: false,
@@ -149,9 +150,9 @@ impl Env {
                 },
             ],
             workdir: Some(WORKDIR.into()),
-            env: Vec::new(),
+            env: env_pairs(&record.envs)?,
             ports: Vec::new(),
-        }
+        })
     }
 
     pub fn read_record(&self) -> Option<Record> {

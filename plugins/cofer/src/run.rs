@@ -210,13 +210,12 @@ const RECREATED: &str = "The environment's container was gone or stopped and was
 
 fn background(env: &Env, record: &Record, args: &RunCmd) -> Result<ToolOutput, ToolError> {
     let mut request = env.container_request(
-        &record.image,
+        record,
         "service",
         service_command(&args.shell, &args.command),
-    );
+    )?;
     request.use_entrypoint = args.use_entrypoint;
     request.ports = args.ports.clone();
-    request.env = crate::env::env_pairs(&record.envs)?;
     request
         .labels
         // A label is one line; a multi-line command is shown with `\n`.

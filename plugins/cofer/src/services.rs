@@ -170,22 +170,25 @@ pub fn ensure(env: &Env, record: &Record) -> Result<Vec<String>, ToolError> {
         return Ok(Vec::new());
     }
     let live = running(env)?;
-    let mut restarted = Vec::new();
-    for config in &record.services {
-        let name = env.added_service_name(&config.name);
-        let up = live.iter().any(|c| c.name == name && c.state == "running");
-        if !up {
-            let _ = containers::remove(&name, 0);
-            containers::network_connect(&env.network(), &env.container_name(), &[])
-                .map_err(|e| from_container("join the environment's network", e))?;
-            start(env, config)?;
-            restarted.push(config.name.clone());
-        }
+    let gone: Vec<&ServiceConfig> = record
+        .services
+        .iter()
+        .filter(|config| {
+            let name = env.added_service_name(&config.name);
+            !live.iter().any(|c| c.name == name && c.state == "running")
+        })
+        .collect();
+    if gone.is_empty() {
+        return Ok(Vec::new());
     }
-    if !restarted.is_empty() {
-        write_hosts(env, &env.container_name())?;
+    containers::network_connect(&env.network(), &env.container_name(), &[])
+        .map_err(|e| from_container("join the environment's network", e))?;
+    for config in &gone {
+        let _ = containers::remove(&env.added_service_name(&config.name), 0);
+        start(env, config)?;
     }
-    Ok(restarted)
+    write_hosts(env, &env.container_name())?;
+    Ok(gone.iter().map(|config| config.name.clone()).collect())
 }
 
 /// Marks the /etc/hosts lines this module writes.

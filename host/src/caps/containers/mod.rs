@@ -256,7 +256,7 @@ impl Host for CallState {
         if request.argv.is_empty() {
             return Err(ContainerError::Invalid("argv is empty".into()).into());
         }
-        env_args(&request.env)?; // checks the names
+        let env_flags = env_args(&request.env)?; // also checks the names
         let mut argv = match (request.use_entrypoint, &image) {
             (true, Some(image)) => podman::image_entrypoint(image).await?,
             _ => Vec::new(),
@@ -288,7 +288,7 @@ impl Host for CallState {
                 if let Some(dir) = &request.workdir {
                     args.extend(["--workdir".into(), dir.clone()]);
                 }
-                args.extend(env_args(&request.env)?);
+                args.extend(env_flags);
                 args.push(id.clone());
                 args.extend(argv);
                 let spawn = Spawn {
