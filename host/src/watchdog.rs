@@ -48,8 +48,10 @@ fn start() -> std::io::Result<Child> {
     command
         .args(["watchdog", "--instance", timebox::instance()])
         // It needs nothing of the host's environment (and is then not
-        // mistaken for something a call started).
+        // mistaken for something a call started) but where its temporary
+        // files are.
         .env_clear()
+        .env("TMPDIR", std::env::temp_dir())
         .stdin(Stdio::piped())
         // stdout is the MCP channel: never the watchdog's.
         .stdout(Stdio::null())
@@ -87,7 +89,10 @@ fn end_instance(instance: &str) -> usize {
     if let Some(dir) = cgroup::instance_dir(instance) {
         cgroup::kill_and_remove(&dir);
     }
-    kill_marked(|owner| owner == instance)
+    let killed = kill_marked(|owner| owner == instance);
+    // The socket of the Podman service it started (killed just now).
+    let _ = std::fs::remove_dir_all(crate::podman::service_dir(instance));
+    killed
 }
 
 /// SIGKILL every process whose marker names an instance `pick` selects,
@@ -113,11 +118,33 @@ fn kill_marked(pick: impl Fn(&str) -> bool) -> usize {
 fn sweep() {
     let cgroups = cgroup::sweep();
     let processes = kill_marked(|owner| !timebox::instance_alive(owner));
+    remove_dead_service_dirs();
     if processes > 0 || !cgroups.is_empty() {
         tracing::warn!(
             processes,
             cgroups = cgroups.len(),
             "killed what earlier host instances left running"
         );
+    }
+}
+
+/// The Podman socket directories of host instances that are gone.
+fn remove_dead_service_dirs() {
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(instance) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("mcp-host-podman-"))
+        else {
+            continue;
+        };
+        if entry.path() == crate::podman::service_dir(instance)
+            && !timebox::instance_alive(instance)
+        {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
     }
 }

@@ -650,13 +650,20 @@ async fn a_lost_podman_service_ends_the_command_and_the_next_one_reconnects() {
         assert!(Instant::now() < deadline, "the command never started");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let service = format!("mcp-host-podman-{}/", client.pid);
+    // Its socket is in a directory named after the host instance.
+    let service = format!("mcp-host-podman-{}.", client.pid);
     let services = processes_with(&service);
     assert_eq!(
         services.len(),
         1,
         "the host's own Podman service: {services:?}"
     );
+    let cmdline = std::fs::read(format!("/proc/{}/cmdline", services[0])).unwrap();
+    let socket = String::from_utf8_lossy(&cmdline)
+        .split('\0')
+        .find_map(|a| a.strip_prefix("unix://").map(std::path::PathBuf::from))
+        .unwrap();
+    let service_dir = socket.parent().unwrap().to_path_buf();
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(services[0]),
         nix::sys::signal::Signal::SIGKILL,
@@ -681,6 +688,17 @@ async fn a_lost_podman_service_ends_the_command_and_the_next_one_reconnects() {
         .await;
     assert_eq!(structured(&r)["stdout"], "again\n", "{r:?}");
     client.call("environment_destroy", f.scoped("shot")).await;
+    // The host gone, its service and the socket's directory go too.
+    drop(client);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while service_dir.exists() || !processes_with(&service).is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "{} or its service outlived the host",
+            service_dir.display()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 /// Every command's exec session used to leave two `conmon` processes
@@ -1086,12 +1104,12 @@ async fn missing_broken_or_unreachable_podman_says_what_to_do() {
     assert!(!f.repo.join(".cofer/worktrees/nopod").exists());
     drop(client);
 
-    // A Podman that cannot run containers (fault injection: a fake CLI
-    // answering as crun does on these machines).
+    // A Podman that cannot run here (fault injection: a fake CLI whose
+    // service ends at once, saying what crun says on these machines).
     let fake = bin.path().join("podman");
     std::fs::write(
         &fake,
-        "#!/bin/sh\nif [ \"$1\" = run ]; then echo 'Error: OCI runtime error: crun: cgroups in hybrid mode not supported' >&2; exit 125; fi\nexit 0\n",
+        "#!/bin/sh\necho 'Error: OCI runtime error: crun: cgroups in hybrid mode not supported' >&2\nexit 125\n",
     )
     .unwrap();
     std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
@@ -1101,9 +1119,10 @@ async fn missing_broken_or_unreachable_podman_says_what_to_do() {
         .await;
     let e = error_of(&r);
     assert_eq!(e["code"], "podman_unavailable", "{e}");
+    let message = e["message"].as_str().unwrap();
     assert!(
-        e["message"].as_str().unwrap().contains("CONTAINERS_CONF"),
-        "{e}"
+        message.contains("cgroups in hybrid mode") && message.contains("CONTAINERS_CONF"),
+        "what Podman said and what to do: {e}"
     );
     assert!(
         !f.repo.join(".cofer/worktrees/broken").exists(),
@@ -1136,7 +1155,7 @@ async fn missing_broken_or_unreachable_podman_says_what_to_do() {
     assert_eq!(e["code"], "podman_unavailable", "{e}");
     let message = e["message"].as_str().unwrap();
     assert!(
-        message.contains("service is not answering") && !message.contains("apt-get install"),
+        message.contains("is not answering") && !message.contains("apt-get install"),
         "{message}"
     );
 }

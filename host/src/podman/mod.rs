@@ -1,19 +1,20 @@
-//! Podman for the `containers` capability: its REST API for `exec` (the
-//! call every environment command makes: [`api`]), the `podman` CLI for the
-//! rest (create, remove, networks, commit), which reads what users have
-//! configured (`CONTAINERS_CONF`, rootless or rootful storage). Podman sees
-//! the host's whole environment: it is the host's tool, not the plugin's.
+//! Podman for the `containers` capability, through its REST API (the
+//! Docker-compatible endpoints, via bollard): one HTTP exchange on a
+//! socket per operation instead of a `podman` process. [`service`] picks
+//! the service (or starts one for the host), [`exec`] runs commands.
+//! Podman sees the host's whole environment: it is the host's tool, not
+//! the plugin's.
 
-pub mod api;
+pub mod exec;
+mod service;
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::process::Stdio;
-use std::time::Duration;
 
-use serde::Deserialize;
+use bollard::Docker;
+use bollard::models::{ContainerInspectResponse, ImageInspect};
 
-/// Any single podman command other than `exec` ends well within this.
-const PODMAN_TIMEOUT: Duration = Duration::from_secs(120);
+pub use service::{client, service_dir};
 
 /// What to tell a user whose Podman is missing or broken.
 pub const INSTALL_HINT: &str = "install Podman (Debian/Ubuntu: `apt-get install podman runc`); \
@@ -30,7 +31,7 @@ pub enum PodmanError {
     Failed(String),
 }
 
-/// The podman program on PATH.
+/// The podman program on PATH (to start a service of the host's own).
 pub fn program() -> Result<PathBuf, PodmanError> {
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
     timebox::resolve_here("podman", &cwd).ok_or_else(|| {
@@ -38,67 +39,39 @@ pub fn program() -> Result<PathBuf, PodmanError> {
     })
 }
 
-/// Run `podman <args>` and return its stdout.
-pub async fn run(args: &[String]) -> Result<String, PodmanError> {
-    run_with_stdin(args, Stdio::null()).await
-}
-
-/// Run `podman <args>` reading `stdin` (e.g. a tar stream for `cp -`).
-pub async fn run_with_stdin(args: &[String], stdin: Stdio) -> Result<String, PodmanError> {
-    let program = program()?;
-    let shown = || format!("podman {}", args.join(" "));
-    let output = tokio::process::Command::new(&program)
-        .args(args)
-        .stdin(stdin)
-        .kill_on_drop(true)
-        .output();
-    let output = match tokio::time::timeout(PODMAN_TIMEOUT, output).await {
-        Err(_) => {
-            return Err(PodmanError::Unavailable(format!(
-                "`{}` gave no answer within {} s: Podman is hanging ({INSTALL_HINT})",
-                shown(),
-                PODMAN_TIMEOUT.as_secs()
-            )));
+/// Sort a failed API request about `what`: Podman's answer (missing,
+/// cannot run containers, refused), or no answer at all, after which the
+/// next request connects again.
+pub fn failed(what: &str) -> impl FnOnce(bollard::errors::Error) -> PodmanError + '_ {
+    move |e| match e {
+        bollard::errors::Error::DockerResponseServerError {
+            status_code: 404,
+            message,
+        } => PodmanError::NotFound(format!("{what}: {message}")),
+        bollard::errors::Error::DockerResponseServerError { message, .. } => {
+            classify(what, &message)
         }
-        Ok(Err(e)) => {
-            return Err(PodmanError::Unavailable(format!(
-                "cannot run {}: {e} ({INSTALL_HINT})",
-                program.display()
-            )));
+        other => {
+            service::lost();
+            PodmanError::Unavailable(format!(
+                "{what}: Podman's service stopped answering ({other}); the next command starts it again"
+            ))
         }
-        Ok(Ok(output)) => output,
-    };
-    if output.status.success() {
-        return Ok(String::from_utf8_lossy(&output.stdout).into_owned());
     }
-    Err(classify(&shown(), &String::from_utf8_lossy(&output.stderr)))
 }
 
-/// Sort a failure into missing container, broken Podman, or plain failure.
-pub fn classify(command: &str, stderr: &str) -> PodmanError {
-    let stderr = stderr.trim();
-    let said = format!("`{command}` failed: {stderr}");
-    if stderr.contains("no such container") || stderr.contains("no container with") {
-        PodmanError::NotFound(said)
-    } else if ["unable to connect to Podman", "Cannot connect to Podman"]
-        .iter()
-        .any(|sign| stderr.contains(sign))
-    {
-        PodmanError::Unavailable(format!(
-            "{said}. Podman is installed but its service is not answering: start it \
-             (`systemctl --user start podman.socket`, or `podman system service` on the engine's \
-             machine) and check CONTAINER_HOST and `podman system connection list`"
-        ))
-    } else if [
+/// Podman's refusal: broken (it cannot run containers here) or plain.
+fn classify(what: &str, message: &str) -> PodmanError {
+    let said = format!("{what}: {}", message.trim());
+    let broken = [
         "OCI runtime",
         "cgroups in hybrid mode",
         "setrlimit",
+        "error setting rlimit",
         "cannot find newuidmap",
         "database configuration mismatch",
-    ]
-    .iter()
-    .any(|sign| stderr.contains(sign))
-    {
+    ];
+    if broken.iter().any(|sign| message.contains(sign)) {
         PodmanError::Unavailable(format!(
             "{said}. Podman is installed but cannot run containers: {INSTALL_HINT}"
         ))
@@ -107,117 +80,115 @@ pub fn classify(command: &str, stderr: &str) -> PodmanError {
     }
 }
 
-/// The parts of `podman inspect` we use.
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "PascalCase")]
+/// What the host reads of a container.
+#[derive(Debug, Default)]
 pub struct Inspected {
     pub id: String,
     pub name: String,
+    /// The image as it was asked for (`localhost/x:latest`).
     pub image_name: String,
-    pub state: InspectedState,
-    pub config: InspectedConfig,
-    pub network_settings: InspectedNetwork,
-    #[serde(default)]
+    /// `created`, `running`, `exited`, ...
+    pub status: String,
+    pub exit_code: i64,
+    pub labels: BTreeMap<String, String>,
+    /// (container port, host address, host port) of each published port.
+    pub ports: Vec<(u16, String, u16)>,
+    /// Its address on each network it is on.
+    pub networks: BTreeMap<String, String>,
     pub mounts: Vec<InspectedMount>,
 }
 
-/// A mount as `podman inspect` shows it.
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "PascalCase")]
+/// A mount of a container.
+#[derive(Debug)]
 pub struct InspectedMount {
-    #[serde(rename = "Type")]
     pub kind: String,
     pub source: String,
     pub destination: String,
-    #[serde(rename = "RW")]
     pub rw: bool,
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "PascalCase")]
-pub struct InspectedState {
-    pub status: String,
-    #[serde(default)]
-    pub exit_code: i32,
+impl From<ContainerInspectResponse> for Inspected {
+    fn from(c: ContainerInspectResponse) -> Self {
+        let config = c.config.unwrap_or_default();
+        let state = c.state.unwrap_or_default();
+        let network = c.network_settings.unwrap_or_default();
+        let mut ports = Vec::new();
+        for (spec, bindings) in network.ports.into_iter().flatten() {
+            let Some(port) = spec.split('/').next().and_then(|p| p.parse().ok()) else {
+                continue;
+            };
+            for binding in bindings.into_iter().flatten() {
+                if let Some(host_port) = binding.host_port.and_then(|p| p.parse().ok()) {
+                    ports.push((port, binding.host_ip.unwrap_or_default(), host_port));
+                }
+            }
+        }
+        ports.sort();
+        Inspected {
+            id: c.id.unwrap_or_default(),
+            // The Docker API names containers with a leading `/`.
+            name: c
+                .name
+                .unwrap_or_default()
+                .trim_start_matches('/')
+                .to_string(),
+            image_name: config.image.unwrap_or_default(),
+            status: state.status.map(|s| s.to_string()).unwrap_or_default(),
+            exit_code: state.exit_code.unwrap_or(0),
+            labels: config.labels.unwrap_or_default().into_iter().collect(),
+            ports,
+            networks: network
+                .networks
+                .into_iter()
+                .flatten()
+                .map(|(name, endpoint)| (name, endpoint.ip_address.unwrap_or_default()))
+                .collect(),
+            mounts: c
+                .mounts
+                .into_iter()
+                .flatten()
+                .map(|m| InspectedMount {
+                    kind: m.typ.unwrap_or_default(),
+                    source: m.source.unwrap_or_default(),
+                    destination: m.destination.unwrap_or_default(),
+                    rw: m.rw.unwrap_or(false),
+                })
+                .collect(),
+        }
+    }
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "PascalCase")]
-pub struct InspectedConfig {
-    #[serde(default)]
-    pub labels: Option<std::collections::BTreeMap<String, String>>,
-}
-
-#[derive(Debug, Deserialize)]
-pub struct InspectedNetwork {
-    #[serde(rename = "IPAddress", default)]
-    pub ip_address: String,
-    #[serde(rename = "Ports", default)]
-    pub ports: Option<std::collections::BTreeMap<String, Option<Vec<HostPort>>>>,
-    /// Its address on each network it is on (the top-level address is
-    /// empty when there are several).
-    #[serde(rename = "Networks", default)]
-    pub networks: Option<std::collections::BTreeMap<String, NetworkEndpoint>>,
-}
-
-#[derive(Debug, Deserialize)]
-pub struct NetworkEndpoint {
-    #[serde(rename = "IPAddress", default)]
-    pub ip_address: String,
-}
-
-impl InspectedNetwork {
+impl Inspected {
     /// The address on its only network; with several, on the first one
     /// other than Podman's default `podman` (a network made for it).
     pub fn address(&self) -> Option<String> {
-        let own = || {
-            let networks = self.networks.as_ref()?;
-            networks
-                .iter()
-                .filter(|(name, _)| *name != "podman")
-                .chain(networks.iter())
-                .map(|(_, n)| n.ip_address.clone())
-                .find(|ip| !ip.is_empty())
-        };
-        Some(self.ip_address.clone())
-            .filter(|ip| !ip.is_empty())
-            .or_else(own)
+        self.networks
+            .iter()
+            .filter(|(name, _)| *name != "podman")
+            .chain(&self.networks)
+            .map(|(_, ip)| ip.clone())
+            .find(|ip| !ip.is_empty())
     }
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "PascalCase")]
-pub struct HostPort {
-    pub host_ip: String,
-    pub host_port: String,
+/// The container `id` (an id or a name).
+pub async fn inspect(docker: &Docker, id: &str) -> Result<Inspected, PodmanError> {
+    docker
+        .inspect_container(id, None)
+        .await
+        .map(Inspected::from)
+        .map_err(failed(&format!("inspecting container {id}")))
 }
 
-/// `podman container inspect` of each of `ids`.
-pub async fn inspect(ids: &[String]) -> Result<Vec<Inspected>, PodmanError> {
-    if ids.is_empty() {
-        return Ok(Vec::new());
+/// The image `image`, if it is in local storage.
+pub async fn image(docker: &Docker, image: &str) -> Result<Option<ImageInspect>, PodmanError> {
+    match docker.inspect_image(image).await {
+        Ok(found) => Ok(Some(found)),
+        Err(bollard::errors::Error::DockerResponseServerError {
+            status_code: 404, ..
+        }) => Ok(None),
+        Err(e) => Err(failed(&format!("inspecting image {image}"))(e)),
     }
-    let mut args = vec!["container".to_string(), "inspect".into()];
-    args.extend(ids.iter().cloned());
-    let out = run(&args).await?;
-    serde_json::from_str(&out)
-        .map_err(|e| PodmanError::Failed(format!("cannot read `podman inspect` output: {e}")))
-}
-
-/// The image's entrypoint (empty when it has none).
-pub async fn image_entrypoint(image: &str) -> Result<Vec<String>, PodmanError> {
-    let out = run(&[
-        "image".into(),
-        "inspect".into(),
-        "--format".into(),
-        "{{json .Config.Entrypoint}}".into(),
-        image.into(),
-    ])
-    .await?;
-    Ok(serde_json::from_str::<Option<Vec<String>>>(out.trim())
-        .ok()
-        .flatten()
-        .unwrap_or_default())
 }
 
 #[cfg(test)]
@@ -226,57 +197,65 @@ mod tests {
 
     #[test]
     fn failures_are_sorted() {
-        assert!(matches!(
-            classify(
-                "podman exec x true",
-                "Error: no container with name or ID \"x\" found: no such container"
-            ),
-            PodmanError::NotFound(_)
+        let answer =
+            |status_code, message: &str| bollard::errors::Error::DockerResponseServerError {
+                status_code,
+                message: message.into(),
+            };
+        let missing = failed("inspecting container x")(answer(
+            404,
+            "no container with name or ID \"x\" found: no such container",
         ));
-        assert!(matches!(
-            classify(
-                "podman run",
-                "Error: OCI runtime error: crun: cgroups in hybrid mode not supported"
-            ),
-            PodmanError::Unavailable(_)
+        assert!(matches!(missing, PodmanError::NotFound(_)), "{missing:?}");
+        let broken = failed("starting x")(answer(
+            500,
+            "runc: runc create failed: unable to start container process: error during container \
+             init: error setting rlimits for ready process: error setting rlimit type 7: operation \
+             not permitted: OCI permission denied",
         ));
-        let down = classify(
-            "podman ps",
-            "Cannot connect to Podman. Please verify your connection to the Linux system using \
-             `podman system connection list`\nError: unable to connect to Podman socket: dial unix \
-             /run/podman/podman.sock: connect: no such file or directory",
-        );
         assert!(
-            matches!(&down, PodmanError::Unavailable(m) if m.contains("service is not answering")
-                && !m.contains("apt-get install")),
-            "{down:?}"
+            matches!(&broken, PodmanError::Unavailable(m) if m.contains("containers.conf")),
+            "{broken:?}"
         );
-        assert!(matches!(
-            classify("podman run", "Error: localhost/nosuch: image not known"),
-            PodmanError::Failed(_)
+        let refused = failed("creating network n")(answer(
+            500,
+            "network name n already used: network already exists",
         ));
+        assert!(matches!(refused, PodmanError::Failed(_)), "{refused:?}");
     }
+
+    /// Podman 4.3's answer to `GET /containers/{id}/json`, cut down.
+    const INSPECTED: &str = r#"{"Id":"bdc8060aa426","Name":"/apitest",
+        "State":{"Status":"running","ExitCode":0},
+        "Config":{"Image":"localhost/cofer-test:latest","Labels":{"a":"b"}},
+        "Mounts":[{"Type":"bind","Source":"/tmp/pt","Destination":"/mnt/x","Mode":"","RW":false,"Propagation":"rprivate"}],
+        "NetworkSettings":{"Ports":{"8080/tcp":[{"HostIp":"127.0.0.1","HostPort":"37819"}],"9000/tcp":null},
+          "Networks":{"podman":{"IPAddress":"10.88.9.154","Aliases":["bdc8060aa426"]}}}}"#;
 
     #[test]
     fn inspect_output_is_read() {
-        let json = r#"[{"Id":"abc","Name":"t1","ImageName":"localhost/x:latest","State":{"Status":"running","ExitCode":0},
-            "Config":{"Labels":{"a":"b"}},"NetworkSettings":{"IPAddress":"10.88.0.5",
-            "Ports":{"8080/tcp":[{"HostIp":"127.0.0.1","HostPort":"40927"}],"9000/tcp":null}}}]"#;
-        let got: Vec<Inspected> = serde_json::from_str(json).unwrap();
-        assert_eq!(got[0].state.status, "running");
-        let ports = got[0].network_settings.ports.as_ref().unwrap();
-        assert_eq!(ports["8080/tcp"].as_ref().unwrap()[0].host_port, "40927");
+        let response: ContainerInspectResponse = serde_json::from_str(INSPECTED).unwrap();
+        let got = Inspected::from(response);
+        assert_eq!(got.name, "apitest");
+        assert_eq!(got.status, "running");
+        assert_eq!(got.image_name, "localhost/cofer-test:latest");
+        assert_eq!(got.ports, [(8080, "127.0.0.1".to_string(), 37819)]);
+        assert_eq!(got.address().as_deref(), Some("10.88.9.154"));
+        assert_eq!(got.labels["a"], "b");
         assert_eq!(
-            got[0].network_settings.address().as_deref(),
-            Some("10.88.0.5")
+            (got.mounts[0].kind.as_str(), got.mounts[0].rw),
+            ("bind", false)
         );
     }
 
     #[test]
     fn with_several_networks_the_own_address_is_taken() {
-        let json = r#"{"IPAddress":"","Networks":{"cofer-x":{"IPAddress":"10.89.0.3"},
-            "podman":{"IPAddress":"10.88.0.7"}}}"#;
-        let got: InspectedNetwork = serde_json::from_str(json).unwrap();
+        let got = Inspected {
+            networks: [("cofer-x", "10.89.0.3"), ("podman", "10.88.0.7")]
+                .map(|(n, ip)| (n.to_string(), ip.to_string()))
+                .into(),
+            ..Default::default()
+        };
         assert_eq!(got.address().as_deref(), Some("10.89.0.3"));
     }
 }

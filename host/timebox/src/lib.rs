@@ -16,8 +16,8 @@ pub use lines::{Ended, LineChild, LineEvent};
 pub use program::{allowed, resolve_here};
 pub use tail::{Stream, Tail};
 pub use tree::{
-    KillReport, MARKER_VAR, instance, instance_alive, kill_tree, kill_tree_in_background,
-    marked_by, members, new_marker,
+    KillReport, MARKER_VAR, carries_marker, instance, instance_alive, kill_tree,
+    kill_tree_in_background, marked_by, members, new_marker,
 };
 
 use std::path::PathBuf;

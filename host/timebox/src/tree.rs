@@ -82,6 +82,23 @@ pub fn marked_by(pick: impl Fn(&str) -> bool) -> Vec<(i32, String)> {
         .collect()
 }
 
+/// Whether process `pid` carries `marker` (a pid another machine reported
+/// names some unrelated process here, or none).
+pub fn carries_marker(pid: i32, marker: &str) -> bool {
+    has_entry(pid, &marker_entry(marker))
+}
+
+fn marker_entry(marker: &str) -> String {
+    format!("{MARKER_VAR}={marker}")
+}
+
+/// Whether `entry` (`KEY=value`) is in the environment of process `pid`.
+fn has_entry(pid: i32, entry: &str) -> bool {
+    // environ() parses into a map; reading raw bytes is cheaper and exact.
+    std::fs::read(format!("/proc/{pid}/environ"))
+        .is_ok_and(|env| env.split(|b| *b == 0).any(|kv| kv == entry.as_bytes()))
+}
+
 /// What a tree kill did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct KillReport {
@@ -105,7 +122,7 @@ pub fn members(leader: i32, marker: &str) -> Vec<i32> {
         return Vec::new();
     };
     let me = std::process::id() as i32;
-    let needle = format!("{MARKER_VAR}={marker}");
+    let needle = marker_entry(marker);
     let mut table: HashMap<i32, Proc> = HashMap::new();
     let mut marked = Vec::new();
     for process in all.flatten() {
@@ -113,10 +130,7 @@ pub fn members(leader: i32, marker: &str) -> Vec<i32> {
         if stat.pid == me {
             continue;
         }
-        // environ() parses into a map; reading raw bytes is cheaper and exact.
-        if std::fs::read(format!("/proc/{}/environ", stat.pid))
-            .is_ok_and(|env| env.split(|b| *b == 0).any(|kv| kv == needle.as_bytes()))
-        {
+        if has_entry(stat.pid, &needle) {
             marked.push(stat.pid);
         }
         table.insert(

@@ -133,15 +133,13 @@ pub fn run_cmd(args: RunCmd) -> Result<ToolOutput, ToolError> {
         "warnings": warnings,
     });
     match result.status {
-        // `podman exec` itself ended by a signal: the command's fate is
-        // unknown, which is not a result to report as one.
+        // The exec session ended without an exit code (Podman lost it,
+        // or its processes were killed outside the command): the
+        // command's fate is unknown, which is not a result to report.
         Status::Exited if result.exit_code.is_none() => {
-            let signal = result.signal.map_or("a signal".to_string(), |s| format!("signal {s}"));
             Err(error(
                 "killed",
-                format!(
-                    "`podman exec` was killed by {signal} on the host (out of memory, or killed by hand); the command may not have finished"
-                ),
+                "Podman reported no exit code for the command (its session was killed: out of memory, or by hand); the command may not have finished",
                 "check the host's memory and `podman ps`, then run the command again",
             )
             .with_details(json!({

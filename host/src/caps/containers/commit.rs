@@ -1,19 +1,26 @@
 //! `commit`: a local image of a container as it is, for checkpoints.
 //!
-//! `podman commit` leaves out what bind mounts show, which for a
-//! development container is the work itself; so the writable mounts'
-//! contents are copied into a second container of the committed image (a
-//! tar stream through `podman cp`, symlinks stored as links, never
-//! followed) and that is committed under the same name. Read-only mounts
-//! inside them (the host's own files lent to the container) are left out.
-//! The container's labels are blanked in the image: a container someone
-//! runs from it by hand must not pass for the plugin's.
+//! A commit leaves out what bind mounts show, which for a development
+//! container is the work itself; so the writable mounts' contents are
+//! copied into a second container of the committed image (a tar stream
+//! through the API, symlinks stored as links, never followed) and that is
+//! committed under the same name. Read-only mounts inside them (the host's
+//! own files lent to the container) are left out. The container's labels
+//! are blanked in the image: a container someone runs from it by hand must
+//! not pass for the plugin's.
 
 use std::process::Stdio;
 
+use bollard::Docker;
+use bollard::models::ContainerCreateBody;
+use bollard::query_parameters::{
+    CommitContainerOptions, CreateContainerOptions, RemoveContainerOptions,
+    UploadToContainerOptions,
+};
+
 use super::{check_word, image_allowed};
 use crate::bindings::mcphost::plugin::containers::ContainerError;
-use crate::podman::{self, Inspected, InspectedMount, PodmanError};
+use crate::podman::{self, Inspected, InspectedMount, failed};
 use crate::policy::Grants;
 
 /// The label naming the plugin that wrote an image.
@@ -28,104 +35,115 @@ pub async fn commit(g: &Grants, info: &Inspected, image: &str) -> Result<String,
             &format!("\"{image}\""),
         )));
     }
-    let (before, by) = committed_by(image).await?;
+    let docker = podman::client().await?;
+    let before = podman::image(&docker, image).await?;
+    let by = before.as_ref().and_then(|i| {
+        i.config
+            .as_ref()?
+            .labels
+            .as_ref()?
+            .get(COMMITTED_BY_LABEL)
+            .cloned()
+    });
     if before.is_some() && by.as_deref() != Some(g.plugin.as_str()) {
         return Err(ContainerError::Invalid(format!(
             "image `{image}` exists and was not made by plugin `{}`: choose another name",
             g.plugin
         )));
     }
-    let mut args = vec![
-        "commit".to_string(),
-        "--quiet".into(),
-        "--pause=false".into(),
-    ];
-    for key in info.config.labels.iter().flatten().map(|(k, _)| k) {
-        args.extend(["--change".into(), format!("LABEL {key}=\"\"")]);
-    }
-    args.extend([
-        "--change".into(),
-        format!("LABEL {COMMITTED_BY_LABEL}={}", g.plugin),
-        info.id.clone(),
-        image.to_string(),
-    ]);
-    let mut id = podman::run(&args).await?.trim().to_string();
+    let mut changes: Vec<String> = info
+        .labels
+        .keys()
+        .map(|key| format!("LABEL {key}=\"\""))
+        .collect();
+    changes.push(format!("LABEL {COMMITTED_BY_LABEL}={}", g.plugin));
+    let mut id = commit_as(&docker, &info.id, image, Some(changes.join("\n"))).await?;
     let writable: Vec<&InspectedMount> = info
         .mounts
         .iter()
         .filter(|m| m.kind == "bind" && m.rw)
         .collect();
     if !writable.is_empty() {
-        id = with_mounts_copied(image, &writable, &info.mounts).await?;
+        id = with_mounts_copied(&docker, image, &writable, &info.mounts).await?;
     }
     // The image this name held before, now untagged, goes (if unused).
-    if let Some(old) = before.filter(|old| *old != id) {
-        let _ = podman::run(&["image".into(), "rm".into(), old]).await;
+    if let Some(old) = before.and_then(|i| i.id).filter(|old| *old != id) {
+        let _ = docker
+            .remove_image(
+                &old,
+                None::<bollard::query_parameters::RemoveImageOptions>,
+                None,
+            )
+            .await;
     }
     tracing::info!(plugin = %g.plugin, container = %info.name, image, id, "committed");
     Ok(id)
 }
 
-/// The image's id and its `mcphost.committed-by` label, if it exists.
-async fn committed_by(image: &str) -> Result<(Option<String>, Option<String>), ContainerError> {
-    let format = format!("{{{{.Id}}}} {{{{index .Config.Labels \"{COMMITTED_BY_LABEL}\"}}}}");
-    match podman::run(&[
-        "image".into(),
-        "inspect".into(),
-        "--format".into(),
-        format,
-        image.into(),
-    ])
-    .await
-    {
-        Ok(out) => {
-            let (id, by) = out.trim().split_once(' ').unwrap_or((out.trim(), ""));
-            let by = by.trim();
-            Ok((
-                Some(id.to_string()),
-                Some(by)
-                    .filter(|b| !b.is_empty() && *b != "<no value>")
-                    .map(str::to_string),
-            ))
-        }
-        Err(PodmanError::Failed(said)) if said.contains("image not known") => Ok((None, None)),
-        Err(e) => Err(e.into()),
-    }
+/// Commit `container` as `image` (`repository[:tag]`); the image's id.
+async fn commit_as(
+    docker: &Docker,
+    container: &str,
+    image: &str,
+    changes: Option<String>,
+) -> Result<String, ContainerError> {
+    // The tag follows the last `:` after the last `/` (a registry may
+    // have a port).
+    let (repo, tag) = match image.rsplit_once(':') {
+        Some((repo, tag)) if !tag.contains('/') => (repo, tag),
+        _ => (image, "latest"),
+    };
+    let options = CommitContainerOptions {
+        container: Some(container.to_string()),
+        repo: Some(repo.to_string()),
+        tag: Some(tag.to_string()),
+        pause: false,
+        changes,
+        ..Default::default()
+    };
+    let committed = docker
+        .commit_container(options, bollard::models::ContainerConfig::default())
+        .await
+        .map_err(failed(&format!("committing {container} as {image}")))?;
+    Ok(committed.id)
 }
 
 /// Copy what `writable` mounts hold into a container of `image` and commit
 /// it as `image` again; the new id.
 async fn with_mounts_copied(
+    docker: &Docker,
     image: &str,
     writable: &[&InspectedMount],
     all: &[InspectedMount],
 ) -> Result<String, ContainerError> {
-    let staging = podman::run(&["create".into(), "--pull=never".into(), image.into()])
-        .await?
-        .trim()
-        .to_string();
+    let body = ContainerCreateBody {
+        image: Some(image.to_string()),
+        ..Default::default()
+    };
+    let staging = docker
+        .create_container(None::<CreateContainerOptions>, body)
+        .await
+        .map_err(failed(&format!("creating a container of {image}")))?
+        .id;
     let copied = async {
         for mount in writable {
-            copy_in(&staging, mount, all).await?;
+            copy_in(docker, &staging, mount, all).await?;
         }
-        podman::run(&[
-            "commit".into(),
-            "--quiet".into(),
-            staging.clone(),
-            image.into(),
-        ])
-        .await
-        .map(|id| id.trim().to_string())
-        .map_err(ContainerError::from)
+        commit_as(docker, &staging, image, None).await
     }
     .await;
-    let _ = podman::run(&["rm".into(), "--force".into(), staging.clone()]).await;
+    let removal = RemoveContainerOptions {
+        force: true,
+        ..Default::default()
+    };
+    let _ = docker.remove_container(&staging, Some(removal)).await;
     copied
 }
 
-/// `tar -C <source> -c .` (minus read-only mounts inside it) into
-/// `podman cp - <container>:<target>`.
+/// `tar -C <source> -c .` (minus read-only mounts inside it) into the
+/// container at the mount's target.
 async fn copy_in(
+    docker: &Docker,
     container: &str,
     mount: &InspectedMount,
     all: &[InspectedMount],
@@ -152,14 +170,18 @@ async fn copy_in(
         .kill_on_drop(true)
         .spawn()
         .map_err(|e| ContainerError::Failed(format!("cannot run tar: {e}")))?;
-    let stream: Stdio = tar
-        .stdout
-        .take()
-        .expect("piped")
-        .try_into()
-        .map_err(|e| ContainerError::Failed(format!("cannot pipe tar into podman: {e}")))?;
-    let target = format!("{container}:{}", mount.destination);
-    let cp = podman::run_with_stdin(&["cp".into(), "-".into(), target], stream).await;
+    let stream = tokio_util::io::ReaderStream::new(tar.stdout.take().expect("piped"));
+    let options = UploadToContainerOptions {
+        path: mount.destination.clone(),
+        ..Default::default()
+    };
+    let cp = docker
+        .upload_to_container(container, Some(options), bollard::body_try_stream(stream))
+        .await
+        .map_err(failed(&format!(
+            "copying {} into {container}",
+            mount.source
+        )));
     let tarred = tar
         .wait_with_output()
         .await

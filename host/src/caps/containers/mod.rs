@@ -8,18 +8,26 @@
 //! plugin can see, exec in, stop or remove only containers with its own
 //! label.
 //!
-//! `exec` goes through Podman's REST API ([`podman::api`]), or for a
-//! remote engine runs `podman exec` under [`timebox`]. Either way the run's
-//! marker variable is passed into the container (`MCP_HOST_RUN_ID`), so the
-//! processes it starts there carry it too; they are host processes in the
-//! container's PID namespace, and the timebox's tree kill (a /proc scan for
-//! the marker) ends them, re-parented descendants included. Ending the
-//! client alone would leave them running: conmon keeps the session alive.
+//! Every operation goes through Podman's REST API ([`podman`]). An
+//! exec passes the run's marker variable into the container
+//! (`MCP_HOST_RUN_ID`), so the processes it starts there carry it too;
+//! they are host processes in the container's PID namespace, and the
+//! timebox's tree kill (a /proc scan for the marker) ends them,
+//! re-parented descendants included. Ending the session alone would leave
+//! them running: conmon keeps it alive.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{LazyLock, Mutex};
 use std::time::{Duration, Instant};
+
+use bollard::Docker;
+use bollard::models::{ContainerCreateBody, HostConfig, PortBinding as HostBinding};
+use bollard::query_parameters::{
+    CreateContainerOptions, CreateImageOptions, ListContainersOptions, RemoveContainerOptions,
+    RenameContainerOptions, StopContainerOptions,
+};
+use futures_util::TryStreamExt;
 
 use crate::bindings::Refusal;
 use crate::bindings::mcphost::plugin::containers::{
@@ -28,10 +36,10 @@ use crate::bindings::mcphost::plugin::containers::{
 use crate::bindings::mcphost::plugin::process::RunResult;
 use crate::caps::spawn::{MAX_TAIL_BYTES, RunProgress, run_result};
 use crate::paths::confine;
-use crate::podman::{self, Inspected, PodmanError};
+use crate::podman::{self, Inspected, PodmanError, failed};
 use crate::policy::Grants;
 use crate::store::CallState;
-use timebox::{MARKER_VAR, Spawn};
+use timebox::MARKER_VAR;
 
 mod commit;
 mod network;
@@ -95,9 +103,10 @@ async fn owned(g: &Grants, id: &str) -> Result<Inspected, ContainerError> {
             g.plugin
         ))
     };
-    let info = match podman::inspect(&[id.to_string()]).await {
-        Ok(mut found) if !found.is_empty() => found.remove(0),
-        Ok(_) | Err(PodmanError::NotFound(_)) => return Err(not_found()),
+    let docker = podman::client().await?;
+    let info = match podman::inspect(&docker, id).await {
+        Ok(info) => info,
+        Err(PodmanError::NotFound(_)) => return Err(not_found()),
         Err(e) => return Err(e.into()),
     };
     if owner(&info) != Some(g.plugin.as_str()) || !this_machine(&info) {
@@ -112,24 +121,38 @@ async fn owned(g: &Grants, id: &str) -> Result<Inspected, ContainerError> {
 /// own processes, and a service on a port below 1024. Not the rest of
 /// Podman's defaults (MKNOD, NET_RAW, SYS_CHROOT, SETFCAP, SETPCAP,
 /// AUDIT_WRITE), whatever `containers.conf` says.
-const CONTAINER_CAPABILITIES: &str =
-    "CHOWN,DAC_OVERRIDE,FOWNER,FSETID,KILL,SETGID,SETUID,NET_BIND_SERVICE";
+const CONTAINER_CAPABILITIES: [&str; 8] = [
+    "CHOWN",
+    "DAC_OVERRIDE",
+    "FOWNER",
+    "FSETID",
+    "KILL",
+    "SETGID",
+    "SETUID",
+    "NET_BIND_SERVICE",
+];
 
 /// What every container is started with: the capabilities above, no
 /// privilege gained through setuid binaries, and the policy's memory and
 /// process limits.
-fn confinement(g: &Grants) -> Vec<String> {
-    vec![
-        "--cap-drop=all".into(),
-        format!("--cap-add={CONTAINER_CAPABILITIES}"),
-        "--security-opt=no-new-privileges".into(),
-        format!("--pids-limit={}", g.container_pids),
-        format!("--memory={}m", g.container_memory_mb),
-    ]
+fn confinement(g: &Grants) -> HostConfig {
+    HostConfig {
+        cap_drop: Some(vec!["ALL".into()]),
+        cap_add: Some(
+            CONTAINER_CAPABILITIES
+                .iter()
+                .map(|c| c.to_string())
+                .collect(),
+        ),
+        security_opt: Some(vec!["no-new-privileges".into()]),
+        pids_limit: Some(g.container_pids as i64),
+        memory: Some((g.container_memory_mb * 1024 * 1024) as i64),
+        ..Default::default()
+    }
 }
 
-/// Turn a create request into `podman run` arguments the policy allows.
-fn run_args(g: &Grants, request: &CreateRequest) -> Result<Vec<String>, ContainerError> {
+/// Turn a create request into the container the policy allows.
+fn create_body(g: &Grants, request: &CreateRequest) -> Result<ContainerCreateBody, ContainerError> {
     if !image_allowed(&request.image, &g.images) {
         return Err(ContainerError::Denied(g.denial(
             &format!("the image `{}`", request.image),
@@ -138,15 +161,10 @@ fn run_args(g: &Grants, request: &CreateRequest) -> Result<Vec<String>, Containe
         )));
     }
     check_word("image", &request.image)?;
-    let pull = if image_allowed(&request.image, &g.pull) {
-        "--pull=missing"
-    } else {
-        "--pull=never"
-    };
-    let mut args: Vec<String> = vec!["run".into(), "--detach".into(), pull.into()];
-    args.extend(confinement(g));
-    args.extend(["--label".into(), format!("{OWNER_LABEL}={}", g.plugin)]);
-    args.extend(["--label".into(), format!("{MACHINE_LABEL}={}", *MACHINE)]);
+    let mut labels = HashMap::from([
+        (OWNER_LABEL.to_string(), g.plugin.clone()),
+        (MACHINE_LABEL.to_string(), MACHINE.clone()),
+    ]);
     for (key, value) in &request.labels {
         if key.is_empty() || key.contains('=') || key == OWNER_LABEL || key == MACHINE_LABEL {
             return Err(ContainerError::Invalid(format!(
@@ -158,8 +176,9 @@ fn run_args(g: &Grants, request: &CreateRequest) -> Result<Vec<String>, Containe
                 "the value of label `{key}` contains a newline, which labels cannot hold"
             )));
         }
-        args.extend(["--label".into(), format!("{key}={value}")]);
+        labels.insert(key.clone(), value.clone());
     }
+    let mut binds = Vec::new();
     for mount in &request.mounts {
         let roots: Vec<PathBuf> = if mount.read_only {
             g.read_roots.iter().chain(&g.write_roots).cloned().collect()
@@ -192,28 +211,63 @@ fn run_args(g: &Grants, request: &CreateRequest) -> Result<Vec<String>, Containe
             )));
         }
         let ro = if mount.read_only { ":ro" } else { "" };
-        args.extend(["--volume".into(), format!("{source}:{}{ro}", mount.target)]);
+        binds.push(format!("{source}:{}{ro}", mount.target));
     }
-    if let Some(dir) = &request.workdir {
-        args.extend(["--workdir".into(), dir.clone()]);
-    }
-    args.extend(env_args(&request.env)?);
+    let mut exposed = Vec::new();
+    let mut published = HashMap::new();
     for port in &request.ports {
         if *port == 0 {
             return Err(ContainerError::Invalid("port 0 cannot be published".into()));
         }
-        args.extend(["--publish".into(), format!("127.0.0.1::{port}")]);
-    }
-    if !request.use_entrypoint {
-        args.push("--entrypoint=".into());
+        let spec = format!("{port}/tcp");
+        exposed.push(spec.clone());
+        // Any free port, on the loopback address only.
+        let binding = HostBinding {
+            host_ip: Some("127.0.0.1".into()),
+            host_port: Some(String::new()),
+        };
+        published.insert(spec, Some(vec![binding]));
     }
     if let Some(name) = &request.name {
         check_word("container name", name)?;
-        args.extend(["--name".into(), name.clone()]);
     }
-    args.push(request.image.clone());
-    args.extend(request.command.iter().cloned());
-    Ok(args)
+    Ok(ContainerCreateBody {
+        image: Some(request.image.clone()),
+        cmd: Some(request.command.clone()).filter(|c| !c.is_empty()),
+        // An empty entry clears the image's entrypoint.
+        entrypoint: (!request.use_entrypoint).then(|| vec![String::new()]),
+        env: Some(env_list(&request.env)?),
+        labels: Some(labels),
+        working_dir: request.workdir.clone(),
+        exposed_ports: Some(exposed),
+        host_config: Some(HostConfig {
+            binds: Some(binds),
+            port_bindings: Some(published),
+            ..confinement(g)
+        }),
+        ..Default::default()
+    })
+}
+
+/// Make sure `image` is in local storage: pulled if the policy allows
+/// that, else refused with how to get it.
+async fn ensure_image(docker: &Docker, g: &Grants, image: &str) -> Result<(), ContainerError> {
+    if podman::image(docker, image).await?.is_some() {
+        return Ok(());
+    }
+    if !image_allowed(image, &g.pull) {
+        return Err(ContainerError::Invalid(image_missing(g, image)));
+    }
+    let options = CreateImageOptions {
+        from_image: Some(image.to_string()),
+        ..Default::default()
+    };
+    docker
+        .create_image(Some(options), None, None)
+        .try_for_each(|_| async { Ok(()) })
+        .await
+        .map_err(failed(&format!("pulling {image}")))?;
+    Ok(())
 }
 
 impl Host for CallState {
@@ -227,15 +281,28 @@ impl Host for CallState {
     async fn run(&mut self, request: CreateRequest) -> Answer<ContainerInfo> {
         let g = self.grants.clone();
         granted(&g)?;
-        let args = run_args(&g, &request)?;
-        let id = match podman::run(&args).await {
-            Err(PodmanError::Failed(said))
-                if said.contains("image not known") && !image_allowed(&request.image, &g.pull) =>
-            {
-                return Err(ContainerError::Invalid(image_missing(&g, &request.image)).into());
-            }
-            other => other?.trim().to_string(),
+        let body = create_body(&g, &request)?;
+        let docker = podman::client().await?;
+        ensure_image(&docker, &g, &request.image).await?;
+        let options = CreateContainerOptions {
+            name: request.name.clone(),
+            ..Default::default()
         };
+        let id = docker
+            .create_container(Some(options), body)
+            .await
+            .map_err(failed(&format!(
+                "creating a container of {}",
+                request.image
+            )))?
+            .id;
+        if let Err(e) = docker.start_container(&id, None).await {
+            // Nothing half-made stays behind.
+            let _ = docker.remove_container(&id, Some(force_removal())).await;
+            return Err(
+                ContainerError::from(failed(&format!("starting container {id}"))(e)).into(),
+            );
+        }
         let info = owned(&g, &id).await?;
         Ok(container_info(&info))
     }
@@ -256,9 +323,13 @@ impl Host for CallState {
         if request.argv.is_empty() {
             return Err(ContainerError::Invalid("argv is empty".into()).into());
         }
-        let env_flags = env_args(&request.env)?; // also checks the names
+        env_list(&request.env)?; // checks the names
+        let docker = podman::client().await?;
         let mut argv = match (request.use_entrypoint, &image) {
-            (true, Some(image)) => podman::image_entrypoint(image).await?,
+            (true, Some(image)) => podman::image(&docker, image)
+                .await?
+                .and_then(|i| i.config?.entrypoint)
+                .unwrap_or_default(),
             _ => Vec::new(),
         };
         argv.extend(request.argv.iter().cloned());
@@ -267,44 +338,16 @@ impl Host for CallState {
         let no_output_timeout = request.no_output_timeout_ms.map(Duration::from_millis);
         let tail_bytes = request.tail_bytes.min(MAX_TAIL_BYTES) as usize;
         let progress = RunProgress::new(call.client.clone(), format!("podman exec {id}"));
-        let outcome = match podman::api::client().await? {
-            Some(docker) => {
-                let spec = podman::api::ExecSpec {
-                    argv,
-                    workdir: request.workdir,
-                    env: request.env,
-                    stdin: request.stdin,
-                    timeout,
-                    no_output_timeout,
-                    tail_bytes,
-                };
-                podman::api::exec(docker, &id, spec, &call.cancel, &progress).await?
-            }
-            None => {
-                let mut args: Vec<String> = vec!["exec".into(), "--env".into(), MARKER_VAR.into()];
-                if request.stdin.is_some() {
-                    args.push("--interactive".into());
-                }
-                if let Some(dir) = &request.workdir {
-                    args.extend(["--workdir".into(), dir.clone()]);
-                }
-                args.extend(env_flags);
-                args.push(id.clone());
-                args.extend(argv);
-                let spawn = Spawn {
-                    program: podman::program()?,
-                    args,
-                    cwd: std::env::temp_dir(),
-                    env: std::env::vars().collect(),
-                    stdin: request.stdin,
-                    timeout,
-                    no_output_timeout,
-                    tail_bytes,
-                    log: None,
-                };
-                cli_exec(&id, &spawn, &call.cancel, &progress).await?
-            }
+        let spec = podman::exec::ExecSpec {
+            argv,
+            workdir: request.workdir,
+            env: request.env,
+            stdin: request.stdin,
+            timeout,
+            no_output_timeout,
+            tail_bytes,
         };
+        let outcome = podman::exec::exec(docker, &id, spec, &call.cancel, &progress).await?;
         tracing::debug!(
             plugin = %g.plugin, trace_id = %call.trace_id, container = %id,
             ending = ?outcome.ending, exit_code = ?outcome.exit_code, kill = ?outcome.kill,
@@ -327,13 +370,11 @@ impl Host for CallState {
         let g = self.grants.clone();
         let info = owned(&g, &id).await?;
         let stop = stop(&info, grace_ms).await?;
-        podman::run(&[
-            "rm".into(),
-            "--force".into(),
-            "--time=0".into(),
-            info.id.clone(),
-        ])
-        .await?;
+        podman::client()
+            .await?
+            .remove_container(&info.id, Some(force_removal()))
+            .await
+            .map_err(failed(&format!("removing container {}", info.name)))?;
         forget(&g.plugin, &info);
         let leftovers = tokio::task::spawn_blocking({
             let (id, name) = (info.id.clone(), info.name.clone());
@@ -351,34 +392,30 @@ impl Host for CallState {
     async fn list(&mut self, labels: Vec<(String, String)>) -> Answer<Vec<ContainerInfo>> {
         let g = self.grants.clone();
         granted(&g)?;
-        let mut args: Vec<String> = vec![
-            "ps".into(),
-            "--all".into(),
-            "--quiet".into(),
-            "--no-trunc".into(),
-            "--filter".into(),
-            format!("label={OWNER_LABEL}={}", g.plugin),
-        ];
+        let mut filters = vec![format!("{OWNER_LABEL}={}", g.plugin)];
         for (key, value) in &labels {
             check_word("label", key)?;
-            args.extend(["--filter".into(), format!("label={key}={value}")]);
+            filters.push(format!("{key}={value}"));
         }
-        let ids: Vec<String> = podman::run(&args)
-            .await?
-            .lines()
-            .map(str::to_string)
-            .collect();
-        // A container removed between `ps` and `inspect` is simply gone.
-        let found = match podman::inspect(&ids).await {
-            Err(PodmanError::NotFound(_)) => {
-                let mut found = Vec::new();
-                for id in ids {
-                    found.extend(podman::inspect(&[id]).await.unwrap_or_default());
-                }
-                found
-            }
-            other => other?,
+        let docker = podman::client().await?;
+        let options = ListContainersOptions {
+            all: true,
+            filters: Some(HashMap::from([("label".to_string(), filters)])),
+            ..Default::default()
         };
+        let listed = docker
+            .list_containers(Some(options))
+            .await
+            .map_err(failed("listing containers"))?;
+        let mut found = Vec::new();
+        for id in listed.into_iter().filter_map(|c| c.id) {
+            match podman::inspect(&docker, &id).await {
+                Ok(info) => found.push(info),
+                // Removed since it was listed: simply gone.
+                Err(PodmanError::NotFound(_)) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
         Ok(found
             .iter()
             .filter(|info| owner(info) == Some(g.plugin.as_str()) && this_machine(info))
@@ -391,7 +428,11 @@ impl Host for CallState {
         let g = self.grants.clone();
         let info = owned(&g, &id).await?;
         check_word("container name", &name)?;
-        podman::run(&["rename".into(), info.id.clone(), name]).await?;
+        podman::client()
+            .await?
+            .rename_container(&info.id, RenameContainerOptions { name })
+            .await
+            .map_err(failed(&format!("renaming container {}", info.name)))?;
         forget(&g.plugin, &info);
         Ok(())
     }
@@ -420,67 +461,45 @@ impl Host for CallState {
     }
 }
 
-/// `podman exec` as a timeboxed process, for an engine the API does not
-/// reach (a remote `CONTAINER_HOST`).
-async fn cli_exec(
-    id: &str,
-    spawn: &Spawn,
-    cancel: &tokio_util::sync::CancellationToken,
-    progress: &RunProgress,
-) -> Result<timebox::Outcome, ContainerError> {
-    let outcome = timebox::run(spawn, cancel, progress).await;
-    // Podman's own failures (exit 125/255 with its `Error:` line and
-    // nothing on stdout): the session never ran. Matched narrowly so a
-    // command's own exit code 125 is never mistaken for one.
-    if matches!(outcome.exit_code, Some(125) | Some(255)) && outcome.stdout_bytes == 0 {
-        let said: String = outcome.tail.chunks().into_iter().map(|(_, t)| t).collect();
-        let podman_said = said.starts_with("Error: ")
-            && [
-                "no such container",
-                "no container with",
-                "container state improper",
-            ]
-            .iter()
-            .any(|sign| said.contains(sign));
-        if podman_said {
-            return Err(podman::classify(&format!("podman exec {id}"), &said).into());
-        }
-    }
-    Ok(outcome)
-}
-
 /// Made by a host on this machine (or by one from before the machine
 /// label, which ran here: a shared service was not supported then).
 fn this_machine(info: &Inspected) -> bool {
-    let label = info
-        .config
-        .labels
-        .as_ref()
-        .and_then(|l| l.get(MACHINE_LABEL));
-    label.is_none_or(|m| *m == *MACHINE)
+    info.labels
+        .get(MACHINE_LABEL)
+        .is_none_or(|m| *m == *MACHINE)
 }
 
 fn owner(info: &Inspected) -> Option<&str> {
-    info.config
-        .labels
-        .as_ref()?
-        .get(OWNER_LABEL)
-        .map(String::as_str)
+    info.labels.get(OWNER_LABEL).map(String::as_str)
 }
 
 /// Stop a running container: SIGTERM, then SIGKILL after the grace period.
 async fn stop(info: &Inspected, grace_ms: u32) -> Result<StopKind, ContainerError> {
-    if info.state.status != "running" && info.state.status != "paused" {
+    if info.status != "running" && info.status != "paused" {
         return Ok(StopKind::NotRunning);
     }
-    let seconds = grace_ms.div_ceil(1000);
-    podman::run(&["stop".into(), format!("--time={seconds}"), info.id.clone()]).await?;
-    let after = podman::inspect(std::slice::from_ref(&info.id)).await?;
+    let docker = podman::client().await?;
+    let options = StopContainerOptions {
+        t: Some(grace_ms.div_ceil(1000) as i32),
+        signal: None,
+    };
+    docker
+        .stop_container(&info.id, Some(options))
+        .await
+        .map_err(failed(&format!("stopping container {}", info.name)))?;
     // Exit code 137 = 128 + SIGKILL: the grace period ran out.
-    Ok(match after.first().map(|i| i.state.exit_code) {
-        Some(137) => StopKind::Killed,
+    Ok(match podman::inspect(&docker, &info.id).await?.exit_code {
+        137 => StopKind::Killed,
         _ => StopKind::Terminated,
     })
+}
+
+/// Remove even a running container (its processes are killed).
+fn force_removal() -> RemoveContainerOptions {
+    RemoveContainerOptions {
+        force: true,
+        ..Default::default()
+    }
 }
 
 /// Host processes still naming the removed container (an exec client, a
@@ -514,52 +533,47 @@ fn kill_leftovers(id: &str, name: &str) -> u32 {
 }
 
 fn container_info(info: &Inspected) -> ContainerInfo {
-    let mut ports = Vec::new();
-    for (spec, bindings) in info.network_settings.ports.iter().flatten() {
-        let Some(port) = spec.split('/').next().and_then(|p| p.parse().ok()) else {
-            continue;
-        };
-        for binding in bindings.iter().flatten() {
-            if let Ok(host_port) = binding.host_port.parse() {
-                ports.push(PortBinding {
-                    container_port: port,
-                    host_ip: binding.host_ip.clone(),
-                    host_port,
-                });
-            }
-        }
-    }
     ContainerInfo {
         id: info.id.clone(),
         name: info.name.clone(),
         image: info.image_name.clone(),
-        state: info.state.status.clone(),
+        state: info.status.clone(),
         labels: info
-            .config
             .labels
             .iter()
-            .flatten()
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect(),
-        ports,
-        ip_address: info.network_settings.address(),
+        ports: info
+            .ports
+            .iter()
+            .map(|(container_port, host_ip, host_port)| PortBinding {
+                container_port: *container_port,
+                host_ip: host_ip.clone(),
+                host_port: *host_port,
+            })
+            .collect(),
+        ip_address: info.address(),
     }
 }
 
-fn env_args(env: &[(String, String)]) -> Result<Vec<String>, ContainerError> {
-    let mut args = Vec::new();
-    for (key, value) in env {
-        if key.is_empty() || key.contains('=') || key == MARKER_VAR {
-            return Err(ContainerError::Invalid(format!(
-                "environment variable `{key}` cannot be set"
-            )));
-        }
-        args.extend(["--env".into(), format!("{key}={value}")]);
-    }
-    Ok(args)
+/// `KEY=value` entries, refusing names a container cannot take or that
+/// would hide the run's marker.
+fn env_list(env: &[(String, String)]) -> Result<Vec<String>, ContainerError> {
+    env.iter()
+        .map(|(key, value)| {
+            if key.is_empty() || key.contains('=') || key == MARKER_VAR {
+                Err(ContainerError::Invalid(format!(
+                    "environment variable `{key}` cannot be set"
+                )))
+            } else {
+                Ok(format!("{key}={value}"))
+            }
+        })
+        .collect()
 }
 
-/// Ids, names, images and label keys: one token podman cannot take for an option.
+/// Ids, names, images and label keys: one word, never taken for an option
+/// or a second word (they also end up in URLs and filters).
 pub(super) fn check_word(what: &str, word: &str) -> Result<(), ContainerError> {
     if word.is_empty()
         || word.starts_with('-')
@@ -616,6 +630,6 @@ mod tests {
         assert!(check_word("image", "--privileged").is_err());
         assert!(check_word("image", "a b").is_err());
         assert!(check_word("image", "localhost/x:1").is_ok());
-        assert!(env_args(&[(MARKER_VAR.to_string(), "x".into())]).is_err());
+        assert!(env_list(&[(MARKER_VAR.to_string(), "x".into())]).is_err());
     }
 }

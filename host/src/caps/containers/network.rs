@@ -3,36 +3,26 @@
 //! and machine labels as containers do; a plugin can neither join nor
 //! remove one it did not make.
 
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 
-use serde::Deserialize;
+use bollard::models::{EndpointSettings, NetworkConnectRequest, NetworkCreateRequest};
 
 use super::{MACHINE, MACHINE_LABEL, OWNER_LABEL, check_word};
 use crate::bindings::mcphost::plugin::containers::ContainerError;
-use crate::podman::{self, PodmanError};
+use crate::podman::{self, PodmanError, failed};
 use crate::policy::Grants;
-
-#[derive(Deserialize)]
-struct Inspected {
-    #[serde(default)]
-    labels: Option<BTreeMap<String, String>>,
-}
 
 /// Whether `network` exists, and then whether it is the plugin's own.
 async fn owned(g: &Grants, network: &str) -> Result<Option<bool>, ContainerError> {
-    let out = match podman::run(&["network".into(), "inspect".into(), network.into()]).await {
-        Ok(out) => out,
-        Err(PodmanError::Failed(said)) if said.contains("network not found") => return Ok(None),
-        Err(e) => return Err(e.into()),
+    let docker = podman::client().await?;
+    let found = match docker.inspect_network(network, None).await {
+        Ok(found) => found,
+        Err(e) => match failed(&format!("inspecting network {network}"))(e) {
+            PodmanError::NotFound(_) => return Ok(None),
+            e => return Err(e.into()),
+        },
     };
-    let found: Vec<Inspected> = serde_json::from_str(&out).map_err(|e| {
-        ContainerError::Failed(format!("cannot read `podman network inspect` output: {e}"))
-    })?;
-    let labels = found
-        .into_iter()
-        .next()
-        .and_then(|n| n.labels)
-        .unwrap_or_default();
+    let labels = found.labels.unwrap_or_default();
     Ok(Some(
         labels.get(OWNER_LABEL) == Some(&g.plugin) && labels.get(MACHINE_LABEL) == Some(&*MACHINE),
     ))
@@ -52,17 +42,16 @@ async fn ensure(g: &Grants, network: &str) -> Result<(), ContainerError> {
         Some(false) => return Err(not_ours(g, network)),
         None => {}
     }
-    let created = podman::run(&[
-        "network".into(),
-        "create".into(),
-        "--label".into(),
-        format!("{OWNER_LABEL}={}", g.plugin),
-        "--label".into(),
-        format!("{MACHINE_LABEL}={}", *MACHINE),
-        network.into(),
-    ])
-    .await;
-    match created {
+    let request = NetworkCreateRequest {
+        name: network.to_string(),
+        labels: Some(HashMap::from([
+            (OWNER_LABEL.to_string(), g.plugin.clone()),
+            (MACHINE_LABEL.to_string(), MACHINE.clone()),
+        ])),
+        ..Default::default()
+    };
+    let created = podman::client().await?.create_network(request).await;
+    match created.map_err(failed(&format!("creating network {network}"))) {
         Ok(_) => Ok(()),
         // Another call made it in the meantime: fine if it is ours.
         Err(PodmanError::Failed(said)) if said.contains("already exists") => {
@@ -86,14 +75,23 @@ pub async fn connect(
         check_word("network alias", alias)?;
     }
     ensure(g, network).await?;
-    let mut args = vec!["network".to_string(), "connect".into()];
-    for alias in aliases {
-        args.extend(["--alias".into(), alias.clone()]);
-    }
-    args.extend([network.to_string(), container.to_string()]);
-    match podman::run(&args).await {
+    let request = NetworkConnectRequest {
+        container: container.to_string(),
+        endpoint_config: Some(EndpointSettings {
+            aliases: Some(aliases.to_vec()),
+            ..Default::default()
+        }),
+    };
+    let connected = podman::client()
+        .await?
+        .connect_network(network, request)
+        .await
+        .map_err(failed(&format!(
+            "connecting {container} to network {network}"
+        )));
+    match connected {
         Err(PodmanError::Failed(said)) if said.contains("already connected") => Ok(()),
-        other => other.map(drop).map_err(Into::into),
+        other => Ok(other?),
     }
 }
 
@@ -103,9 +101,11 @@ pub async fn remove(g: &Grants, network: &str) -> Result<bool, ContainerError> {
         None => Ok(false),
         Some(false) => Err(not_ours(g, network)),
         // Without --force: a network still in use stays, and says so.
-        Some(true) => podman::run(&["network".into(), "rm".into(), network.into()])
+        Some(true) => podman::client()
+            .await?
+            .remove_network(network)
             .await
-            .map(|_| true)
-            .map_err(Into::into),
+            .map(|()| true)
+            .map_err(|e| failed(&format!("removing network {network}"))(e).into()),
     }
 }

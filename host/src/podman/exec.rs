@@ -1,14 +1,6 @@
-//! Podman's REST API (its Docker-compatible endpoints, through bollard) for
-//! `exec`, the call every command of an environment makes: one HTTP
-//! exchange on a socket instead of a `podman` process, measured 137 ms
-//! against 320 ms for `podman exec` on the same machine.
-//!
-//! The service is `$CONTAINER_HOST` when that is a `unix://` socket, else
-//! the system's (`/run/podman/podman.sock` for root,
-//! `$XDG_RUNTIME_DIR/podman/podman.sock` otherwise), else one the host
-//! starts for itself (`podman system service`, carrying a marker of this
-//! host instance, so the watchdog ends it with the host). A remote
-//! `CONTAINER_HOST` (ssh, tcp) keeps the CLI.
+//! `exec` through Podman's API, the call every command of an environment
+//! makes: one HTTP exchange on a socket instead of a `podman` process,
+//! measured 137 ms against 320 ms for `podman exec` on the same machine.
 //!
 //! An exec runs under the same rules as a timeboxed process: hard and
 //! no-output timeouts, cancellation, the tail, progress. Its processes
@@ -18,7 +10,6 @@
 //! run its cleanup five minutes later) are ended too: otherwise every
 //! command left them behind until the environment was destroyed.
 
-use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use bollard::Docker;
@@ -26,11 +17,10 @@ use bollard::container::LogOutput;
 use bollard::exec::{CreateExecOptions, StartExecResults};
 use futures_util::StreamExt;
 use tokio::io::AsyncWriteExt;
-use tokio::sync::Mutex;
 use tokio::time::sleep_until;
 use tokio_util::sync::CancellationToken;
 
-use super::{INSTALL_HINT, PodmanError, program};
+use super::{PodmanError, failed, service};
 use timebox::{Ending, KillReport, MARKER_VAR, Outcome, Progress, Stream};
 
 /// What one exec runs, and under which limits.
@@ -47,152 +37,6 @@ pub struct ExecSpec {
 const PROGRESS_EVERY: Duration = Duration::from_secs(1);
 /// After the tree was killed, how long to wait for the rest of its output.
 const DRAIN_LIMIT: Duration = Duration::from_secs(2);
-/// How long a service the host starts may take to answer.
-const SERVICE_START: Duration = Duration::from_secs(20);
-
-/// The connected client; cleared when the service stops answering, so the
-/// next exec connects again (starting a new service if need be).
-static CLIENT: Mutex<Option<Docker>> = Mutex::const_new(None);
-
-/// The API client; `None` when the engine is remote (`CONTAINER_HOST`
-/// other than `unix://`), which the CLI serves.
-pub async fn client() -> Result<Option<Docker>, PodmanError> {
-    let socket = match std::env::var("CONTAINER_HOST") {
-        Ok(host) if !host.is_empty() => match host.strip_prefix("unix://") {
-            Some(path) => Some(PathBuf::from(path)),
-            None => return Ok(None),
-        },
-        _ => None,
-    };
-    let mut slot = CLIENT.lock().await;
-    if let Some(docker) = &*slot {
-        return Ok(Some(docker.clone()));
-    }
-    let docker = match socket {
-        Some(socket) => connect(&socket).await?,
-        None => {
-            let mut found = None;
-            for socket in system_sockets() {
-                if let Ok(docker) = connect(&socket).await {
-                    found = Some(docker);
-                    break;
-                }
-            }
-            match found {
-                Some(docker) => docker,
-                None => start_service().await?,
-            }
-        }
-    };
-    *slot = Some(docker.clone());
-    Ok(Some(docker))
-}
-
-/// Drop the client after the service failed: the next exec reconnects.
-async fn forget() {
-    CLIENT.lock().await.take();
-}
-
-fn system_sockets() -> Vec<PathBuf> {
-    let mut sockets = Vec::new();
-    if nix::unistd::geteuid().is_root() {
-        sockets.push(PathBuf::from("/run/podman/podman.sock"));
-    }
-    if let Some(dir) = std::env::var_os("XDG_RUNTIME_DIR") {
-        sockets.push(PathBuf::from(dir).join("podman/podman.sock"));
-    }
-    sockets
-}
-
-async fn connect(socket: &Path) -> Result<Docker, PodmanError> {
-    let unavailable = |e: bollard::errors::Error| {
-        PodmanError::Unavailable(format!(
-            "Podman's service at {} does not answer: {e}. Start it (`systemctl --user start podman.socket`) \
-             or unset CONTAINER_HOST",
-            socket.display()
-        ))
-    };
-    let docker =
-        Docker::connect_with_unix(&socket.to_string_lossy(), 120, bollard::API_DEFAULT_VERSION)
-            .map_err(unavailable)?;
-    docker.ping().await.map_err(unavailable)?;
-    // Podman 4 speaks API 1.41; bollard asks for a newer one by default.
-    docker.negotiate_version().await.map_err(unavailable)
-}
-
-/// `podman system service` on a socket of this host's own, for as long as
-/// the host lives.
-async fn start_service() -> Result<Docker, PodmanError> {
-    let dir = std::env::temp_dir().join(format!("mcp-host-podman-{}", std::process::id()));
-    std::fs::create_dir_all(&dir)
-        .map_err(|e| PodmanError::Unavailable(format!("cannot make {}: {e}", dir.display())))?;
-    let socket = dir.join("podman.sock");
-    let _ = std::fs::remove_file(&socket);
-    let mut command = tokio::process::Command::new(program()?);
-    command
-        .args(["system", "service", "--time=0"])
-        .arg(format!("unix://{}", socket.display()))
-        .env(MARKER_VAR, timebox::new_marker())
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null());
-    let mut child = command.spawn().map_err(|e| {
-        PodmanError::Unavailable(format!(
-            "cannot start `podman system service`: {e} ({INSTALL_HINT})"
-        ))
-    })?;
-    let started = Instant::now();
-    loop {
-        if socket.exists()
-            && let Ok(docker) = connect(&socket).await
-        {
-            tracing::info!(socket = %socket.display(), "started Podman's API service for the host");
-            // It lives as long as the host (the watchdog ends it after);
-            // this task only reaps it should it die before.
-            tokio::spawn(async move {
-                let _ = child.wait().await;
-            });
-            return Ok(docker);
-        }
-        if let Ok(Some(status)) = child.try_wait() {
-            return Err(PodmanError::Unavailable(format!(
-                "`podman system service` exited at once ({status}): {INSTALL_HINT}"
-            )));
-        }
-        if started.elapsed() > SERVICE_START {
-            let _ = child.kill().await;
-            return Err(PodmanError::Unavailable(format!(
-                "`podman system service` did not answer within {} s: {INSTALL_HINT}",
-                SERVICE_START.as_secs()
-            )));
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-/// A failure that means the service is gone makes the next exec reconnect.
-async fn lost(e: PodmanError) -> PodmanError {
-    if matches!(e, PodmanError::Unavailable(_)) {
-        forget().await;
-    }
-    e
-}
-
-/// Sort an API failure as the CLI's are sorted.
-fn failure(what: &str, e: bollard::errors::Error) -> PodmanError {
-    match e {
-        bollard::errors::Error::DockerResponseServerError {
-            status_code: 404,
-            message,
-        } => PodmanError::NotFound(format!("{what}: no such container: {message}")),
-        bollard::errors::Error::DockerResponseServerError { message, .. } => {
-            super::classify(what, &message)
-        }
-        other => PodmanError::Unavailable(format!(
-            "{what}: Podman's service stopped answering ({other}); the next command starts it again"
-        )),
-    }
-}
 
 /// Run `spec` in `container` through the API, timeboxed.
 pub async fn exec(
@@ -222,15 +66,11 @@ pub async fn exec(
             },
         )
         .await;
-    let created = match created {
-        Ok(created) => created,
-        Err(e) => return Err(lost(failure(&what, e)).await),
-    };
-    let session = created.id;
-    let started = match docker.start_exec(&session, None).await {
-        Ok(started) => started,
-        Err(e) => return Err(lost(failure(&what, e)).await),
-    };
+    let session = created.map_err(failed(&what))?.id;
+    let started = docker
+        .start_exec(&session, None)
+        .await
+        .map_err(failed(&what))?;
     let StartExecResults::Attached {
         mut output,
         mut input,
@@ -240,14 +80,15 @@ pub async fn exec(
             "{what}: the session did not attach"
         )));
     };
-    // The exec's own pid on this machine: the tree to kill is led by it.
+    // The exec's own pid: the tree to kill is led by it, if it is a
+    // process of this machine (not so for an engine elsewhere).
     let leader = docker
         .inspect_exec(&session)
         .await
         .ok()
         .and_then(|i| i.pid)
-        .filter(|pid| *pid > 0)
-        .map(|pid| pid as i32);
+        .map(|pid| pid as i32)
+        .filter(|pid| *pid > 0 && timebox::carries_marker(*pid, &marker));
     let mut guard = Guard {
         leader,
         marker: Some(marker.clone()),
@@ -311,7 +152,7 @@ pub async fn exec(
             outcome.ending = Ending::SpawnFailed;
             outcome.kill = Some(kill(leader, &marker).await);
             ending = Some(Ending::SpawnFailed);
-            forget().await;
+            service::lost();
         }
         Err(_) => {}
     }

@@ -1,0 +1,184 @@
+//! Which Podman service the host talks to, and starting one of its own.
+//!
+//! `$CONTAINER_HOST` when set (`unix://` a socket, `tcp://` an address),
+//! else the system's socket (`/run/podman/podman.sock` for root,
+//! `$XDG_RUNTIME_DIR/podman/podman.sock` otherwise), else a `podman system
+//! service` the host starts on a socket of its own, in
+//! [`service_dir`]: it carries a marker of this host instance, so the
+//! watchdog ends it with the host and removes the directory.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use bollard::Docker;
+use tokio::sync::Mutex;
+
+use super::{INSTALL_HINT, PodmanError, program};
+use timebox::MARKER_VAR;
+
+/// How long a service the host starts may take to answer.
+const SERVICE_START: Duration = Duration::from_secs(20);
+/// How long one API request may take to be answered (a pull or a commit
+/// is one request; an exec's output stream is not bounded by it).
+const REQUEST_TIMEOUT_S: u64 = 300;
+
+/// The connected client. [`lost`] marks it stale when the service stops
+/// answering, so the next call connects again (starting a new service if
+/// need be).
+static CLIENT: Mutex<Option<Docker>> = Mutex::const_new(None);
+static LOST: AtomicBool = AtomicBool::new(false);
+
+/// The API client for the configured service.
+pub async fn client() -> Result<Docker, PodmanError> {
+    let mut slot = CLIENT.lock().await;
+    if LOST.swap(false, Ordering::SeqCst) {
+        slot.take();
+    }
+    if let Some(docker) = &*slot {
+        return Ok(docker.clone());
+    }
+    let docker = match std::env::var("CONTAINER_HOST")
+        .ok()
+        .filter(|h| !h.is_empty())
+    {
+        Some(host) => configured(&host).await?,
+        None => {
+            let mut found = None;
+            for socket in system_sockets() {
+                if let Ok(docker) = connect_socket(&socket).await {
+                    found = Some(docker);
+                    break;
+                }
+            }
+            match found {
+                Some(docker) => docker,
+                None => start_service().await?,
+            }
+        }
+    };
+    *slot = Some(docker.clone());
+    Ok(docker)
+}
+
+/// The service stopped answering: the next [`client`] connects again.
+pub fn lost() {
+    LOST.store(true, Ordering::SeqCst);
+}
+
+/// Where the host instance `instance` keeps the socket of its own service.
+pub fn service_dir(instance: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("mcp-host-podman-{instance}"))
+}
+
+/// The service `CONTAINER_HOST` names.
+async fn configured(host: &str) -> Result<Docker, PodmanError> {
+    if let Some(path) = host.strip_prefix("unix://") {
+        return connect_socket(Path::new(path)).await;
+    }
+    if host.starts_with("tcp://") {
+        let docker =
+            Docker::connect_with_http(host, REQUEST_TIMEOUT_S, bollard::API_DEFAULT_VERSION)
+                .map_err(|e| unanswered(host, e))?;
+        return ready(docker, host).await;
+    }
+    Err(PodmanError::Unavailable(format!(
+        "CONTAINER_HOST={host}: the host speaks to Podman's service over `unix://` and `tcp://` only. \
+         For an ssh:// engine, forward its socket (`ssh -nNT -L /tmp/podman.sock:/run/podman/podman.sock \
+         user@machine`) and set CONTAINER_HOST=unix:///tmp/podman.sock"
+    )))
+}
+
+fn system_sockets() -> Vec<PathBuf> {
+    let mut sockets = Vec::new();
+    if nix::unistd::geteuid().is_root() {
+        sockets.push(PathBuf::from("/run/podman/podman.sock"));
+    }
+    if let Some(dir) = std::env::var_os("XDG_RUNTIME_DIR") {
+        sockets.push(PathBuf::from(dir).join("podman/podman.sock"));
+    }
+    sockets
+}
+
+fn unanswered(service: &str, e: bollard::errors::Error) -> PodmanError {
+    PodmanError::Unavailable(format!(
+        "Podman's service at {service} is not answering: {e}. Start it (`systemctl --user start \
+         podman.socket`, or `podman system service` on the engine's machine) or unset CONTAINER_HOST"
+    ))
+}
+
+async fn connect_socket(socket: &Path) -> Result<Docker, PodmanError> {
+    let shown = socket.display().to_string();
+    let docker = Docker::connect_with_unix(&shown, REQUEST_TIMEOUT_S, bollard::API_DEFAULT_VERSION)
+        .map_err(|e| unanswered(&shown, e))?;
+    ready(docker, &shown).await
+}
+
+async fn ready(docker: Docker, service: &str) -> Result<Docker, PodmanError> {
+    docker.ping().await.map_err(|e| unanswered(service, e))?;
+    // Podman 4 speaks API 1.41; bollard asks for a newer one by default.
+    docker
+        .negotiate_version()
+        .await
+        .map_err(|e| unanswered(service, e))
+}
+
+/// `podman system service` on a socket of this host's own, for as long as
+/// the host lives.
+async fn start_service() -> Result<Docker, PodmanError> {
+    let dir = service_dir(timebox::instance());
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| PodmanError::Unavailable(format!("cannot make {}: {e}", dir.display())))?;
+    let socket = dir.join("podman.sock");
+    let _ = std::fs::remove_file(&socket);
+    // What it says goes to a log beside its socket (read back below
+    // should it not start).
+    let log_path = dir.join("service.log");
+    let log = std::fs::File::create(&log_path).map_err(|e| {
+        PodmanError::Unavailable(format!("cannot make {}: {e}", log_path.display()))
+    })?;
+    let mut command = tokio::process::Command::new(program()?);
+    command
+        .args(["system", "service", "--time=0"])
+        .arg(format!("unix://{}", socket.display()))
+        .env(MARKER_VAR, timebox::new_marker())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(log);
+    let mut child = command.spawn().map_err(|e| {
+        PodmanError::Unavailable(format!(
+            "cannot start `podman system service`: {e} ({INSTALL_HINT})"
+        ))
+    })?;
+    let started = Instant::now();
+    loop {
+        if socket.exists()
+            && let Ok(docker) = connect_socket(&socket).await
+        {
+            tracing::info!(socket = %socket.display(), "started Podman's API service for the host");
+            // It lives as long as the host (the watchdog ends it after);
+            // this task only reaps it should it die before.
+            tokio::spawn(async move {
+                let _ = child.wait().await;
+            });
+            return Ok(docker);
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            let said = std::fs::read_to_string(&log_path).unwrap_or_default();
+            let said = said.trim();
+            let tail = &said[said.floor_char_boundary(said.len().saturating_sub(2000))..];
+            return Err(PodmanError::Unavailable(format!(
+                "`podman system service` exited at once ({status}): {tail}. Podman is installed \
+                 but does not run here: {INSTALL_HINT}"
+            )));
+        }
+        if started.elapsed() > SERVICE_START {
+            let _ = child.kill().await;
+            return Err(PodmanError::Unavailable(format!(
+                "`podman system service` did not answer within {} s: {INSTALL_HINT}",
+                SERVICE_START.as_secs()
+            )));
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
