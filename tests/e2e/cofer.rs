@@ -701,6 +701,52 @@ async fn a_lost_podman_service_ends_the_command_and_the_next_one_reconnects() {
     }
 }
 
+/// A Podman service reached over TCP (`CONTAINER_HOST=tcp://…`; here on
+/// loopback, started by the test) serves environments as a socket does.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tcp_container_host_serves_environments() {
+    if !podman_ready() {
+        return;
+    }
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let address = format!("tcp://127.0.0.1:{port}");
+    // Killed when the test ends, however it ends.
+    let _service = tokio::process::Command::new("podman")
+        .args(["system", "service", "--time=0", &address])
+        .env("CONTAINERS_CONF", containers_conf())
+        .stdout(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "the TCP service never listened");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let f = Fixture::with_podman(&[("CONTAINER_HOST", &address)], true)
+        .await
+        .unwrap();
+    let client = f.env.start().await;
+    f.create(&client, "wire").await;
+    let r = client
+        .call(
+            "environment_run_cmd",
+            f.run_args("wire", "echo over tcp > t.txt; cat t.txt"),
+        )
+        .await;
+    assert_eq!(structured(&r)["stdout"], "over tcp\n", "{r:?}");
+    assert_eq!(git(&f.repo, &["show", "cofer/wire:t.txt"]), "over tcp\n");
+    let r = client.call("environment_destroy", f.scoped("wire")).await;
+    assert!(!is_error(&r), "{r:?}");
+    assert!(f.containers().is_empty());
+    // Only the test's own service was used: the host started none.
+    assert!(processes_with(&format!("mcp-host-podman-{}.", client.pid)).is_empty());
+}
+
 /// Every command's exec session used to leave two `conmon` processes
 /// behind for five minutes (Podman's cleanup delay); they end with it.
 #[tokio::test(flavor = "multi_thread")]
@@ -962,28 +1008,56 @@ async fn another_machines_environment_on_a_shared_service_is_left_alone() {
         return;
     };
     // What a host on another machine made on the same Podman service, for
-    // a repository at the same path (fault injection: made here by hand).
-    let theirs = podman(&[
-        "run",
-        "--detach",
-        "--pull=never",
-        "--label",
-        "mcphost.plugin=cofer",
-        "--label",
-        "mcphost.machine=another-machine",
-        "--label",
-        "cofer.env=theirs",
-        "--label",
-        &format!("cofer.source={}", f.source()),
-        "--label",
-        "cofer.role=main",
-        &cofer_image(),
-        "sleep",
-        "600",
-    ]);
-    let theirs = theirs.trim().to_string();
-    assert!(!theirs.is_empty(), "the foreign container did not start");
+    // a repository at the same path, and what this machine made for a
+    // repository that was at this path before (removed, cloned again):
+    // fault injection, made here by hand.
+    let foreign = |env: &str, machine: &str, repository: &str| {
+        let id = podman(&[
+            "run",
+            "--detach",
+            "--pull=never",
+            "--label",
+            "mcphost.plugin=cofer",
+            "--label",
+            &format!("mcphost.machine={machine}"),
+            "--label",
+            &format!("cofer.env={env}"),
+            "--label",
+            &format!("cofer.source={}", f.source()),
+            "--label",
+            &format!("cofer.repository={repository}"),
+            "--label",
+            "cofer.role=main",
+            &cofer_image(),
+            "sleep",
+            "600",
+        ]);
+        let id = id.trim().to_string();
+        assert!(!id.is_empty(), "the foreign container did not start");
+        id
+    };
+    // This machine as the host names it.
+    let machine = ["/etc/machine-id", "/proc/sys/kernel/hostname"]
+        .iter()
+        .filter_map(|f| std::fs::read_to_string(f).ok())
+        .find(|id| !id.trim().is_empty())
+        .unwrap();
+    let theirs = foreign("theirs", "another-machine", "0123456789abcdef");
+    let earlier = foreign("earlier", machine.trim(), "00000000deadbeef");
     let client = f.env.start().await;
+    // This repository's first environment gives it an id of its own, which
+    // its containers carry.
+    f.create(&client, "mine").await;
+    let own_id = std::fs::read_to_string(f.repo.join(".cofer/id")).unwrap();
+    let own_id = own_id.trim();
+    assert_eq!(own_id.len(), 16, "{own_id}");
+    let labels = podman(&[
+        "inspect",
+        "--format",
+        "{{index .Config.Labels \"cofer.repository\"}}",
+        &container_of(&f, "mine"),
+    ]);
+    assert_eq!(labels.trim(), own_id);
     let listed = client
         .call(
             "environment_list",
@@ -991,15 +1065,21 @@ async fn another_machines_environment_on_a_shared_service_is_left_alone() {
         )
         .await;
     assert!(!is_error(&listed), "{listed:?}");
-    assert!(!text(&listed).contains("theirs"), "{}", text(&listed));
-    client.call("environment_destroy", f.scoped("theirs")).await;
-    let state = podman(&["inspect", "--format", "{{.State.Status}}", &theirs]);
-    assert_eq!(
-        state.trim(),
-        "running",
-        "another machine's container was touched"
-    );
-    podman(&["rm", "-f", "-t", "0", &theirs]);
+    assert!(text(&listed).contains("mine"), "{}", text(&listed));
+    for other in ["theirs", "earlier"] {
+        assert!(!text(&listed).contains(other), "{}", text(&listed));
+        let r = client.call("environment_destroy", f.scoped(other)).await;
+        assert_eq!(error_of(&r)["code"], "not_found", "{r:?}");
+    }
+    for (container, whose) in [
+        (&theirs, "another machine's"),
+        (&earlier, "an earlier repository's"),
+    ] {
+        let state = podman(&["inspect", "--format", "{{.State.Status}}", container]);
+        assert_eq!(state.trim(), "running", "{whose} container was touched");
+        podman(&["rm", "-f", "-t", "0", container]);
+    }
+    client.call("environment_destroy", f.scoped("mine")).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]

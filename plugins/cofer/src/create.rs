@@ -35,6 +35,7 @@ pub fn create(args: Create) -> Result<ToolOutput, ToolError> {
             ),
         ));
     }
+    env::ensure_repository_id(&repo)?;
     let env = match &args.environment_id {
         Some(id) => Env::new(&repo, id),
         None => fresh_env(&repo)?,

@@ -2,8 +2,9 @@
 //! - a worktree `<repo>/.cofer/worktrees/<id>` on branch `cofer/<id>`,
 //!   pushed to the `cofer` remote (git: survives anything but `destroy`);
 //! - a record `<repo>/.cofer/environments/<id>.json` (title, image, base);
-//! - containers labelled `cofer.env=<id>`, `cofer.source=<repo>` and
-//!   `cofer.role=main|service` (Podman).
+//! - containers labelled `cofer.env=<id>`, `cofer.source=<repo>`,
+//!   `cofer.repository=<the repository's id>` and `cofer.role=main|service`
+//!   (Podman; the host adds the plugin and the machine).
 //!
 //! Nothing is kept in memory: every call finds these again, so a restarted
 //! host sees the environments the last one made.
@@ -23,11 +24,63 @@ pub const REMOTE: &str = "cofer";
 pub const LABEL_ENV: &str = "cofer.env";
 pub const LABEL_SOURCE: &str = "cofer.source";
 pub const LABEL_ROLE: &str = "cofer.role";
+pub const LABEL_REPOSITORY: &str = "cofer.repository";
 
 /// One environment of one repository.
 pub struct Env {
     pub id: String,
     pub repo: String,
+    /// The repository's own id, once it has one ([`repository_id`]).
+    pub repo_id: Option<String>,
+}
+
+/// Where a repository keeps its id: made at its first environment, so that
+/// a repository at a path where another one was (removed, cloned again)
+/// does not take the other's containers for its own.
+fn repository_id_path(repo: &str) -> String {
+    format!("{}/.cofer/id", repo.trim_end_matches('/'))
+}
+
+/// The repository's id, if it has one.
+pub fn repository_id(repo: &str) -> Option<String> {
+    let id = std::fs::read_to_string(repository_id_path(repo)).ok()?;
+    let id = id.trim();
+    (!id.is_empty() && id.chars().all(|c| c.is_ascii_hexdigit())).then(|| id.to_string())
+}
+
+/// The repository's id, made now if it has none.
+pub fn ensure_repository_id(repo: &str) -> Result<String, ToolError> {
+    if let Some(id) = repository_id(repo) {
+        return Ok(id);
+    }
+    // Random keys from the host (WASI random), mixed with the time.
+    use std::hash::BuildHasher;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_nanos();
+    let id = format!(
+        "{:016x}",
+        std::collections::hash_map::RandomState::new().hash_one(now)
+    );
+    let path = repository_id_path(repo);
+    std::fs::write(&path, format!("{id}\n")).map_err(|e| {
+        error(
+            "step_failed",
+            format!("cannot write the repository's id to {path}: {e}"),
+            "check that the plugin may write the repository's .cofer directory (fs.write)",
+        )
+    })?;
+    Ok(id)
+}
+
+/// Whether container `c` belongs to the repository whose id is `repo_id`:
+/// it says so, or it carries no id (made before repositories had one).
+pub fn of_repository(repo_id: Option<&str>, c: &ContainerInfo) -> bool {
+    c.labels
+        .iter()
+        .find(|(k, _)| k == LABEL_REPOSITORY)
+        .is_none_or(|(_, v)| Some(v.as_str()) == repo_id)
 }
 
 impl Env {
@@ -35,6 +88,7 @@ impl Env {
         Env {
             id: id.to_string(),
             repo: repo.trim_end_matches('/').to_string(),
+            repo_id: repository_id(repo),
         }
     }
 
@@ -112,11 +166,15 @@ impl Env {
     }
 
     pub fn labels(&self, role: &str) -> Vec<(String, String)> {
-        vec![
+        let mut labels = vec![
             (LABEL_ENV.into(), self.id.clone()),
             (LABEL_SOURCE.into(), self.repo.clone()),
             (LABEL_ROLE.into(), role.into()),
-        ]
+        ];
+        if let Some(id) = &self.repo_id {
+            labels.push((LABEL_REPOSITORY.into(), id.clone()));
+        }
+        labels
     }
 
     /// A container of this environment: the record's image and `envs`,
@@ -203,11 +261,13 @@ impl Env {
 
     /// Every container of this environment (main and services).
     pub fn containers(&self) -> Result<Vec<ContainerInfo>, ToolError> {
-        containers::list(&[
+        let mut found = containers::list(&[
             (LABEL_ENV.into(), self.id.clone()),
             (LABEL_SOURCE.into(), self.repo.clone()),
         ])
-        .map_err(|e| from_container("list containers", e))
+        .map_err(|e| from_container("list containers", e))?;
+        found.retain(|c| of_repository(self.repo_id.as_deref(), c));
+        Ok(found)
     }
 
     /// The error for an environment that does not exist.

@@ -373,8 +373,10 @@ fn list(args: args::List) -> Result<ToolOutput, ToolError> {
                 .map(str::to_string)
         })
         .collect();
-    let containers = plugin_sdk::containers::list(&[(env::LABEL_SOURCE.into(), repo.clone())])
+    let mut containers = plugin_sdk::containers::list(&[(env::LABEL_SOURCE.into(), repo.clone())])
         .map_err(|e| errors::from_container("list containers", e))?;
+    let repo_id = env::repository_id(&repo);
+    containers.retain(|c| env::of_repository(repo_id.as_deref(), c));
     for c in &containers {
         if let Some((_, id)) = c.labels.iter().find(|(k, _)| k == env::LABEL_ENV) {
             ids.push(id.clone());
