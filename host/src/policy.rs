@@ -410,7 +410,7 @@ impl Config {
         let roots = |roots: Vec<String>| -> Vec<PathBuf> {
             roots
                 .iter()
-                .map(|r| expand_path(r, places, &plugin_cache))
+                .flat_map(|r| expand_paths(r, places, &plugin_cache))
                 .collect()
         };
         let index_root = p
@@ -468,6 +468,17 @@ fn expand_path(template: &str, places: &Places, plugin_cache: &Path) -> PathBuf 
             .workspace
             .join(expand(template, places, plugin_cache)),
     )
+}
+
+/// A root setting: a path, or a list of them (`a:b`, as PATH is, so that
+/// `GODOT_DOC_DIR` may name several doc dirs), each as [`expand_path`]
+/// makes it.
+fn expand_paths(template: &str, places: &Places, plugin_cache: &Path) -> Vec<PathBuf> {
+    let expanded = expand(template, places, plugin_cache);
+    std::env::split_paths(&expanded)
+        .filter(|p| !p.as_os_str().is_empty())
+        .map(|p| normalize(&places.workspace.join(p)))
+        .collect()
 }
 
 /// Expand `${workspace}`, `${home}`, `${plugin_cache}` and
@@ -594,6 +605,13 @@ mod tests {
         assert_eq!(
             expand_path("${plugin_cache}/index/../x", &places(), cache),
             PathBuf::from("/cache/plugins/p/x")
+        );
+        // A list grants each of its paths.
+        // SAFETY: as above.
+        unsafe { std::env::set_var("MCP_HOST_TEST_DOC_LIST", "docs/4.x:/abs/3.x:") };
+        assert_eq!(
+            expand_paths("${env:MCP_HOST_TEST_DOC_LIST|}", &places(), cache),
+            [PathBuf::from("/ws/docs/4.x"), PathBuf::from("/abs/3.x")]
         );
         assert_eq!(
             expand("a-${env:MCP_HOST_TEST_UNSET|b}-c", &places(), cache),

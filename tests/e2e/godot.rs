@@ -341,6 +341,132 @@ async fn real_3x_reference_parses_completely() {
     );
 }
 
+/// Godot 3 and 4 at once: each its own index, asked by `version`, the
+/// newest by default, versions in the URIs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_and_four_are_served_side_by_side() {
+    let Some(docs) = godot_docs() else { return };
+    let (four, three) = (docs.join("4.x"), docs.join("3.x"));
+    let config = format!(
+        "[plugins.godot]\nfs.read = [{f:?}, {t:?}]\nvars.GODOT_DOC_DIR = \"{f}:{t}\"\n",
+        f = four.display().to_string(),
+        t = three.display().to_string(),
+    );
+    let env = Env::new(&["godot"], &config);
+    let client = env.start().await;
+
+    // Godot 4's files carry no minor version; Godot 3's say 3.6.
+    let versions = client.call("godot.versions", json!({})).await;
+    let versions = structured(&versions)["versions"].clone();
+    assert_eq!(versions[0]["version"], "4", "{versions:#}");
+    assert_eq!(versions[0]["default"], true);
+    assert_eq!(versions[1]["version"], "3.6", "{versions:#}");
+    assert_eq!(versions[1]["path"], three.display().to_string());
+
+    // KinematicBody2D is Godot 3's; 4 renamed it CharacterBody2D.
+    let old = client
+        .call(
+            "godot.search",
+            json!({"query": "KinematicBody2D", "version": "3.6"}),
+        )
+        .await;
+    assert_eq!(
+        results(&old)[0]["uri"],
+        "godot://3.6/class/KinematicBody2D",
+        "{old:?}"
+    );
+    let default = client
+        .call("godot.get_class", json!({"name": "KinematicBody2D"}))
+        .await;
+    assert_eq!(error_code(&default), "NOT_FOUND", "{default:?}");
+    assert!(
+        structured(&default)["message"]
+            .as_str()
+            .unwrap()
+            .contains("Godot 4"),
+        "{default:?}"
+    );
+    // `3` and `3.6.0` both name 3.6.
+    for version in ["3", "3.6.0"] {
+        let r = client
+            .call(
+                "godot.get_class",
+                json!({"name": "KinematicBody2D", "version": version}),
+            )
+            .await;
+        assert_eq!(
+            structured(&r)["name"],
+            "KinematicBody2D",
+            "{version}: {r:?}"
+        );
+    }
+    let new = client
+        .call("godot.search", json!({"query": "CharacterBody2D"}))
+        .await;
+    assert_eq!(results(&new)[0]["uri"], "godot://4/class/CharacterBody2D");
+    let missing = client
+        .call("godot.list_classes", json!({"version": "5.0"}))
+        .await;
+    assert_eq!(error_code(&missing), "NOT_FOUND");
+    assert_eq!(structured(&missing)["suggestions"], json!(["4", "3.6"]));
+
+    // URIs: with a version, or without for the default.
+    let class = read(&client, "godot://3.6/class/KinematicBody2D")
+        .await
+        .unwrap();
+    assert_eq!(class["inherits"], "PhysicsBody2D");
+    let symbol = read(
+        &client,
+        "godot://3.6/symbol/KinematicBody2D/method/move_and_slide",
+    )
+    .await
+    .unwrap();
+    assert_eq!(symbol["name"], "move_and_slide", "{symbol:#}");
+    let class = read(&client, "godot://class/CharacterBody2D")
+        .await
+        .unwrap();
+    assert_eq!(class["name"], "CharacterBody2D");
+
+    // What a class inherits, by ancestor, nearest first, without prose.
+    let r = client
+        .call(
+            "godot.get_class",
+            json!({"name": "CharacterBody2D", "include_ancestors": true}),
+        )
+        .await;
+    let inherited = structured(&r)["inherited"].as_array().unwrap().clone();
+    let chain: Vec<&str> = inherited
+        .iter()
+        .map(|g| g["class"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        chain,
+        [
+            "PhysicsBody2D",
+            "CollisionObject2D",
+            "Node2D",
+            "CanvasItem",
+            "Node",
+            "Object"
+        ]
+    );
+    let node = &inherited[4];
+    let ready = node["methods"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "_ready")
+        .expect("Node._ready is inherited");
+    assert!(ready.get("description").is_none(), "{ready:#}");
+    assert!(
+        node["signals"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["name"] == "ready")
+    );
+}
+
 /// A `host call` reply's fields: its structure, or for an error that does
 /// not fit the tool's output schema, the JSON under the text's first line.
 fn fields(reply: &Value) -> Value {
@@ -390,7 +516,7 @@ async fn index_is_saved_reused_and_rebuilt_when_damaged() {
     );
 
     // Damage every file of the saved generation.
-    let root = env.cache.join("plugins/godot/index/godot");
+    let root = env.cache.join("plugins/godot/index/godot-4");
     let generation = std::fs::read_to_string(root.join("CURRENT")).unwrap();
     for file in std::fs::read_dir(root.join(generation.trim()))
         .unwrap()

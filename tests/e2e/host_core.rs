@@ -703,7 +703,7 @@ async fn every_bundled_tool_is_annotated_honestly() {
     let tools = client.tools().await;
     assert_eq!(
         tools.len(),
-        23,
+        24,
         "{:?}",
         tools.iter().map(|t| &t.name).collect::<Vec<_>>()
     );

@@ -7,7 +7,7 @@ use plugin_sdk::index::{self, Coverage, FieldBoost, Filter, SearchRequest, TermB
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::corpus::{INDEX, ensure};
+use crate::corpus::ensure;
 use crate::model::SYMBOL_KINDS;
 use crate::uri;
 
@@ -52,7 +52,12 @@ const KIND_WORDS: [(&str, &str); 5] = [
 pub const MAX_QUERY_CHARS: usize = 256;
 pub const MAX_QUERY_WORDS: usize = 32;
 
-pub fn search(query: &str, kind: Option<&str>, limit: u32) -> Result<Vec<SearchHit>, ToolError> {
+pub fn search(
+    version: Option<&str>,
+    query: &str,
+    kind: Option<&str>,
+    limit: u32,
+) -> Result<Vec<SearchHit>, ToolError> {
     let query = query.trim();
     if query.is_empty() {
         return Err(invalid(
@@ -69,7 +74,7 @@ pub fn search(query: &str, kind: Option<&str>, limit: u32) -> Result<Vec<SearchH
             words.len()
         )));
     }
-    ensure()?;
+    let (docs, served) = ensure(version)?;
     let exact = |term: String, boost: f32| TermBoost {
         field: "name_lc".into(),
         term,
@@ -131,7 +136,7 @@ pub fn search(query: &str, kind: Option<&str>, limit: u32) -> Result<Vec<SearchH
         snippet_chars: 160,
         return_: vec!["uri".into(), "kind".into(), "class".into(), "name".into()],
     };
-    let hits = index::search(INDEX, &request)?;
+    let hits = index::search(&docs.index(), &request)?;
     Ok(hits
         .into_iter()
         .map(|hit| {
@@ -144,7 +149,12 @@ pub fn search(query: &str, kind: Option<&str>, limit: u32) -> Result<Vec<SearchH
             };
             let (kind, class, name) = (field("kind"), field("class"), field("name"));
             SearchHit {
-                uri: field("uri"),
+                // With several versions served, say which one.
+                uri: if served > 1 {
+                    uri::versioned(&field("uri"), &docs.version)
+                } else {
+                    field("uri")
+                },
                 name: if kind == "class" {
                     name
                 } else {
@@ -159,38 +169,98 @@ pub fn search(query: &str, kind: Option<&str>, limit: u32) -> Result<Vec<SearchH
         .collect())
 }
 
-/// A stored field of a document.
-fn stored(id: &str, field: &str) -> Result<Option<String>, ToolError> {
-    Ok(index::get(INDEX, id, &[field.to_string()])?
+/// A stored field of a document of `index`.
+fn stored(index: &str, id: &str, field: &str) -> Result<Option<String>, ToolError> {
+    Ok(index::get(index, id, &[field.to_string()])?
         .and_then(|doc| doc.into_iter().next().map(|(_, v)| v)))
 }
 
-/// The class as JSON text.
-pub fn get_class(name: &str) -> Result<String, ToolError> {
+/// The sections of a class that hold members (see `model::ClassDoc`).
+const MEMBER_SECTIONS: [&str; 8] = [
+    "methods",
+    "members",
+    "signals",
+    "constants",
+    "theme_items",
+    "annotations",
+    "operators",
+    "constructors",
+];
+
+/// The class; with `include_ancestors`, also what it inherits, grouped by
+/// ancestor (nearest first), each member without its description.
+pub fn get_class(
+    version: Option<&str>,
+    name: &str,
+    include_ancestors: bool,
+) -> Result<Value, ToolError> {
     let name = name.trim();
     if name.is_empty() {
         return Err(invalid(
             "`name` is empty: give a class name, e.g. {\"name\": \"Node2D\"}",
         ));
     }
-    ensure()?;
-    match stored(&uri::class(name), "json")? {
-        Some(json) => Ok(json),
-        None => Err(not_found(
-            format!("no class named `{name}`"),
-            closest(name, &all_classes()?),
-        )),
+    let (docs, _) = ensure(version)?;
+    let index = docs.index();
+    let class_json = |class: &str| -> Result<Option<Value>, ToolError> {
+        stored(&index, &uri::class(class), "json")?
+            .map(|json| {
+                serde_json::from_str::<Value>(&json)
+                    .map_err(|e| internal(format!("stored class is not JSON: {e}")))
+            })
+            .transpose()
+    };
+    let Some(mut class) = class_json(name)? else {
+        return Err(not_found(
+            format!("no class named `{name}` in Godot {}", docs.version),
+            closest(name, &all_classes(&index)?),
+        ));
+    };
+    if include_ancestors {
+        let mut inherited = Vec::new();
+        let mut at = class["inherits"].as_str().map(str::to_string);
+        while let Some(ancestor) = at.take().filter(|_| inherited.len() < 64) {
+            let Some(found) = class_json(&ancestor)? else {
+                break;
+            };
+            let mut group = serde_json::json!({ "class": ancestor });
+            for section in MEMBER_SECTIONS {
+                let members: Vec<Value> = found[section]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|member| {
+                        let mut member = member.clone();
+                        if let Some(fields) = member.as_object_mut() {
+                            fields.remove("description");
+                        }
+                        member
+                    })
+                    .collect();
+                if !members.is_empty() {
+                    group[section] = Value::Array(members);
+                }
+            }
+            inherited.push(group);
+            at = found["inherits"].as_str().map(str::to_string);
+        }
+        class["inherited"] = Value::Array(inherited);
     }
+    Ok(class)
 }
 
-fn all_classes() -> Result<Vec<String>, ToolError> {
-    Ok(index::terms(INDEX, "class", "", 100_000)?)
+fn all_classes(index: &str) -> Result<Vec<String>, ToolError> {
+    Ok(index::terms(index, "class", "", 100_000)?)
 }
 
 /// `{qname}` is `<Class>.<member>`, split at the first dot (member names
 /// may hold dots and slashes). Looks in the class, then its ancestors;
 /// `kind` picks one kind when a name is used by several.
-pub fn get_symbol(qname: &str, kind: Option<&str>) -> Result<Value, ToolError> {
+pub fn get_symbol(
+    version: Option<&str>,
+    qname: &str,
+    kind: Option<&str>,
+) -> Result<Value, ToolError> {
     let form = "use `<Class>.<member>`, e.g. `Node._ready`, `Vector2.x` or `Button.pressed`";
     let Some((class, member)) = qname.trim().split_once('.') else {
         return Err(invalid(format!("`qname` `{qname}` has no dot: {form}")));
@@ -200,7 +270,8 @@ pub fn get_symbol(qname: &str, kind: Option<&str>) -> Result<Value, ToolError> {
             "`qname` `{qname}` lacks a class or a member: {form}"
         )));
     }
-    ensure()?;
+    let (docs, _) = ensure(version)?;
+    let index = docs.index();
     let kinds: Vec<&str> = match kind {
         Some(k) => vec![k],
         None => SYMBOL_KINDS.to_vec(),
@@ -208,11 +279,11 @@ pub fn get_symbol(qname: &str, kind: Option<&str>) -> Result<Value, ToolError> {
     let mut chain = Vec::new();
     let mut at = Some(class.to_string());
     while let Some(current) = at.take().filter(|c| !c.is_empty() && chain.len() < 64) {
-        let Some(parent) = stored(&uri::class(&current), "inherits")? else {
+        let Some(parent) = stored(&index, &uri::class(&current), "inherits")? else {
             if chain.is_empty() {
                 return Err(not_found(
-                    format!("no class named `{class}`"),
-                    closest(class, &all_classes()?),
+                    format!("no class named `{class}` in Godot {}", docs.version),
+                    closest(class, &all_classes(&index)?),
                 ));
             }
             break;
@@ -223,7 +294,7 @@ pub fn get_symbol(qname: &str, kind: Option<&str>) -> Result<Value, ToolError> {
     // Nearest class first; within a class, kinds in the order of SYMBOL_KINDS.
     for kind in &kinds {
         for owner in &chain {
-            if let Some(json) = stored(&uri::symbol(owner, kind, member), "json")? {
+            if let Some(json) = stored(&index, &uri::symbol(owner, kind, member), "json")? {
                 let mut value: Value = serde_json::from_str(&json)
                     .map_err(|e| internal(format!("stored symbol is not JSON: {e}")))?;
                 value["qname"] = Value::String(format!("{class}.{member}"));
@@ -236,7 +307,7 @@ pub fn get_symbol(qname: &str, kind: Option<&str>) -> Result<Value, ToolError> {
     }
     let mut names = Vec::new();
     for owner in &chain {
-        for line in stored(&uri::class(owner), "members")?
+        for line in stored(&index, &uri::class(owner), "members")?
             .unwrap_or_default()
             .lines()
         {
@@ -255,10 +326,14 @@ pub fn get_symbol(qname: &str, kind: Option<&str>) -> Result<Value, ToolError> {
     ))
 }
 
-pub fn list_classes(prefix: &str, limit: usize) -> Result<Vec<String>, ToolError> {
-    ensure()?;
+pub fn list_classes(
+    version: Option<&str>,
+    prefix: &str,
+    limit: usize,
+) -> Result<Vec<String>, ToolError> {
+    let (docs, _) = ensure(version)?;
     let prefix = prefix.to_lowercase();
-    Ok(all_classes()?
+    Ok(all_classes(&docs.index())?
         .into_iter()
         .filter(|c| c.to_lowercase().starts_with(&prefix))
         .take(limit)

@@ -1,10 +1,11 @@
 //! The doc dir and the index built from it: where the XML is, whether the
 //! saved index still matches it, and the documents that go into it.
 //!
-//! One document per class and one per symbol, all in the host's index
-//! `godot`. The index's version label is a fingerprint of the XML files
-//! (path, size, mtime) plus [`FORMAT`], so unchanged docs are never parsed
-//! again and a plugin that indexes differently rebuilds.
+//! Every reference served (one per Godot version, [`DocDir::served`]) has
+//! an index of its own in the host's store, `godot-<version>`: one document
+//! per class and one per symbol. An index's version label is a fingerprint
+//! of the XML files (path, size, mtime) plus [`FORMAT`], so unchanged docs
+//! are never parsed again and a plugin that indexes differently rebuilds.
 
 use std::collections::HashMap;
 use std::path::{Component, Path, PathBuf};
@@ -19,65 +20,95 @@ use crate::model::ClassDoc;
 use crate::parse::parse_class;
 use crate::uri;
 
-pub const INDEX: &str = "godot";
 /// Bump when the documents change shape.
-const FORMAT: &str = "godot-docs/4";
+const FORMAT: &str = "godot-docs/5";
 const BATCH: usize = 2000;
 
-/// The doc dir served, checked, and where it came from.
+/// One reference served, checked, and where it came from.
 pub struct DocDir {
     pub path: PathBuf,
     /// For the log: `GODOT_DOC_DIR`, the workspace's `doc/`, or the engine.
     pub source: String,
+    /// `4.6`, `3.6`, ...: what the `version` arguments and URIs name.
+    pub version: String,
 }
 
 impl DocDir {
-    /// `GODOT_DOC_DIR` (relative to the workspace) when set; else the
-    /// workspace's `doc/` when it holds `classes/`; else the reference of
-    /// a Godot engine on PATH ([`engine`]), dumped once.
-    pub fn locate() -> Result<DocDir, ToolError> {
+    fn new(path: PathBuf, source: String, full_version: Option<&str>) -> DocDir {
+        let version = match full_version {
+            Some(v) => major_minor(v),
+            None => xml_version(&path),
+        };
+        DocDir {
+            path,
+            source,
+            version,
+        }
+    }
+
+    /// The index of this reference in the host's index store.
+    pub fn index(&self) -> String {
+        format!("godot-{}", self.version)
+    }
+
+    /// What is served now, newest version first (the default): the dirs
+    /// in `GODOT_DOC_DIR` (a list as PATH is, relative to the workspace)
+    /// when set; else the workspace's `doc/` when it holds `classes/`; else
+    /// the references of the Godot engines on PATH ([`engine`]), dumped
+    /// once. With `look_for_engines` false, the dumps made before are
+    /// served as they are (a call never runs an engine when one was found
+    /// before; `refresh` looks again).
+    pub fn served(look_for_engines: bool) -> Result<Vec<DocDir>, ToolError> {
         let workspace = PathBuf::from(plugin_sdk::workspace());
         let configured = std::env::var("GODOT_DOC_DIR").unwrap_or_default();
+        let mut found = Vec::new();
         if !configured.is_empty() {
-            let path = normalize(&workspace.join(configured));
-            check(&path)?;
-            return Ok(DocDir {
-                path,
-                source: "GODOT_DOC_DIR".into(),
-            });
-        }
-        let in_workspace = workspace.join("doc");
-        if in_workspace.join("classes").is_dir() {
-            return Ok(DocDir {
-                path: in_workspace,
-                source: "the workspace's doc/".into(),
-            });
-        }
-        let engine = engine::find().map_err(|tried| {
-            config_error(format!(
-                "no Godot class reference: GODOT_DOC_DIR is not set, {} has no `classes/`, and no Godot engine \
-                 answered ({}). Either put your Godot editor on PATH or name it (`GODOT_BIN=/path/to/godot host \
-                 serve --stdio`; on Debian/Ubuntu `apt-get install godot3-server` gives Godot 3), and its own \
-                 reference is dumped once and served; or set GODOT_DOC_DIR to the `doc` folder of a Godot source \
-                 tree (`git clone https://github.com/godotengine/godot` then `GODOT_DOC_DIR=$PWD/godot/doc`)",
-                in_workspace.display(),
-                tried.join("; ")
-            ))
-        })?;
-        let (path, dumped) = engine::docs(&engine)?;
-        Ok(DocDir {
-            path,
-            source: format!(
-                "engine `{}` {} ({})",
-                engine.program,
-                engine.version,
-                if dumped {
-                    "reference dumped just now"
-                } else {
-                    "reference dumped before"
+            // Split as PATH is (std's `split_paths` is not there on WASI).
+            for dir in configured.split(':').filter(|d| !d.is_empty()) {
+                let path = normalize(&workspace.join(dir));
+                check(&path)?;
+                found.push(DocDir::new(path, "GODOT_DOC_DIR".into(), None));
+            }
+        } else if workspace.join("doc/classes").is_dir() {
+            found.push(DocDir::new(
+                workspace.join("doc"),
+                "the workspace's doc/".into(),
+                None,
+            ));
+        } else {
+            let dumps = engine::dumps();
+            if look_for_engines || dumps.is_empty() {
+                found = from_engines(&workspace.join("doc"))?;
+            } else {
+                for dump in dumps {
+                    let version = dump
+                        .file_name()
+                        .unwrap_or_default()
+                        .to_string_lossy()
+                        .into_owned();
+                    let source = format!("an engine's reference dumped before ({version})");
+                    found.push(DocDir::new(dump, source, Some(&version)));
                 }
-            ),
-        })
+            }
+        }
+        // Newest first; of two with one version, the first listed.
+        found.sort_by(|a, b| version_key(&b.version).cmp(&version_key(&a.version)));
+        found.dedup_by(|later, first| {
+            let same = later.version == first.version;
+            if same {
+                log(
+                    Level::Warn,
+                    &format!(
+                        "{} is Godot {} as {} is: only the first is served",
+                        later.path.display(),
+                        later.version,
+                        first.path.display()
+                    ),
+                );
+            }
+            same
+        });
+        Ok(found)
     }
 
     /// `classes/*.xml` and the module docs (`modules/<m>/*.xml` or
@@ -108,6 +139,76 @@ impl DocDir {
         }
         format!("{FORMAT};files={};{:016x}", files.len(), hash.0)
     }
+}
+
+/// Every engine found, its reference dumped if it was not before.
+fn from_engines(in_workspace: &Path) -> Result<Vec<DocDir>, ToolError> {
+    let (engines, tried) = engine::find_all();
+    if engines.is_empty() {
+        return Err(config_error(format!(
+            "no Godot class reference: GODOT_DOC_DIR is not set, {} has no `classes/`, and no Godot engine \
+             answered ({}). Either put your Godot editor on PATH or name it (`GODOT_BIN=/path/to/godot host \
+             serve --stdio`; on Debian/Ubuntu `apt-get install godot3-server` gives Godot 3), and its own \
+             reference is dumped once and served; or set GODOT_DOC_DIR to the `doc` folder of a Godot source \
+             tree (`git clone https://github.com/godotengine/godot` then `GODOT_DOC_DIR=$PWD/godot/doc`)",
+            in_workspace.display(),
+            tried.join("; ")
+        )));
+    }
+    engines
+        .iter()
+        .map(|engine| {
+            let (path, dumped) = engine::docs(engine)?;
+            let when = if dumped { "just now" } else { "before" };
+            let source = format!(
+                "engine `{}` {} (reference dumped {when})",
+                engine.program, engine.version
+            );
+            Ok(DocDir::new(path, source, Some(&engine.version)))
+        })
+        .collect()
+}
+
+/// `4.6` of `4.6.3.stable.official`.
+fn major_minor(version: &str) -> String {
+    let label: String = version
+        .split('.')
+        .take(2)
+        .take_while(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()))
+        .collect::<Vec<_>>()
+        .join(".");
+    if label.is_empty() {
+        "unknown".into()
+    } else {
+        label
+    }
+}
+
+/// The version a doc dir's files carry: Godot 3 writes it on every class
+/// (`version="3.6"`); Godot 4's files carry none, so they are `4`.
+fn xml_version(dir: &Path) -> String {
+    let sample = ["Object.xml", "Node.xml"]
+        .iter()
+        .map(|f| dir.join("classes").join(f))
+        .chain(xml_in(&dir.join("classes")).into_iter().take(1))
+        .find_map(|f| std::fs::read_to_string(f).ok())
+        .unwrap_or_default();
+    let tag = sample
+        .split_once("<class ")
+        .and_then(|(_, rest)| rest.split_once('>'))
+        .map_or("", |(tag, _)| tag);
+    match tag
+        .split_once(" version=\"")
+        .and_then(|(_, rest)| rest.split_once('"'))
+    {
+        Some((version, _)) => major_minor(version),
+        None => "4".into(),
+    }
+}
+
+/// For ordering versions: `4.10` after `4.9`.
+fn version_key(version: &str) -> Vec<u64> {
+    version.split('.').map(|p| p.parse().unwrap_or(0)).collect()
 }
 
 /// A configured doc dir must exist and hold `classes/`.
@@ -186,52 +287,86 @@ impl Fnv {
     }
 }
 
-/// The index as it is, building it first when there is none or it was
-/// built by a plugin that indexes differently. (Whether the XML changed is
-/// `refresh`'s job: a call does not stat a thousand files.)
-pub fn ensure() -> Result<IndexInfo, ToolError> {
-    match index::open(INDEX)? {
-        Some(info) if info.version.starts_with(&format!("{FORMAT};")) => Ok(info),
-        _ => rebuild(&DocDir::locate()?),
-    }
-}
-
-/// Rebuild when the XML no longer matches the saved index; the doc dir to
-/// watch either way.
-pub fn refresh() -> Result<DocDir, ToolError> {
-    let docs = DocDir::locate()?;
-    let files = docs.xml_files();
-    let version = docs.fingerprint(&files);
-    match index::open(INDEX)? {
-        Some(info) if info.version == version => {
-            log(
-                Level::Info,
-                &format!(
-                    "index is up to date: {} documents, {} bytes, docs {} from {}",
-                    info.documents,
-                    info.size_bytes,
-                    docs.path.display(),
-                    docs.source
-                ),
-            );
-        }
+/// The reference of `version` (the newest when `None`), its index built
+/// first when there is none or it was built by a plugin that indexes
+/// differently (whether the XML changed is `refresh`'s job: a call does
+/// not stat a thousand files); and how many references are served.
+pub fn ensure(version: Option<&str>) -> Result<(DocDir, usize), ToolError> {
+    let mut served = DocDir::served(false)?;
+    let count = served.len();
+    let at = match version.map(str::trim).filter(|v| !v.is_empty()) {
+        None => 0,
+        Some(wanted) => served
+            .iter()
+            .position(|d| matches_version(&d.version, wanted))
+            .ok_or_else(|| {
+                let versions: Vec<String> = served.iter().map(|d| d.version.clone()).collect();
+                ToolError::new(
+                    "NOT_FOUND",
+                    format!(
+                        "Godot {wanted} is not served; served: {} (godot.versions lists them with where \
+                         they come from; GODOT_DOC_DIR takes several doc dirs, separated by `:`)",
+                        versions.join(", ")
+                    ),
+                )
+                .with_details(serde_json::json!({ "suggestions": versions }))
+            })?,
+    };
+    let docs = served.swap_remove(at);
+    match index::open(&docs.index())? {
+        Some(info) if info.version.starts_with(&format!("{FORMAT};")) => {}
         _ => {
+            let files = docs.xml_files();
+            let version = docs.fingerprint(&files);
             build(&docs, &files, &version)?;
         }
     }
-    Ok(docs)
+    Ok((docs, count))
 }
 
-fn rebuild(docs: &DocDir) -> Result<IndexInfo, ToolError> {
-    let files = docs.xml_files();
-    let version = docs.fingerprint(&files);
-    build(docs, &files, &version)
+/// `wanted` names `version`: the same, or more precise (`4.6.3`), or less
+/// (`4` for `4.6`).
+fn matches_version(version: &str, wanted: &str) -> bool {
+    let wanted = wanted.trim_start_matches(['v', 'V']);
+    version == wanted
+        || wanted.starts_with(&format!("{version}."))
+        || version.starts_with(&format!("{wanted}."))
+}
+
+/// Rebuild each reference whose XML no longer matches its saved index;
+/// the doc dirs to watch.
+pub fn refresh() -> Result<Vec<DocDir>, ToolError> {
+    let served = DocDir::served(true)?;
+    for docs in &served {
+        let files = docs.xml_files();
+        let version = docs.fingerprint(&files);
+        match index::open(&docs.index())? {
+            Some(info) if info.version == version => {
+                log(
+                    Level::Info,
+                    &format!(
+                        "index is up to date for Godot {}: {} documents, {} bytes, docs {} from {}",
+                        docs.version,
+                        info.documents,
+                        info.size_bytes,
+                        docs.path.display(),
+                        docs.source
+                    ),
+                );
+            }
+            _ => {
+                build(docs, &files, &version)?;
+            }
+        }
+    }
+    Ok(served)
 }
 
 fn build(docs: &DocDir, files: &[PathBuf], version: &str) -> Result<IndexInfo, ToolError> {
-    let Some(builder) = index::build(INDEX, &schema(), version)? else {
+    let name = docs.index();
+    let Some(builder) = index::build(&name, &schema(), version)? else {
         // Someone else built this very version while we waited.
-        return index::open(INDEX)?.ok_or_else(|| {
+        return index::open(&name)?.ok_or_else(|| {
             ToolError::new("INTERNAL", "the index vanished right after it was built")
         });
     };
@@ -267,7 +402,8 @@ fn build(docs: &DocDir, files: &[PathBuf], version: &str) -> Result<IndexInfo, T
     log(
         Level::Info,
         &format!(
-            "index built: {} classes, {} documents, {} bytes, docs {} from {}",
+            "index built for Godot {}: {} classes, {} documents, {} bytes, docs {} from {}",
+            docs.version,
             classes.len(),
             info.documents,
             info.size_bytes,

@@ -1,8 +1,9 @@
-//! Docs from the user's own engine: with no doc dir configured, find a
-//! Godot (`GODOT_BIN`, else `godot`, `godot4`, `godot3`, `godot3-server` on
-//! PATH), dump its class reference once with `--doctool` into the plugin's
-//! cache under the engine's `--version`, and serve that. The dump has the
-//! layout of a source tree's `doc/` (`classes/`, `modules/<m>/doc_classes/`).
+//! Docs from the user's own engines: with no doc dir configured, find
+//! every Godot (`GODOT_BIN`, else `godot`, `godot4`, `godot3`,
+//! `godot3-server` on PATH), dump each one's class reference once with
+//! `--doctool` into the plugin's cache under the engine's `--version`, and
+//! serve those. A dump has the layout of a source tree's `doc/`
+//! (`classes/`, `modules/<m>/doc_classes/`).
 
 use std::path::{Path, PathBuf};
 
@@ -23,7 +24,7 @@ pub struct Engine {
 }
 
 impl Engine {
-    fn major(&self) -> u32 {
+    pub fn major(&self) -> u32 {
         self.version
             .split('.')
             .next()
@@ -37,15 +38,36 @@ pub fn dumps_dir() -> Option<PathBuf> {
     plugin_sdk::cache_dir().map(|c| PathBuf::from(c).join("engine-docs"))
 }
 
-/// The first engine that answers, and what each one tried said.
-pub fn find() -> Result<Engine, Vec<String>> {
+/// The dumps made so far (by this host or an earlier one), one doc dir
+/// each: what is served between refreshes, without running an engine.
+pub fn dumps() -> Vec<PathBuf> {
+    let Some(Ok(entries)) = dumps_dir().map(std::fs::read_dir) else {
+        return Vec::new();
+    };
+    let mut found: Vec<PathBuf> = entries
+        .flatten()
+        .map(|e| e.path())
+        // Staging dirs start with a dot.
+        .filter(|p| {
+            !p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with('.'))
+        })
+        .filter(|p| p.join("classes").is_dir())
+        .collect();
+    found.sort();
+    found
+}
+
+/// Every engine that answers (one per version), and what each of the
+/// others said.
+pub fn find_all() -> (Vec<Engine>, Vec<String>) {
     let configured = std::env::var("GODOT_BIN").ok().filter(|b| !b.is_empty());
     let candidates: Vec<String> = match configured {
         Some(bin) => vec![bin],
         None => CANDIDATES.iter().map(|c| c.to_string()).collect(),
     };
     let cwd = dumps_dir().map_or_else(plugin_sdk::workspace, |d| d.to_string_lossy().into());
-    let mut tried = Vec::new();
+    let (mut found, mut tried) = (Vec::new(), Vec::new());
     for program in candidates {
         let request = RunRequest::new(&program, &cwd)
             .args(["--version"])
@@ -60,12 +82,11 @@ pub fn find() -> Result<Engine, Vec<String>> {
                     .map(str::trim)
                     .find(|l| looks_like_version(l))
                 {
-                    Some(version) => {
-                        return Ok(Engine {
-                            program,
-                            version: version.to_string(),
-                        });
-                    }
+                    Some(version) if found.iter().any(|e: &Engine| e.version == version) => {}
+                    Some(version) => found.push(Engine {
+                        program,
+                        version: version.to_string(),
+                    }),
                     None => tried.push(format!("`{program} --version` printed no version")),
                 }
             }
@@ -78,7 +99,7 @@ pub fn find() -> Result<Engine, Vec<String>> {
             Err(e) => tried.push(format!("`{program}`: {}", ToolError::from(e).message)),
         }
     }
-    Err(tried)
+    (found, tried)
 }
 
 fn looks_like_version(line: &str) -> bool {

@@ -1,10 +1,13 @@
 //! `godot.*`: the Godot class reference, offline (seed 004).
 //!
-//! The XML in `GODOT_DOC_DIR` is parsed ([`parse`], [`bbcode`]) into typed
-//! classes ([`model`]) and indexed in the host's index store ([`corpus`]);
-//! the tools ([`api`]) search and read that index, so a call never parses
-//! XML. `refresh` (run by the host after load and when the doc dir
-//! changes) rebuilds the index when the XML no longer matches it.
+//! The class reference XML (`GODOT_DOC_DIR`, or the engines' own dumps,
+//! one reference per Godot version) is parsed ([`parse`], [`bbcode`]) into
+//! typed classes ([`model`]) and indexed in the host's index store
+//! ([`corpus`]); the tools ([`api`]) search and read those indexes, so a
+//! call never parses XML. Every tool takes an optional `version` (the
+//! newest served by default). `refresh` (run by the host after load and
+//! when a doc dir changes) rebuilds an index when its XML no longer
+//! matches it.
 
 pub mod api;
 pub mod bbcode;
@@ -35,6 +38,9 @@ const KINDS: [&str; 9] = [
     "constructor",
 ];
 
+/// The `version` argument every tool takes.
+const VERSION_DOC: &str = "Godot version to answer from, e.g. `4.6` or `3.6` (godot.versions lists them); default: the newest served.";
+
 /// `godot.search`.
 struct Search;
 
@@ -52,6 +58,8 @@ struct SearchArgs {
     kind: Option<String>,
     #[schemars(range(min = 1, max = 100), extend("default" = 10))]
     limit: Option<u32>,
+    #[schemars(description = VERSION_DOC)]
+    version: Option<String>,
 }
 
 impl McpTool for Search {
@@ -76,7 +84,12 @@ impl McpTool for Search {
     }
 
     fn call(args: SearchArgs) -> Result<ToolOutput, ToolError> {
-        let results = api::search(&args.query, args.kind.as_deref(), args.limit.unwrap_or(10))?;
+        let results = api::search(
+            args.version.as_deref(),
+            &args.query,
+            args.kind.as_deref(),
+            args.limit.unwrap_or(10),
+        )?;
         Ok(structured_output(&json!({ "results": results })))
     }
 }
@@ -91,17 +104,29 @@ struct ClassArgs {
     /// Class name, e.g. `Node2D`.
     #[schemars(length(min = 1))]
     name: String,
+    /// Also list what it inherits, grouped by ancestor (nearest first),
+    /// each member without its description.
+    #[schemars(extend("default" = false))]
+    include_ancestors: Option<bool>,
+    #[schemars(description = VERSION_DOC)]
+    version: Option<String>,
 }
 
 impl McpTool for GetClass {
     const NAME: &'static str = "godot.get_class";
     const DESCRIPTION: &'static str = "One class of the Godot reference: description, methods, properties (members), signals, constants, \
-        theme items, annotations, operators, constructors. Sections a class lacks are empty lists.";
+        theme items, annotations, operators, constructors. Sections a class lacks are empty lists. With \
+        include_ancestors, `inherited` lists the members of each ancestor too.";
     const HINTS: Option<Hints> = Some(Hints::READ_ONLY);
     type Args = ClassArgs;
 
     fn call(args: ClassArgs) -> Result<ToolOutput, ToolError> {
-        Ok(json_output(api::get_class(&args.name)?))
+        let class = api::get_class(
+            args.version.as_deref(),
+            &args.name,
+            args.include_ancestors.unwrap_or(false),
+        )?;
+        Ok(structured_output(&class))
     }
 }
 
@@ -118,6 +143,8 @@ struct SymbolArgs {
     /// Which kind, when the name is used by several (e.g. Button.pressed).
     #[schemars(extend("enum" = &KINDS[1..]))]
     kind: Option<String>,
+    #[schemars(description = VERSION_DOC)]
+    version: Option<String>,
 }
 
 impl McpTool for GetSymbol {
@@ -128,9 +155,11 @@ impl McpTool for GetSymbol {
     type Args = SymbolArgs;
 
     fn call(args: SymbolArgs) -> Result<ToolOutput, ToolError> {
-        Ok(json_output(
-            api::get_symbol(&args.qname, args.kind.as_deref())?.to_string(),
-        ))
+        Ok(structured_output(&api::get_symbol(
+            args.version.as_deref(),
+            &args.qname,
+            args.kind.as_deref(),
+        )?))
     }
 }
 
@@ -144,6 +173,8 @@ struct ListArgs {
     prefix: Option<String>,
     #[schemars(range(min = 1, max = 5000), extend("default" = 200))]
     limit: Option<u32>,
+    #[schemars(description = VERSION_DOC)]
+    version: Option<String>,
 }
 
 impl McpTool for ListClasses {
@@ -160,6 +191,7 @@ impl McpTool for ListClasses {
 
     fn call(args: ListArgs) -> Result<ToolOutput, ToolError> {
         let classes = api::list_classes(
+            args.version.as_deref(),
             args.prefix.as_deref().unwrap_or(""),
             args.limit.unwrap_or(200) as usize,
         )?;
@@ -167,10 +199,49 @@ impl McpTool for ListClasses {
     }
 }
 
-/// A JSON document as the tool's text (pretty) and structured result.
-fn json_output(json: String) -> ToolOutput {
-    let value: Value = serde_json::from_str(&json).unwrap_or(Value::String(json));
-    structured_output(&value)
+/// `godot.versions`.
+struct Versions;
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(extend("x-error-code" = "INVALID_ARGUMENT"))]
+struct NoArgs {}
+
+impl McpTool for Versions {
+    const NAME: &'static str = "godot.versions";
+    const DESCRIPTION: &'static str = "The Godot versions whose class reference is served, newest (the default) first, \
+        each with where its docs come from. Pass one as `version` to the other godot.* tools.";
+    const HINTS: Option<Hints> = Some(Hints::READ_ONLY);
+    type Args = NoArgs;
+
+    fn output_schema() -> Option<Value> {
+        Some(json!({
+            "type": "object",
+            "properties": { "versions": { "type": "array", "items": { "type": "object",
+                "properties": {
+                    "version": { "type": "string" }, "default": { "type": "boolean" },
+                    "source": { "type": "string" }, "path": { "type": "string" }
+                },
+                "required": ["version", "default", "source", "path"] } } },
+            "required": ["versions"],
+        }))
+    }
+
+    fn call(_: NoArgs) -> Result<ToolOutput, ToolError> {
+        let versions: Vec<Value> = corpus::DocDir::served(false)?
+            .iter()
+            .enumerate()
+            .map(|(i, d)| {
+                json!({
+                    "version": d.version,
+                    "default": i == 0,
+                    "source": d.source,
+                    "path": d.path.to_string_lossy(),
+                })
+            })
+            .collect();
+        Ok(structured_output(&json!({ "versions": versions })))
+    }
 }
 
 impl resources::Guest for Godot {
@@ -185,7 +256,8 @@ impl resources::Guest for Godot {
             template(
                 "godot://class/{name}",
                 "Godot class",
-                "One class of the Godot reference (as godot.get_class).",
+                "One class of the Godot reference (as godot.get_class). Every godot:// URI may name a \
+                 version first: godot://{version}/class/{name}.",
             ),
             template(
                 "godot://symbol/{class}/{kind}/{name}",
@@ -201,8 +273,11 @@ impl resources::Guest for Godot {
     }
 
     fn read(resource: String) -> Result<Contents, ToolError> {
-        let text = match uri::parse(&resource).map_err(|e| ToolError::new("INVALID_ARGUMENT", e))? {
-            uri::Target::Class(name) => api::get_class(&name)?,
+        let (version, target) =
+            uri::parse(&resource).map_err(|e| ToolError::new("INVALID_ARGUMENT", e))?;
+        let version = version.as_deref();
+        let text = match target {
+            uri::Target::Class(name) => api::get_class(version, &name, false)?.to_string(),
             uri::Target::Symbol { class, kind, name } => {
                 if !KINDS[1..].contains(&kind.as_str()) {
                     return Err(ToolError::new(
@@ -213,7 +288,7 @@ impl resources::Guest for Godot {
                         ),
                     ));
                 }
-                let value = api::get_symbol(&format!("{class}.{name}"), Some(&kind))?;
+                let value = api::get_symbol(version, &format!("{class}.{name}"), Some(&kind))?;
                 if value.get("inherited_from").is_some() {
                     return Err(ToolError::new(
                         "NOT_FOUND",
@@ -229,7 +304,7 @@ impl resources::Guest for Godot {
                         format!("unknown kind `{k}`: use one of {}", KINDS.join(", ")),
                     ));
                 }
-                json!({ "results": api::search(&query, kind.as_deref(), 10)? }).to_string()
+                json!({ "results": api::search(version, &query, kind.as_deref(), 10)? }).to_string()
             }
         };
         Ok(Contents {
@@ -242,13 +317,16 @@ impl resources::Guest for Godot {
 
 impl lifecycle::Guest for Godot {
     fn refresh(_changed: Vec<String>) -> Result<Vec<String>, ToolError> {
-        let docs = corpus::refresh()?;
-        Ok(vec![docs.path.to_string_lossy().into_owned()])
+        let served = corpus::refresh()?;
+        Ok(served
+            .iter()
+            .map(|d| d.path.to_string_lossy().into_owned())
+            .collect())
     }
 }
 
 plugin_sdk::export! {
-    tools: [Search, GetClass, GetSymbol, ListClasses],
+    tools: [Search, GetClass, GetSymbol, ListClasses, Versions],
     resources: Godot,
     lifecycle: Godot,
 }

@@ -1,6 +1,8 @@
 //! `godot://` URIs: `class/<C>`, `symbol/<C>/<kind>/<name>` and
-//! `search?q=&kind=`. Names keep `@`, `/` and `.`; only characters that
-//! would break a URI (space, `%`, `?`, `#`) are percent-encoded.
+//! `search?q=&kind=`, each optionally after a version (`godot://4.6/class/
+//! Node2D`; without one, the default version). Names keep `@`, `/` and
+//! `.`; only characters that would break a URI (space, `%`, `?`, `#`) are
+//! percent-encoded.
 
 pub fn class(name: &str) -> String {
     format!("godot://class/{}", encode(name))
@@ -18,6 +20,20 @@ pub fn search(query: &str, kind: Option<&str>) -> String {
     }
 }
 
+/// `uri` (unversioned) with `version` in it.
+pub fn versioned(uri: &str, version: &str) -> String {
+    match uri.strip_prefix("godot://") {
+        Some(rest) => format!("godot://{version}/{rest}"),
+        None => uri.to_string(),
+    }
+}
+
+/// A URI's version segment: digits and dots, starting with a digit.
+fn is_version(segment: &str) -> bool {
+    segment.starts_with(|c: char| c.is_ascii_digit())
+        && segment.chars().all(|c| c.is_ascii_digit() || c == '.')
+}
+
 /// What a `godot://` URI points at.
 #[derive(Debug, PartialEq)]
 pub enum Target {
@@ -33,15 +49,27 @@ pub enum Target {
     },
 }
 
-/// Parse a URI; the error says which forms exist.
-pub fn parse(uri: &str) -> Result<Target, String> {
-    let forms = "use godot://class/<Class>, godot://symbol/<Class>/<kind>/<name> or godot://search?q=<words>&kind=<kind>";
+/// Parse a URI into its version (if it names one) and target; the error
+/// says which forms exist.
+pub fn parse(uri: &str) -> Result<(Option<String>, Target), String> {
+    let forms = "use godot://class/<Class>, godot://symbol/<Class>/<kind>/<name> or godot://search?q=<words>&kind=<kind>, \
+                 each optionally with a version first (godot://4.6/class/<Class>)";
     let rest = uri
         .strip_prefix("godot://")
         .ok_or_else(|| format!("`{uri}` is not a godot:// URI: {forms}"))?;
+    let (version, rest) = match rest.split_once('/') {
+        Some((first, rest)) if is_version(first) => (Some(first.to_string()), rest),
+        _ => (None, rest),
+    };
+    target(rest)
+        .map(|t| (version, t))
+        .ok_or_else(|| format!("`{uri}` is not a valid godot:// URI: {forms}"))
+}
+
+fn target(rest: &str) -> Option<Target> {
     if let Some(name) = rest.strip_prefix("class/") {
         if !name.is_empty() && !name.contains('/') {
-            return Ok(Target::Class(decode(name)));
+            return Some(Target::Class(decode(name)));
         }
     } else if let Some(path) = rest.strip_prefix("symbol/") {
         let mut parts = path.splitn(3, '/');
@@ -49,7 +77,7 @@ pub fn parse(uri: &str) -> Result<Target, String> {
             && !class.is_empty()
             && !name.is_empty()
         {
-            return Ok(Target::Symbol {
+            return Some(Target::Symbol {
                 class: decode(class),
                 kind: kind.to_string(),
                 name: decode(name),
@@ -66,10 +94,10 @@ pub fn parse(uri: &str) -> Result<Target, String> {
             }
         }
         if let Some(query) = q.filter(|q| !q.trim().is_empty()) {
-            return Ok(Target::Search { query, kind });
+            return Some(Target::Search { query, kind });
         }
     }
-    Err(format!("`{uri}` is not a valid godot:// URI: {forms}"))
+    None
 }
 
 fn encode(text: &str) -> String {
@@ -118,7 +146,7 @@ mod tests {
         );
         let tricky = symbol("Control", "theme_item", "font/size.x");
         assert_eq!(
-            parse(&tricky).unwrap(),
+            parse(&tricky).unwrap().1,
             Target::Symbol {
                 class: "Control".into(),
                 kind: "theme_item".into(),
@@ -128,7 +156,7 @@ mod tests {
         let op = symbol("Vector2", "operator", "operator +");
         assert_eq!(op, "godot://symbol/Vector2/operator/operator%20+");
         assert_eq!(
-            parse(&op).unwrap(),
+            parse(&op).unwrap().1,
             Target::Symbol {
                 class: "Vector2".into(),
                 kind: "operator".into(),
@@ -137,10 +165,20 @@ mod tests {
         );
         assert_eq!(
             parse(&class("Node2D")).unwrap(),
-            Target::Class("Node2D".into())
+            (None, Target::Class("Node2D".into()))
         );
         assert_eq!(
-            parse(&search("play sound & more", Some("method"))).unwrap(),
+            parse(&versioned(&class("Node2D"), "4.6")).unwrap(),
+            (Some("4.6".into()), Target::Class("Node2D".into()))
+        );
+        assert_eq!(
+            versioned(&class("Node2D"), "3.6"),
+            "godot://3.6/class/Node2D"
+        );
+        assert_eq!(
+            parse(&search("play sound & more", Some("method")))
+                .unwrap()
+                .1,
             Target::Search {
                 query: "play sound & more".into(),
                 kind: Some("method".into())
