@@ -47,6 +47,27 @@ const KIND_WORDS: [(&str, &str); 5] = [
     ("signal", "signal"),
 ];
 
+/// Words that say nothing of the subject of a question in plain words
+/// ("how do I", "a", "the"): names that hold them (`write_to_file`) must
+/// not win on them.
+const FILLER: &[&str] = &[
+    "a", "an", "the", "how", "do", "does", "i", "can", "to", "of", "in", "on", "at", "by", "for",
+    "from", "with", "is", "are", "be", "when", "what", "which", "that", "this", "it", "its", "my",
+    "me", "into", "some", "few", "way", "want", "should", "there",
+];
+
+/// A question in plain words, not a name: three words or more, none of
+/// them written as code (`move_and_slide`, `Node.x`, `CharacterBody2D`).
+fn plain_words(query: &str, words: &[&str]) -> bool {
+    words.len() >= 3
+        && !query.contains(['_', '.', '@', '('])
+        && !query.split_whitespace().any(|w| {
+            w.chars()
+                .skip(1)
+                .any(|c| c.is_ascii_uppercase() || c.is_ascii_digit())
+        })
+}
+
 /// A question is a name or a few words; anything longer is not one, and
 /// would only cost the host memory (every word becomes query clauses).
 pub const MAX_QUERY_CHARS: usize = 256;
@@ -108,14 +129,26 @@ pub fn search(
         field: field.into(),
         boost,
     };
+    // A question in plain words is searched without its filler.
+    let text = if plain_words(query, &words) {
+        let meaningful: Vec<&str> = words
+            .iter()
+            .copied()
+            .filter(|w| !FILLER.contains(w))
+            .collect();
+        meaningful.join(" ")
+    } else {
+        query.to_string()
+    };
+    let fields = vec![
+        boost("name_text", 3.0),
+        boost("class_text", 1.5),
+        boost("summary", 1.0),
+        boost("body", 0.3),
+    ];
     let request = SearchRequest {
-        query: query.to_string(),
-        fields: vec![
-            boost("name_text", 3.0),
-            boost("class_text", 1.5),
-            boost("summary", 1.0),
-            boost("body", 0.3),
-        ],
+        query: text,
+        fields,
         terms,
         filters: kind
             .map(|k| {

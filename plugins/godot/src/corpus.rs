@@ -21,7 +21,7 @@ use crate::parse::parse_class;
 use crate::uri;
 
 /// Bump when the documents change shape.
-const FORMAT: &str = "godot-docs/5";
+const FORMAT: &str = "godot-docs/6";
 const BATCH: usize = 2000;
 
 /// One reference served, checked, and where it came from.
@@ -388,7 +388,14 @@ fn build(docs: &DocDir, files: &[PathBuf], version: &str) -> Result<IndexInfo, T
         } else {
             *descendants.get(class.name.as_str()).unwrap_or(&0)
         };
-        let prior = 1.0 + 0.08 * (1.0 + reach as f64).ln();
+        // The editor's own API (plugins, settings) answers questions about
+        // games only by accident: behind the rest on equal words.
+        let audience = if class.name.starts_with("Editor") {
+            0.6
+        } else {
+            1.0
+        };
+        let prior = audience * (1.0 + 0.08 * (1.0 + reach as f64).ln());
         batch.push(class_document(class, prior));
         for symbol in class.symbols() {
             batch.push(symbol_document(class, &symbol, prior));
