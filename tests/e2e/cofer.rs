@@ -1003,15 +1003,15 @@ async fn an_image_not_in_local_storage_is_image_missing() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn another_machines_environment_on_a_shared_service_is_left_alone() {
+async fn environments_of_other_machines_and_repositories_are_left_alone() {
     let Some(f) = Fixture::with_podman(&[], true).await else {
         return;
     };
     // What a host on another machine made on the same Podman service, for
-    // a repository at the same path, and what this machine made for a
-    // repository that was at this path before (removed, cloned again):
-    // fault injection, made here by hand.
-    let foreign = |env: &str, machine: &str, repository: &str| {
+    // a repository at the same path; what this machine made for a
+    // repository that was at this path before (removed, cloned again); and
+    // for another repository: fault injection, made here by hand.
+    let foreign = |env: &str, machine: &str, source: &str, repository: &str| {
         let id = podman(&[
             "run",
             "--detach",
@@ -1023,7 +1023,7 @@ async fn another_machines_environment_on_a_shared_service_is_left_alone() {
             "--label",
             &format!("cofer.env={env}"),
             "--label",
-            &format!("cofer.source={}", f.source()),
+            &format!("cofer.source={source}"),
             "--label",
             &format!("cofer.repository={repository}"),
             "--label",
@@ -1042,8 +1042,14 @@ async fn another_machines_environment_on_a_shared_service_is_left_alone() {
         .filter_map(|f| std::fs::read_to_string(f).ok())
         .find(|id| !id.trim().is_empty())
         .unwrap();
-    let theirs = foreign("theirs", "another-machine", "0123456789abcdef");
-    let earlier = foreign("earlier", machine.trim(), "00000000deadbeef");
+    let theirs = foreign("theirs", "another-machine", &f.source(), "0123456789abcdef");
+    let earlier = foreign("earlier", machine.trim(), &f.source(), "00000000deadbeef");
+    let other = foreign(
+        "other",
+        machine.trim(),
+        "/elsewhere/repo",
+        "00000000cafef00d",
+    );
     let client = f.env.start().await;
     // This repository's first environment gives it an id of its own, which
     // its containers carry.
@@ -1066,14 +1072,15 @@ async fn another_machines_environment_on_a_shared_service_is_left_alone() {
         .await;
     assert!(!is_error(&listed), "{listed:?}");
     assert!(text(&listed).contains("mine"), "{}", text(&listed));
-    for other in ["theirs", "earlier"] {
-        assert!(!text(&listed).contains(other), "{}", text(&listed));
-        let r = client.call("environment_destroy", f.scoped(other)).await;
+    for env in ["theirs", "earlier", "other"] {
+        assert!(!text(&listed).contains(env), "{}", text(&listed));
+        let r = client.call("environment_destroy", f.scoped(env)).await;
         assert_eq!(error_of(&r)["code"], "not_found", "{r:?}");
     }
     for (container, whose) in [
         (&theirs, "another machine's"),
         (&earlier, "an earlier repository's"),
+        (&other, "another repository's"),
     ] {
         let state = podman(&["inspect", "--format", "{{.State.Status}}", container]);
         assert_eq!(state.trim(), "running", "{whose} container was touched");

@@ -107,7 +107,7 @@ pub fn run_cmd(args: RunCmd) -> Result<ToolOutput, ToolError> {
     })?;
     let (stdout, stderr) = split_tail(&result);
     // A command the host killed (timeout, silence, cancellation) has no exit
-    // code of its own, whatever `podman exec` returned.
+    // code of its own, whatever Podman reported.
     let killed = matches!(
         result.status,
         Status::Timeout | Status::NoOutput | Status::Cancelled
@@ -173,7 +173,7 @@ pub fn run_cmd(args: RunCmd) -> Result<ToolOutput, ToolError> {
         )),
         Status::SpawnFailed => Err(crate::errors::step_failed(
             "run the command",
-            result.error.unwrap_or_else(|| "podman exec could not start".into()),
+            result.error.unwrap_or_else(|| "Podman could not start the command".into()),
             "check that Podman works on the host (`podman info`)",
         )),
     }

@@ -337,7 +337,10 @@ impl Host for CallState {
         let timeout = Duration::from_millis(request.timeout_ms).min(remaining);
         let no_output_timeout = request.no_output_timeout_ms.map(Duration::from_millis);
         let tail_bytes = request.tail_bytes.min(MAX_TAIL_BYTES) as usize;
-        let progress = RunProgress::new(call.client.clone(), format!("podman exec {id}"));
+        let progress = RunProgress::new(
+            call.client.clone(),
+            format!("the command in container {id}"),
+        );
         let spec = podman::exec::ExecSpec {
             argv,
             workdir: request.workdir,
