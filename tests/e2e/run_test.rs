@@ -40,8 +40,9 @@ fn npm_env(script: &str) -> Option<Env> {
     Some(env)
 }
 
-/// The response has exactly the seed's keys, and the reports exist.
-/// (The full-disk test checks the other case: what is missing is said.)
+/// The response has the seed's six keys and the per-test results
+/// (`tests`, `failures`), and the reports exist. (The full-disk test
+/// checks the other case: what is missing is said.)
 fn check_reports(env: &Env, out: &Value, status: &str) {
     let keys: Vec<&str> = out
         .as_object()
@@ -56,8 +57,10 @@ fn check_reports(env: &Env, out: &Value, status: &str) {
             "duration_ms",
             "excerpt",
             "exit_code",
+            "failures",
             "report_dir",
-            "status"
+            "status",
+            "tests"
         ],
         "{out}"
     );
@@ -135,6 +138,30 @@ async fn cargo_pass_and_fail() {
     let excerpt = out["excerpt"].as_str().unwrap();
     assert!(excerpt.contains("test adds_wrong ... FAILED"), "{excerpt}");
     assert!(excerpt.contains("math broke"), "{excerpt}");
+    // Which test failed, where and why (libtest's console).
+    assert_eq!(
+        out["tests"],
+        json!({"passed": 1, "failed": 1, "skipped": 0, "total": 2}),
+        "{out:#}"
+    );
+    let failure = &out["failures"][0];
+    assert_eq!(failure["name"], "adds_wrong");
+    assert_eq!(failure["file"], "tests/bad.rs");
+    assert_eq!(failure["line"], 2);
+    assert!(
+        failure["message"].as_str().unwrap().contains("math broke"),
+        "{failure}"
+    );
+    let md = std::fs::read_to_string(
+        env.workspace
+            .join(out["report_dir"].as_str().unwrap())
+            .join("summary.md"),
+    )
+    .unwrap();
+    assert!(
+        md.contains("## Failed tests\n\n- `adds_wrong` (tests/bad.rs:2): "),
+        "{md}"
+    );
 
     let pattern = host
         .call(
@@ -190,6 +217,27 @@ async fn pytest_pass_and_fail() {
         excerpt.contains("E       AssertionError: arithmetic"),
         "{excerpt}"
     );
+    // From pytest's own JUnit report, with the failing line.
+    assert_eq!(
+        out["tests"],
+        json!({"passed": 0, "failed": 1, "skipped": 0, "total": 1}),
+        "{out:#}"
+    );
+    let failure = &out["failures"][0];
+    assert_eq!(failure["name"], "test_bad.py::test_bad");
+    assert_eq!(
+        (&failure["file"], &failure["line"]),
+        (&json!("test_bad.py"), &json!(2))
+    );
+    assert!(
+        failure["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("AssertionError: arithmetic"),
+        "{failure}"
+    );
+    let dir = env.workspace.join(out["report_dir"].as_str().unwrap());
+    assert!(dir.join("junit.xml").is_file(), "pytest's report is kept");
 
     // A file named like an option, reached through `./`, is no target:
     // pytest would only collect and report a pass.
@@ -206,6 +254,89 @@ async fn pytest_pass_and_fail() {
     let err = structured(&injected);
     assert_eq!(err["code"], "invalid_request", "{err}");
     assert!(err["message"].as_str().unwrap().contains("option"), "{err}");
+}
+
+/// node's own test runner behind `npm test`: its JUnit report gives names,
+/// files and lines.
+#[tokio::test]
+async fn npm_with_nodes_test_runner_reports_each_test() {
+    let Some(env) = npm_env("node --test") else {
+        return;
+    };
+    write(
+        &env.workspace,
+        &[(
+            "test/math.test.js",
+            "const test = require('node:test');\nconst assert = require('node:assert');\n\
+             test('adds', () => { assert.strictEqual(1 + 1, 2); });\n\
+             test('subtracts', () => { assert.strictEqual(2 - 1, 3); });\n\
+             test.skip('later', () => {});\n",
+        )],
+    );
+    let host = env.start().await;
+    let r = host
+        .call("run_test", run_test_args("npm", json!({"scope": "all"})))
+        .await;
+    let out = &structured(&r);
+    check_reports(&env, out, "fail");
+    assert_eq!(
+        out["tests"],
+        json!({"passed": 1, "failed": 1, "skipped": 1, "total": 3}),
+        "{out:#}"
+    );
+    let failure = &out["failures"][0];
+    assert_eq!(failure["name"], "subtracts");
+    assert_eq!(
+        (&failure["file"], &failure["line"]),
+        (&json!("test/math.test.js"), &json!(4))
+    );
+    assert!(
+        failure["message"].as_str().unwrap().contains("1 !== 3"),
+        "{failure}"
+    );
+    // A name pattern goes to node's own filter.
+    let r = host
+        .call(
+            "run_test",
+            run_test_args("npm", json!({"scope": "pattern", "target": "adds"})),
+        )
+        .await;
+    let out = &structured(&r);
+    assert_eq!(out["status"], "pass", "{out:#}");
+    assert_eq!(out["tests"]["passed"], 1, "{out:#}");
+    assert_eq!(out["tests"]["failed"], 0, "{out:#}");
+}
+
+/// A run cut off by its timeout writes no JUnit report: the tests that
+/// finished are still counted, from the output.
+#[tokio::test]
+async fn a_timeout_still_counts_what_finished() {
+    if !require_program(
+        "pytest",
+        "install it with `pip install pytest` (.ci/run does)",
+    ) {
+        return;
+    }
+    let env = env();
+    write(
+        &env.workspace,
+        &[(
+            "test_slow.py",
+            "import time\n\ndef test_a():\n    pass\n\ndef test_b():\n    assert False, 'b'\n\ndef test_c():\n    time.sleep(600)\n",
+        )],
+    );
+    let host = env.start().await;
+    let mut args = run_test_args("pytest", json!({"scope": "all"}));
+    args["timeout_ms"] = json!(8000);
+    let r = host.call("run_test", args).await;
+    let out = &structured(&r);
+    assert_eq!(out["status"], "timeout", "{out:#}");
+    assert_eq!(
+        out["tests"],
+        json!({"passed": 1, "failed": 1, "skipped": 0, "total": 2}),
+        "{out:#}"
+    );
+    assert_eq!(out["failures"][0]["name"], "test_slow.py::test_b");
 }
 
 #[tokio::test]

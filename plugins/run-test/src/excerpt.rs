@@ -71,6 +71,8 @@ pub struct Header<'a> {
     pub command: &'a str,
     pub started_at: &'a str,
     pub error: Option<&'a str>,
+    pub tests: Option<&'a crate::results::Counts>,
+    pub failures: &'a [crate::results::Failure],
 }
 
 /// Remove ANSI escape sequences (colours, cursor moves).
@@ -184,6 +186,27 @@ impl Summary {
         );
         if let Some(e) = h.error {
             md.push_str(&format!("- error: {e}\n"));
+        }
+        if let Some(t) = h.tests {
+            md.push_str(&format!(
+                "- tests: {} passed, {} failed, {} skipped ({} in all)\n",
+                t.passed, t.failed, t.skipped, t.total
+            ));
+        }
+        if !h.failures.is_empty() {
+            md.push_str("\n## Failed tests\n\n");
+        }
+        for f in h.failures {
+            let place = match (&f.file, f.line) {
+                (Some(file), Some(line)) => format!(" ({file}:{line})"),
+                (Some(file), None) => format!(" ({file})"),
+                _ => String::new(),
+            };
+            md.push_str(&format!(
+                "- `{}`{place}: {}\n",
+                f.name,
+                f.message.lines().next().unwrap_or("")
+            ));
         }
         md.push_str(&format!(
             "\n## Failure excerpts ({} of at most {MAX_BLOCKS})\n\n",

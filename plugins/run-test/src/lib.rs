@@ -5,10 +5,12 @@
 //! `process` capability under a hard and a no-output timeout, and writes
 //! `raw.log`, `summary.md` and `summary.json` into the report directory on
 //! every run. Summaries come from the last `max_output_bytes` of output
-//! only.
+//! only; per-test results ([`results`]) from the runner's own report where
+//! it writes one, else from that output.
 
 mod excerpt;
 mod request;
+mod results;
 mod template;
 
 use plugin_sdk::process::{self, RunRequest, RunResult, Status};
@@ -16,6 +18,8 @@ use plugin_sdk::{Hints, McpTool, ToolError, ToolOutput};
 use serde_json::json;
 
 use request::Checked;
+use results::{Junit, Results};
+use template::{Project, Runner};
 
 /// The `run_test` tool.
 struct RunTest;
@@ -46,6 +50,8 @@ impl McpTool for RunTest {
 
 fn run(args: &request::Args, checked: &Checked) -> serde_json::Value {
     let raw_log = checked.report_dir.join("raw.log");
+    // A report left in a reused report dir must not pass for this run's.
+    let _ = std::fs::remove_file(checked.report_dir.join("junit.xml"));
     let request = RunRequest::new(&checked.command.program, checked.repo.to_string_lossy())
         .args(&checked.command.args)
         .env(template::quiet_env())
@@ -71,6 +77,9 @@ fn run(args: &request::Args, checked: &Checked) -> serde_json::Value {
         }
     };
     let summary = excerpt::summarize(&outcome.text, outcome.truncated, args.runner);
+    let results = results_of(args.runner, checked, &outcome.text);
+    let tests = results.as_ref().map(|r| &r.counts);
+    let failures = results.as_ref().map_or(&[][..], Results::shown);
     let excerpt = match &outcome.error {
         Some(e) => format!("{e}\n{}", summary.excerpt()),
         None => summary.excerpt(),
@@ -89,6 +98,9 @@ fn run(args: &request::Args, checked: &Checked) -> serde_json::Value {
         "limits": {"timeout_ms": args.timeout_ms, "no_output_timeout_ms": args.no_output_timeout_ms, "max_output_bytes": args.max_output_bytes},
         "output_truncated_for_summary": outcome.truncated,
         "error": outcome.error,
+        "tests": tests,
+        "failures": failures,
+        "failed_tests": results.as_ref().map(Results::failed_names).unwrap_or_default(),
         "excerpt_blocks": summary.blocks,
         "last_lines": summary.last_lines,
     });
@@ -99,6 +111,8 @@ fn run(args: &request::Args, checked: &Checked) -> serde_json::Value {
         command: &checked.command.display(),
         started_at: &checked.started_at,
         error: outcome.error.as_deref(),
+        tests,
+        failures,
     });
     // Only what is really on disk is named; a partial file is removed.
     let mut artifacts = serde_json::Map::new();
@@ -147,7 +161,43 @@ fn run(args: &request::Args, checked: &Checked) -> serde_json::Value {
         "report_dir": report_dir,
         "artifacts": artifacts,
         "excerpt": excerpt,
+        "tests": tests,
+        "failures": failures,
     })
+}
+
+/// The per-test results: from the JUnit report the run wrote, else from
+/// its output (a run cut off writes no report); `None` for the runners
+/// read only as text (go, dart, flutter, npm other than node's runner).
+fn results_of(runner: Runner, checked: &Checked, output: &str) -> Option<Results> {
+    let report = |dialect| -> Option<Results> {
+        let path = checked.report_dir.join("junit.xml");
+        let size = std::fs::metadata(&path).ok()?.len();
+        let complaint = if size > results::MAX_REPORT_BYTES {
+            format!(
+                "junit.xml is {size} bytes, over {}: not read",
+                results::MAX_REPORT_BYTES
+            )
+        } else {
+            let xml = std::fs::read_to_string(&path).ok()?;
+            match results::junit(&xml, dialect, &checked.repo.to_string_lossy()) {
+                Ok(results) => return Some(results),
+                Err(e) => format!("junit.xml cannot be read ({e}): the output is read instead"),
+            }
+        };
+        plugin_sdk::log::log(plugin_sdk::log::Level::Warn, &complaint);
+        None
+    };
+    match (runner, checked.project) {
+        (Runner::Pytest, _) => {
+            report(Junit::Pytest).or_else(|| Some(results::pytest_console(output)))
+        }
+        (Runner::Npm, Project::NodeTestRunner) => {
+            report(Junit::Node).or_else(|| Some(results::node_console(output)))
+        }
+        (Runner::Cargo, _) => Some(results::libtest(output)),
+        _ => None,
+    }
 }
 
 struct Outcome {
@@ -198,7 +248,21 @@ fn output_schema() -> serde_json::Value {
                 "properties": {"raw_log": {"type": "string"}, "summary_md": {"type": "string"}, "summary_json": {"type": "string"},
                                "not_written": {"type": "object", "additionalProperties": {"type": "string"}}}
             },
-            "excerpt": {"type": "string"}
+            "excerpt": {"type": "string"},
+            "tests": {
+                "description": "How many tests passed, failed and were skipped; null for runners read only as text.",
+                "type": ["object", "null"],
+                "properties": {"passed": {"type": "integer"}, "failed": {"type": "integer"},
+                               "skipped": {"type": "integer"}, "total": {"type": "integer"}}
+            },
+            "failures": {
+                "description": "The failing tests (at most 20): name as the runner reruns it, file and line where the runner says, the message and an excerpt.",
+                "type": "array",
+                "items": {"type": "object", "properties": {
+                    "name": {"type": "string"}, "file": {"type": "string"}, "line": {"type": "integer"},
+                    "message": {"type": "string"}, "excerpt": {"type": "string"}},
+                    "required": ["name", "message", "excerpt"]}
+            }
         },
         "required": ["status", "exit_code", "duration_ms", "report_dir", "artifacts", "excerpt"]
     })

@@ -8,7 +8,7 @@ use plugin_sdk::codes;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::template::{self, Command, Runner, Scope};
+use crate::template::{self, Command, Project, Runner, Scope};
 
 /// Upper bound for `max_output_bytes`: the summary buffer lives in memory.
 pub const MAX_OUTPUT_BYTES: u64 = 16 * 1024 * 1024;
@@ -47,6 +47,7 @@ pub struct Args {
 /// A request that passed every check.
 pub struct Checked {
     pub repo: PathBuf,
+    pub project: Project,
     pub command: Command,
     /// Absolute report directory.
     pub report_dir: PathBuf,
@@ -77,13 +78,35 @@ pub fn check(args: &Args, repo: &Path, timestamp: &str) -> Result<Checked, ToolE
         })?,
         None => fresh_report_dir(repo, timestamp),
     };
+    let project = project(args.runner, repo);
+    let report = report_rel.to_string_lossy().into_owned();
     Ok(Checked {
         repo: repo.to_path_buf(),
-        command: template::command(args.runner, args.scope, target.as_deref()),
+        project,
+        command: template::command(args.runner, args.scope, project, target.as_deref(), &report),
         report_dir: repo.join(&report_rel),
         report_rel,
         started_at: timestamp.to_string(),
     })
+}
+
+/// How the project runs its tests: for npm, whether `npm test` is node's
+/// own test runner (the `test` script starts with `node --test`).
+fn project(runner: Runner, repo: &Path) -> Project {
+    if runner != Runner::Npm {
+        return Project::Plain;
+    }
+    let script = std::fs::read_to_string(repo.join("package.json"))
+        .ok()
+        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+        .and_then(|package| package["scripts"]["test"].as_str().map(str::to_string))
+        .unwrap_or_default();
+    let mut words = script.split_whitespace();
+    if words.next() == Some("node") && words.next() == Some("--test") {
+        Project::NodeTestRunner
+    } else {
+        Project::Plain
+    }
 }
 
 /// A relative path that stays inside the repository, normalised.
