@@ -162,6 +162,50 @@ async fn cargo_pass_and_fail() {
         md.contains("## Failed tests\n\n- `adds_wrong` (tests/bad.rs:2): "),
         "{md}"
     );
+    // Only what failed last time runs again, named exactly.
+    let again = host
+        .call(
+            "run_test",
+            run_test_args("cargo", json!({"scope": "failed"})),
+        )
+        .await;
+    let out = &structured(&again);
+    assert_eq!(
+        out["tests"],
+        json!({"passed": 0, "failed": 1, "skipped": 0, "total": 1}),
+        "{out:#}"
+    );
+    let summary: Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            env.workspace
+                .join(out["report_dir"].as_str().unwrap())
+                .join("summary.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        summary["command"]["args"],
+        json!([
+            "test",
+            "--no-fail-fast",
+            "--color",
+            "never",
+            "--",
+            "--exact",
+            "adds_wrong"
+        ])
+    );
+    // A runner without per-test results has no `failed` scope.
+    let go = host
+        .call("run_test", run_test_args("go", json!({"scope": "failed"})))
+        .await;
+    let err = structured(&go);
+    assert_eq!(err["code"], "invalid_request", "{err}");
+    assert!(
+        err["message"].as_str().unwrap().contains("use scope `pattern`"),
+        "{err}"
+    );
 
     let pattern = host
         .call(
@@ -238,6 +282,23 @@ async fn pytest_pass_and_fail() {
     );
     let dir = env.workspace.join(out["report_dir"].as_str().unwrap());
     assert!(dir.join("junit.xml").is_file(), "pytest's report is kept");
+    // The failed test again, by its node id; a target makes no sense here.
+    let again = host
+        .call(
+            "run_test",
+            run_test_args("pytest", json!({"scope": "failed"})),
+        )
+        .await;
+    let out = &structured(&again);
+    assert_eq!(out["tests"]["total"], 1, "{out:#}");
+    assert_eq!(out["failures"][0]["name"], "test_bad.py::test_bad");
+    let with_target = host
+        .call(
+            "run_test",
+            run_test_args("pytest", json!({"scope": "failed", "target": "x"})),
+        )
+        .await;
+    assert_eq!(structured(&with_target)["code"], "invalid_request");
 
     // A file named like an option, reached through `./`, is no target:
     // pytest would only collect and report a pass.
@@ -294,6 +355,14 @@ async fn npm_with_nodes_test_runner_reports_each_test() {
         failure["message"].as_str().unwrap().contains("1 !== 3"),
         "{failure}"
     );
+    // Only the failed test runs again (node skips the others).
+    let again = host
+        .call("run_test", run_test_args("npm", json!({"scope": "failed"})))
+        .await;
+    let out = &structured(&again);
+    assert_eq!(out["tests"]["failed"], 1, "{out:#}");
+    assert_eq!(out["tests"]["passed"], 0, "{out:#}");
+    assert_eq!(out["failures"][0]["name"], "subtracts");
     // A name pattern goes to node's own filter.
     let r = host
         .call(

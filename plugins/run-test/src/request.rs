@@ -25,7 +25,7 @@ const DEFAULT_REPORTS: &str = ".cache/mcp-test-timebox/reports";
 pub struct Args {
     /// Which test runner's fixed command template to use.
     pub runner: Runner,
-    /// all: the whole suite; file: one test file; pattern: tests whose name matches.
+    /// all: the whole suite; file: one test file; pattern: tests whose name matches; failed: the tests that failed in the last run of this runner here (pytest, cargo, npm with node's test runner).
     pub scope: Scope,
     /// Required when scope is file or pattern. scope=file: a test file path relative to the repository (cargo: tests/<name>.rs; go: a file of the package to test). scope=pattern: a test name pattern.
     #[schemars(length(min = 1, max = 512))]
@@ -61,10 +61,18 @@ fn invalid(message: String) -> ToolError {
 }
 
 pub fn check(args: &Args, repo: &Path, timestamp: &str) -> Result<Checked, ToolError> {
-    let target = match (args.scope, args.target.as_deref()) {
-        (Scope::All, _) => None,
-        (Scope::File, Some(t)) => Some(file_target(args.runner, t, repo)?),
-        (Scope::Pattern, Some(t)) => Some(pattern_target(t)?),
+    let project = project(args.runner, repo);
+    let targets = match (args.scope, args.target.as_deref()) {
+        (Scope::All, _) => Vec::new(),
+        (Scope::File, Some(t)) => vec![file_target(args.runner, t, repo)?],
+        (Scope::Pattern, Some(t)) => vec![pattern_target(t)?],
+        (Scope::Failed, None) => failed_targets(args.runner, project, repo)?,
+        (Scope::Failed, Some(_)) => {
+            return Err(invalid(
+                "scope `failed` takes no `target`: it reruns the tests that failed in the last run of this runner"
+                    .into(),
+            ));
+        }
         (_, None) => {
             return Err(invalid(format!(
                 "scope `{}` needs a `target`",
@@ -78,16 +86,79 @@ pub fn check(args: &Args, repo: &Path, timestamp: &str) -> Result<Checked, ToolE
         })?,
         None => fresh_report_dir(repo, timestamp),
     };
-    let project = project(args.runner, repo);
     let report = report_rel.to_string_lossy().into_owned();
+    let command = template::command(args.runner, args.scope, project, &targets, &report)
+        .ok_or_else(|| no_failed_scope(args.runner))?;
     Ok(Checked {
         repo: repo.to_path_buf(),
         project,
-        command: template::command(args.runner, args.scope, project, target.as_deref(), &report),
+        command,
         report_dir: repo.join(&report_rel),
         report_rel,
         started_at: timestamp.to_string(),
     })
+}
+
+/// The tests that failed in the last run of `runner` here (its newest
+/// `summary.json` under the default reports), as the runner's filter takes
+/// them. The names come from what the test project's run reported: one
+/// that could be read as an option is left out.
+fn failed_targets(runner: Runner, project: Project, repo: &Path) -> Result<Vec<String>, ToolError> {
+    if template::command(runner, Scope::Failed, project, &[], "").is_none() {
+        return Err(no_failed_scope(runner));
+    }
+    let root = repo.join(DEFAULT_REPORTS);
+    let mut dirs: Vec<String> = std::fs::read_dir(&root)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    dirs.sort();
+    let last = dirs.iter().rev().find_map(|dir| {
+        let text = std::fs::read_to_string(root.join(dir).join("summary.json")).ok()?;
+        let summary: serde_json::Value = serde_json::from_str(&text).ok()?;
+        (summary["runner"] == runner.name()).then_some((dir, summary))
+    });
+    let Some((dir, summary)) = last else {
+        return Err(invalid(format!(
+            "there is no earlier {} run in {DEFAULT_REPORTS}: run scope `all` first",
+            runner.name()
+        )));
+    };
+    let names: Vec<String> = summary["failed_tests"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|n| n.as_str())
+        .filter(|n| !n.is_empty() && !n.starts_with('-') && !n.chars().any(char::is_control))
+        .map(str::to_string)
+        .collect();
+    if names.is_empty() {
+        return Err(invalid(format!(
+            "the last {} run ({DEFAULT_REPORTS}/{dir}) had no failing test to run again",
+            runner.name()
+        )));
+    }
+    Ok(match (runner, project) {
+        // One pattern naming exactly those tests.
+        (Runner::Npm, _) => vec![format!(
+            "^(?:{})$",
+            names
+                .iter()
+                .map(|n| regex_lite::escape(n))
+                .collect::<Vec<_>>()
+                .join("|")
+        )],
+        _ => names,
+    })
+}
+
+fn no_failed_scope(runner: Runner) -> ToolError {
+    invalid(format!(
+        "scope `failed` needs per-test results, which {} does not give yet: use scope `pattern`",
+        runner.name()
+    ))
 }
 
 /// How the project runs its tests: for npm, whether `npm test` is node's

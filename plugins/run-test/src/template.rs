@@ -21,6 +21,7 @@ pub enum Scope {
     All,
     File,
     Pattern,
+    Failed,
 }
 
 impl Runner {
@@ -42,6 +43,7 @@ impl Scope {
             Scope::All => "all",
             Scope::File => "file",
             Scope::Pattern => "pattern",
+            Scope::Failed => "failed",
         }
     }
 }
@@ -81,18 +83,19 @@ const NODE_REPORTERS: [&str; 4] = [
     "--test-reporter-destination={report}/junit.xml",
 ];
 
-/// The template for `runner` and `scope`. `target` has been validated: a
-/// file path inside the repository (relative to it) or a name pattern that
-/// cannot be read as an option; `report` is the report dir, relative to
-/// the repository.
+/// The template for `runner` and `scope`, `None` where the runner has none
+/// (`failed` for the runners without per-test results). `{target}` takes
+/// `targets`, which have been validated: a file path inside the repository
+/// (relative to it), a name pattern, or for `failed` the failing tests'
+/// names from the last report, none of them readable as an option;
+/// `report` is the report dir, relative to the repository.
 pub fn command(
     runner: Runner,
     scope: Scope,
     project: Project,
-    target: Option<&str>,
+    targets: &[String],
     report: &str,
-) -> Command {
-    let t = target.unwrap_or("");
+) -> Option<Command> {
     // pytest: each test's verdict on the console (counts even when the run
     // is cut off), and the JUnit report with files and lines (xunit1).
     let pytest = |rest: &[&'static str]| -> (&'static str, Vec<&'static str>) {
@@ -148,19 +151,34 @@ pub fn command(
         (Runner::Pytest, Scope::All) => pytest(&[]),
         (Runner::Pytest, Scope::File) => pytest(&["{target}"]),
         (Runner::Pytest, Scope::Pattern) => pytest(&["-k", "{target}"]),
+        // Node ids after `--`: never options, whatever the test is called.
+        (Runner::Pytest, Scope::Failed) => pytest(&["--", "{target}"]),
+        (Runner::Cargo, Scope::Failed) => (
+            "cargo",
+            vec![
+                "test",
+                "--no-fail-fast",
+                "--color",
+                "never",
+                "--",
+                "--exact",
+                "{target}",
+            ],
+        ),
         (Runner::Go, Scope::All) => ("go", vec!["test", "./..."]),
         (Runner::Go, Scope::File) => ("go", vec!["test", "{target}"]),
         (Runner::Go, Scope::Pattern) => ("go", vec!["test", "-run", "{target}", "./..."]),
         (Runner::Npm, Scope::All) if project == Project::NodeTestRunner => node(&[]),
         (Runner::Npm, Scope::File) if project == Project::NodeTestRunner => node(&["{target}"]),
-        (Runner::Npm, Scope::Pattern) if project == Project::NodeTestRunner => {
+        (Runner::Npm, Scope::Pattern | Scope::Failed) if project == Project::NodeTestRunner => {
             node(&["--test-name-pattern", "{target}"])
         }
+        (_, Scope::Failed) => return None,
         (Runner::Npm, Scope::All) => ("npm", vec!["test"]),
         (Runner::Npm, Scope::File) => ("npm", vec!["test", "--", "{target}"]),
         (Runner::Npm, Scope::Pattern) => ("npm", vec!["test", "--", "-t", "{target}"]),
     };
-    Command {
+    Some(Command {
         template: std::iter::once(program)
             .chain(args.iter().copied())
             .collect::<Vec<_>>()
@@ -168,15 +186,15 @@ pub fn command(
         program: program.to_string(),
         args: args
             .iter()
-            .map(|a| {
+            .flat_map(|a| {
                 if *a == "{target}" {
-                    t.to_string()
+                    targets.to_vec()
                 } else {
-                    a.replace("{report}", report)
+                    vec![a.replace("{report}", report)]
                 }
             })
             .collect(),
-    }
+    })
 }
 
 /// Environment that turns colour and interactive prompts off.
@@ -202,9 +220,10 @@ mod tests {
             Runner::Pytest,
             Scope::Pattern,
             Project::Plain,
-            Some("test_add or test_sub"),
+            &["test_add or test_sub".to_string()],
             "r",
-        );
+        )
+        .unwrap();
         assert_eq!(c.program, "pytest");
         assert_eq!(
             c.args,
@@ -226,9 +245,10 @@ mod tests {
             Runner::Npm,
             Scope::Pattern,
             Project::NodeTestRunner,
-            Some("adds"),
+            &["adds".to_string()],
             "r",
-        );
+        )
+        .unwrap();
         assert_eq!(c.args[..2], ["test", "--"]);
         assert!(
             c.args
@@ -236,16 +256,19 @@ mod tests {
         );
         assert_eq!(c.args[c.args.len() - 2..], ["--test-name-pattern", "adds"]);
         assert_eq!(
-            command(Runner::Npm, Scope::All, Project::Plain, None, "r").args,
+            command(Runner::Npm, Scope::All, Project::Plain, &[], "r")
+                .unwrap()
+                .args,
             ["test"]
         );
         let c = command(
             Runner::Cargo,
             Scope::File,
             Project::Plain,
-            Some("integration"),
+            &["integration".to_string()],
             "r",
-        );
+        )
+        .unwrap();
         assert_eq!(
             c.args,
             vec![
@@ -258,7 +281,9 @@ mod tests {
             ]
         );
         assert_eq!(
-            command(Runner::Flutter, Scope::All, Project::Plain, None, "r").display(),
+            command(Runner::Flutter, Scope::All, Project::Plain, &[], "r")
+                .unwrap()
+                .display(),
             "flutter test"
         );
         assert_eq!(
@@ -266,11 +291,39 @@ mod tests {
                 Runner::Go,
                 Scope::File,
                 Project::Plain,
-                Some("./pkg/util"),
-                "r"
+                &["./pkg/util".to_string()],
+                "r",
             )
+            .unwrap()
             .args,
             vec!["test", "./pkg/util"]
         );
+    }
+
+    #[test]
+    fn failed_tests_are_named_where_no_option_is_read() {
+        let names = [
+            "test_a.py::test_b".to_string(),
+            "test_a.py::T::test_c".to_string(),
+        ];
+        let c = command(Runner::Pytest, Scope::Failed, Project::Plain, &names, "r").unwrap();
+        assert_eq!(
+            c.args[c.args.len() - 3..],
+            ["--", "test_a.py::test_b", "test_a.py::T::test_c"]
+        );
+        let c = command(
+            Runner::Cargo,
+            Scope::Failed,
+            Project::Plain,
+            &names[..1],
+            "r",
+        )
+        .unwrap();
+        assert_eq!(
+            c.args[c.args.len() - 3..],
+            ["--", "--exact", "test_a.py::test_b"]
+        );
+        assert!(command(Runner::Go, Scope::Failed, Project::Plain, &names, "r").is_none());
+        assert!(command(Runner::Npm, Scope::Failed, Project::Plain, &names, "r").is_none());
     }
 }
