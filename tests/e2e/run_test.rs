@@ -83,6 +83,28 @@ fn check_reports(env: &Env, out: &Value, status: &str) {
     );
 }
 
+/// The answer's counts (passed, failed, skipped), and its first failure:
+/// name, file and line, and a part of the message.
+fn first_failure(out: &Value, counts: [u32; 3], name: &str, place: (&str, u32), message: &str) {
+    let [passed, failed, skipped] = counts;
+    assert_eq!(
+        out["tests"],
+        json!({"passed": passed, "failed": failed, "skipped": skipped, "total": passed + failed + skipped}),
+        "{out:#}"
+    );
+    let failure = &out["failures"][0];
+    assert_eq!(failure["name"], name, "{failure}");
+    assert_eq!(
+        (&failure["file"], &failure["line"]),
+        (&json!(place.0), &json!(place.1)),
+        "{failure}"
+    );
+    assert!(
+        failure["message"].as_str().unwrap().contains(message),
+        "{failure}"
+    );
+}
+
 fn raw_log(env: &Env, out: &Value) -> String {
     std::fs::read_to_string(
         env.workspace
@@ -139,18 +161,12 @@ async fn cargo_pass_and_fail() {
     assert!(excerpt.contains("test adds_wrong ... FAILED"), "{excerpt}");
     assert!(excerpt.contains("math broke"), "{excerpt}");
     // Which test failed, where and why (libtest's console).
-    assert_eq!(
-        out["tests"],
-        json!({"passed": 1, "failed": 1, "skipped": 0, "total": 2}),
-        "{out:#}"
-    );
-    let failure = &out["failures"][0];
-    assert_eq!(failure["name"], "adds_wrong");
-    assert_eq!(failure["file"], "tests/bad.rs");
-    assert_eq!(failure["line"], 2);
-    assert!(
-        failure["message"].as_str().unwrap().contains("math broke"),
-        "{failure}"
+    first_failure(
+        out,
+        [1, 1, 0],
+        "adds_wrong",
+        ("tests/bad.rs", 2),
+        "math broke",
     );
     let md = std::fs::read_to_string(
         env.workspace
@@ -203,7 +219,10 @@ async fn cargo_pass_and_fail() {
     let err = structured(&go);
     assert_eq!(err["code"], "invalid_request", "{err}");
     assert!(
-        err["message"].as_str().unwrap().contains("use scope `pattern`"),
+        err["message"]
+            .as_str()
+            .unwrap()
+            .contains("use scope `pattern`"),
         "{err}"
     );
 
@@ -262,23 +281,12 @@ async fn pytest_pass_and_fail() {
         "{excerpt}"
     );
     // From pytest's own JUnit report, with the failing line.
-    assert_eq!(
-        out["tests"],
-        json!({"passed": 0, "failed": 1, "skipped": 0, "total": 1}),
-        "{out:#}"
-    );
-    let failure = &out["failures"][0];
-    assert_eq!(failure["name"], "test_bad.py::test_bad");
-    assert_eq!(
-        (&failure["file"], &failure["line"]),
-        (&json!("test_bad.py"), &json!(2))
-    );
-    assert!(
-        failure["message"]
-            .as_str()
-            .unwrap()
-            .starts_with("AssertionError: arithmetic"),
-        "{failure}"
+    first_failure(
+        out,
+        [0, 1, 0],
+        "test_bad.py::test_bad",
+        ("test_bad.py", 2),
+        "AssertionError: arithmetic",
     );
     let dir = env.workspace.join(out["report_dir"].as_str().unwrap());
     assert!(dir.join("junit.xml").is_file(), "pytest's report is kept");
@@ -340,20 +348,12 @@ async fn npm_with_nodes_test_runner_reports_each_test() {
         .await;
     let out = &structured(&r);
     check_reports(&env, out, "fail");
-    assert_eq!(
-        out["tests"],
-        json!({"passed": 1, "failed": 1, "skipped": 1, "total": 3}),
-        "{out:#}"
-    );
-    let failure = &out["failures"][0];
-    assert_eq!(failure["name"], "subtracts");
-    assert_eq!(
-        (&failure["file"], &failure["line"]),
-        (&json!("test/math.test.js"), &json!(4))
-    );
-    assert!(
-        failure["message"].as_str().unwrap().contains("1 !== 3"),
-        "{failure}"
+    first_failure(
+        out,
+        [1, 1, 1],
+        "subtracts",
+        ("test/math.test.js", 4),
+        "1 !== 3",
     );
     // Only the failed test runs again (node skips the others).
     let again = host

@@ -345,6 +345,15 @@ fn clip(text: &str, max: usize) -> String {
 mod tests {
     use super::*;
 
+    fn counts(passed: u32, failed: u32, skipped: u32) -> Counts {
+        Counts {
+            passed,
+            failed,
+            skipped,
+            total: passed + failed + skipped,
+        }
+    }
+
     /// pytest 8, `-o junit_family=xunit1`.
     const PYTEST: &str = r#"<?xml version="1.0" encoding="utf-8"?><testsuites name="pytest tests"><testsuite name="pytest" errors="0" failures="1" skipped="1" tests="4"><testcase classname="test_calc" name="test_add" file="test_calc.py" line="0" time="0.001" /><testcase classname="test_calc" name="test_sub" file="test_calc.py" line="3" time="0.002"><failure message="AssertionError: subtraction is off&#10;assert (2 - 1) == 3">def test_sub():
 &gt;       assert 2 - 1 == 3, "subtraction is off"
@@ -356,15 +365,7 @@ test_calc.py:5: AssertionError</failure></testcase><testcase classname="pkg.test
     #[test]
     fn pytest_reports_name_file_line_and_message() {
         let r = junit(PYTEST, Junit::Pytest, "/tmp/pt2").unwrap();
-        assert_eq!(
-            r.counts,
-            Counts {
-                passed: 1,
-                failed: 2,
-                skipped: 1,
-                total: 4
-            }
-        );
+        assert_eq!(r.counts, counts(1, 2, 1));
         let f = &r.failures[0];
         assert_eq!(f.name, "test_calc.py::test_sub");
         assert_eq!((f.file.as_deref(), f.line), (Some("test_calc.py"), Some(5)));
@@ -403,15 +404,7 @@ test_calc.py:5: AssertionError</failure></testcase><testcase classname="pkg.test
     #[test]
     fn node_failures_are_located_by_their_stack() {
         let r = junit(NODE, Junit::Node, "/work/proj/").unwrap();
-        assert_eq!(
-            r.counts,
-            Counts {
-                passed: 1,
-                failed: 1,
-                skipped: 1,
-                total: 3
-            }
-        );
+        assert_eq!(r.counts, counts(1, 1, 1));
         let f = &r.failures[0];
         assert_eq!(f.name, "subtracts");
         assert_eq!(
@@ -432,28 +425,12 @@ test_calc.py:5: AssertionError</failure></testcase><testcase classname="pkg.test
         let py = pytest_console(
             "test_calc.py::test_add PASSED                 [ 33%]\ntest_calc.py::test_sub FAILED   [ 66%]\n",
         );
-        assert_eq!(
-            py.counts,
-            Counts {
-                passed: 1,
-                failed: 1,
-                skipped: 0,
-                total: 2
-            }
-        );
+        assert_eq!(py.counts, counts(1, 1, 0));
         assert_eq!(py.failures[0].file.as_deref(), Some("test_calc.py"));
         let node = node_console(
             "✔ adds (0.9ms)\n✖ subtracts (1.2ms)\n﹣ later (0.1ms) # SKIP\n✖ failing tests:\n\ntest at a.test.js:4:1\n✖ subtracts (1.2ms)\n",
         );
-        assert_eq!(
-            node.counts,
-            Counts {
-                passed: 1,
-                failed: 1,
-                skipped: 1,
-                total: 3
-            }
-        );
+        assert_eq!(node.counts, counts(1, 1, 1));
     }
 
     const LIBTEST: &str = "
@@ -482,15 +459,7 @@ test result: FAILED. 1 passed; 1 failed; 1 ignored; 0 measured; 0 filtered out; 
     #[test]
     fn libtest_console_gives_names_places_and_messages() {
         let r = libtest(LIBTEST);
-        assert_eq!(
-            r.counts,
-            Counts {
-                passed: 1,
-                failed: 1,
-                skipped: 1,
-                total: 3
-            }
-        );
+        assert_eq!(r.counts, counts(1, 1, 1));
         let f = &r.failures[0];
         assert_eq!(f.name, "tests::subtracts");
         assert_eq!((f.file.as_deref(), f.line), (Some("src/lib.rs"), Some(12)));

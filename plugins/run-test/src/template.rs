@@ -74,9 +74,22 @@ pub enum Project {
     NodeTestRunner,
 }
 
-/// The reporter options of node's test runner: the usual console output,
-/// and a JUnit report in the report dir.
-const NODE_REPORTERS: [&str; 4] = [
+/// pytest: each test's verdict on the console (counts even when the run is
+/// cut off), and the JUnit report with files and lines (xunit1).
+const PYTEST: [&str; 5] = [
+    "--color=no",
+    "-v",
+    "-o",
+    "junit_family=xunit1",
+    "--junitxml={report}/junit.xml",
+];
+/// cargo: every test binary runs, so every failure is counted.
+const CARGO: [&str; 4] = ["test", "--no-fail-fast", "--color", "never"];
+/// `npm test` when it is node's test runner: the usual console output, and
+/// a JUnit report in the report dir.
+const NODE: [&str; 6] = [
+    "test",
+    "--",
     "--test-reporter=spec",
     "--test-reporter-destination=stdout",
     "--test-reporter=junit",
@@ -96,25 +109,12 @@ pub fn command(
     targets: &[String],
     report: &str,
 ) -> Option<Command> {
-    // pytest: each test's verdict on the console (counts even when the run
-    // is cut off), and the JUnit report with files and lines (xunit1).
-    let pytest = |rest: &[&'static str]| -> (&'static str, Vec<&'static str>) {
-        let mut args = vec![
-            "--color=no",
-            "-v",
-            "-o",
-            "junit_family=xunit1",
-            "--junitxml={report}/junit.xml",
-        ];
-        args.extend_from_slice(rest);
-        ("pytest", args)
+    let with = |program: &'static str, base: &[&'static str], rest: &[&'static str]| {
+        (program, [base, rest].concat())
     };
-    let node = |rest: &[&'static str]| -> (&'static str, Vec<&'static str>) {
-        let mut args = vec!["test", "--"];
-        args.extend_from_slice(&NODE_REPORTERS);
-        args.extend_from_slice(rest);
-        ("npm", args)
-    };
+    let pytest = |rest: &[&'static str]| with("pytest", &PYTEST, rest);
+    let cargo = |rest: &[&'static str]| with("cargo", &CARGO, rest);
+    let node = |rest: &[&'static str]| with("npm", &NODE, rest);
     let (program, args): (&str, Vec<&str>) = match (runner, scope) {
         (Runner::Flutter, Scope::All) => ("flutter", vec!["test"]),
         (Runner::Flutter, Scope::File) => ("flutter", vec!["test", "{target}"]),
@@ -122,49 +122,15 @@ pub fn command(
         (Runner::Dart, Scope::All) => ("dart", vec!["test"]),
         (Runner::Dart, Scope::File) => ("dart", vec!["test", "{target}"]),
         (Runner::Dart, Scope::Pattern) => ("dart", vec!["test", "--name", "{target}"]),
-        // Every test binary runs, so every failure is counted.
-        (Runner::Cargo, Scope::All) => {
-            ("cargo", vec!["test", "--no-fail-fast", "--color", "never"])
-        }
-        (Runner::Cargo, Scope::File) => (
-            "cargo",
-            vec![
-                "test",
-                "--no-fail-fast",
-                "--color",
-                "never",
-                "--test",
-                "{target}",
-            ],
-        ),
-        (Runner::Cargo, Scope::Pattern) => (
-            "cargo",
-            vec![
-                "test",
-                "--no-fail-fast",
-                "--color",
-                "never",
-                "--",
-                "{target}",
-            ],
-        ),
+        (Runner::Cargo, Scope::All) => cargo(&[]),
+        (Runner::Cargo, Scope::File) => cargo(&["--test", "{target}"]),
+        (Runner::Cargo, Scope::Pattern) => cargo(&["--", "{target}"]),
         (Runner::Pytest, Scope::All) => pytest(&[]),
         (Runner::Pytest, Scope::File) => pytest(&["{target}"]),
         (Runner::Pytest, Scope::Pattern) => pytest(&["-k", "{target}"]),
         // Node ids after `--`: never options, whatever the test is called.
         (Runner::Pytest, Scope::Failed) => pytest(&["--", "{target}"]),
-        (Runner::Cargo, Scope::Failed) => (
-            "cargo",
-            vec![
-                "test",
-                "--no-fail-fast",
-                "--color",
-                "never",
-                "--",
-                "--exact",
-                "{target}",
-            ],
-        ),
+        (Runner::Cargo, Scope::Failed) => cargo(&["--", "--exact", "{target}"]),
         (Runner::Go, Scope::All) => ("go", vec!["test", "./..."]),
         (Runner::Go, Scope::File) => ("go", vec!["test", "{target}"]),
         (Runner::Go, Scope::Pattern) => ("go", vec!["test", "-run", "{target}", "./..."]),
