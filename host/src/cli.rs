@@ -66,6 +66,16 @@ enum Command {
         #[arg(long)]
         instance: String,
     },
+    /// Print the snippet that adds this host to an MCP client's config (on
+    /// stdout, in the client's format; where it goes on stderr).
+    ClientConfig {
+        client: crate::client_config::Client,
+        /// The server's name in the client.
+        #[arg(long, default_value = "wasm-host")]
+        name: String,
+        #[command(flatten)]
+        common: Common,
+    },
     /// Check the config and the plugins folder; exit 1 on any problem.
     Check {
         #[command(flatten)]
@@ -105,11 +115,16 @@ struct Common {
 }
 
 impl Common {
+    /// The user's policy file: `--config`, else the default one if it exists.
+    fn user_config(&self) -> Option<PathBuf> {
+        self.config.clone().or_else(|| {
+            Some(dirs::config_dir()?.join("mcp-host/config.toml")).filter(|p| p.exists())
+        })
+    }
+
     fn loader(self) -> Result<Loader> {
         let home = dirs::home_dir().unwrap_or_else(|| PathBuf::from("/"));
-        let user_config = self.config.or_else(|| {
-            Some(dirs::config_dir()?.join("mcp-host/config.toml")).filter(|p| p.exists())
-        });
+        let user_config = self.user_config();
         let config = Config::load(user_config.as_deref())?;
         let config_hint = user_config
             .map(|p| p.display().to_string())
@@ -227,8 +242,53 @@ async fn run(command: Command) -> Result<ExitCode> {
             })
         }
         Command::Check { common, strict } => check(common.loader()?, strict).await,
+        Command::ClientConfig {
+            client,
+            name,
+            common,
+        } => client_config(client, &name, common),
         Command::Watchdog { .. } => unreachable!("handled before the runtime starts"),
     }
+}
+
+/// The host as `client` should start it: this binary, the folders given
+/// here, and the host variables the policy reads that are set now.
+fn client_config(
+    client: crate::client_config::Client,
+    name: &str,
+    common: Common,
+) -> Result<ExitCode> {
+    let command = std::env::current_exe().context("cannot find this program's path")?;
+    let mut extra_args = Vec::new();
+    for (flag, value) in [
+        ("--plugins", &common.plugins),
+        ("--config", &common.config),
+        ("--cache-dir", &common.cache_dir),
+        ("--workspace", &common.workspace),
+    ] {
+        if let Some(value) = value {
+            let value = std::path::absolute(value)?;
+            extra_args.extend([flag.to_string(), value.to_string_lossy().into_owned()]);
+        }
+    }
+    let env = Config::load(common.user_config().as_deref())?
+        .host_variables()
+        .into_iter()
+        .filter_map(|var| {
+            Some((
+                var.clone(),
+                std::env::var(&var).ok().filter(|v| !v.is_empty())?,
+            ))
+        })
+        .collect();
+    let launch = crate::client_config::Launch {
+        command: command.to_string_lossy().into_owned(),
+        extra_args,
+        env,
+    };
+    print!("{}", client.snippet(name, &launch));
+    eprintln!("{}.", client.place());
+    Ok(ExitCode::SUCCESS)
 }
 
 async fn serve(loader: Loader, watch: bool) -> Result<ExitCode> {

@@ -25,6 +25,7 @@ pub mod caps;
 pub mod catalog;
 pub mod cli;
 pub mod client;
+pub mod client_config;
 pub mod engine;
 pub mod logging;
 pub mod mcp;

@@ -160,21 +160,30 @@ impl Config {
     }
 }
 
+/// The `${env:NAME}` references in `template` (fallbacks included): each
+/// name, and whether it has a `|fallback`.
+fn env_refs(template: &str) -> Vec<(&str, bool)> {
+    let mut refs = Vec::new();
+    let mut rest = template;
+    while let Some(start) = rest.find("${env:") {
+        let body = &rest[start + 6..];
+        let Some(end) = body.find(['}', '|']) else {
+            break;
+        };
+        refs.push((&body[..end], body[end..].starts_with('|')));
+        rest = &body[end..];
+    }
+    refs
+}
+
 /// The first `${env:NAME}` in `template` with no `|fallback` whose
 /// variable is unset or empty: it would expand to nothing and turn
 /// `${env:X}/out` into `/out`.
 fn unset_without_fallback(template: &str) -> Option<String> {
-    let mut rest = template;
-    while let Some(start) = rest.find("${env:") {
-        let body = &rest[start + 6..];
-        let end = body.find(['}', '|'])?;
-        let name = &body[..end];
-        if body[end..].starts_with('}') && std::env::var(name).map_or(true, |v| v.is_empty()) {
-            return Some(name.to_string());
-        }
-        rest = &body[end..];
-    }
-    None
+    env_refs(template)
+        .into_iter()
+        .find(|(name, fallback)| !fallback && std::env::var(name).map_or(true, |v| v.is_empty()))
+        .map(|(name, _)| name.to_string())
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -395,6 +404,16 @@ impl Config {
             }
         }
         Ok(())
+    }
+
+    /// The host's variables the policy reads (`${env:NAME}`), every plugin's.
+    pub fn host_variables(&self) -> std::collections::BTreeSet<String> {
+        std::iter::once(&self.defaults)
+            .chain(self.plugins.values())
+            .flat_map(|p| p.templates())
+            .flat_map(|(_, template)| env_refs(template))
+            .map(|(name, _)| name.to_string())
+            .collect()
     }
 
     /// Resolve the grants of one plugin: its entry over `[defaults]`.

@@ -840,3 +840,63 @@ async fn plugins_instructions_reach_the_client() {
     );
     assert!(!instructions.contains("## run_test"), "{instructions}");
 }
+
+/// `host client-config` prints, for each client, a snippet in that client's
+/// own format that starts this very host with the folders it was given and
+/// the policy's host variables that are set.
+#[tokio::test]
+async fn client_config_speaks_each_clients_format() {
+    let mut env = Env::new(&["godot"], "");
+    env.host_vars
+        .push(("GODOT_DOC_DIR".into(), "/docs/4.x:/docs/3.x".into()));
+    let clients = [
+        ("claude-code", "mcpServers", true),
+        ("codex", "mcp_servers", true),
+        ("copilot", "mcpServers", true),
+        ("vscode", "servers", false),
+        ("cursor", "mcpServers", true),
+        ("gemini", "mcpServers", false),
+    ];
+    for (client, key, underscores) in clients {
+        let out = env.host(&["client-config", client]).output().await.unwrap();
+        assert!(out.status.success(), "{client}: {out:?}");
+        let text = String::from_utf8(out.stdout).unwrap();
+        let root: Value = if client == "codex" {
+            serde_json::to_value(toml::from_str::<toml::Table>(&text).unwrap()).unwrap()
+        } else {
+            serde_json::from_str(&text).unwrap()
+        };
+        let server = &root[key]["wasm-host"];
+        assert_eq!(
+            server["command"],
+            env!("CARGO_BIN_EXE_host"),
+            "{client}: {text}"
+        );
+        let args: Vec<&str> = server["args"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap())
+            .collect();
+        assert_eq!(args[..2], ["serve", "--stdio"], "{client}");
+        assert_eq!(
+            args.contains(&"--underscore-names"),
+            underscores,
+            "{client}"
+        );
+        let plugins = env.plugins.to_string_lossy();
+        assert!(
+            args.windows(2).any(|w| w == ["--plugins", &*plugins]),
+            "{client}: {args:?}"
+        );
+        assert_eq!(
+            server["env"]["GODOT_DOC_DIR"], "/docs/4.x:/docs/3.x",
+            "{client}"
+        );
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            said.contains("merge it into") || said.contains("append it to"),
+            "{said}"
+        );
+    }
+}
