@@ -76,6 +76,14 @@ enum Command {
         #[command(flatten)]
         common: Common,
     },
+    /// Make a plugin crate to start from (one typed tool, a unit test).
+    New {
+        /// The crate's name, which is also its tool's and its policy key.
+        name: String,
+        /// Where to make it. [default: current directory]
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
     /// Check the config and the plugins folder; exit 1 on any problem.
     Check {
         #[command(flatten)]
@@ -247,6 +255,20 @@ async fn run(command: Command) -> Result<ExitCode> {
             name,
             common,
         } => client_config(client, &name, common),
+        Command::New { name, dir } => {
+            let parent = match dir {
+                Some(dir) => dir,
+                None => std::env::current_dir().context("cannot read the current directory")?,
+            };
+            let made = crate::scaffold::new_plugin(&name, &parent)?;
+            println!("{}", made.display());
+            eprintln!(
+                "made {}: `cargo test` there, then `cargo build --release --target wasm32-wasip2` \
+                 (or `cargo component build --release`); see its src/lib.rs",
+                made.display()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Watchdog { .. } => unreachable!("handled before the runtime starts"),
     }
 }

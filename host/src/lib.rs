@@ -33,6 +33,7 @@ pub mod paths;
 pub mod podman;
 pub mod policy;
 pub mod runtime;
+pub mod scaffold;
 pub mod schema;
 pub mod service;
 pub mod stdio;

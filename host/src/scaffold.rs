@@ -1,0 +1,148 @@
+//! `host new NAME`: a plugin crate to start from, made of the repository's
+//! own example (`examples/hello`, which CI builds and serves) under a new
+//! name. It builds as it is with `cargo build --release --target
+//! wasm32-wasip2` and with `cargo component build --release`.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+
+const LIB_RS: &str = include_str!("../../examples/hello/src/lib.rs");
+const TOOLS_JSON: &str = include_str!("../../examples/hello/tools.json");
+/// The SDK beside this host's sources, when they are still where it was
+/// built (a checkout): a path dependency; else the git one.
+const SDK_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../plugins/sdk");
+
+/// Make the crate `name` in `parent/name`; the directory made.
+pub fn new_plugin(name: &str, parent: &Path) -> Result<PathBuf> {
+    let valid = name.starts_with(|c: char| c.is_ascii_lowercase())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+    if !valid || name.len() > 64 {
+        bail!(
+            "`{name}` cannot name a plugin: use lower-case letters, digits and `_`, starting with a \
+             letter (it is the crate's name, the tool's, and the key of its policy)"
+        );
+    }
+    let dir = parent.join(name);
+    if dir.exists() {
+        bail!(
+            "{} exists already: choose another name or --dir",
+            dir.display()
+        );
+    }
+    let sdk = std::path::absolute(SDK_DIR)
+        .ok()
+        .filter(|p| p.join("Cargo.toml").is_file())
+        .map(|p| crate::paths::normalize(&p));
+    let sdk_dependency = match &sdk {
+        Some(path) => format!("plugin-sdk = {{ path = {:?} }}", path.display().to_string()),
+        None => "plugin-sdk = { git = \"https://github.com/<owner>/mcp-wasm-host\", package = \"plugin-sdk\" }"
+            .to_string(),
+    };
+    let cargo_toml = format!(
+        r#"[package]
+name = "{name}"
+version = "0.1.0"
+edition = "2024"
+publish = false
+
+# A component is a cdylib; rlib lets `cargo test` run the unit tests natively.
+[lib]
+crate-type = ["cdylib", "rlib"]
+
+[dependencies]
+# The SDK of the host that made this crate. Away from that checkout, depend
+# on it by git instead:
+# plugin-sdk = {{ git = "https://github.com/<owner>/mcp-wasm-host", package = "plugin-sdk" }}
+{sdk_dependency}
+schemars = {{ version = "1.2", default-features = false, features = ["derive", "std"] }}
+serde = {{ version = "1", features = ["derive"] }}
+serde_json = "1"
+
+# For `cargo component build`.
+[package.metadata.component]
+package = "mcphost:{name}"
+
+# Smaller components compile faster when the host loads them.
+[profile.release]
+opt-level = "s"
+strip = true
+
+# A crate of its own, not a member of an enclosing workspace.
+[workspace]
+"#
+    );
+    let lib_rs = lib_rs(name);
+    let tools_json = TOOLS_JSON.replace("\"name\": \"hello\"", &format!("\"name\": \"{name}\""));
+    let write = |path: &str, text: &str| -> Result<()> {
+        let path = dir.join(path);
+        std::fs::create_dir_all(path.parent().expect("a file in the crate"))?;
+        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))
+    };
+    write("Cargo.toml", &cargo_toml)?;
+    write("src/lib.rs", &lib_rs)?;
+    write("tools.json", &tools_json)?;
+    write(".gitignore", "/target\n")?;
+    Ok(dir)
+}
+
+/// The example's source under `name`, with a header for a crate of its own.
+fn lib_rs(name: &str) -> String {
+    let body = LIB_RS
+        .split_once("\nuse ")
+        .map(|(_, rest)| format!("use {rest}"))
+        .expect("the example has a module header, then its imports");
+    let header = format!(
+        "//! `{name}`: one typed tool, made by `host new` from the host's example.\n\
+         //!\n\
+         //! ```sh\n\
+         //! cargo test                                      # after changing a tool: rewrites tools.json\n\
+         //! cargo build --release --target wasm32-wasip2    # target/wasm32-wasip2/release/{name}.wasm\n\
+         //! cargo component build --release                 # target/wasm32-wasip1/release/{name}.wasm\n\
+         //! cp target/wasm32-wasip2/release/{name}.wasm ~/.local/share/mcp-host/plugins/\n\
+         //! host call {name} '{{\"name\": \"Ada\"}}'\n\
+         //! ```\n\
+         //!\n\
+         //! It needs no capability, so the default policy (deny everything)\n\
+         //! serves it as it is; grants go under `[plugins.{name}]`.\n\n"
+    );
+    header
+        + &body.replace(
+            "const NAME: &'static str = \"hello\";",
+            &format!("const NAME: &'static str = \"{name}\";"),
+        )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_crate_is_the_example_under_a_new_name() {
+        let parent = tempfile::tempdir().unwrap();
+        let dir = new_plugin("weather", parent.path()).unwrap();
+        let lib = std::fs::read_to_string(dir.join("src/lib.rs")).unwrap();
+        assert!(
+            lib.contains("const NAME: &'static str = \"weather\";"),
+            "{lib}"
+        );
+        assert!(!lib.contains("-p hello"), "{lib}");
+        let tools: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("tools.json")).unwrap())
+                .unwrap();
+        assert_eq!(tools[0]["name"], "weather");
+        let manifest: toml::Table =
+            toml::from_str(&std::fs::read_to_string(dir.join("Cargo.toml")).unwrap()).unwrap();
+        assert_eq!(manifest["package"]["name"].as_str(), Some("weather"));
+        let sdk = manifest["dependencies"]["plugin-sdk"]["path"]
+            .as_str()
+            .unwrap();
+        assert!(Path::new(sdk).join("Cargo.toml").is_file(), "{sdk}");
+        for bad in ["Weather", "1x", "a-b", "", "x y"] {
+            assert!(new_plugin(bad, parent.path()).is_err(), "{bad}");
+        }
+        assert!(new_plugin("weather", parent.path()).is_err(), "exists");
+    }
+}
