@@ -40,6 +40,15 @@ fn npm_env(script: &str) -> Option<Env> {
     Some(env)
 }
 
+/// A run_test environment, when pytest is installed.
+fn pytest_env() -> Option<Env> {
+    require_program(
+        "pytest",
+        "install it with `pip install pytest` (.ci/run does)",
+    )
+    .then(env)
+}
+
 /// The response has the seed's six keys and the per-test results
 /// (`tests`, `failures`), and the reports exist. (The full-disk test
 /// checks the other case: what is missing is said.)
@@ -237,13 +246,9 @@ async fn cargo_pass_and_fail() {
 
 #[tokio::test]
 async fn pytest_pass_and_fail() {
-    if !require_program(
-        "pytest",
-        "install it with `pip install pytest` (.ci/run does)",
-    ) {
+    let Some(env) = pytest_env() else {
         return;
-    }
-    let env = env();
+    };
     write(
         &env.workspace,
         &[
@@ -380,13 +385,9 @@ async fn npm_with_nodes_test_runner_reports_each_test() {
 /// finished are still counted, from the output.
 #[tokio::test]
 async fn a_timeout_still_counts_what_finished() {
-    if !require_program(
-        "pytest",
-        "install it with `pip install pytest` (.ci/run does)",
-    ) {
+    let Some(env) = pytest_env() else {
         return;
-    }
-    let env = env();
+    };
     write(
         &env.workspace,
         &[(
