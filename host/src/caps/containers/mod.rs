@@ -505,34 +505,44 @@ fn force_removal() -> RemoveContainerOptions {
     }
 }
 
-/// Host processes still naming the removed container (an exec client, a
-/// monitor): killed, and counted for the caller's report.
+/// How long a removed container's `conmon` processes get to end on their
+/// own: Podman's API answers the removal before they have.
+const LEFTOVER_GRACE: Duration = Duration::from_secs(3);
+
+/// Host processes still naming the removed container (a session's
+/// `conmon`) once they had [`LEFTOVER_GRACE`] to end: killed, and counted
+/// for the caller's report.
 fn kill_leftovers(id: &str, name: &str) -> u32 {
     use nix::sys::signal::{Signal, kill};
     use nix::unistd::Pid;
-    let Ok(all) = procfs::process::all_processes() else {
-        return 0;
-    };
-    let me = std::process::id() as i32;
-    let mut killed = 0;
-    for process in all.flatten() {
-        if process.pid == me {
-            continue;
-        }
-        let Ok(cmdline) = process.cmdline() else {
-            continue;
+    let naming = || -> Vec<i32> {
+        let Ok(all) = procfs::process::all_processes() else {
+            return Vec::new();
         };
-        let podman_related = cmdline
-            .first()
-            .is_some_and(|p| p.ends_with("podman") || p.ends_with("conmon"));
-        if podman_related
-            && cmdline.iter().any(|arg| arg == id || arg == name)
-            && kill(Pid::from_raw(process.pid), Signal::SIGKILL).is_ok()
-        {
-            killed += 1;
-        }
+        let me = std::process::id() as i32;
+        all.flatten()
+            .filter(|p| p.pid != me)
+            .filter(|p| !p.stat().is_ok_and(|s| s.state == 'Z'))
+            .filter(|p| {
+                p.cmdline().is_ok_and(|cmdline| {
+                    cmdline
+                        .first()
+                        .is_some_and(|p| p.ends_with("podman") || p.ends_with("conmon"))
+                        && cmdline.iter().any(|arg| arg == id || arg == name)
+                })
+            })
+            .map(|p| p.pid)
+            .collect()
+    };
+    let deadline = Instant::now() + LEFTOVER_GRACE;
+    let mut left = naming();
+    while !left.is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+        left = naming();
     }
-    killed
+    left.into_iter()
+        .filter(|pid| kill(Pid::from_raw(*pid), Signal::SIGKILL).is_ok())
+        .count() as u32
 }
 
 fn container_info(info: &Inspected) -> ContainerInfo {
