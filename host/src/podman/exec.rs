@@ -27,7 +27,8 @@ use timebox::{Ending, KillReport, MARKER_VAR, Outcome, Progress, Stream};
 pub struct ExecSpec {
     pub argv: Vec<String>,
     pub workdir: Option<String>,
-    pub env: Vec<(String, String)>,
+    /// `KEY=value` entries (the run's marker is added here).
+    pub env: Vec<String>,
     pub stdin: Option<Vec<u8>>,
     pub timeout: Duration,
     pub no_output_timeout: Option<Duration>,
@@ -49,7 +50,7 @@ pub async fn exec(
     let what = format!("exec in {container}");
     let start = Instant::now();
     let marker = timebox::new_marker();
-    let mut env: Vec<String> = spec.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    let mut env = spec.env;
     env.push(format!("{MARKER_VAR}={marker}"));
     let created = docker
         .create_exec(
@@ -222,16 +223,7 @@ impl Drop for Guard {
 fn reap_session(session: &str) {
     use nix::sys::signal::{Signal, kill};
     use nix::unistd::Pid;
-    let Ok(all) = procfs::process::all_processes() else {
-        return;
-    };
-    for process in all.flatten() {
-        let Ok(cmdline) = process.cmdline() else {
-            continue;
-        };
-        let conmon = cmdline.first().is_some_and(|p| p.ends_with("conmon"));
-        if conmon && cmdline.iter().any(|a| a == session) {
-            let _ = kill(Pid::from_raw(process.pid), Signal::SIGKILL);
-        }
+    for pid in super::processes_naming(&[session]) {
+        let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
     }
 }

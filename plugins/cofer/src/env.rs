@@ -53,16 +53,7 @@ pub fn ensure_repository_id(repo: &str) -> Result<String, ToolError> {
     if let Some(id) = repository_id(repo) {
         return Ok(id);
     }
-    // Random keys from the host (WASI random), mixed with the time.
-    use std::hash::BuildHasher;
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default()
-        .as_nanos();
-    let id = format!(
-        "{:016x}",
-        std::collections::hash_map::RandomState::new().hash_one(now)
-    );
+    let id = format!("{:016x}", plugin_sdk::random_u64());
     let path = repository_id_path(repo);
     std::fs::write(&path, format!("{id}\n")).map_err(|e| {
         error(
@@ -401,20 +392,12 @@ pub fn petname() -> String {
         "eagle", "ferret", "gecko", "hare", "ibis", "jackal", "koala", "lemur", "moose", "narwhal",
         "ocelot", "puffin",
     ];
-    let r = random();
+    let r = plugin_sdk::random_u64();
     format!(
         "{}-{}",
         ADVERBS[(r % ADVERBS.len() as u64) as usize],
         ANIMALS[((r >> 32) % ANIMALS.len() as u64) as usize]
     )
-}
-
-/// 64 random bits: `RandomState` is seeded from the host's entropy.
-fn random() -> u64 {
-    use std::hash::{BuildHasher, Hasher};
-    std::collections::hash_map::RandomState::new()
-        .build_hasher()
-        .finish()
 }
 
 #[cfg(test)]

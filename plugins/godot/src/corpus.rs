@@ -187,23 +187,42 @@ fn major_minor(version: &str) -> String {
 /// The version a doc dir's files carry: Godot 3 writes it on every class
 /// (`version="3.6"`); Godot 4's files carry none, so they are `4`.
 fn xml_version(dir: &Path) -> String {
+    // Every call asks this: read the head of one file (the class tag is on
+    // its second line), and list the folder only when the usual ones are
+    // missing.
+    let classes = dir.join("classes");
+    let head = |path: PathBuf| -> Option<String> {
+        use std::io::Read;
+        let mut head = Vec::new();
+        std::fs::File::open(path)
+            .ok()?
+            .take(4096)
+            .read_to_end(&mut head)
+            .ok()?;
+        Some(String::from_utf8_lossy(&head).into_owned())
+    };
     let sample = ["Object.xml", "Node.xml"]
         .iter()
-        .map(|f| dir.join("classes").join(f))
-        .chain(xml_in(&dir.join("classes")).into_iter().take(1))
-        .find_map(|f| std::fs::read_to_string(f).ok())
+        .map(|f| classes.join(f))
+        .chain(std::iter::once_with(|| xml_in(&classes).into_iter().next()).flatten())
+        .find_map(head)
         .unwrap_or_default();
-    let tag = sample
+    match class_version(&sample) {
+        Some(version) => major_minor(version),
+        None => "4".into(),
+    }
+}
+
+/// The `version` attribute of a class file's `<class>` tag (Godot 3
+/// writes one).
+fn class_version(xml: &str) -> Option<&str> {
+    let tag = xml
         .split_once("<class ")
         .and_then(|(_, rest)| rest.split_once('>'))
         .map_or("", |(tag, _)| tag);
-    match tag
-        .split_once(" version=\"")
+    tag.split_once(" version=\"")
         .and_then(|(_, rest)| rest.split_once('"'))
-    {
-        Some((version, _)) => major_minor(version),
-        None => "4".into(),
-    }
+        .map(|(version, _)| version)
 }
 
 /// For ordering versions: `4.10` after `4.9`.
@@ -452,14 +471,8 @@ fn parse_all(docs: &DocDir, files: &[PathBuf]) -> Vec<ClassDoc> {
 
 /// `$DOCS_URL` for a file: its `version` attribute (3.x has one) or stable.
 fn docs_url(xml: &str) -> String {
-    let tag = xml
-        .split_once("<class ")
-        .and_then(|(_, rest)| rest.split_once('>'))
-        .map_or("", |(tag, _)| tag);
-    let version = tag
-        .split_once(" version=\"")
-        .and_then(|(_, rest)| rest.split_once('"'))
-        .map(|(v, _)| v.split('.').take(2).collect::<Vec<_>>().join("."))
+    let version = class_version(xml)
+        .map(|v| v.split('.').take(2).collect::<Vec<_>>().join("."))
         .filter(|v| !v.is_empty())
         .unwrap_or_else(|| "stable".into());
     format!("https://docs.godotengine.org/en/{version}")

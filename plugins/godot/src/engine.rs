@@ -132,7 +132,8 @@ pub fn docs(engine: &Engine) -> Result<(PathBuf, bool), ToolError> {
     if done.join("classes").is_dir() {
         return Ok((done, false));
     }
-    let staging = root.join(format!(".{key}.{:016x}", unique()));
+    // Random, so two hosts dumping at once stage apart.
+    let staging = root.join(format!(".{key}.{:016x}", plugin_sdk::random_u64()));
     let _ = std::fs::remove_dir_all(&staging);
     std::fs::create_dir_all(&staging).map_err(|e| io_error(&staging, e))?;
     let dumped = dump(engine, &staging).and_then(|()| arrange(&staging, &done));
@@ -183,15 +184,6 @@ fn arrange(staging: &Path, done: &Path) -> Result<(), ToolError> {
         Err(_) if done.join("classes").is_dir() => Ok(()),
         Err(e) => Err(io_error(done, e)),
     }
-}
-
-/// 64 random bits (`RandomState` is seeded from the host's entropy), so
-/// two hosts dumping at once stage apart.
-fn unique() -> u64 {
-    use std::hash::{BuildHasher, Hasher};
-    std::collections::hash_map::RandomState::new()
-        .build_hasher()
-        .finish()
 }
 
 fn io_error(path: &Path, e: std::io::Error) -> ToolError {

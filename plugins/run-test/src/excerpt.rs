@@ -87,9 +87,14 @@ fn static_regex(pattern: &str) -> Regex {
 }
 
 fn clip(line: &str) -> String {
-    match line.char_indices().nth(MAX_LINE) {
-        Some((cut, _)) => format!("{}… [line cut]", &line[..cut]),
-        None => line.to_string(),
+    cut(line, MAX_LINE, "… [line cut]")
+}
+
+/// `text`'s first `max` characters, then `mark` when there were more.
+pub fn cut(text: &str, max: usize, mark: &str) -> String {
+    match text.char_indices().nth(max) {
+        Some((at, _)) => format!("{}{mark}", &text[..at]),
+        None => text.to_string(),
     }
 }
 

@@ -335,10 +335,7 @@ fn named(name: String) -> Failure {
 }
 
 fn clip(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((cut, _)) => format!("{}… [cut]", &text[..cut]),
-        None => text.to_string(),
-    }
+    crate::excerpt::cut(text, max, "… [cut]")
 }
 
 #[cfg(test)]

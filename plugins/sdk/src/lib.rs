@@ -218,3 +218,13 @@ pub fn workspace() -> String {
 pub fn cache_dir() -> Option<String> {
     std::env::var("MCP_PLUGIN_CACHE").ok()
 }
+
+/// 64 random bits from the host's entropy (WASI `random`, which seeds
+/// std's `RandomState`): names and ids that must not collide between
+/// hosts.
+pub fn random_u64() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish()
+}

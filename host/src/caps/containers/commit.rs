@@ -14,11 +14,10 @@ use std::process::Stdio;
 use bollard::Docker;
 use bollard::models::ContainerCreateBody;
 use bollard::query_parameters::{
-    CommitContainerOptions, CreateContainerOptions, RemoveContainerOptions,
-    UploadToContainerOptions,
+    CommitContainerOptions, CreateContainerOptions, UploadToContainerOptions,
 };
 
-use super::{check_word, image_allowed};
+use super::{check_word, force_removal, image_allowed};
 use crate::bindings::mcphost::plugin::containers::ContainerError;
 use crate::podman::{self, Inspected, InspectedMount, failed};
 use crate::policy::Grants;
@@ -132,11 +131,9 @@ async fn with_mounts_copied(
         commit_as(docker, &staging, image, None).await
     }
     .await;
-    let removal = RemoveContainerOptions {
-        force: true,
-        ..Default::default()
-    };
-    let _ = docker.remove_container(&staging, Some(removal)).await;
+    let _ = docker
+        .remove_container(&staging, Some(force_removal()))
+        .await;
     copied
 }
 

@@ -323,7 +323,7 @@ impl Host for CallState {
         if request.argv.is_empty() {
             return Err(ContainerError::Invalid("argv is empty".into()).into());
         }
-        env_list(&request.env)?; // checks the names
+        let env = env_list(&request.env)?;
         let docker = podman::client().await?;
         let mut argv = match (request.use_entrypoint, &image) {
             (true, Some(image)) => podman::image(&docker, image)
@@ -344,7 +344,7 @@ impl Host for CallState {
         let spec = podman::exec::ExecSpec {
             argv,
             workdir: request.workdir,
-            env: request.env,
+            env,
             stdin: request.stdin,
             timeout,
             no_output_timeout,
@@ -498,7 +498,7 @@ async fn stop(info: &Inspected, grace_ms: u32) -> Result<StopKind, ContainerErro
 }
 
 /// Remove even a running container (its processes are killed).
-fn force_removal() -> RemoveContainerOptions {
+pub(super) fn force_removal() -> RemoveContainerOptions {
     RemoveContainerOptions {
         force: true,
         ..Default::default()
@@ -515,25 +515,7 @@ const LEFTOVER_GRACE: Duration = Duration::from_secs(3);
 fn kill_leftovers(id: &str, name: &str) -> u32 {
     use nix::sys::signal::{Signal, kill};
     use nix::unistd::Pid;
-    let naming = || -> Vec<i32> {
-        let Ok(all) = procfs::process::all_processes() else {
-            return Vec::new();
-        };
-        let me = std::process::id() as i32;
-        all.flatten()
-            .filter(|p| p.pid != me)
-            .filter(|p| !p.stat().is_ok_and(|s| s.state == 'Z'))
-            .filter(|p| {
-                p.cmdline().is_ok_and(|cmdline| {
-                    cmdline
-                        .first()
-                        .is_some_and(|p| p.ends_with("podman") || p.ends_with("conmon"))
-                        && cmdline.iter().any(|arg| arg == id || arg == name)
-                })
-            })
-            .map(|p| p.pid)
-            .collect()
-    };
+    let naming = || podman::processes_naming(&[id, name]);
     let deadline = Instant::now() + LEFTOVER_GRACE;
     let mut left = naming();
     while !left.is_empty() && Instant::now() < deadline {
