@@ -33,9 +33,25 @@ struct Cli {
 enum Command {
     /// Serve MCP: every plugin in the plugins folder, reloaded when it changes.
     Serve {
-        /// Speak MCP over stdin/stdout (the only transport; logs go to stderr).
-        #[arg(long)]
+        /// Speak MCP over stdin/stdout (the default; logs go to stderr).
+        #[arg(long, conflicts_with = "http")]
         stdio: bool,
+        /// Speak MCP over Streamable HTTP at http://ADDR/mcp instead, e.g.
+        /// 127.0.0.1:8931 (port 0: any free port, logged).
+        #[arg(long, value_name = "ADDR")]
+        http: Option<std::net::SocketAddr>,
+        /// With --http: every request must carry `Authorization: Bearer
+        /// <token>`, the token being this file's contents. Required off loopback.
+        #[arg(long, value_name = "FILE", requires = "http")]
+        token_file: Option<PathBuf>,
+        /// With --http: also accept this `Host` name (loopback names and the
+        /// bound address are accepted; others are refused against DNS rebinding).
+        #[arg(long = "allow-host", value_name = "NAME", requires = "http")]
+        allowed_hosts: Vec<String>,
+        /// With --http: also accept requests from web pages of this origin
+        /// (e.g. https://app.example.com:443; loopback pages are accepted).
+        #[arg(long = "allow-origin", value_name = "ORIGIN", requires = "http")]
+        allowed_origins: Vec<String>,
         /// Do not watch the plugins folder for changes.
         #[arg(long)]
         no_watch: bool,
@@ -202,14 +218,25 @@ pub fn main() -> ExitCode {
 async fn run(command: Command) -> Result<ExitCode> {
     match command {
         Command::Serve {
-            stdio,
+            stdio: _,
+            http,
+            token_file,
+            allowed_hosts,
+            allowed_origins,
             no_watch,
             common,
         } => {
-            if !stdio {
-                bail!("say how to serve: `host serve --stdio` (stdio is the only transport)");
-            }
-            serve(common.loader()?, !no_watch).await
+            let http = http
+                .map(|addr| {
+                    crate::http::Options::new(
+                        addr,
+                        token_file.as_deref(),
+                        allowed_hosts,
+                        allowed_origins,
+                    )
+                })
+                .transpose()?;
+            serve(common.loader()?, !no_watch, http).await
         }
         Command::List { what, common } => {
             let service = Service::start(common.loader()?).await;
@@ -313,7 +340,12 @@ fn client_config(
     Ok(ExitCode::SUCCESS)
 }
 
-async fn serve(loader: Loader, watch: bool) -> Result<ExitCode> {
+/// Serve MCP on stdio, or on HTTP when `http` says where.
+async fn serve(
+    loader: Loader,
+    watch: bool,
+    http: Option<crate::http::Options>,
+) -> Result<ExitCode> {
     std::fs::create_dir_all(&loader.plugins_dir).with_context(|| {
         format!(
             "cannot create the plugins folder {}",
@@ -330,24 +362,49 @@ async fn serve(loader: Loader, watch: bool) -> Result<ExitCode> {
         ),
     }
     let service = Arc::new(Service::start(loader).await);
+    service.background.enable(&service.catalog());
+    let _watcher = if watch {
+        Some(crate::watch::watch(service.clone())?)
+    } else {
+        None
+    };
+    match http {
+        Some(options) => serve_http(service, options).await,
+        None => serve_stdio(service).await,
+    }
+}
+
+async fn serve_http(service: Arc<Service>, options: crate::http::Options) -> Result<ExitCode> {
+    let stop = CancellationToken::new();
+    let server = tokio::spawn(crate::http::serve(service.clone(), options, stop.clone()));
+    tokio::pin!(server);
+    let why = tokio::select! {
+        signal = shutdown_signal() => signal,
+        ended = &mut server => {
+            ended.context("the HTTP server task")??;
+            return Ok(ExitCode::SUCCESS);
+        }
+    };
+    tracing::info!("{why}: shutting down");
+    // Calls end first, answered while their streams are still open.
+    service.shut_down(Duration::from_secs(1)).await;
+    stop.cancel();
+    server.await.context("the HTTP server task")??;
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn serve_stdio(service: Arc<Service>) -> Result<ExitCode> {
     let catalog = service.catalog();
-    service.background.enable(&catalog);
     tracing::info!(
         plugins = catalog.plugins.len(), tools = catalog.tools.len(), problems = catalog.problems.len(),
         dir = %service.loader.plugins_dir.display(), "serving MCP on stdio"
     );
-    let (peer_tx, peer_rx) = tokio::sync::oneshot::channel();
-    let _watcher = if watch {
-        Some(crate::watch::watch(service.clone(), peer_rx)?)
-    } else {
-        None
-    };
+    drop(catalog);
     let transport = crate::stdio::Stdio::new();
     let stdin_closed = transport.closed();
     let running = rmcp::ServiceExt::serve(McpFront::new(service.clone()), transport)
         .await
         .context("MCP initialisation with the client failed")?;
-    let _ = peer_tx.send(running.peer().clone());
     let cancel = running.cancellation_token();
     // The client closed stdin or sent a signal: its calls end with it
     // (answered while the transport is still open), then the session.

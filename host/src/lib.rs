@@ -1,7 +1,8 @@
 //! An MCP server whose tools are WebAssembly components.
 //!
 //! How a call flows, and where each step lives:
-//! - [`cli`]: the `host` command line; `serve --stdio` starts [`mcp`].
+//! - [`cli`]: the `host` command line; `serve` starts [`mcp`] on stdio
+//!   ([`stdio`]) or Streamable HTTP ([`http`]).
 //! - [`mcp`]: the MCP front (rmcp): tools/list, tools/call, notifications.
 //! - [`service`]: one tool call: validate ([`schema`]), wait for a turn
 //!   ([`admission`]), run ([`runtime`]), reply, log.
@@ -27,6 +28,7 @@ pub mod cli;
 pub mod client;
 pub mod client_config;
 pub mod engine;
+pub mod http;
 pub mod logging;
 pub mod mcp;
 pub mod paths;

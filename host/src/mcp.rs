@@ -1,6 +1,9 @@
-//! The MCP front: rmcp over stdio. Lists the catalog's tools, runs calls
-//! through the [`Service`], forwards progress and log records of a call to
-//! the client in order, and announces tool list changes.
+//! The MCP front: rmcp's server handler, one per session (stdio has one,
+//! HTTP one per client session or stateless request). Lists the catalog's
+//! tools, runs calls through the [`Service`], forwards progress and log
+//! records of a call to the client in order, and announces tool list
+//! changes: to 2026-07-28 clients on their `subscriptions/listen` stream,
+//! to older ones as `notifications/tools/list_changed` after `initialized`.
 
 // MCP logging is deprecated by SEP-2577 but is what today's clients speak;
 // the issue asks for logging notifications.
@@ -15,26 +18,101 @@ use rmcp::model::{
     ReadResourceResponse, ReadResourceResult, ResourceContents, ResourceTemplate,
     ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscriptionFilter, Tool,
 };
-use rmcp::service::{Peer, RequestContext, RoleServer, SubscriptionContext};
+use rmcp::service::{
+    NotificationContext, Peer, RequestContext, RoleServer, SubscriptionContext,
+};
 use rmcp::{ErrorData as McpError, ServerHandler};
 use serde_json::Value;
-use tokio::sync::mpsc;
+use tokio::sync::{broadcast, mpsc};
+use tokio_util::sync::{CancellationToken, DropGuard};
 
 use crate::client::{ClientLink, Level};
 use crate::service::{Reply, Service};
+
+/// How long a client may keep a list without asking again: lists change
+/// only when plugins do, and subscribers hear of that at once.
+const LIST_TTL_MS: u64 = 60_000;
 
 #[derive(Clone)]
 pub struct McpFront {
     service: Arc<Service>,
     /// The lowest level of log record the client wants (`logging/setLevel`).
     min_level: Arc<Mutex<Level>>,
+    /// Cancelled when the session's handler is dropped: what was started
+    /// for the session (its tool-change forwarder) ends with it.
+    session: CancellationToken,
+    _session_guard: Arc<DropGuard>,
 }
 
 impl McpFront {
     pub fn new(service: Arc<Service>) -> Self {
+        let session = CancellationToken::new();
         McpFront {
             service,
             min_level: Arc::new(Mutex::new(Level::Info)),
+            _session_guard: Arc::new(session.clone().drop_guard()),
+            session,
+        }
+    }
+
+    /// The log level a call's records are sent at: a 2026-07-28 request
+    /// asks in its `_meta` (none asked: none sent), older sessions set it
+    /// once with `logging/setLevel`.
+    fn levels(&self, context: &RequestContext<RoleServer>) -> Levels {
+        let per_request = context
+            .protocol_version()
+            .is_some_and(|v| !v.has_initialize());
+        if per_request {
+            Levels::Request(context.meta.log_level().map(level_of))
+        } else {
+            Levels::Session(self.min_level.clone())
+        }
+    }
+}
+
+/// Where a call's lowest wanted log level comes from.
+enum Levels {
+    Session(Arc<Mutex<Level>>),
+    Request(Option<Level>),
+}
+
+impl Levels {
+    fn wants(&self, level: Level) -> bool {
+        match self {
+            Levels::Session(min) => level >= *min.lock().expect("level lock"),
+            Levels::Request(min) => min.is_some_and(|min| level >= min),
+        }
+    }
+}
+
+fn level_of(level: LoggingLevel) -> Level {
+    match level {
+        LoggingLevel::Debug => Level::Debug,
+        LoggingLevel::Info | LoggingLevel::Notice => Level::Info,
+        LoggingLevel::Warning => Level::Warning,
+        _ => Level::Error,
+    }
+}
+
+/// Tell of each tool list change with `notify` (false: not delivered, so
+/// stop) until `ended`.
+async fn forward_tool_changes<F: Future<Output = bool>>(
+    mut changes: broadcast::Receiver<()>,
+    ended: impl Future<Output = ()>,
+    notify: impl Fn() -> F,
+) {
+    tokio::pin!(ended);
+    loop {
+        tokio::select! {
+            () = &mut ended => return,
+            change = changes.recv() => match change {
+                Ok(()) | Err(broadcast::error::RecvError::Lagged(_)) => {
+                    if !notify().await {
+                        return;
+                    }
+                }
+                Err(broadcast::error::RecvError::Closed) => return,
+            },
         }
     }
 }
@@ -83,21 +161,38 @@ impl ServerHandler for McpFront {
         Some(accepted)
     }
 
+    /// A session of MCP before 2026-07-28 began: it hears of tool changes
+    /// unasked, as those revisions have it.
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        let changes = self.service.on_tools_changed();
+        let session = self.session.clone();
+        let peer = context.peer;
+        tokio::spawn(async move {
+            forward_tool_changes(changes, session.cancelled(), || {
+                let peer = peer.clone();
+                async move { peer.notify_tool_list_changed().await.is_ok() }
+            })
+            .await;
+        });
+    }
+
     async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
-        let mut changes = self.service.on_tools_changed();
-        loop {
+        let ended = async {
             tokio::select! {
-                () = context.cancelled() => return Ok(()),
-                change = changes.recv() => match change {
-                    Ok(()) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
-                        if context.sink().notify_tool_list_changed().await.is_err() {
-                            return Ok(());
-                        }
-                    }
-                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return Ok(()),
-                },
+                () = context.cancelled() => {}
+                () = self.service.stopping() => {}
             }
-        }
+        };
+        forward_tool_changes(
+            self.service.on_tools_changed(),
+            ended,
+            || {
+                let sink = context.sink().clone();
+                async move { sink.notify_tool_list_changed().await.is_ok() }
+            },
+        )
+        .await;
+        Ok(())
     }
 
     async fn list_tools(
@@ -123,7 +218,7 @@ impl ServerHandler for McpFront {
                 tool
             })
             .collect();
-        Ok(ListToolsResult::with_all_items(tools))
+        Ok(ListToolsResult::with_all_items(tools).with_ttl_ms(LIST_TTL_MS))
     }
 
     async fn list_resource_templates(
@@ -142,7 +237,7 @@ impl ServerHandler for McpFront {
                     .with_mime_type(t.mime_type.clone())
             })
             .collect();
-        Ok(ListResourceTemplatesResult::with_all_items(templates))
+        Ok(ListResourceTemplatesResult::with_all_items(templates).with_ttl_ms(LIST_TTL_MS))
     }
 
     async fn read_resource(
@@ -150,7 +245,7 @@ impl ServerHandler for McpFront {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
-        let link = McpLink::new(context.peer.clone(), None, self.min_level.clone());
+        let link = McpLink::new(context.peer.clone(), None, self.levels(&context));
         let read = self.service.read_resource(&request.uri, link.clone()).await;
         link.close().await;
         match read {
@@ -183,7 +278,7 @@ impl ServerHandler for McpFront {
         let link = McpLink::new(
             context.peer.clone(),
             context.meta.get_progress_token(),
-            self.min_level.clone(),
+            self.levels(&context),
         );
         let reply = self
             .service
@@ -213,12 +308,7 @@ impl ServerHandler for McpFront {
         request: SetLevelRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        *self.min_level.lock().expect("level lock") = match request.level {
-            LoggingLevel::Debug => Level::Debug,
-            LoggingLevel::Info | LoggingLevel::Notice => Level::Info,
-            LoggingLevel::Warning => Level::Warning,
-            _ => Level::Error,
-        };
+        *self.min_level.lock().expect("level lock") = level_of(request.level);
         Ok(())
     }
 }
@@ -244,7 +334,7 @@ struct McpLink {
     peer: Peer<RoleServer>,
     sender: Mutex<Sender>,
     token: Option<ProgressToken>,
-    min_level: Arc<Mutex<Level>>,
+    levels: Levels,
     last_progress: Mutex<f64>,
 }
 
@@ -258,13 +348,13 @@ impl McpLink {
     fn new(
         peer: Peer<RoleServer>,
         token: Option<ProgressToken>,
-        min_level: Arc<Mutex<Level>>,
+        levels: Levels,
     ) -> Arc<McpLink> {
         Arc::new(McpLink {
             peer,
             sender: Mutex::new(Sender::Idle),
             token,
-            min_level,
+            levels,
             last_progress: Mutex::new(0.0),
         })
     }
@@ -328,7 +418,7 @@ impl ClientLink for McpLink {
     }
 
     fn log(&self, level: Level, logger: &str, data: Value) {
-        if level < *self.min_level.lock().expect("level lock") {
+        if !self.levels.wants(level) {
             return;
         }
         let level = match level {

@@ -101,6 +101,12 @@ impl Service {
         self.in_flight.token()
     }
 
+    /// Resolves when a shutdown begins: long waits for the client (a
+    /// subscription stream) end then, so that they can be answered.
+    pub async fn stopping(&self) {
+        self.shutdown.cancelled().await;
+    }
+
     /// Take no more calls, cancel those in flight (their process trees are
     /// killed as on an MCP cancellation) and wait, at most `limit`, for
     /// them to end.
@@ -158,6 +164,7 @@ impl Service {
             }
             _ => "foreground",
         };
+        tracing::debug!(target: "call", plugin = %plugin.name, tool = %exposed, %trace_id, "tool call started");
         // The call's own cancellation, or the host's shutdown.
         let call_cancel = self.shutdown.child_token();
         let linked = {

@@ -18,7 +18,8 @@ use rmcp::service::{
     NotificationContext, PeerRequestOptions, RequestHandle, RoleClient, RunningService,
 };
 use rmcp::transport::TokioChildProcess;
-use rmcp::{ClientHandler, ServiceExt};
+use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 use serde_json::{Value, json};
 use tokio::sync::{Mutex, mpsc};
 
@@ -154,16 +155,78 @@ impl Env {
             .spawn()
             .unwrap();
         let pid = transport.id().expect("host pid");
-        let (tx, rx) = mpsc::unbounded_channel();
-        let service = Recorder { tx }
-            .serve(transport)
+        Client::over(transport, ClientLifecycleMode::Initialize, pid).await
+    }
+
+    /// Start `host serve --http 127.0.0.1:0` with extra options; it is
+    /// ready once it has logged its URL.
+    pub async fn start_http(&self, options: &[&str]) -> HttpHost {
+        let args: Vec<&str> = ["serve", "--http", "127.0.0.1:0"]
+            .iter()
+            .chain(options)
+            .copied()
+            .collect();
+        let mut child = self
+            .host(&args)
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let pid = child.id().expect("host pid");
+        let mut lines = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
+        let mut log = tokio::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.stderr_log())
             .await
-            .expect("MCP initialize with the host");
-        Client {
-            service,
-            notes: Mutex::new(rx),
-            pid,
+            .unwrap();
+        let url = tokio::time::timeout(Duration::from_secs(120), async {
+            while let Some(line) = lines.next_line().await.unwrap() {
+                log.write_all(format!("{line}\n").as_bytes()).await.unwrap();
+                if let Some(at) = line.find("serving MCP at ") {
+                    let url = &line[at + "serving MCP at ".len()..];
+                    return url.split_whitespace().next().unwrap().to_string();
+                }
+            }
+            panic!("the host ended before serving: {}", self.stderr_log().display())
+        })
+        .await
+        .expect("the host serves HTTP within 120 s");
+        // The rest of its log goes where the stdio host's does.
+        tokio::spawn(async move {
+            while let Ok(Some(line)) = lines.next_line().await {
+                let _ = log.write_all(format!("{line}\n").as_bytes()).await;
+            }
+        });
+        HttpHost { child, url, pid }
+    }
+}
+
+/// A host serving MCP over HTTP, killed when dropped.
+pub struct HttpHost {
+    pub child: tokio::process::Child,
+    /// `http://127.0.0.1:PORT/mcp`
+    pub url: String,
+    pub pid: u32,
+}
+
+impl HttpHost {
+    /// An MCP client over Streamable HTTP: a session of 2025-11-25 with
+    /// `Initialize`, stateless 2026-07-28 with `Discover`.
+    pub async fn connect(&self, lifecycle: ClientLifecycleMode, token: Option<&str>) -> Client {
+        use rmcp::transport::StreamableHttpClientTransport;
+        use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+        let mut config = StreamableHttpClientTransportConfig::with_uri(self.url.as_str());
+        if let Some(token) = token {
+            config = config.auth_header(token);
         }
+        let transport = StreamableHttpClientTransport::from_config(config);
+        Client::over(transport, lifecycle, self.pid).await
+    }
+
+    /// The server's base address, `http://127.0.0.1:PORT`.
+    pub fn base(&self) -> &str {
+        self.url.trim_end_matches("/mcp")
     }
 }
 
@@ -207,6 +270,26 @@ pub struct Client {
     pub pid: u32,
 }
 
+impl Client {
+    /// An MCP client recording notifications, over any transport.
+    pub async fn over<T, E, A>(transport: T, lifecycle: ClientLifecycleMode, pid: u32) -> Client
+    where
+        T: rmcp::transport::IntoTransport<RoleClient, E, A>,
+        E: std::error::Error + Send + Sync + 'static,
+    {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let service = Recorder { tx }
+            .serve_with_lifecycle(transport, lifecycle)
+            .await
+            .expect("MCP session with the host");
+        Client {
+            service,
+            notes: Mutex::new(rx),
+            pid,
+        }
+    }
+}
+
 fn params(name: &str, args: Value) -> CallToolRequestParams {
     let Value::Object(map) = args else {
         panic!("arguments must be an object")
@@ -237,12 +320,21 @@ impl Client {
         args: Value,
         progress_token: &str,
     ) -> RequestHandle<RoleClient> {
-        let mut p = params(name, args);
-        p.meta = Some(RequestMetaObject::with_progress_token(
-            rmcp::model::ProgressToken(rmcp::model::NumberOrString::String(
-                progress_token.to_string().into(),
-            )),
+        let meta = RequestMetaObject::with_progress_token(rmcp::model::ProgressToken(
+            rmcp::model::NumberOrString::String(progress_token.to_string().into()),
         ));
+        self.start_call_with_meta(name, args, meta).await
+    }
+
+    /// Send a call with this `_meta`; the handle can cancel it.
+    pub async fn start_call_with_meta(
+        &self,
+        name: &str,
+        args: Value,
+        meta: RequestMetaObject,
+    ) -> RequestHandle<RoleClient> {
+        let mut p = params(name, args);
+        p.meta = Some(meta);
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(p));
         self.service
             .send_cancellable_request(request, PeerRequestOptions::no_options())

@@ -1,4 +1,4 @@
-//! End-to-end tests: the real `host serve --stdio` binary, real plugins
+//! End-to-end tests: the real `host serve` binary (stdio, and HTTP in http.rs), real plugins
 //! built for wasm32-wasip2, real test runners, spoken to over MCP by rmcp's
 //! client. Build the plugins first: scripts/build-plugins (scripts/test
 //! does both).
@@ -11,6 +11,7 @@ mod copilot;
 mod godot;
 mod harness;
 mod host_core;
+mod http;
 mod lifetime;
 mod mock_llm;
 mod pi;

@@ -1,0 +1,254 @@
+//! `host serve --http`: sessions of MCP 2025-11-25 and stateless
+//! 2026-07-28 clients, the bearer token, the DNS-rebinding checks,
+//! `/health`, and shutdown.
+
+// Reads MCP logging notifications, deprecated by SEP-2577 but still sent.
+#![allow(deprecated)]
+
+use std::time::Duration;
+
+use rmcp::ClientLifecycleMode;
+use rmcp::model::{LoggingLevel, ProtocolVersion, RequestMetaObject, SubscriptionFilter};
+use serde_json::json;
+
+use crate::harness::*;
+
+fn discover() -> ClientLifecycleMode {
+    ClientLifecycleMode::Discover {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+    }
+}
+
+fn progress_meta(token: &str) -> RequestMetaObject {
+    RequestMetaObject::with_progress_token(rmcp::model::ProgressToken(
+        rmcp::model::NumberOrString::String(token.to_string().into()),
+    ))
+}
+
+fn logged(notes: &[Note], message: &str) -> bool {
+    notes
+        .iter()
+        .any(|n| matches!(n, Note::Log(l) if l.data["message"] == message))
+}
+
+fn progressed(notes: &[Note]) -> bool {
+    notes.iter().any(|n| matches!(n, Note::Progress(_)))
+}
+
+#[tokio::test]
+async fn a_2025_11_25_session_gets_tool_changes_results_progress_and_logs() {
+    let env = Env::new(&["faulty"], "");
+    let host = env.start_http(&[]).await;
+    let client = host.connect(ClientLifecycleMode::Initialize, None).await;
+    let info = client.service.peer_info().expect("an initialize answer");
+    assert!(info.protocol_version.has_initialize(), "{info:?}");
+
+    // Unasked notifications come on the session's standalone (GET) stream.
+    env.add_plugin("hello", "hello");
+    let change = client
+        .wait_note(Duration::from_secs(60), |n| matches!(n, Note::ToolListChanged))
+        .await;
+    assert!(change.is_some(), "no tools/list_changed over HTTP");
+    assert!(client.tools().await.iter().any(|t| t.name == "hello"));
+
+    let call = client.start_call("chatty", json!({}), "p1").await;
+    let result = Client::finish(call).await;
+    assert!(!is_error(&result), "{result:?}");
+    // Progress rides the call's own stream; log records, which name no
+    // request, the standalone stream (rmcp routes them so), so they may
+    // come after the answer.
+    let notes = client.drain_notes().await;
+    assert!(progressed(&notes), "{notes:?}");
+    let log = logged(&notes, "hello from chatty")
+        || client
+            .wait_note(Duration::from_secs(10), |n| {
+                logged(std::slice::from_ref(n), "hello from chatty")
+            })
+            .await
+            .is_some();
+    assert!(log, "the log record arrives");
+}
+
+#[tokio::test]
+async fn a_2026_07_28_client_is_served_statelessly_and_logs_only_when_it_asks() {
+    let env = Env::new(&["faulty"], "");
+    let host = env.start_http(&[]).await;
+    let client = host.connect(discover(), None).await;
+    assert!(client.tools().await.iter().any(|t| t.name == "chatty"));
+
+    // No `logLevel` in the request: progress, but no log records.
+    let quiet = client
+        .start_call_with_meta("chatty", json!({}), progress_meta("p1"))
+        .await;
+    assert!(!is_error(&Client::finish(quiet).await));
+    let notes = client.drain_notes().await;
+    assert!(progressed(&notes), "{notes:?}");
+    assert!(!logged(&notes, "hello from chatty"), "{notes:?}");
+
+    // Asked for info: the plugin's info record, not its debug one.
+    let mut meta = progress_meta("p2");
+    meta.set_log_level(LoggingLevel::Info);
+    let asked = client.start_call_with_meta("chatty", json!({}), meta).await;
+    assert!(!is_error(&Client::finish(asked).await));
+    let notes = client.drain_notes().await;
+    assert!(logged(&notes, "hello from chatty"), "{notes:?}");
+    assert!(!logged(&notes, "too quiet to reach the client"), "{notes:?}");
+
+    // Tool changes arrive on the client's subscription stream.
+    let mut filter = SubscriptionFilter::new();
+    filter.tools_list_changed = Some(true);
+    let mut subscription = client
+        .service
+        .peer()
+        .listen(filter)
+        .await
+        .expect("subscriptions/listen over HTTP");
+    env.add_plugin("hello", "hello");
+    let change = tokio::time::timeout(Duration::from_secs(60), subscription.next())
+        .await
+        .expect("a change within 60 s");
+    assert!(change.is_ok_and(|c| c.is_some()), "the subscription ended");
+    assert!(client.tools().await.iter().any(|t| t.name == "hello"));
+}
+
+/// An `initialize` request as a client would POST it.
+fn initialize() -> reqwest::RequestBuilder {
+    reqwest::Client::new()
+        .post("http://placeholder")
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"}}})
+            .to_string(),
+        )
+}
+
+async fn post(host: &HttpHost, headers: &[(&str, &str)]) -> reqwest::StatusCode {
+    let mut request = initialize().build().unwrap();
+    *request.url_mut() = host.url.parse().unwrap();
+    for (name, value) in headers {
+        request.headers_mut().insert(
+            reqwest::header::HeaderName::from_bytes(name.as_bytes()).unwrap(),
+            value.parse().unwrap(),
+        );
+    }
+    reqwest::Client::new()
+        .execute(request)
+        .await
+        .expect("the host answers")
+        .status()
+}
+
+#[tokio::test]
+async fn with_a_token_file_every_request_needs_the_token() {
+    let env = Env::new(&["hello"], "");
+    let token_file = env.dir.path().join("token");
+    std::fs::write(&token_file, "s3cret-token\n").unwrap();
+    let host = env
+        .start_http(&["--token-file", token_file.to_str().unwrap()])
+        .await;
+
+    assert_eq!(post(&host, &[]).await, 401, "no token");
+    let wrong = [("authorization", "Bearer s3cret-tokem")];
+    assert_eq!(post(&host, &wrong).await, 401, "a wrong token");
+    let basic = [("authorization", "Basic s3cret-token")];
+    assert_eq!(post(&host, &basic).await, 401, "not a bearer token");
+    let right = [("authorization", "Bearer s3cret-token")];
+    assert_eq!(post(&host, &right).await, 200, "the token");
+
+    let client = host
+        .connect(ClientLifecycleMode::Initialize, Some("s3cret-token"))
+        .await;
+    let r = client.call("hello", json!({"name": "Ada"})).await;
+    assert!(!is_error(&r), "{r:?}");
+
+    // Health needs no token and says what is served.
+    let health: serde_json::Value = reqwest::get(format!("{}/health", host.base()))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        health,
+        json!({"status": "ok", "plugins": 1, "tools": 1, "problems": 0})
+    );
+}
+
+#[tokio::test]
+async fn other_hosts_and_web_origins_are_refused() {
+    let env = Env::new(&["hello"], "");
+    let host = env.start_http(&["--allow-host", "mcp.internal"]).await;
+    assert_eq!(post(&host, &[]).await, 200);
+    // A name rebound to 127.0.0.1 by a web page's DNS.
+    let rebound = [("host", "attacker.example")];
+    assert_eq!(post(&host, &rebound).await, 403);
+    let allowed = [("host", "mcp.internal")];
+    assert_eq!(post(&host, &allowed).await, 200);
+    // A page of another site, and a local one (the Inspector's).
+    let foreign = [("origin", "http://attacker.example")];
+    assert_eq!(post(&host, &foreign).await, 403);
+    let local = [("origin", "http://localhost:6274")];
+    assert_eq!(post(&host, &local).await, 200);
+}
+
+#[tokio::test]
+async fn off_loopback_the_host_wants_a_token() {
+    let env = Env::new(&["hello"], "");
+    let out = env
+        .host(&["serve", "--http", "0.0.0.0:0"])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--token-file"), "{err}");
+
+    let empty = env.dir.path().join("empty");
+    std::fs::write(&empty, "\n").unwrap();
+    let token_file = format!("--token-file={}", empty.display());
+    let out = env
+        .host(&["serve", "--http", "0.0.0.0:0", &token_file])
+        .output()
+        .await
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("is empty"), "{err}");
+}
+
+#[tokio::test]
+async fn sigterm_answers_the_calls_in_flight_and_ends_the_host() {
+    let env = Env::new(
+        &["faulty"],
+        "[plugins.faulty.limits]\ntimeout_ms = 60000\nmemory_mb = 32\n",
+    );
+    let mut host = env.start_http(&[]).await;
+    let client = host.connect(ClientLifecycleMode::Initialize, None).await;
+    let call = client.start_call("fault_loop", json!({}), "p1").await;
+    // The loop is running once the host has logged the call.
+    let log = env.stderr_log();
+    tokio::time::timeout(Duration::from_secs(60), async {
+        while !std::fs::read_to_string(&log).unwrap().contains("tool call started") {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the call starts");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(host.pid as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let answer = tokio::time::timeout(Duration::from_secs(10), call.await_response())
+        .await
+        .expect("an answer within 10 s");
+    let answer = format!("{answer:?}");
+    assert!(answer.contains("cancel"), "{answer}");
+    let status = tokio::time::timeout(Duration::from_secs(10), host.child.wait())
+        .await
+        .expect("the host ends within 10 s")
+        .unwrap();
+    assert!(status.success(), "{status:?}");
+}
