@@ -89,6 +89,14 @@ enum Command {
         /// The server's name in the client.
         #[arg(long, default_value = "wasm-host")]
         name: String,
+        /// Connect to a host already serving HTTP at this URL (`host serve
+        /// --http`), e.g. http://127.0.0.1:8931/mcp, instead of starting one.
+        #[arg(long, value_name = "URL")]
+        url: Option<String>,
+        /// With --url: the environment variable holding the bearer token;
+        /// the snippet refers to it, never to the token itself.
+        #[arg(long, value_name = "VAR", requires = "url")]
+        token_env: Option<String>,
         #[command(flatten)]
         common: Common,
     },
@@ -280,7 +288,26 @@ async fn run(command: Command) -> Result<ExitCode> {
         Command::ClientConfig {
             client,
             name,
+            url: Some(url),
+            token_env,
+            common: _,
+        } => {
+            let connection = crate::client_config::Connection::Http { url, token_env };
+            print!("{}", client.snippet(&name, &connection));
+            eprintln!("{}.", client.place());
+            if client.needs_underscores() {
+                eprintln!(
+                    "This client's model API refuses dots in tool names: serve with `host serve --http … --underscore-names`."
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::ClientConfig {
+            client,
+            name,
+            url: None,
             common,
+            ..
         } => client_config(client, &name, common),
         Command::New { name, dir } => {
             let parent = match dir {
@@ -330,7 +357,7 @@ fn client_config(
             ))
         })
         .collect();
-    let launch = crate::client_config::Launch {
+    let launch = crate::client_config::Connection::Stdio {
         command: command.to_string_lossy().into_owned(),
         extra_args,
         env,

@@ -1,6 +1,9 @@
 //! `host client-config CLIENT`: the snippet that adds this host to an MCP
 //! client, in that client's own format (JSON or TOML, `mcpServers` or
-//! `servers` or `mcp_servers`), on stdout; where it goes, on stderr.
+//! `servers` or `mcp_servers`), on stdout; where it goes, on stderr. The
+//! client either starts the host (stdio) or connects to one serving HTTP
+//! (`--url`), sending a bearer token it reads from an environment variable
+//! (VS Code: a password prompt) so the token is never in the file.
 //!
 //! Clients whose model API refuses dots in tool names (`^[a-zA-Z0-9_-]+$`:
 //! Claude Code, Codex, Copilot CLI; Cursor to be safe) get
@@ -28,12 +31,21 @@ pub enum Client {
     Gemini,
 }
 
-/// How a client starts the host.
-pub struct Launch {
-    pub command: String,
-    /// After `serve --stdio` (and `--underscore-names` where needed).
-    pub extra_args: Vec<String>,
-    pub env: BTreeMap<String, String>,
+/// How a client reaches the host.
+pub enum Connection {
+    /// The client starts it.
+    Stdio {
+        command: String,
+        /// After `serve --stdio` (and `--underscore-names` where needed).
+        extra_args: Vec<String>,
+        env: BTreeMap<String, String>,
+    },
+    /// The client connects to a host serving Streamable HTTP.
+    Http {
+        url: String,
+        /// The variable holding the bearer token, if the host wants one.
+        token_env: Option<String>,
+    },
 }
 
 impl Client {
@@ -62,52 +74,90 @@ impl Client {
     }
 
     /// The snippet naming the host `name`.
-    pub fn snippet(self, name: &str, launch: &Launch) -> String {
-        let mut args = vec!["serve".to_string(), "--stdio".to_string()];
-        if self.needs_underscores() {
-            args.push("--underscore-names".into());
-        }
-        args.extend(launch.extra_args.iter().cloned());
-        let (command, env) = (&launch.command, &launch.env);
-        let server = match self {
-            Client::Codex => {
-                let mut server = toml::Table::new();
-                server.insert("command".into(), command.clone().into());
-                server.insert("args".into(), args.into());
-                if !env.is_empty() {
-                    let env: toml::Table = env
-                        .iter()
-                        .map(|(k, v)| (k.clone(), v.clone().into()))
-                        .collect();
-                    server.insert("env".into(), env.into());
-                }
-                // Long test runs and agent prompts outlast Codex's 60 s.
-                server.insert("tool_timeout_sec".into(), 3600.into());
-                let mut servers = toml::Table::new();
-                servers.insert(name.into(), server.into());
-                let mut root = toml::Table::new();
-                root.insert("mcp_servers".into(), servers.into());
-                return toml::to_string(&root).expect("a table serialises");
-            }
-            Client::ClaudeCode | Client::Vscode => {
-                json!({"type": "stdio", "command": command, "args": args, "env": env})
-            }
-            Client::Copilot => {
-                json!({"type": "local", "command": command, "args": args, "env": env, "tools": ["*"]})
-            }
-            Client::Cursor | Client::Gemini => {
-                json!({"command": command, "args": args, "env": env})
-            }
+    pub fn snippet(self, name: &str, connection: &Connection) -> String {
+        let server = match connection {
+            Connection::Stdio {
+                command,
+                extra_args,
+                env,
+            } => self.stdio_server(command, extra_args, env),
+            Connection::Http { url, token_env } => self.http_server(url, token_env.as_deref(), name),
         };
+        if self == Client::Codex {
+            let mut server: toml::Table =
+                serde_json::from_value(server).expect("a JSON object is a TOML table");
+            // Long test runs and agent prompts outlast Codex's 60 s.
+            server.insert("tool_timeout_sec".into(), 3600.into());
+            let mut servers = toml::Table::new();
+            servers.insert(name.into(), server.into());
+            let mut root = toml::Table::new();
+            root.insert("mcp_servers".into(), servers.into());
+            return toml::to_string(&root).expect("a table serialises");
+        }
         let key = match self {
             Client::Vscode => "servers",
             _ => "mcpServers",
         };
-        let mut servers = serde_json::Map::new();
-        servers.insert(name.to_string(), server);
         let mut root = serde_json::Map::new();
-        root.insert(key.to_string(), servers.into());
+        root.insert(key.to_string(), json!({ name: server }));
+        if let (Client::Vscode, Connection::Http { token_env: Some(_), .. }) = (self, connection) {
+            root.insert(
+                "inputs".into(),
+                json!([{"type": "promptString", "id": format!("{name}-token"), "password": true,
+                        "description": format!("Bearer token of the MCP server {name}")}]),
+            );
+        }
         serde_json::to_string_pretty(&root).expect("JSON serialises") + "\n"
+    }
+
+    fn stdio_server(
+        self,
+        command: &str,
+        extra_args: &[String],
+        env: &BTreeMap<String, String>,
+    ) -> serde_json::Value {
+        let mut args = vec!["serve".to_string(), "--stdio".to_string()];
+        if self.needs_underscores() {
+            args.push("--underscore-names".into());
+        }
+        args.extend(extra_args.iter().cloned());
+        let mut server = json!({"command": command, "args": args});
+        if !env.is_empty() || self != Client::Codex {
+            server["env"] = json!(env);
+        }
+        match self {
+            Client::ClaudeCode | Client::Vscode => server["type"] = json!("stdio"),
+            Client::Copilot => {
+                server["type"] = json!("local");
+                server["tools"] = json!(["*"]);
+            }
+            Client::Codex | Client::Cursor | Client::Gemini => {}
+        }
+        server
+    }
+
+    fn http_server(self, url: &str, token_env: Option<&str>, name: &str) -> serde_json::Value {
+        let mut server = match self {
+            Client::ClaudeCode | Client::Vscode => json!({"type": "http", "url": url}),
+            Client::Copilot => json!({"type": "http", "url": url, "tools": ["*"]}),
+            Client::Codex | Client::Cursor => json!({"url": url}),
+            Client::Gemini => json!({"httpUrl": url}),
+        };
+        let Some(var) = token_env else {
+            return server;
+        };
+        // Each client's own way of naming a secret it reads at start.
+        let token = match self {
+            Client::Codex => {
+                server["bearer_token_env_var"] = json!(var);
+                return server;
+            }
+            Client::Vscode => format!("${{input:{name}-token}}"),
+            Client::Cursor => format!("${{env:{var}}}"),
+            Client::ClaudeCode | Client::Copilot | Client::Gemini => format!("${{{var}}}"),
+        };
+        server["headers"] = json!({"Authorization": format!("Bearer {token}")});
+        server
     }
 }
 
@@ -115,8 +165,8 @@ impl Client {
 mod tests {
     use super::*;
 
-    fn launch() -> Launch {
-        Launch {
+    fn launch() -> Connection {
+        Connection::Stdio {
             command: "/opt/mcp host/bin/host".into(),
             extra_args: vec!["--plugins".into(), "/p".into()],
             env: BTreeMap::from([(
@@ -126,22 +176,30 @@ mod tests {
         }
     }
 
+    /// The whole snippet, parsed as the client would, as JSON.
+    fn parsed(client: Client, text: &str) -> serde_json::Value {
+        if client == Client::Codex {
+            let table: toml::Table = toml::from_str(text).unwrap();
+            serde_json::to_value(&table).unwrap()
+        } else {
+            serde_json::from_str(text).unwrap()
+        }
+    }
+
+    fn server(client: Client, text: &str) -> serde_json::Value {
+        let key = match client {
+            Client::Codex => "mcp_servers",
+            Client::Vscode => "servers",
+            _ => "mcpServers",
+        };
+        parsed(client, text)[key]["wasm-host"].clone()
+    }
+
     #[test]
     fn every_client_gets_its_own_format() {
         for client in Client::value_variants() {
             let text = client.snippet("wasm-host", &launch());
-            let server = if *client == Client::Codex {
-                let table: toml::Table = toml::from_str(&text).unwrap();
-                serde_json::to_value(&table["mcp_servers"]["wasm-host"]).unwrap()
-            } else {
-                let value: serde_json::Value = serde_json::from_str(&text).unwrap();
-                let key = if *client == Client::Vscode {
-                    "servers"
-                } else {
-                    "mcpServers"
-                };
-                value[key]["wasm-host"].clone()
-            };
+            let server = server(*client, &text);
             assert_eq!(
                 server["command"], "/opt/mcp host/bin/host",
                 "{client:?}: {text}"
@@ -159,6 +217,41 @@ mod tests {
             );
             assert_eq!(args[args.len() - 2..], ["--plugins", "/p"]);
             assert_eq!(server["env"]["GODOT_DOC_DIR"], "/docs/4.x:/docs/3.x");
+        }
+    }
+
+    #[test]
+    fn an_http_server_is_named_by_url_and_its_token_by_a_variable() {
+        let url = "http://127.0.0.1:8931/mcp";
+        for client in Client::value_variants() {
+            let connection = Connection::Http {
+                url: url.into(),
+                token_env: Some("WASM_HOST_TOKEN".into()),
+            };
+            let text = client.snippet("wasm-host", &connection);
+            let server = server(*client, &text);
+            let url_key = if *client == Client::Gemini { "httpUrl" } else { "url" };
+            assert_eq!(server[url_key], url, "{client:?}: {text}");
+            assert!(server.get("command").is_none(), "{client:?}: {text}");
+            let auth = server["headers"]["Authorization"].as_str();
+            match client {
+                Client::Codex => assert_eq!(server["bearer_token_env_var"], "WASM_HOST_TOKEN"),
+                Client::Vscode => {
+                    assert_eq!(auth, Some("Bearer ${input:wasm-host-token}"));
+                    let inputs = &parsed(*client, &text)["inputs"];
+                    assert_eq!(inputs[0]["id"], "wasm-host-token", "{text}");
+                    assert_eq!(inputs[0]["password"], true);
+                }
+                Client::Cursor => assert_eq!(auth, Some("Bearer ${env:WASM_HOST_TOKEN}")),
+                _ => assert_eq!(auth, Some("Bearer ${WASM_HOST_TOKEN}"), "{client:?}"),
+            }
+            // Without a token, no header and no prompt.
+            let open = Connection::Http {
+                url: url.into(),
+                token_env: None,
+            };
+            let text = client.snippet("wasm-host", &open);
+            assert!(!text.contains("Authorization") && !text.contains("inputs"), "{text}");
         }
     }
 }

@@ -252,3 +252,41 @@ async fn sigterm_answers_the_calls_in_flight_and_ends_the_host() {
         .unwrap();
     assert!(status.success(), "{status:?}");
 }
+
+/// The snippet `client-config --url` prints, read as Claude Code reads it
+/// (`${VAR}` from its environment), reaches the host.
+#[tokio::test]
+async fn client_config_for_an_http_host_connects() {
+    let env = Env::new(&["hello"], "");
+    let token_file = env.dir.path().join("token");
+    std::fs::write(&token_file, "t0ken-from-file").unwrap();
+    let host = env
+        .start_http(&["--token-file", token_file.to_str().unwrap()])
+        .await;
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_host"))
+        .args(["client-config", "claude-code", "--url", &host.url])
+        .args(["--token-env", "WASM_HOST_TOKEN"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let snippet: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let server = &snippet["mcpServers"]["wasm-host"];
+    assert_eq!(server["type"], "http");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("--underscore-names"), "{said}");
+
+    let header = server["headers"]["Authorization"].as_str().unwrap();
+    let token = header
+        .strip_prefix("Bearer ")
+        .unwrap()
+        .replace("${WASM_HOST_TOKEN}", "t0ken-from-file");
+    let configured = HttpHost {
+        url: server["url"].as_str().unwrap().to_string(),
+        ..host
+    };
+    let client = configured
+        .connect(ClientLifecycleMode::Initialize, Some(&token))
+        .await;
+    let r = client.call("hello", json!({"name": "Ada"})).await;
+    assert!(!is_error(&r), "{r:?}");
+}
