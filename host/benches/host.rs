@@ -5,7 +5,9 @@
 //!   answer, with the bundled plugins plus the test fixture;
 //! - idle resident memory after start;
 //! - per-call overhead of a no-op tool through MCP over stdio, from rmcp's
-//!   client and from a bare JSON-RPC client (write a line, read a line);
+//!   client and from a bare JSON-RPC client (write a line, read a line),
+//!   and over Streamable HTTP (keep-alive) from rmcp's client, in a session
+//!   (2025-11-25) and stateless (2026-07-28);
 //! - time from a timeout to the whole process tree being dead.
 
 mod common;
@@ -109,6 +111,7 @@ async fn main() {
     println!("RSS after 5300 calls: {:.1} MiB", rss as f64 / 1024.0);
     drop(client);
     raw_round_trips(&env).await;
+    http_round_trips(&env).await;
 
     // A tree with a plain child, a grandchild in its own session, and a
     // background job; killed at a 300 ms deadline.
@@ -140,6 +143,41 @@ async fn main() {
         ms(percentile(&mut kill, 0.5)),
         ms(percentile(&mut kill, 1.0))
     );
+}
+
+/// No-op calls over HTTP, in both lifecycles, against one host.
+async fn http_round_trips(env: &Env) {
+    use rmcp::ClientLifecycleMode;
+    let host = env.start_http(&["--no-watch"]).await;
+    let lifecycles = [
+        ("session, 2025-11-25", ClientLifecycleMode::Initialize),
+        (
+            "stateless, 2026-07-28",
+            ClientLifecycleMode::Discover {
+                preferred_versions: vec![rmcp::model::ProtocolVersion::V_2026_07_28],
+            },
+        ),
+    ];
+    for (what, lifecycle) in lifecycles {
+        let client = host.connect(lifecycle, None).await;
+        for _ in 0..300 {
+            client.call("noop", json!({})).await;
+        }
+        let mut calls = Vec::with_capacity(5000);
+        for _ in 0..5000 {
+            let t = Instant::now();
+            let r = client.call("noop", json!({})).await;
+            calls.push(t.elapsed());
+            assert_ne!(r.is_error, Some(true));
+        }
+        println!(
+            "no-op tools/call round trip over HTTP, {what} (5000 calls): p50 {}, p99 {}",
+            ms(percentile(&mut calls, 0.5)),
+            ms(percentile(&mut calls, 0.99))
+        );
+    }
+    let (rss, _) = rss_kib(host.pid);
+    println!("RSS after 10600 calls over HTTP: {:.1} MiB", rss as f64 / 1024.0);
 }
 
 struct NoProgress;
