@@ -170,9 +170,10 @@ fn web_service(f: &Fixture, id: &str, name: &str, body: &str) -> Value {
     )
 }
 
-/// GET / from `addr` (`host:port`) over plain TCP.
+/// GET / from `addr` (`host:port`) over plain TCP, once the service in the
+/// container answers (within a minute: a loaded machine starts it late).
 async fn http_get(addr: &str) -> String {
-    for _ in 0..100 {
+    for _ in 0..1200 {
         if let Ok(mut stream) = tokio::net::TcpStream::connect(addr).await {
             stream
                 .write_all(b"GET / HTTP/1.0\r\nHost: x\r\n\r\n")

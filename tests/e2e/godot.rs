@@ -609,19 +609,17 @@ async fn changed_xml_is_rebuilt_in_the_background_and_swapped_in() {
     let sprocket = widget
         .replace("name=\"Widget\"", "name=\"Sprocket\"")
         .replace("A widget for tests", "A sprocket for tests");
+    // The refresh after loading has ended; the next one is the change's.
+    env.wait_for_log("background refresh done", 1).await;
+    let refreshed = env.logged("background refresh done");
     std::fs::write(docs.join("classes/Sprocket.xml"), sprocket).unwrap();
-    let mut found = Vec::new();
-    for _ in 0..100 {
-        found = results(
-            &client
-                .call("godot.search", json!({ "query": "sprocket" }))
-                .await,
-        );
-        if !found.is_empty() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    env.wait_for_log("background refresh done", refreshed + 1)
+        .await;
+    let found = results(
+        &client
+            .call("godot.search", json!({ "query": "sprocket" }))
+            .await,
+    );
     assert_eq!(
         found.first().map(|r| r["uri"].clone()),
         Some(json!("godot://class/Sprocket")),

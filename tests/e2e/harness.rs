@@ -116,6 +116,27 @@ impl Env {
         self.dir.path().join("host-stderr.log")
     }
 
+    /// How often the host has logged `needle` so far.
+    pub fn logged(&self, needle: &str) -> usize {
+        std::fs::read_to_string(self.stderr_log())
+            .unwrap_or_default()
+            .matches(needle)
+            .count()
+    }
+
+    /// Wait until the host has logged `needle` at least `times` times. The
+    /// cap is generous: a loaded machine is slow, not wrong.
+    pub async fn wait_for_log(&self, needle: &str, times: usize) {
+        let cap = Duration::from_secs(180);
+        tokio::time::timeout(cap, async {
+            while self.logged(needle) < times {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+        .await
+        .unwrap_or_else(|_| panic!("the host did not log {needle:?} {times} times within {cap:?}"));
+    }
+
     /// `host <args>` with this environment's folders.
     pub fn host(&self, args: &[&str]) -> tokio::process::Command {
         let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_host"));
@@ -549,13 +570,18 @@ pub fn cofer(dir: &Path, args: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
+/// `podman args` as the user would run it; its stdout. Without Podman,
+/// nothing (a fixture cleaning up after a test that ran without it).
 pub fn podman(args: &[&str]) -> String {
-    let out = Command::new("podman")
+    match Command::new("podman")
         .args(args)
         .env("CONTAINERS_CONF", containers_conf())
         .output()
-        .unwrap();
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    {
+        Ok(out) => String::from_utf8_lossy(&out.stdout).into_owned(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => panic!("podman {args:?}: {e}"),
+    }
 }
 
 /// An npm-installed CLI the tests run for real: `$var`, else `program` on

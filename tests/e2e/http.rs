@@ -228,14 +228,7 @@ async fn sigterm_answers_the_calls_in_flight_and_ends_the_host() {
     let client = host.connect(ClientLifecycleMode::Initialize, None).await;
     let call = client.start_call("fault_loop", json!({}), "p1").await;
     // The loop is running once the host has logged the call.
-    let log = env.stderr_log();
-    tokio::time::timeout(Duration::from_secs(60), async {
-        while !std::fs::read_to_string(&log).unwrap().contains("tool call started") {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    })
-    .await
-    .expect("the call starts");
+    env.wait_for_log("tool call started", 1).await;
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(host.pid as i32),
         nix::sys::signal::Signal::SIGTERM,
