@@ -313,11 +313,18 @@ impl ServerHandler for McpFront {
     }
 }
 
+/// The reply's text, unless it is empty and blocks were added, then the
+/// blocks.
 fn to_result(reply: Reply) -> CallToolResult {
+    let mut content = Vec::with_capacity(1 + reply.content.len());
+    if !reply.text.is_empty() || reply.content.is_empty() {
+        content.push(ContentBlock::text(reply.text));
+    }
+    content.extend(reply.content);
     let mut result = if reply.is_error {
-        CallToolResult::error(vec![ContentBlock::text(reply.text)])
+        CallToolResult::error(content)
     } else {
-        CallToolResult::success(vec![ContentBlock::text(reply.text)])
+        CallToolResult::success(content)
     };
     result.structured_content = reply.structured;
     result
@@ -335,7 +342,7 @@ struct McpLink {
     sender: Mutex<Sender>,
     token: Option<ProgressToken>,
     levels: Levels,
-    last_progress: Mutex<f64>,
+    last_progress: Mutex<Option<f64>>,
 }
 
 enum Sender {
@@ -355,7 +362,7 @@ impl McpLink {
             sender: Mutex::new(Sender::Idle),
             token,
             levels,
-            last_progress: Mutex::new(0.0),
+            last_progress: Mutex::new(None),
         })
     }
 
@@ -399,12 +406,11 @@ impl ClientLink for McpLink {
         // The protocol wants progress to increase with every notification.
         let progress = {
             let mut last = self.last_progress.lock().expect("progress lock");
-            let value = if progress > *last {
-                progress
-            } else {
-                *last + 1.0
+            let value = match *last {
+                Some(before) if progress <= before => before + 1.0,
+                _ => progress,
             };
-            *last = value;
+            *last = Some(value);
             value
         };
         let mut param = ProgressNotificationParam::new(token.clone(), progress);

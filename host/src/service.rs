@@ -30,12 +30,14 @@ pub struct Service {
     tools_changed: tokio::sync::broadcast::Sender<()>,
 }
 
-/// What a tool call answers: MCP `content` text, optional
-/// `structuredContent`, and whether it is an error.
+/// What a tool call answers: MCP `content` (its text, then the blocks the
+/// plugin added), optional `structuredContent`, and whether it is an error.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Reply {
     pub is_error: bool,
     pub text: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub content: Vec<rmcp::model::ContentBlock>,
     pub structured: Option<Value>,
 }
 
@@ -50,6 +52,7 @@ impl Reply {
         Reply {
             is_error: true,
             text: format!("{code}: {message}"),
+            content: Vec::new(),
             structured: Some(Value::Object(fields)),
         }
     }
@@ -70,6 +73,7 @@ impl Reply {
                     fields
                 ),
                 structured: None,
+                ..self
             },
             _ => self,
         }
@@ -258,6 +262,7 @@ async fn run_call(
     let tracker = Arc::new(EventTracker::new(client));
     let call = CallContext::new(&tool.name, plugin.grants.timeout_ms, tracker.clone())
         .traced(trace_id, cancel);
+    let attached = call.attached.clone();
     let outcome = runtime::call_tool(
         &plugin.prepared,
         plugin.grants.clone(),
@@ -266,7 +271,8 @@ async fn run_call(
         &arguments.to_string(),
     )
     .await;
-    let reply = reply_from(outcome, tool.output_schema.is_some(), trace_id);
+    let mut reply = reply_from(outcome, tool.output_schema.is_some(), trace_id);
+    reply.content = attached.take();
     if tracker.relayed() {
         // The promised last event, whatever happened to the call.
         let outcome = reply_code(&reply);
@@ -406,6 +412,7 @@ fn reply_from(
                 structured => Reply {
                     is_error: false,
                     text: output.text,
+                    content: Vec::new(),
                     structured,
                 },
             }

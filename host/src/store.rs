@@ -32,6 +32,8 @@ pub struct CallContext {
     pub cancel: CancellationToken,
     pub deadline: Instant,
     pub client: Arc<dyn ClientLink>,
+    /// Content blocks the plugin added for the reply.
+    pub attached: crate::caps::content::Attached,
 }
 
 impl CallContext {
@@ -44,6 +46,7 @@ impl CallContext {
             cancel: CancellationToken::new(),
             deadline: Instant::now() + Duration::from_millis(timeout_ms),
             client,
+            attached: Default::default(),
         }
     }
 

@@ -7,6 +7,7 @@ mod cofer;
 mod cofer_escape;
 mod cofer_files;
 mod cofer_parity;
+mod content;
 mod copilot;
 mod godot;
 mod harness;

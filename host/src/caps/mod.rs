@@ -4,6 +4,7 @@
 //! key that would grant them.
 
 pub mod containers;
+pub mod content;
 pub mod git;
 pub mod index;
 pub mod log;

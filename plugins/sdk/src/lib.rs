@@ -68,7 +68,7 @@ pub mod lifecycle_bindings {
 }
 
 pub use bindings::mcphost::plugin::types::{CapabilityError, Tool, ToolError, ToolOutput};
-pub use bindings::mcphost::plugin::{containers, git, index, log, notify, process, pty};
+pub use bindings::mcphost::plugin::{containers, content, git, index, log, notify, process, pty};
 pub use errors::codes;
 pub use lifecycle_bindings::exports::mcphost::plugin::lifecycle;
 pub use resources_bindings::exports::mcphost::plugin::resources;

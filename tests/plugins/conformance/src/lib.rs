@@ -1,0 +1,216 @@
+//! Test fixture: what the official MCP conformance suite
+//! (`@modelcontextprotocol/conformance`, server scenarios) asks a server
+//! for, built only on the plugin WIT, so the suite tests the host's MCP
+//! surface as a plugin reaches it. Names and texts are the suite's.
+//! `scripts/conformance-check` serves it over HTTP and runs the suite.
+
+use std::time::Duration;
+
+use plugin_sdk::content::{self, Block, EmbeddedResource, Media, ResourceBody};
+use plugin_sdk::{McpTool, ToolError, ToolOutput, log, notify, text_output};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+/// No arguments (any are ignored).
+type NoArgs = Map<String, Value>;
+
+/// A 1x1 red PNG.
+const RED_PIXEL: &[u8] = include_bytes!("../red.png");
+
+/// A tenth of a second of silence: 8 kHz, mono, 8-bit PCM in a RIFF file.
+fn silence_wav() -> Vec<u8> {
+    let samples = vec![0x80u8; 800];
+    let mut wav = Vec::with_capacity(44 + samples.len());
+    wav.extend(b"RIFF");
+    wav.extend((36 + samples.len() as u32).to_le_bytes());
+    wav.extend(b"WAVEfmt ");
+    wav.extend(16u32.to_le_bytes()); // fmt chunk size
+    wav.extend(1u16.to_le_bytes()); // PCM
+    wav.extend(1u16.to_le_bytes()); // mono
+    wav.extend(8000u32.to_le_bytes()); // sample rate
+    wav.extend(8000u32.to_le_bytes()); // bytes per second
+    wav.extend(1u16.to_le_bytes()); // block align
+    wav.extend(8u16.to_le_bytes()); // bits per sample
+    wav.extend(b"data");
+    wav.extend((samples.len() as u32).to_le_bytes());
+    wav.extend(samples);
+    wav
+}
+
+fn image() -> Block {
+    Block::Image(Media {
+        data: RED_PIXEL.to_vec(),
+        mime_type: "image/png".into(),
+    })
+}
+
+/// A tool output made only of the blocks added.
+fn blocks(added: impl IntoIterator<Item = Block>) -> Result<ToolOutput, ToolError> {
+    for block in added {
+        content::add(&block)?;
+    }
+    Ok(text_output(""))
+}
+
+struct SimpleText;
+impl McpTool for SimpleText {
+    const NAME: &'static str = "test_simple_text";
+    const DESCRIPTION: &'static str = "Returns a simple text.";
+    type Args = NoArgs;
+    fn call(_: NoArgs) -> Result<ToolOutput, ToolError> {
+        Ok(text_output("This is a simple text response for testing."))
+    }
+}
+
+struct ImageContent;
+impl McpTool for ImageContent {
+    const NAME: &'static str = "test_image_content";
+    const DESCRIPTION: &'static str = "Returns a 1x1 red PNG.";
+    type Args = NoArgs;
+    fn call(_: NoArgs) -> Result<ToolOutput, ToolError> {
+        blocks([image()])
+    }
+}
+
+struct AudioContent;
+impl McpTool for AudioContent {
+    const NAME: &'static str = "test_audio_content";
+    const DESCRIPTION: &'static str = "Returns a tenth of a second of silence as WAV.";
+    type Args = NoArgs;
+    fn call(_: NoArgs) -> Result<ToolOutput, ToolError> {
+        blocks([Block::Audio(Media {
+            data: silence_wav(),
+            mime_type: "audio/wav".into(),
+        })])
+    }
+}
+
+struct EmbeddedResourceTool;
+impl McpTool for EmbeddedResourceTool {
+    const NAME: &'static str = "test_embedded_resource";
+    const DESCRIPTION: &'static str = "Returns a text resource inline.";
+    type Args = NoArgs;
+    fn call(_: NoArgs) -> Result<ToolOutput, ToolError> {
+        blocks([Block::Embedded(EmbeddedResource {
+            uri: "test://embedded-resource".into(),
+            mime_type: Some("text/plain".into()),
+            body: ResourceBody::Text("This is an embedded resource content.".into()),
+        })])
+    }
+}
+
+struct MultipleContentTypes;
+impl McpTool for MultipleContentTypes {
+    const NAME: &'static str = "test_multiple_content_types";
+    const DESCRIPTION: &'static str = "Returns text, an image and a resource.";
+    type Args = NoArgs;
+    fn call(_: NoArgs) -> Result<ToolOutput, ToolError> {
+        blocks([
+            image(),
+            Block::Embedded(EmbeddedResource {
+                uri: "test://mixed-content-resource".into(),
+                mime_type: Some("application/json".into()),
+                body: ResourceBody::Text(r#"{"test":"data","value":123}"#.into()),
+            }),
+        ])?;
+        Ok(text_output("Multiple content types test:"))
+    }
+}
+
+struct WithLogging;
+impl McpTool for WithLogging {
+    const NAME: &'static str = "test_tool_with_logging";
+    const DESCRIPTION: &'static str = "Logs three records, 50 ms apart.";
+    type Args = NoArgs;
+    fn call(_: NoArgs) -> Result<ToolOutput, ToolError> {
+        log::log(log::Level::Info, "Tool execution started");
+        std::thread::sleep(Duration::from_millis(50));
+        log::log(log::Level::Info, "Tool processing data");
+        std::thread::sleep(Duration::from_millis(50));
+        log::log(log::Level::Info, "Tool execution completed");
+        Ok(text_output("Logged three records."))
+    }
+}
+
+struct WithProgress;
+impl McpTool for WithProgress {
+    const NAME: &'static str = "test_tool_with_progress";
+    const DESCRIPTION: &'static str = "Reports progress 0, 50 and 100 of 100, 50 ms apart.";
+    type Args = NoArgs;
+    fn call(_: NoArgs) -> Result<ToolOutput, ToolError> {
+        for (i, done) in [0.0, 50.0, 100.0].into_iter().enumerate() {
+            if i > 0 {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            notify::progress(done, Some(100.0), None);
+        }
+        Ok(text_output("Reported progress three times."))
+    }
+}
+
+struct ErrorHandling;
+impl McpTool for ErrorHandling {
+    const NAME: &'static str = "test_error_handling";
+    const DESCRIPTION: &'static str = "Always fails.";
+    type Args = NoArgs;
+    fn call(_: NoArgs) -> Result<ToolOutput, ToolError> {
+        Err(ToolError {
+            code: "intentional".into(),
+            message: "This tool intentionally returns an error for testing".into(),
+            retryable: false,
+            details: None,
+        })
+    }
+}
+
+/// Arguments whose schema uses JSON Schema 2020-12 as the suite gives it.
+#[derive(Deserialize)]
+#[allow(dead_code)] // read by the host's validation, not by the tool
+struct Address2020 {
+    name: Option<String>,
+    address: Option<Value>,
+}
+
+impl JsonSchema for Address2020 {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Address2020".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "type": "object",
+            "$defs": {
+                "address": {
+                    "type": "object",
+                    "properties": {
+                        "street": { "type": "string" },
+                        "city": { "type": "string" }
+                    }
+                }
+            },
+            "properties": {
+                "name": { "type": "string" },
+                "address": { "$ref": "#/$defs/address" }
+            },
+            "additionalProperties": false
+        })
+    }
+}
+
+struct JsonSchema2020;
+impl McpTool for JsonSchema2020 {
+    const NAME: &'static str = "json_schema_2020_12_tool";
+    const DESCRIPTION: &'static str = "Tool with JSON Schema 2020-12 features";
+    type Args = Address2020;
+    fn call(args: Address2020) -> Result<ToolOutput, ToolError> {
+        Ok(text_output(format!("name: {:?}", args.name)))
+    }
+}
+
+plugin_sdk::export! {
+    tools: [
+        SimpleText, ImageContent, AudioContent, EmbeddedResourceTool, MultipleContentTypes,
+        WithLogging, WithProgress, ErrorHandling, JsonSchema2020,
+    ],
+}
