@@ -7,7 +7,8 @@
 use std::time::Duration;
 
 use plugin_sdk::content::{self, Block, EmbeddedResource, Media, ResourceBody};
-use plugin_sdk::{McpTool, ToolError, ToolOutput, log, notify, text_output};
+use plugin_sdk::resources::{Contents, ResourceTemplate};
+use plugin_sdk::{McpTool, ToolError, ToolOutput, log, notify, resources, text_output};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -208,9 +209,45 @@ impl McpTool for JsonSchema2020 {
     }
 }
 
+/// The suite's text resources: `test://static-text` and the template
+/// `test://template/{id}/data`.
+struct TestResources;
+impl resources::Guest for TestResources {
+    fn templates() -> Vec<ResourceTemplate> {
+        vec![ResourceTemplate {
+            uri_template: "test://template/{id}/data".into(),
+            name: "Template data".into(),
+            description: "Data for one id.".into(),
+            mime_type: "application/json".into(),
+        }]
+    }
+
+    fn read(uri: String) -> Result<Contents, ToolError> {
+        if uri == "test://static-text" {
+            return Ok(Contents {
+                uri,
+                mime_type: "text/plain".into(),
+                text: "This is the content of the static text resource.".into(),
+            });
+        }
+        let id = uri
+            .strip_prefix("test://template/")
+            .and_then(|rest| rest.strip_suffix("/data"))
+            .filter(|id| !id.is_empty() && !id.contains('/'))
+            .ok_or_else(|| ToolError::new("not_found", format!("no resource {uri}")))?;
+        let text = serde_json::json!({"id": id, "templateTest": true, "data": format!("Data for ID: {id}")});
+        Ok(Contents {
+            uri,
+            mime_type: "application/json".into(),
+            text: text.to_string(),
+        })
+    }
+}
+
 plugin_sdk::export! {
     tools: [
         SimpleText, ImageContent, AudioContent, EmbeddedResourceTool, MultipleContentTypes,
         WithLogging, WithProgress, ErrorHandling, JsonSchema2020,
     ],
+    resources: TestResources,
 }
