@@ -92,16 +92,7 @@ async fn main() {
         ms(percentile(&mut pings, 0.5)),
         ms(percentile(&mut pings, 0.99))
     );
-    for _ in 0..300 {
-        client.call("noop", json!({})).await;
-    }
-    let mut calls = Vec::with_capacity(5000);
-    for _ in 0..5000 {
-        let t = Instant::now();
-        let r = client.call("noop", json!({})).await;
-        calls.push(t.elapsed());
-        assert_ne!(r.is_error, Some(true));
-    }
+    let mut calls = noop_calls(&client).await;
     println!(
         "no-op tools/call round trip over stdio (5000 calls): p50 {}, p99 {}",
         ms(percentile(&mut calls, 0.5)),
@@ -145,6 +136,21 @@ async fn main() {
     );
 }
 
+/// 5000 timed no-op calls, after 300 to warm up.
+async fn noop_calls(client: &harness::Client) -> Vec<Duration> {
+    for _ in 0..300 {
+        client.call("noop", json!({})).await;
+    }
+    let mut calls = Vec::with_capacity(5000);
+    for _ in 0..5000 {
+        let t = Instant::now();
+        let r = client.call("noop", json!({})).await;
+        calls.push(t.elapsed());
+        assert_ne!(r.is_error, Some(true));
+    }
+    calls
+}
+
 /// No-op calls over HTTP, in both lifecycles, against one host.
 async fn http_round_trips(env: &Env) {
     use rmcp::ClientLifecycleMode;
@@ -160,16 +166,7 @@ async fn http_round_trips(env: &Env) {
     ];
     for (what, lifecycle) in lifecycles {
         let client = host.connect(lifecycle, None).await;
-        for _ in 0..300 {
-            client.call("noop", json!({})).await;
-        }
-        let mut calls = Vec::with_capacity(5000);
-        for _ in 0..5000 {
-            let t = Instant::now();
-            let r = client.call("noop", json!({})).await;
-            calls.push(t.elapsed());
-            assert_ne!(r.is_error, Some(true));
-        }
+        let mut calls = noop_calls(&client).await;
         println!(
             "no-op tools/call round trip over HTTP, {what} (5000 calls): p50 {}, p99 {}",
             ms(percentile(&mut calls, 0.5)),
