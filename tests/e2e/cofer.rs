@@ -129,6 +129,19 @@ impl Fixture {
     }
 
     /// Container ids of this repository's environments.
+    /// Its containers as `podman ps` shows them (name, state, roles), for
+    /// a failure message.
+    pub fn describe_containers(&self) -> String {
+        podman(&[
+            "ps",
+            "-a",
+            "--format",
+            "{{.Names}} {{.State}} {{.Labels}}",
+            "--filter",
+            &format!("label=cofer.source={}", self.source()),
+        ])
+    }
+
     pub fn containers(&self) -> Vec<String> {
         podman(&[
             "ps",
@@ -1119,7 +1132,11 @@ async fn two_environments_at_once() {
         client.call("environment_destroy", f.scoped("right")),
     );
     assert!(!is_error(&a) && !is_error(&b), "{a:?} {b:?}");
-    assert!(f.containers().is_empty());
+    assert!(
+        f.containers().is_empty(),
+        "left after both destroys answered {a:?} {b:?}:\n{}",
+        f.describe_containers()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
