@@ -33,11 +33,12 @@ wasmtime::component::bindgen!({
 
 use wasmtime::component::InstancePre;
 
+pub use exports::mcphost::plugin::prompts::{Filled, Prompt};
 pub use exports::mcphost::plugin::resources::{Contents, ResourceTemplate};
 pub use exports::mcphost::plugin::tools::{Tool, ToolError, ToolOutput};
 pub use mcphost::plugin::types::CapabilityError;
 
-use exports::mcphost::plugin::{lifecycle, resources, tools};
+use exports::mcphost::plugin::{lifecycle, prompts, resources, tools};
 
 /// Why a capability call did not succeed: an answer the plugin gets (its
 /// WIT error `E`), or a trap that ends the call (a broken resource handle).
@@ -89,6 +90,7 @@ refusals! {
 pub struct Exports {
     pub tools: tools::GuestIndices,
     pub resources: Option<resources::GuestIndices>,
+    pub prompts: Option<prompts::GuestIndices>,
     pub lifecycle: Option<lifecycle::GuestIndices>,
 }
 
@@ -97,6 +99,7 @@ impl Exports {
         Ok(Exports {
             tools: tools::GuestIndices::new(pre)?,
             resources: resources::GuestIndices::new(pre).ok(),
+            prompts: prompts::GuestIndices::new(pre).ok(),
             lifecycle: lifecycle::GuestIndices::new(pre).ok(),
         })
     }

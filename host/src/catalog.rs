@@ -45,6 +45,8 @@ pub struct Plugin {
     /// Resource templates it serves, and the URI scheme they share.
     pub templates: Vec<ResourceTemplate>,
     pub scheme: Option<String>,
+    /// The MCP prompts it offers.
+    pub prompts: Vec<crate::bindings::Prompt>,
     /// What it tells agents about its tools (see [`Declared`]).
     pub instructions: Option<String>,
 }
@@ -90,6 +92,8 @@ pub struct Catalog {
     pub tools: BTreeMap<String, (Arc<Plugin>, usize)>,
     /// Which plugin serves resources of each URI scheme.
     pub schemes: BTreeMap<String, Arc<Plugin>>,
+    /// Which plugin offers each prompt, by name.
+    pub prompts: BTreeMap<String, Arc<Plugin>>,
     pub problems: Vec<Problem>,
 }
 
@@ -261,7 +265,13 @@ impl Loader {
                 .get(s)
                 .map(|other| (format!("resource scheme `{s}://`"), other.clone()))
         });
-        if let Some((what, other)) = tool_clash.or(scheme_clash) {
+        let prompt_clash = plugin.prompts.iter().find_map(|p| {
+            catalog
+                .prompts
+                .get(&p.name)
+                .map(|other| (format!("prompt `{}`", p.name), other.clone()))
+        });
+        if let Some((what, other)) = tool_clash.or(scheme_clash).or(prompt_clash) {
             let reason = format!(
                 "{what} is offered by both plugin `{}` ({}) and plugin `{}` ({}); `{}` was not loaded: rename or remove one of them",
                 other.name,
@@ -280,6 +290,9 @@ impl Loader {
         }
         if let Some(scheme) = &plugin.scheme {
             catalog.schemes.insert(scheme.clone(), plugin.clone());
+        }
+        for prompt in &plugin.prompts {
+            catalog.prompts.insert(prompt.name.clone(), plugin.clone());
         }
         tracing::info!(plugin = %plugin.name, tools = plugin.tools.len(), origin = ?plugin.origin, "plugin loaded");
         catalog.plugins.push(plugin);
@@ -310,12 +323,12 @@ impl Loader {
             LIST_DEADLINE.as_millis() as u64,
             Arc::new(StderrLink),
         );
-        let (declared, templates) = runtime::describe(&prepared, grants.clone(), call)
+        let offer = runtime::describe(&prepared, grants.clone(), call)
             .await
             .map_err(|e| anyhow!("listing its tools failed: {e}"))?;
-        let scheme = resource_scheme(&templates)?;
-        let mut tools = Vec::with_capacity(declared.len());
-        for tool in declared {
+        let scheme = resource_scheme(&offer.templates)?;
+        let mut tools = Vec::with_capacity(offer.tools.len());
+        for tool in offer.tools {
             let mut input_schema = schema_object(&tool.input_schema)
                 .with_context(|| format!("tool `{}`: input schema", tool.name))?;
             // Annotations ride in the input schema until the WIT has a field.
@@ -390,8 +403,9 @@ impl Loader {
             gate: Gate::new(grants.concurrency, grants.queue),
             grants,
             tools,
-            templates,
+            templates: offer.templates,
             scheme,
+            prompts: offer.prompts,
             instructions,
         })
     }

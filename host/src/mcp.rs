@@ -12,8 +12,10 @@
 use std::sync::{Arc, Mutex};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListResourceTemplatesResult, ListToolsResult, LoggingLevel, LoggingMessageNotificationParam,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetPromptRequestParams,
+    GetPromptResponse, GetPromptResult, Implementation, ListPromptsResult, ListResourceTemplatesResult,
+    ListToolsResult, LoggingLevel, LoggingMessageNotificationParam, Prompt, PromptArgument,
+    PromptMessage, Role,
     PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ReadResourceRequestParams,
     ReadResourceResponse, ReadResourceResult, ResourceContents, ResourceTemplate,
     ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscriptionFilter, Tool,
@@ -140,6 +142,7 @@ impl ServerHandler for McpFront {
                 .enable_tools()
                 .enable_tool_list_changed()
                 .enable_resources()
+                .enable_prompts()
                 .enable_logging()
                 .build(),
         )
@@ -238,6 +241,82 @@ impl ServerHandler for McpFront {
             })
             .collect();
         Ok(ListResourceTemplatesResult::with_all_items(templates).with_ttl_ms(LIST_TTL_MS))
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        let catalog = self.service.catalog();
+        let prompts = catalog
+            .plugins
+            .iter()
+            .flat_map(|p| &p.prompts)
+            .map(|p| {
+                let mut prompt = Prompt::new(
+                    p.name.clone(),
+                    p.description.clone(),
+                    Some(
+                        p.arguments
+                            .iter()
+                            .map(|a| {
+                                let mut arg = PromptArgument::new(a.name.clone());
+                                arg.description = a.description.clone();
+                                arg.required = Some(a.required);
+                                arg
+                            })
+                            .collect(),
+                    ),
+                );
+                prompt.title = p.title.clone();
+                prompt
+            })
+            .collect();
+        Ok(ListPromptsResult::with_all_items(prompts).with_ttl_ms(LIST_TTL_MS))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        let arguments = request
+            .arguments
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(k, v)| match v {
+                Value::String(text) => (k, text),
+                other => (k, other.to_string()),
+            })
+            .collect();
+        let link = McpLink::new(context.peer.clone(), None, self.levels(&context));
+        let filled = self
+            .service
+            .get_prompt(&request.name, arguments, link.clone())
+            .await;
+        link.close().await;
+        let data = |code: &str| Some(serde_json::json!({ "code": code, "prompt": request.name }));
+        let filled = filled.map_err(|f| match f.code.as_str() {
+            "not_found" | "NOT_FOUND" | "invalid_argument" | "INVALID_ARGUMENT" | "invalid_request" => {
+                McpError::invalid_params(f.message, data(&f.code))
+            }
+            _ => McpError::internal_error(f.message, data(&f.code)),
+        })?;
+        let mut messages = Vec::with_capacity(filled.messages.len());
+        for m in filled.messages {
+            let content = crate::caps::content::to_mcp(m.content).map_err(|e| {
+                McpError::internal_error(format!("the plugin's prompt is malformed: {e:?}"), data("invalid_plugin_output"))
+            })?;
+            let role = match m.role {
+                crate::bindings::exports::mcphost::plugin::prompts::Role::User => Role::User,
+                crate::bindings::exports::mcphost::plugin::prompts::Role::Assistant => Role::Assistant,
+            };
+            messages.push(PromptMessage::new(role, content));
+        }
+        let mut result = GetPromptResult::new(messages);
+        result.description = filled.description;
+        Ok(result.into())
     }
 
     async fn read_resource(

@@ -9,7 +9,9 @@ use std::sync::Arc;
 use wasmtime::component::{Instance, InstancePre};
 use wasmtime::{Store, Trap};
 
-use crate::bindings::{Contents, Exports, ResourceTemplate, Tool, ToolError, ToolOutput};
+use crate::bindings::{
+    Contents, Exports, Filled, Prompt, ResourceTemplate, Tool, ToolError, ToolOutput,
+};
 use crate::policy::Grants;
 use crate::store::{CallContext, CallState, new_store};
 
@@ -67,12 +69,19 @@ async fn in_fresh_instance<R>(
     result.map_err(|e| classify(&store, e))
 }
 
-/// Ask a plugin for its tools and resource templates.
+/// What a plugin offers, asked once at load.
+pub struct Offer {
+    pub tools: Vec<Tool>,
+    pub templates: Vec<ResourceTemplate>,
+    pub prompts: Vec<Prompt>,
+}
+
+/// Ask a plugin for its tools, resource templates and prompts.
 pub async fn describe(
     prepared: &Prepared,
     grants: Arc<Grants>,
     call: CallContext,
-) -> Result<(Vec<Tool>, Vec<ResourceTemplate>), CallFailure> {
+) -> Result<Offer, CallFailure> {
     in_fresh_instance(prepared, grants, call, async |store, instance| {
         let tools = prepared
             .exports
@@ -89,7 +98,20 @@ pub async fn describe(
             }
             None => Vec::new(),
         };
-        Ok((tools, templates))
+        let prompts = match &prepared.exports.prompts {
+            Some(prompts) => {
+                prompts
+                    .load(&mut *store, instance)?
+                    .call_list(&mut *store)
+                    .await?
+            }
+            None => Vec::new(),
+        };
+        Ok(Offer {
+            tools,
+            templates,
+            prompts,
+        })
     })
     .await
 }
@@ -132,6 +154,31 @@ pub async fn read_resource(
         resources
             .load(&mut *store, instance)?
             .call_read(&mut *store, uri)
+            .await
+    })
+    .await
+}
+
+/// Fill in one prompt; the plugin must export `prompts`.
+pub async fn get_prompt(
+    prepared: &Prepared,
+    grants: Arc<Grants>,
+    call: CallContext,
+    name: &str,
+    arguments: &[(String, String)],
+) -> Result<Result<Filled, ToolError>, CallFailure> {
+    let Some(prompts) = &prepared.exports.prompts else {
+        return Ok(Err(ToolError {
+            code: "not_found".into(),
+            message: "this plugin offers no prompts".into(),
+            retryable: false,
+            details: None,
+        }));
+    };
+    in_fresh_instance(prepared, grants, call, async |store, instance| {
+        prompts
+            .load(&mut *store, instance)?
+            .call_get(&mut *store, name, arguments)
             .await
     })
     .await

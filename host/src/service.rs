@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::background::Background;
-use crate::bindings::Contents;
+use crate::bindings::{Contents, Filled, ToolError};
 use crate::catalog::{Catalog, Loader, Plugin, ToolDef};
 use crate::client::{ClientLink, EventTracker};
 use crate::runtime::{self, CallFailure};
@@ -322,7 +322,7 @@ fn reply_code(reply: &Reply) -> String {
     }
 }
 
-/// Why a resource could not be read.
+/// Why a resource could not be read or a prompt filled in.
 #[derive(Debug)]
 pub struct ReadFailure {
     /// The plugin's error code (`not_found`, `invalid_request`, ...) or
@@ -349,42 +349,89 @@ impl Service {
                 ),
             });
         };
-        let _turn = plugin
-            .gate
-            .enter(&plugin.name, |_| ())
-            .await
-            .map_err(|busy| ReadFailure {
-                code: "busy".into(),
-                message: busy.to_string(),
-            })?;
-        let started = Instant::now();
-        let call = CallContext::new("resources.read", plugin.grants.timeout_ms, client);
-        let trace_id = call.trace_id.clone();
-        let result = match runtime::read_resource(
-            &plugin.prepared,
-            plugin.grants.clone(),
-            call,
-            uri,
-        )
+        ask(plugin, "resources.read", uri, client, async |call| {
+            runtime::read_resource(&plugin.prepared, plugin.grants.clone(), call, uri).await
+        })
         .await
-        {
-            Ok(Ok(contents)) => Ok(contents),
-            Ok(Err(e)) => Err(ReadFailure {
-                code: e.code,
-                message: e.message,
-            }),
-            Err(failure) => Err(ReadFailure {
-                code: failure.code().into(),
-                message: format!("{failure} (trace id {trace_id})"),
-            }),
-        };
-        let outcome = result.as_ref().map_or_else(|e| e.code.as_str(), |_| "ok");
-        tracing::info!(
-            target: "call", plugin = %plugin.name, resource = %uri, duration_us = started.elapsed().as_micros() as u64,
-            %outcome, %trace_id, "resource read"
-        );
-        result
     }
+
+    /// Fill in a prompt from the plugin that offers it, once its required
+    /// arguments are all there.
+    pub async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: Vec<(String, String)>,
+        client: Arc<dyn ClientLink>,
+    ) -> Result<Filled, ReadFailure> {
+        let catalog = self.catalog();
+        let found = catalog
+            .prompts
+            .get(name)
+            .and_then(|plugin| Some((plugin, plugin.prompts.iter().find(|p| p.name == name)?)));
+        let Some((plugin, prompt)) = found else {
+            let names: Vec<&str> = catalog.prompts.keys().map(String::as_str).collect();
+            return Err(ReadFailure {
+                code: "not_found".into(),
+                message: format!("no prompt `{name}`; offered: {}", names.join(", ")),
+            });
+        };
+        let missing: Vec<&str> = prompt
+            .arguments
+            .iter()
+            .filter(|a| a.required && !arguments.iter().any(|(k, _)| *k == a.name))
+            .map(|a| a.name.as_str())
+            .collect();
+        if !missing.is_empty() {
+            return Err(ReadFailure {
+                code: "invalid_argument".into(),
+                message: format!("prompt `{name}` needs the argument(s) {}", missing.join(", ")),
+            });
+        }
+        ask(plugin, "prompts.get", name, client, async |call| {
+            runtime::get_prompt(&plugin.prepared, plugin.grants.clone(), call, name, &arguments)
+                .await
+        })
+        .await
+    }
+}
+
+/// Ask `plugin` something other than a tool call (`what` of `target`): a
+/// turn among its calls, the plugin run, one log record.
+async fn ask<T>(
+    plugin: &Plugin,
+    what: &str,
+    target: &str,
+    client: Arc<dyn ClientLink>,
+    run: impl AsyncFnOnce(CallContext) -> Result<Result<T, ToolError>, CallFailure>,
+) -> Result<T, ReadFailure> {
+    let _turn = plugin
+        .gate
+        .enter(&plugin.name, |_| ())
+        .await
+        .map_err(|busy| ReadFailure {
+            code: "busy".into(),
+            message: busy.to_string(),
+        })?;
+    let started = Instant::now();
+    let call = CallContext::new(what, plugin.grants.timeout_ms, client);
+    let trace_id = call.trace_id.clone();
+    let result = match run(call).await {
+        Ok(Ok(answer)) => Ok(answer),
+        Ok(Err(e)) => Err(ReadFailure {
+            code: e.code,
+            message: e.message,
+        }),
+        Err(failure) => Err(ReadFailure {
+            code: failure.code().into(),
+            message: format!("{failure} (trace id {trace_id})"),
+        }),
+    };
+    let outcome = result.as_ref().map_or_else(|e| e.code.as_str(), |_| "ok");
+    tracing::info!(
+        target: "call", plugin = %plugin.name, %what, %target, duration_us = started.elapsed().as_micros() as u64,
+        %outcome, %trace_id, "plugin asked"
+    );
+    result
 }
 
 fn reply_from(

@@ -1,6 +1,7 @@
 //! Content blocks a plugin adds (`content` import): images, audio and
 //! resources reach the client as MCP content, byte-exact, over stdio and
-//! over HTTP. The plugin is the conformance fixture (tests/plugins/conformance).
+//! over HTTP; and prompts (`prompts` export), whose messages are such
+//! blocks. The plugin is the conformance fixture (tests/plugins/conformance).
 
 use base64::Engine as _;
 use rmcp::ClientLifecycleMode;
@@ -80,4 +81,55 @@ async fn added_blocks_reach_http_clients_of_both_generations() {
         )
         .await;
     blocks_arrive(&current).await;
+}
+
+#[tokio::test]
+async fn prompts_are_listed_and_filled_in() {
+    use rmcp::model::{GetPromptRequestParams, Role};
+    let env = Env::new(&["conformance"], "");
+    let client = env.start().await;
+    let peer = client.service.peer();
+    let prompts = peer.list_all_prompts().await.unwrap();
+    let with_args = prompts
+        .iter()
+        .find(|p| p.name == "test_prompt_with_arguments")
+        .expect("listed");
+    let args = with_args.arguments.as_ref().unwrap();
+    assert_eq!(args.len(), 2);
+    assert_eq!(args[0].name, "arg1");
+    assert_eq!(args[0].required, Some(true));
+
+    let get = |name: &str, arguments: serde_json::Value| {
+        let mut params = GetPromptRequestParams::new(name);
+        if let serde_json::Value::Object(map) = arguments {
+            params = params.with_arguments(map);
+        }
+        peer.get_prompt(params)
+    };
+    let filled = get("test_prompt_with_arguments", json!({"arg1": "hello", "arg2": "world"}))
+        .await
+        .unwrap();
+    match &filled.messages[..] {
+        [m] => {
+            assert_eq!(m.role, Role::User);
+            let ContentBlock::Text(t) = &m.content else { panic!("{m:?}") };
+            assert_eq!(t.text, "Prompt with arguments: arg1='hello', arg2='world'");
+        }
+        other => panic!("{other:?}"),
+    }
+    let image = get("test_prompt_with_image", json!({})).await.unwrap();
+    let ContentBlock::Image(i) = &image.messages[0].content else {
+        panic!("{image:?}")
+    };
+    assert_eq!(decode(&i.data), RED_PIXEL);
+
+    // A required argument missing, and a prompt nobody offers: the
+    // client's mistake, named.
+    let missing = get("test_prompt_with_arguments", json!({"arg1": "x"}))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(missing.contains("arg2"), "{missing}");
+    let unknown = get("no_such_prompt", json!({})).await.unwrap_err().to_string();
+    assert!(unknown.contains("test_simple_prompt"), "{unknown}");
 }

@@ -61,7 +61,8 @@ impl Host for CallState {
     }
 }
 
-fn to_mcp(block: Block) -> Result<ContentBlock, CapabilityError> {
+/// A block as MCP content (also a prompt message's content).
+pub fn to_mcp(block: Block) -> Result<ContentBlock, CapabilityError> {
     Ok(match block {
         Block::Text(text) => ContentBlock::text(text),
         Block::Image(m) => ContentBlock::image(BASE64.encode(&m.data), mime(m.mime_type)?),

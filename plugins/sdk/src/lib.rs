@@ -9,8 +9,9 @@
 //! plugin_sdk::export! {
 //!     tools: [Search, GetClass],
 //!     // Optional, in any order: a type implementing `resources::Guest`
-//!     // (MCP resources), one implementing `lifecycle::Guest` (background
-//!     // refresh), and a `&str` constant of instructions for agents.
+//!     // (MCP resources), one implementing `prompts::Guest` (MCP prompts),
+//!     // one implementing `lifecycle::Guest` (background refresh), and a
+//!     // `&str` constant of instructions for agents.
 //!     resources: Godot,
 //!     lifecycle: Godot,
 //!     instructions: RULES,
@@ -54,6 +55,22 @@ pub mod resources_bindings {
     });
 }
 
+/// The optional `prompts` export (see [`resources_bindings`]).
+pub mod prompts_bindings {
+    wit_bindgen::generate!({
+        path: "../../wit",
+        inline: "package mcphost:sdk; world prompts { export mcphost:plugin/prompts@0.1.0; }",
+        world: "mcphost:sdk/prompts",
+        with: {
+            "mcphost:plugin/types@0.1.0": crate::bindings::mcphost::plugin::types,
+            "mcphost:plugin/content@0.1.0": crate::bindings::mcphost::plugin::content,
+        },
+        pub_export_macro: true,
+        export_macro_name: "__export_prompts",
+        default_bindings_module: "plugin_sdk::prompts_bindings",
+    });
+}
+
 /// The optional `lifecycle` export (see [`resources_bindings`]).
 pub mod lifecycle_bindings {
     wit_bindgen::generate!({
@@ -71,6 +88,7 @@ pub use bindings::mcphost::plugin::types::{CapabilityError, Tool, ToolError, Too
 pub use bindings::mcphost::plugin::{containers, content, git, index, log, notify, process, pty};
 pub use errors::codes;
 pub use lifecycle_bindings::exports::mcphost::plugin::lifecycle;
+pub use prompts_bindings::exports::mcphost::plugin::prompts;
 pub use resources_bindings::exports::mcphost::plugin::resources;
 pub use time::{iso8601, now_secs, utc};
 pub use tool::{Hints, McpTool, schema_for, structured_output, text_output};
@@ -91,7 +109,7 @@ pub use tool::{Hints, McpTool, schema_for, structured_output, text_output};
 #[macro_export]
 macro_rules! export {
     ($($key:ident : $value:tt),+ $(,)?) => {
-        $crate::__export_keys!(@tools [] @resources [] @lifecycle [] @instructions [] $($key : $value,)+);
+        $crate::__export_keys!(@tools [] @resources [] @prompts [] @lifecycle [] @instructions [] $($key : $value,)+);
     };
 }
 
@@ -99,19 +117,22 @@ macro_rules! export {
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __export_keys {
-    (@tools [] @resources $r:tt @lifecycle $l:tt @instructions $i:tt tools : [$($tool:ty),+ $(,)?], $($rest:tt)*) => {
-        $crate::__export_keys!(@tools [$($tool),+] @resources $r @lifecycle $l @instructions $i $($rest)*);
+    (@tools [] @resources $r:tt @prompts $p:tt @lifecycle $l:tt @instructions $i:tt tools : [$($tool:ty),+ $(,)?], $($rest:tt)*) => {
+        $crate::__export_keys!(@tools [$($tool),+] @resources $r @prompts $p @lifecycle $l @instructions $i $($rest)*);
     };
-    (@tools $t:tt @resources [] @lifecycle $l:tt @instructions $i:tt resources : $ty:ident, $($rest:tt)*) => {
-        $crate::__export_keys!(@tools $t @resources [$ty] @lifecycle $l @instructions $i $($rest)*);
+    (@tools $t:tt @resources [] @prompts $p:tt @lifecycle $l:tt @instructions $i:tt resources : $ty:ident, $($rest:tt)*) => {
+        $crate::__export_keys!(@tools $t @resources [$ty] @prompts $p @lifecycle $l @instructions $i $($rest)*);
     };
-    (@tools $t:tt @resources $r:tt @lifecycle [] @instructions $i:tt lifecycle : $ty:ident, $($rest:tt)*) => {
-        $crate::__export_keys!(@tools $t @resources $r @lifecycle [$ty] @instructions $i $($rest)*);
+    (@tools $t:tt @resources $r:tt @prompts [] @lifecycle $l:tt @instructions $i:tt prompts : $ty:ident, $($rest:tt)*) => {
+        $crate::__export_keys!(@tools $t @resources $r @prompts [$ty] @lifecycle $l @instructions $i $($rest)*);
     };
-    (@tools $t:tt @resources $r:tt @lifecycle $l:tt @instructions [] instructions : $text:tt, $($rest:tt)*) => {
-        $crate::__export_keys!(@tools $t @resources $r @lifecycle $l @instructions [$text] $($rest)*);
+    (@tools $t:tt @resources $r:tt @prompts $p:tt @lifecycle [] @instructions $i:tt lifecycle : $ty:ident, $($rest:tt)*) => {
+        $crate::__export_keys!(@tools $t @resources $r @prompts $p @lifecycle [$ty] @instructions $i $($rest)*);
     };
-    (@tools [$($tool:ty),+] @resources [$($res:ident)?] @lifecycle [$($life:ident)?] @instructions [$($text:tt)?]) => {
+    (@tools $t:tt @resources $r:tt @prompts $p:tt @lifecycle $l:tt @instructions [] instructions : $text:tt, $($rest:tt)*) => {
+        $crate::__export_keys!(@tools $t @resources $r @prompts $p @lifecycle $l @instructions [$text] $($rest)*);
+    };
+    (@tools [$($tool:ty),+] @resources [$($res:ident)?] @prompts [$($prompts:ident)?] @lifecycle [$($life:ident)?] @instructions [$($text:tt)?]) => {
         #[doc(hidden)]
         pub struct __PluginTools;
 
@@ -140,6 +161,7 @@ macro_rules! __export_keys {
         const _: () = {
             $crate::bindings::__export_tools!(__PluginTools with_types_in $crate::bindings);
             $( $crate::resources_bindings::__export_resources!($res with_types_in $crate::resources_bindings); )?
+            $( $crate::prompts_bindings::__export_prompts!($prompts with_types_in $crate::prompts_bindings); )?
             $( $crate::lifecycle_bindings::__export_lifecycle!($life with_types_in $crate::lifecycle_bindings); )?
 
             #[used]
@@ -169,17 +191,18 @@ macro_rules! __export_keys {
             use $crate::bindings::exports::mcphost::plugin::tools::Guest as _;
             let _ = (<__PluginTools>::list, <__PluginTools>::call);
             $( let _ = <$res as $crate::resources::Guest>::read; )?
+            $( let _ = <$prompts as $crate::prompts::Guest>::get; )?
             $( let _ = <$life as $crate::lifecycle::Guest>::refresh; )?
             $( let _: &str = $text; )?
         };
     };
-    (@tools [] @resources $r:tt @lifecycle $l:tt @instructions $i:tt) => {
+    (@tools [] @resources $r:tt @prompts $p:tt @lifecycle $l:tt @instructions $i:tt) => {
         compile_error!("export! needs `tools: [YourTool, ...]`");
     };
-    (@tools $t:tt @resources $r:tt @lifecycle $l:tt @instructions $i:tt $key:ident : $v:tt, $($rest:tt)*) => {
+    (@tools $t:tt @resources $r:tt @prompts $p:tt @lifecycle $l:tt @instructions $i:tt $key:ident : $v:tt, $($rest:tt)*) => {
         compile_error!(concat!(
             "export!: `", stringify!($key),
-            "` is unknown or given twice; the keys are tools, resources, lifecycle and instructions, each once"
+            "` is unknown or given twice; the keys are tools, resources, prompts, lifecycle and instructions, each once"
         ));
     };
 }

@@ -7,8 +7,9 @@
 use std::time::Duration;
 
 use plugin_sdk::content::{self, Block, EmbeddedResource, Media, ResourceBody};
+use plugin_sdk::prompts::{Argument, Filled, Message, Prompt, Role};
 use plugin_sdk::resources::{Contents, ResourceTemplate};
-use plugin_sdk::{McpTool, ToolError, ToolOutput, log, notify, resources, text_output};
+use plugin_sdk::{McpTool, ToolError, ToolOutput, log, notify, prompts, resources, text_output};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -244,10 +245,92 @@ impl resources::Guest for TestResources {
     }
 }
 
+/// The suite's prompts: plain, with arguments, with a resource, with an
+/// image.
+struct TestPrompts;
+
+fn prompt(name: &str, description: &str, arguments: &[(&str, &str)]) -> Prompt {
+    Prompt {
+        name: name.into(),
+        title: None,
+        description: Some(description.into()),
+        arguments: arguments
+            .iter()
+            .map(|(name, description)| Argument {
+                name: (*name).into(),
+                description: Some((*description).into()),
+                required: true,
+            })
+            .collect(),
+    }
+}
+
+fn user(content: Block) -> Message {
+    Message {
+        role: Role::User,
+        content,
+    }
+}
+
+impl prompts::Guest for TestPrompts {
+    fn list() -> Vec<Prompt> {
+        vec![
+            prompt("test_simple_prompt", "A prompt without arguments.", &[]),
+            prompt(
+                "test_prompt_with_arguments",
+                "A prompt with two arguments.",
+                &[("arg1", "First test argument"), ("arg2", "Second test argument")],
+            ),
+            prompt(
+                "test_prompt_with_embedded_resource",
+                "A prompt with a resource inline.",
+                &[("resourceUri", "URI of the resource to embed")],
+            ),
+            prompt("test_prompt_with_image", "A prompt with an image.", &[]),
+        ]
+    }
+
+    fn get(name: String, arguments: Vec<(String, String)>) -> Result<Filled, ToolError> {
+        let arg = |key: &str| {
+            arguments
+                .iter()
+                .find(|(k, _)| k == key)
+                .map(|(_, v)| v.clone())
+                .unwrap_or_default()
+        };
+        let text = |t: &str| Block::Text(t.into());
+        let messages = match name.as_str() {
+            "test_simple_prompt" => vec![user(text("This is a simple prompt for testing."))],
+            "test_prompt_with_arguments" => vec![user(text(&format!(
+                "Prompt with arguments: arg1='{}', arg2='{}'",
+                arg("arg1"),
+                arg("arg2")
+            )))],
+            "test_prompt_with_embedded_resource" => vec![
+                user(Block::Embedded(EmbeddedResource {
+                    uri: arg("resourceUri"),
+                    mime_type: Some("text/plain".into()),
+                    body: ResourceBody::Text("Embedded resource content for testing.".into()),
+                })),
+                user(text("Please process the embedded resource above.")),
+            ],
+            "test_prompt_with_image" => {
+                vec![user(image()), user(text("Please analyze the image above."))]
+            }
+            _ => return Err(ToolError::new("not_found", format!("no prompt {name}"))),
+        };
+        Ok(Filled {
+            description: None,
+            messages,
+        })
+    }
+}
+
 plugin_sdk::export! {
     tools: [
         SimpleText, ImageContent, AudioContent, EmbeddedResourceTool, MultipleContentTypes,
         WithLogging, WithProgress, ErrorHandling, JsonSchema2020,
     ],
     resources: TestResources,
+    prompts: TestPrompts,
 }
