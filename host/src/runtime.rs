@@ -143,12 +143,7 @@ pub async fn read_resource(
     uri: &str,
 ) -> Result<Result<Contents, ToolError>, CallFailure> {
     let Some(resources) = &prepared.exports.resources else {
-        return Ok(Err(ToolError {
-            code: "not_found".into(),
-            message: "this plugin serves no resources".into(),
-            retryable: false,
-            details: None,
-        }));
+        return Ok(Err(not_offered("this plugin serves no resources")));
     };
     in_fresh_instance(prepared, grants, call, async |store, instance| {
         resources
@@ -168,12 +163,7 @@ pub async fn get_prompt(
     arguments: &[(String, String)],
 ) -> Result<Result<Filled, ToolError>, CallFailure> {
     let Some(prompts) = &prepared.exports.prompts else {
-        return Ok(Err(ToolError {
-            code: "not_found".into(),
-            message: "this plugin offers no prompts".into(),
-            retryable: false,
-            details: None,
-        }));
+        return Ok(Err(not_offered("this plugin offers no prompts")));
     };
     in_fresh_instance(prepared, grants, call, async |store, instance| {
         prompts
@@ -182,6 +172,16 @@ pub async fn get_prompt(
             .await
     })
     .await
+}
+
+/// The answer for an optional export the plugin does not have.
+fn not_offered(message: &str) -> ToolError {
+    ToolError {
+        code: "not_found".into(),
+        message: message.into(),
+        retryable: false,
+        details: None,
+    }
 }
 
 /// Run the plugin's background `refresh`, if it has one (`None` if not).
