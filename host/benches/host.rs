@@ -174,7 +174,10 @@ async fn http_round_trips(env: &Env) {
         );
     }
     let (rss, _) = rss_kib(host.pid);
-    println!("RSS after 10600 calls over HTTP: {:.1} MiB", rss as f64 / 1024.0);
+    println!(
+        "RSS after 10600 calls over HTTP: {:.1} MiB",
+        rss as f64 / 1024.0
+    );
 }
 
 struct NoProgress;

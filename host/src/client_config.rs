@@ -81,7 +81,9 @@ impl Client {
                 extra_args,
                 env,
             } => self.stdio_server(command, extra_args, env),
-            Connection::Http { url, token_env } => self.http_server(url, token_env.as_deref(), name),
+            Connection::Http { url, token_env } => {
+                self.http_server(url, token_env.as_deref(), name)
+            }
         };
         if self == Client::Codex {
             let mut server: toml::Table =
@@ -100,7 +102,13 @@ impl Client {
         };
         let mut root = serde_json::Map::new();
         root.insert(key.to_string(), json!({ name: server }));
-        if let (Client::Vscode, Connection::Http { token_env: Some(_), .. }) = (self, connection) {
+        if let (
+            Client::Vscode,
+            Connection::Http {
+                token_env: Some(_), ..
+            },
+        ) = (self, connection)
+        {
             root.insert(
                 "inputs".into(),
                 json!([{"type": "promptString", "id": format!("{name}-token"), "password": true,
@@ -230,7 +238,11 @@ mod tests {
             };
             let text = client.snippet("wasm-host", &connection);
             let server = server(*client, &text);
-            let url_key = if *client == Client::Gemini { "httpUrl" } else { "url" };
+            let url_key = if *client == Client::Gemini {
+                "httpUrl"
+            } else {
+                "url"
+            };
             assert_eq!(server[url_key], url, "{client:?}: {text}");
             assert!(server.get("command").is_none(), "{client:?}: {text}");
             let auth = server["headers"]["Authorization"].as_str();
@@ -251,7 +263,10 @@ mod tests {
                 token_env: None,
             };
             let text = client.snippet("wasm-host", &open);
-            assert!(!text.contains("Authorization") && !text.contains("inputs"), "{text}");
+            assert!(
+                !text.contains("Authorization") && !text.contains("inputs"),
+                "{text}"
+            );
         }
     }
 }

@@ -47,7 +47,10 @@ async fn blocks_arrive(client: &Client) {
             assert_eq!(t.text, "Multiple content types test:");
             match &r.resource {
                 ResourceContents::TextResourceContents {
-                    uri, mime_type, text, ..
+                    uri,
+                    mime_type,
+                    text,
+                    ..
                 } => {
                     assert_eq!(uri, "test://mixed-content-resource");
                     assert_eq!(mime_type.as_deref(), Some("application/json"));
@@ -106,13 +109,18 @@ async fn prompts_are_listed_and_filled_in() {
         }
         peer.get_prompt(params)
     };
-    let filled = get("test_prompt_with_arguments", json!({"arg1": "hello", "arg2": "world"}))
-        .await
-        .unwrap();
+    let filled = get(
+        "test_prompt_with_arguments",
+        json!({"arg1": "hello", "arg2": "world"}),
+    )
+    .await
+    .unwrap();
     match &filled.messages[..] {
         [m] => {
             assert_eq!(m.role, Role::User);
-            let ContentBlock::Text(t) = &m.content else { panic!("{m:?}") };
+            let ContentBlock::Text(t) = &m.content else {
+                panic!("{m:?}")
+            };
             assert_eq!(t.text, "Prompt with arguments: arg1='hello', arg2='world'");
         }
         other => panic!("{other:?}"),
@@ -130,6 +138,9 @@ async fn prompts_are_listed_and_filled_in() {
         .unwrap_err()
         .to_string();
     assert!(missing.contains("arg2"), "{missing}");
-    let unknown = get("no_such_prompt", json!({})).await.unwrap_err().to_string();
+    let unknown = get("no_such_prompt", json!({}))
+        .await
+        .unwrap_err()
+        .to_string();
     assert!(unknown.contains("test_simple_prompt"), "{unknown}");
 }

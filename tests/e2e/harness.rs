@@ -19,8 +19,8 @@ use rmcp::service::{
 };
 use rmcp::transport::TokioChildProcess;
 use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 use tokio::sync::{Mutex, mpsc};
 
 /// Where the plugins were built (scripts/build-plugins).
@@ -209,7 +209,10 @@ impl Env {
                     return url.split_whitespace().next().unwrap().to_string();
                 }
             }
-            panic!("the host ended before serving: {}", self.stderr_log().display())
+            panic!(
+                "the host ended before serving: {}",
+                self.stderr_log().display()
+            )
         })
         .await
         .expect("the host serves HTTP within 120 s");

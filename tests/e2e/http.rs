@@ -46,7 +46,9 @@ async fn a_2025_11_25_session_gets_tool_changes_results_progress_and_logs() {
     // Unasked notifications come on the session's standalone (GET) stream.
     env.add_plugin("hello", "hello");
     let change = client
-        .wait_note(Duration::from_secs(60), |n| matches!(n, Note::ToolListChanged))
+        .wait_note(Duration::from_secs(60), |n| {
+            matches!(n, Note::ToolListChanged)
+        })
         .await;
     assert!(change.is_some(), "no tools/list_changed over HTTP");
     assert!(client.tools().await.iter().any(|t| t.name == "hello"));
@@ -92,7 +94,10 @@ async fn a_2026_07_28_client_is_served_statelessly_and_logs_only_when_it_asks() 
     assert!(!is_error(&Client::finish(asked).await));
     let notes = client.drain_notes().await;
     assert!(logged(&notes, "hello from chatty"), "{notes:?}");
-    assert!(!logged(&notes, "too quiet to reach the client"), "{notes:?}");
+    assert!(
+        !logged(&notes, "too quiet to reach the client"),
+        "{notes:?}"
+    );
 
     // Tool changes arrive on the client's subscription stream.
     let mut filter = SubscriptionFilter::new();

@@ -101,7 +101,9 @@ fn mime(m: String) -> Result<String, CapabilityError> {
     };
     let printable = m.bytes().all(|b| (0x20..0x7f).contains(&b));
     match m.split_once('/') {
-        Some((kind, sub)) if printable && token(kind) && token(sub.split(';').next().unwrap_or("")) => {
+        Some((kind, sub))
+            if printable && token(kind) && token(sub.split(';').next().unwrap_or("")) =>
+        {
             Ok(m)
         }
         _ => Err(CapabilityError::Invalid(format!(
@@ -116,7 +118,12 @@ mod tests {
 
     #[test]
     fn mime_types_are_type_slash_subtype() {
-        for good in ["image/png", "audio/wav", "application/vnd.api+json", "text/plain; charset=utf-8"] {
+        for good in [
+            "image/png",
+            "audio/wav",
+            "application/vnd.api+json",
+            "text/plain; charset=utf-8",
+        ] {
             assert!(mime(good.into()).is_ok(), "{good}");
         }
         for bad in ["png", "image/", "/png", "image/png\n", "text/<b>", ""] {
