@@ -421,12 +421,7 @@ async fn serve_http(service: Arc<Service>, options: crate::http::Options) -> Res
 }
 
 async fn serve_stdio(service: Arc<Service>) -> Result<ExitCode> {
-    let catalog = service.catalog();
-    tracing::info!(
-        plugins = catalog.plugins.len(), tools = catalog.tools.len(), problems = catalog.problems.len(),
-        dir = %service.loader.plugins_dir.display(), "serving MCP on stdio"
-    );
-    drop(catalog);
+    service.log_serving("on stdio");
     let transport = crate::stdio::Stdio::new();
     let stdin_closed = transport.closed();
     let running = rmcp::ServiceExt::serve(McpFront::new(service.clone()), transport)

@@ -18,10 +18,10 @@ use axum::extract::{Request, State};
 use axum::http::{Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use futures_util::StreamExt;
 use rmcp::transport::streamable_http_server::{
     StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
 };
-use futures_util::StreamExt;
 use subtle::ConstantTimeEq;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -78,7 +78,8 @@ impl Options {
         })
     }
 
-    fn rmcp_config(&self, stop: CancellationToken) -> StreamableHttpServerConfig {
+    /// rmcp's settings: the allow-lists, and `sessions`, which ends them.
+    fn rmcp_config(&self, sessions: CancellationToken) -> StreamableHttpServerConfig {
         let mut hosts: Vec<String> = ["localhost", "127.0.0.1", "::1"].map(String::from).into();
         // An IP literal cannot be rebound; the address we listen on is fine.
         if !self.addr.ip().is_unspecified() {
@@ -94,7 +95,7 @@ impl Options {
             .with_allowed_hosts(hosts)
             .with_allowed_origins(origins)
             .enforce_origin_validation()
-            .with_cancellation_token(stop)
+            .with_cancellation_token(sessions)
     }
 }
 
@@ -125,12 +126,7 @@ pub async fn serve(service: Arc<Service>, options: Options, stop: CancellationTo
         .layer(axum::middleware::from_fn_with_state(token, require_token))
         .route("/health", axum::routing::get(health))
         .with_state(service.clone());
-    let catalog = service.catalog();
-    tracing::info!(
-        plugins = catalog.plugins.len(), tools = catalog.tools.len(), problems = catalog.problems.len(),
-        dir = %service.loader.plugins_dir.display(), "serving MCP at http://{addr}/mcp"
-    );
-    drop(catalog);
+    service.log_serving(&format!("at http://{addr}/mcp"));
     let server =
         axum::serve(listener, app).with_graceful_shutdown(sessions.clone().cancelled_owned());
     let mut server = tokio::spawn(async move { server.await });
@@ -144,13 +140,19 @@ pub async fn serve(service: Arc<Service>, options: Options, stop: CancellationTo
     sessions.cancel();
     // A client that keeps its connection open is not waited for long.
     match tokio::time::timeout(Duration::from_secs(1), server).await {
-        Ok(served) => served.context("the HTTP server task")?.context("the HTTP server failed"),
+        Ok(served) => served
+            .context("the HTTP server task")?
+            .context("the HTTP server failed"),
         Err(_) => Ok(()),
     }
 }
 
 /// A POST's answer is in flight until its response stream has ended.
-async fn track_answers(State(answers): State<TaskTracker>, request: Request, next: Next) -> Response {
+async fn track_answers(
+    State(answers): State<TaskTracker>,
+    request: Request,
+    next: Next,
+) -> Response {
     if request.method() != Method::POST {
         return next.run(request).await;
     }

@@ -13,23 +13,22 @@ use std::sync::{Arc, Mutex};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetPromptRequestParams,
-    GetPromptResponse, GetPromptResult, Implementation, ListPromptsResult, ListResourceTemplatesResult,
-    ListToolsResult, LoggingLevel, LoggingMessageNotificationParam, Prompt, PromptArgument,
-    PromptMessage, Role,
-    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ReadResourceRequestParams,
-    ReadResourceResponse, ReadResourceResult, ResourceContents, ResourceTemplate,
-    ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscriptionFilter, Tool,
+    GetPromptResponse, GetPromptResult, Implementation, ListPromptsResult,
+    ListResourceTemplatesResult, ListToolsResult, LoggingLevel, LoggingMessageNotificationParam,
+    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, Prompt, PromptArgument,
+    PromptMessage, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
+    ResourceContents, ResourceTemplate, Role, ServerCapabilities, ServerConfig,
+    SetLevelRequestParams, SubscriptionFilter, Tool,
 };
-use rmcp::service::{
-    NotificationContext, Peer, RequestContext, RoleServer, SubscriptionContext,
-};
+use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer, SubscriptionContext};
 use rmcp::{ErrorData as McpError, ServerHandler};
 use serde_json::Value;
 use tokio::sync::{broadcast, mpsc};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
+use crate::bindings::exports::mcphost::plugin::prompts::Role as PluginRole;
 use crate::client::{ClientLink, Level};
-use crate::service::{Reply, Service};
+use crate::service::{AskFailure, Reply, Service};
 
 /// How long a client may keep a list without asking again: lists change
 /// only when plugins do, and subscribers hear of that at once.
@@ -84,6 +83,24 @@ impl Levels {
             Levels::Session(min) => level >= *min.lock().expect("level lock"),
             Levels::Request(min) => min.is_some_and(|min| level >= min),
         }
+    }
+}
+
+/// A failed resource read or prompt as its MCP error: the client's mistake
+/// (nothing by that name: `not_found`'s kind; a bad argument: invalid
+/// params) or else the plugin's or the host's (internal).
+fn asked_error(
+    failure: AskFailure,
+    data: Value,
+    not_found: fn(String, Option<Value>) -> McpError,
+) -> McpError {
+    let data = Some(data);
+    match failure.code.as_str() {
+        "not_found" | "NOT_FOUND" | "unknown_scheme" => not_found(failure.message, data),
+        "invalid_request" | "invalid_argument" | "INVALID_ARGUMENT" => {
+            McpError::invalid_params(failure.message, data)
+        }
+        _ => McpError::internal_error(failure.message, data),
     }
 }
 
@@ -186,14 +203,10 @@ impl ServerHandler for McpFront {
                 () = self.service.stopping() => {}
             }
         };
-        forward_tool_changes(
-            self.service.on_tools_changed(),
-            ended,
-            || {
-                let sink = context.sink().clone();
-                async move { sink.notify_tool_list_changed().await.is_ok() }
-            },
-        )
+        forward_tool_changes(self.service.on_tools_changed(), ended, || {
+            let sink = context.sink().clone();
+            async move { sink.notify_tool_list_changed().await.is_ok() }
+        })
         .await;
         Ok(())
     }
@@ -296,21 +309,23 @@ impl ServerHandler for McpFront {
             .get_prompt(&request.name, arguments, link.clone())
             .await;
         link.close().await;
-        let data = |code: &str| Some(serde_json::json!({ "code": code, "prompt": request.name }));
-        let filled = filled.map_err(|f| match f.code.as_str() {
-            "not_found" | "NOT_FOUND" | "invalid_argument" | "INVALID_ARGUMENT" | "invalid_request" => {
-                McpError::invalid_params(f.message, data(&f.code))
-            }
-            _ => McpError::internal_error(f.message, data(&f.code)),
+        let data = |code: &str| serde_json::json!({ "code": code, "prompt": request.name });
+        // An unknown prompt name is invalid params, as the protocol has it.
+        let filled = filled.map_err(|f| {
+            let data = data(&f.code);
+            asked_error(f, data, McpError::invalid_params)
         })?;
         let mut messages = Vec::with_capacity(filled.messages.len());
         for m in filled.messages {
             let content = crate::caps::content::to_mcp(m.content).map_err(|e| {
-                McpError::internal_error(format!("the plugin's prompt is malformed: {e:?}"), data("invalid_plugin_output"))
+                McpError::internal_error(
+                    format!("the plugin's prompt is malformed: {e:?}"),
+                    Some(data("invalid_plugin_output")),
+                )
             })?;
             let role = match m.role {
-                crate::bindings::exports::mcphost::plugin::prompts::Role::User => Role::User,
-                crate::bindings::exports::mcphost::plugin::prompts::Role::Assistant => Role::Assistant,
+                PluginRole::User => Role::User,
+                PluginRole::Assistant => Role::Assistant,
             };
             messages.push(PromptMessage::new(role, content));
         }
@@ -327,24 +342,14 @@ impl ServerHandler for McpFront {
         let link = McpLink::new(context.peer.clone(), None, self.levels(&context));
         let read = self.service.read_resource(&request.uri, link.clone()).await;
         link.close().await;
-        match read {
-            Ok(c) => Ok(ReadResourceResult::new(vec![
-                ResourceContents::text(c.text, c.uri).with_mime_type(c.mime_type),
-            ])
-            .into()),
-            Err(f) => {
-                let data = Some(serde_json::json!({ "code": f.code, "uri": request.uri }));
-                Err(match f.code.as_str() {
-                    "not_found" | "NOT_FOUND" | "unknown_scheme" => {
-                        McpError::resource_not_found(f.message, data)
-                    }
-                    "invalid_request" | "INVALID_ARGUMENT" => {
-                        McpError::invalid_params(f.message, data)
-                    }
-                    _ => McpError::internal_error(f.message, data),
-                })
-            }
-        }
+        let c = read.map_err(|f| {
+            let data = serde_json::json!({ "code": f.code, "uri": request.uri });
+            asked_error(f, data, McpError::resource_not_found)
+        })?;
+        Ok(ReadResourceResult::new(vec![
+            ResourceContents::text(c.text, c.uri).with_mime_type(c.mime_type),
+        ])
+        .into())
     }
 
     async fn call_tool(
@@ -431,11 +436,7 @@ enum Sender {
 }
 
 impl McpLink {
-    fn new(
-        peer: Peer<RoleServer>,
-        token: Option<ProgressToken>,
-        levels: Levels,
-    ) -> Arc<McpLink> {
+    fn new(peer: Peer<RoleServer>, token: Option<ProgressToken>, levels: Levels) -> Arc<McpLink> {
         Arc::new(McpLink {
             peer,
             sender: Mutex::new(Sender::Idle),

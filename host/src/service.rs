@@ -105,6 +105,16 @@ impl Service {
         self.in_flight.token()
     }
 
+    /// The first log line of a serving host: what it serves, and `at`
+    /// which transport (`on stdio`, `at http://…/mcp`).
+    pub fn log_serving(&self, at: &str) {
+        let catalog = self.catalog();
+        tracing::info!(
+            plugins = catalog.plugins.len(), tools = catalog.tools.len(), problems = catalog.problems.len(),
+            dir = %self.loader.plugins_dir.display(), "serving MCP {at}"
+        );
+    }
+
     /// Resolves when a shutdown begins: long waits for the client (a
     /// subscription stream) end then, so that they can be answered.
     pub async fn stopping(&self) {
@@ -324,7 +334,7 @@ fn reply_code(reply: &Reply) -> String {
 
 /// Why a resource could not be read or a prompt filled in.
 #[derive(Debug)]
-pub struct ReadFailure {
+pub struct AskFailure {
     /// The plugin's error code (`not_found`, `invalid_request`, ...) or
     /// the host's (`unknown_scheme`, `plugin_trapped`, ...).
     pub code: String,
@@ -337,11 +347,11 @@ impl Service {
         &self,
         uri: &str,
         client: Arc<dyn ClientLink>,
-    ) -> Result<Contents, ReadFailure> {
+    ) -> Result<Contents, AskFailure> {
         let catalog = self.catalog();
         let Some(plugin) = catalog.resource_plugin(uri) else {
             let schemes: Vec<&str> = catalog.schemes.keys().map(String::as_str).collect();
-            return Err(ReadFailure {
+            return Err(AskFailure {
                 code: "unknown_scheme".into(),
                 message: format!(
                     "no plugin serves `{uri}`; served schemes: {}",
@@ -362,7 +372,7 @@ impl Service {
         name: &str,
         arguments: Vec<(String, String)>,
         client: Arc<dyn ClientLink>,
-    ) -> Result<Filled, ReadFailure> {
+    ) -> Result<Filled, AskFailure> {
         let catalog = self.catalog();
         let found = catalog
             .prompts
@@ -370,7 +380,7 @@ impl Service {
             .and_then(|plugin| Some((plugin, plugin.prompts.iter().find(|p| p.name == name)?)));
         let Some((plugin, prompt)) = found else {
             let names: Vec<&str> = catalog.prompts.keys().map(String::as_str).collect();
-            return Err(ReadFailure {
+            return Err(AskFailure {
                 code: "not_found".into(),
                 message: format!("no prompt `{name}`; offered: {}", names.join(", ")),
             });
@@ -382,14 +392,23 @@ impl Service {
             .map(|a| a.name.as_str())
             .collect();
         if !missing.is_empty() {
-            return Err(ReadFailure {
+            return Err(AskFailure {
                 code: "invalid_argument".into(),
-                message: format!("prompt `{name}` needs the argument(s) {}", missing.join(", ")),
+                message: format!(
+                    "prompt `{name}` needs the argument(s) {}",
+                    missing.join(", ")
+                ),
             });
         }
         ask(plugin, "prompts.get", name, client, async |call| {
-            runtime::get_prompt(&plugin.prepared, plugin.grants.clone(), call, name, &arguments)
-                .await
+            runtime::get_prompt(
+                &plugin.prepared,
+                plugin.grants.clone(),
+                call,
+                name,
+                &arguments,
+            )
+            .await
         })
         .await
     }
@@ -403,12 +422,12 @@ async fn ask<T>(
     target: &str,
     client: Arc<dyn ClientLink>,
     run: impl AsyncFnOnce(CallContext) -> Result<Result<T, ToolError>, CallFailure>,
-) -> Result<T, ReadFailure> {
+) -> Result<T, AskFailure> {
     let _turn = plugin
         .gate
         .enter(&plugin.name, |_| ())
         .await
-        .map_err(|busy| ReadFailure {
+        .map_err(|busy| AskFailure {
             code: "busy".into(),
             message: busy.to_string(),
         })?;
@@ -417,11 +436,11 @@ async fn ask<T>(
     let trace_id = call.trace_id.clone();
     let result = match run(call).await {
         Ok(Ok(answer)) => Ok(answer),
-        Ok(Err(e)) => Err(ReadFailure {
+        Ok(Err(e)) => Err(AskFailure {
             code: e.code,
             message: e.message,
         }),
-        Err(failure) => Err(ReadFailure {
+        Err(failure) => Err(AskFailure {
             code: failure.code().into(),
             message: format!("{failure} (trace id {trace_id})"),
         }),
