@@ -526,3 +526,47 @@ impl ClientLink for McpLink {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn failure(code: &str) -> AskFailure {
+        AskFailure {
+            code: code.into(),
+            message: "m".into(),
+        }
+    }
+
+    #[test]
+    fn asked_errors_say_whose_mistake_it_was() {
+        let code = |c: &str, not_found: fn(String, Option<Value>) -> McpError| {
+            asked_error(failure(c), Value::Null, not_found).code
+        };
+        let resource = McpError::resource_not_found;
+        assert_eq!(
+            code("not_found", resource),
+            McpError::resource_not_found("", None).code
+        );
+        assert_eq!(
+            code("unknown_scheme", resource),
+            McpError::resource_not_found("", None).code
+        );
+        // A prompt nobody offers is invalid params.
+        assert_eq!(
+            code("NOT_FOUND", McpError::invalid_params),
+            McpError::invalid_params("", None).code
+        );
+        for bad in ["invalid_request", "invalid_argument", "INVALID_ARGUMENT"] {
+            assert_eq!(
+                code(bad, resource),
+                McpError::invalid_params("", None).code,
+                "{bad}"
+            );
+        }
+        assert_eq!(
+            code("plugin_trapped", resource),
+            McpError::internal_error("", None).code
+        );
+    }
+}
