@@ -106,7 +106,8 @@ async fn refresh_loop(plugin: Arc<Plugin>) {
             "lifecycle.refresh",
             plugin.grants.timeout_ms,
             Arc::new(StderrLink),
-        );
+        )
+        .announcing(&plugin.announcer);
         let trace_id = call.trace_id.clone();
         let elapsed_ms = || started.elapsed().as_millis() as u64;
         match runtime::refresh(&plugin.prepared, plugin.grants.clone(), call, &changed).await {

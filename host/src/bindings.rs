@@ -22,6 +22,7 @@ wasmtime::component::bindgen!({
         "mcphost:plugin/git.git-error" => Refusal<mcphost::plugin::git::GitError>,
         "mcphost:plugin/containers.container-error" => Refusal<mcphost::plugin::containers::ContainerError>,
         "mcphost:plugin/pty.pty-error" => Refusal<mcphost::plugin::pty::PtyError>,
+        "mcphost:plugin/client.ask-error" => Refusal<mcphost::plugin::client::AskError>,
     },
     with: {
         "mcphost:plugin/index.builder": textindex::Builder,
@@ -33,12 +34,14 @@ wasmtime::component::bindgen!({
 
 use wasmtime::component::InstancePre;
 
+pub use exports::mcphost::plugin::completion::Reference;
 pub use exports::mcphost::plugin::prompts::{Filled, Prompt};
+pub use exports::mcphost::plugin::resource_list::{Contents as ListedContents, Resource};
 pub use exports::mcphost::plugin::resources::{Contents, ResourceTemplate};
 pub use exports::mcphost::plugin::tools::{Tool, ToolError, ToolOutput};
 pub use mcphost::plugin::types::CapabilityError;
 
-use exports::mcphost::plugin::{lifecycle, prompts, resources, tools};
+use exports::mcphost::plugin::{completion, lifecycle, prompts, resource_list, resources, tools};
 
 /// Why a capability call did not succeed: an answer the plugin gets (its
 /// WIT error `E`), or a trap that ends the call (a broken resource handle).
@@ -84,13 +87,16 @@ refusals! {
     mcphost::plugin::pty::PtyError => mcphost::plugin::pty::PtyError,
     CapabilityError => mcphost::plugin::pty::PtyError,
     timebox::pty::StartError => mcphost::plugin::pty::PtyError,
+    mcphost::plugin::client::AskError => mcphost::plugin::client::AskError,
 }
 
 /// Where a component's exports are, found once at load.
 pub struct Exports {
     pub tools: tools::GuestIndices,
     pub resources: Option<resources::GuestIndices>,
+    pub resource_list: Option<resource_list::GuestIndices>,
     pub prompts: Option<prompts::GuestIndices>,
+    pub completion: Option<completion::GuestIndices>,
     pub lifecycle: Option<lifecycle::GuestIndices>,
 }
 
@@ -99,7 +105,9 @@ impl Exports {
         Ok(Exports {
             tools: tools::GuestIndices::new(pre)?,
             resources: resources::GuestIndices::new(pre).ok(),
+            resource_list: resource_list::GuestIndices::new(pre).ok(),
             prompts: prompts::GuestIndices::new(pre).ok(),
+            completion: completion::GuestIndices::new(pre).ok(),
             lifecycle: lifecycle::GuestIndices::new(pre).ok(),
         })
     }

@@ -19,11 +19,13 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
 use serde_json::{Map, Value};
+use tokio::sync::broadcast;
 use wasmtime::Engine;
 use wasmtime::component::{Component, Linker};
 
 use crate::admission::Gate;
 use crate::bindings::{Exports, ResourceTemplate};
+use crate::caps::notify::{Announcer, Change};
 use crate::client::StderrLink;
 use crate::engine::{ComponentCache, Origin};
 use crate::policy::{Config, Grants, Places};
@@ -42,9 +44,12 @@ pub struct Plugin {
     /// Its calls' turns (`limits.concurrency`, `limits.queue`).
     pub gate: Gate,
     pub tools: Vec<ToolDef>,
-    /// Resource templates it serves, and the URI scheme they share.
+    /// Resource templates it serves, and the URI scheme they and its
+    /// listed resources share.
     pub templates: Vec<ResourceTemplate>,
     pub scheme: Option<String>,
+    /// How its calls tell of changes to its resources.
+    pub announcer: Announcer,
     /// The MCP prompts it offers.
     pub prompts: Vec<crate::bindings::Prompt>,
     /// What it tells agents about its tools (see [`Declared`]).
@@ -137,6 +142,8 @@ pub struct Loader {
     pub config_hint: String,
     pub plugins_dir: PathBuf,
     pub underscore_names: bool,
+    /// Where changes to what is served are told (see [`Change`]).
+    pub changes: broadcast::Sender<Change>,
 }
 
 /// How long a plugin may take to list its tools.
@@ -162,6 +169,7 @@ impl Loader {
             config_hint,
             plugins_dir,
             underscore_names,
+            changes: broadcast::channel(64).0,
         })
     }
 
@@ -326,7 +334,12 @@ impl Loader {
         let offer = runtime::describe(&prepared, grants.clone(), call)
             .await
             .map_err(|e| anyhow!("listing its tools failed: {e}"))?;
-        let scheme = resource_scheme(&offer.templates)?;
+        let uris = offer
+            .templates
+            .iter()
+            .map(|t| t.uri_template.as_str())
+            .chain(offer.resources.iter().map(|r| r.uri.as_str()));
+        let scheme = resource_scheme(uris)?;
         let mut tools = Vec::with_capacity(offer.tools.len());
         for tool in offer.tools {
             let mut input_schema = schema_object(&tool.input_schema)
@@ -404,6 +417,10 @@ impl Loader {
             grants,
             tools,
             templates: offer.templates,
+            announcer: Announcer {
+                scheme: scheme.clone(),
+                changes: self.changes.clone(),
+            },
             scheme,
             prompts: offer.prompts,
             instructions,
@@ -411,19 +428,16 @@ impl Loader {
     }
 }
 
-/// The one URI scheme all of a plugin's resource templates use.
-fn resource_scheme(templates: &[ResourceTemplate]) -> Result<Option<String>> {
+/// The one URI scheme all of a plugin's resource templates and listed
+/// resources use.
+fn resource_scheme<'a>(uris: impl Iterator<Item = &'a str>) -> Result<Option<String>> {
     let mut scheme = None;
-    for t in templates {
-        let s = uri_scheme(&t.uri_template).ok_or_else(|| {
-            anyhow!(
-                "resource template `{}` does not start with `<scheme>://`",
-                t.uri_template
-            )
-        })?;
+    for uri in uris {
+        let s = uri_scheme(uri)
+            .ok_or_else(|| anyhow!("resource `{uri}` does not start with `<scheme>://`"))?;
         match &scheme {
             Some(first) if first != s => {
-                bail!("resource templates use two schemes, `{first}` and `{s}`: use one per plugin")
+                bail!("resources use two schemes, `{first}` and `{s}`: use one per plugin")
             }
             _ => scheme = Some(s.to_string()),
         }
@@ -431,7 +445,8 @@ fn resource_scheme(templates: &[ResourceTemplate]) -> Result<Option<String>> {
     Ok(scheme)
 }
 
-fn uri_scheme(uri: &str) -> Option<&str> {
+/// The scheme of `uri` (`godot` of `godot://class/Node`).
+pub fn uri_scheme(uri: &str) -> Option<&str> {
     let (scheme, _) = uri.split_once("://")?;
     let valid = !scheme.is_empty()
         && scheme

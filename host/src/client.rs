@@ -1,6 +1,17 @@
 //! The link from a running call back to whoever asked for it: an MCP client
-//! (progress and logging notifications) or the shell (`host call`, stderr).
+//! (progress and logging notifications, questions for the person or its
+//! model) or the shell (`host call`, stderr).
 
+// Sampling is deprecated by SEP-2577 but is what today's clients speak;
+// the issue asks for it.
+#![allow(deprecated)]
+
+use std::future::Future;
+use std::pin::Pin;
+
+use rmcp::model::{
+    CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
+};
 use serde_json::Value;
 
 /// Log levels as MCP names them (a subset).
@@ -22,7 +33,31 @@ pub trait ClientLink: Send + Sync {
     /// A relayed event: a progress notification carrying the event JSON as
     /// its message when the client follows progress, a log record otherwise.
     fn event(&self, logger: &str, event: Value);
+    /// Ask the client something on behalf of the call and wait for the
+    /// answer (the caller bounds the wait).
+    fn ask(&self, question: Question) -> Asking;
 }
+
+/// What a call may ask its client (the `client` capability).
+pub enum Question {
+    Elicit(ElicitRequestParams),
+    Sample(CreateMessageRequestParams),
+}
+
+pub enum Answer {
+    Elicited(ElicitResult),
+    Sampled(CreateMessageResult),
+}
+
+/// Why a question got no answer.
+pub enum Unasked {
+    /// Nobody there can answer it; says why.
+    Unsupported(String),
+    /// The client failed it.
+    Failed(String),
+}
+
+pub type Asking = Pin<Box<dyn Future<Output = Result<Answer, Unasked>> + Send>>;
 
 /// For `host call` and background work: progress and events go to stderr
 /// as lines of JSON, log records through the host's log.
@@ -50,6 +85,13 @@ impl ClientLink for StderrLink {
     }
     fn event(&self, _logger: &str, event: Value) {
         eprintln!("{event}");
+    }
+    fn ask(&self, _question: Question) -> Asking {
+        Box::pin(async {
+            Err(Unasked::Unsupported(
+                "no MCP client is behind this call (`host call` or background work): call the tool from an MCP client to be asked".into(),
+            ))
+        })
     }
 }
 
@@ -87,5 +129,8 @@ impl ClientLink for EventTracker {
         self.relayed
             .store(true, std::sync::atomic::Ordering::SeqCst);
         self.inner.event(logger, event);
+    }
+    fn ask(&self, question: Question) -> Asking {
+        self.inner.ask(question)
     }
 }

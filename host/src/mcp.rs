@@ -1,33 +1,47 @@
 //! The MCP front: rmcp's server handler, one per session (stdio has one,
 //! HTTP one per client session or stateless request). Lists the catalog's
 //! tools, runs calls through the [`Service`], forwards progress and log
-//! records of a call to the client in order, and announces tool list
-//! changes: to 2026-07-28 clients on their `subscriptions/listen` stream,
-//! to older ones as `notifications/tools/list_changed` after `initialized`.
+//! records of a call to the client in order, relays a call's questions
+//! (elicitation, sampling) to the client, and announces changes (the tool
+//! list, resource lists, subscribed resources): to 2026-07-28 clients on
+//! their `subscriptions/listen` stream, to older ones as notifications
+//! after `initialized`.
 
 // MCP logging is deprecated by SEP-2577 but is what today's clients speak;
 // the issue asks for logging notifications.
 #![allow(deprecated)]
 
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as BASE64;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetPromptRequestParams,
-    GetPromptResponse, GetPromptResult, Implementation, ListPromptsResult,
-    ListResourceTemplatesResult, ListToolsResult, LoggingLevel, LoggingMessageNotificationParam,
-    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, Prompt, PromptArgument,
-    PromptMessage, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
-    ResourceContents, ResourceTemplate, Role, ServerCapabilities, ServerConfig,
-    SetLevelRequestParams, SubscriptionFilter, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ClientResult, CompleteRequestParams,
+    CompleteResult, CompletionInfo, ContentBlock, CreateMessageRequest, ElicitRequest,
+    ElicitRequestParams, GetExtensions, GetPromptRequestParams, GetPromptResponse, GetPromptResult,
+    Implementation, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, LoggingLevel, LoggingMessageNotificationParam, PaginatedRequestParams,
+    ProgressNotificationParam, ProgressToken, Prompt, PromptArgument, PromptMessage,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Reference, RequestId,
+    Resource, ResourceContents, ResourceTemplate, Role, ServerCapabilities, ServerConfig,
+    ServerRequest, SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter, Tool,
+    UnsubscribeRequestParams,
 };
-use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer, SubscriptionContext};
+use rmcp::service::{
+    NotificationContext, OriginatingRequestId, Peer, RequestContext, RoleServer, ServiceError,
+    SubscriptionContext, SubscriptionSendError,
+};
 use rmcp::{ErrorData as McpError, ServerHandler};
 use serde_json::Value;
 use tokio::sync::{broadcast, mpsc};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
+use crate::bindings::Reference as PluginReference;
 use crate::bindings::exports::mcphost::plugin::prompts::Role as PluginRole;
-use crate::client::{ClientLink, Level};
+use crate::bindings::mcphost::plugin::content::ResourceBody;
+use crate::caps::notify::Change;
+use crate::client::{Answer, Asking, ClientLink, Level, Question, Unasked};
 use crate::service::{AskFailure, Reply, Service};
 
 /// How long a client may keep a list without asking again: lists change
@@ -39,6 +53,8 @@ pub struct McpFront {
     service: Arc<Service>,
     /// The lowest level of log record the client wants (`logging/setLevel`).
     min_level: Arc<Mutex<Level>>,
+    /// The resources this session subscribed to (`resources/subscribe`).
+    subscribed: Arc<Mutex<HashSet<String>>>,
     /// Cancelled when the session's handler is dropped: what was started
     /// for the session (its tool-change forwarder) ends with it.
     session: CancellationToken,
@@ -51,6 +67,7 @@ impl McpFront {
         McpFront {
             service,
             min_level: Arc::new(Mutex::new(Level::Info)),
+            subscribed: Default::default(),
             _session_guard: Arc::new(session.clone().drop_guard()),
             session,
         }
@@ -113,25 +130,28 @@ fn level_of(level: LoggingLevel) -> Level {
     }
 }
 
-/// Tell of each tool list change with `notify` (false: not delivered, so
-/// stop) until `ended`.
-async fn forward_tool_changes<F: Future<Output = bool>>(
-    mut changes: broadcast::Receiver<()>,
+/// Tell of each change with `notify` until `ended` or until `notify`
+/// says the client is gone (false).
+async fn forward_changes<F: Future<Output = bool>>(
+    mut changes: broadcast::Receiver<Change>,
     ended: impl Future<Output = ()>,
-    notify: impl Fn() -> F,
+    notify: impl Fn(Change) -> F,
 ) {
     tokio::pin!(ended);
     loop {
         tokio::select! {
             () = &mut ended => return,
-            change = changes.recv() => match change {
-                Ok(()) | Err(broadcast::error::RecvError::Lagged(_)) => {
-                    if !notify().await {
-                        return;
-                    }
+            change = changes.recv() => {
+                let change = match change {
+                    Ok(change) => change,
+                    // Missed some: the lists may have changed.
+                    Err(broadcast::error::RecvError::Lagged(_)) => Change::Tools,
+                    Err(broadcast::error::RecvError::Closed) => return,
+                };
+                if !notify(change).await {
+                    return;
                 }
-                Err(broadcast::error::RecvError::Closed) => return,
-            },
+            }
         }
     }
 }
@@ -159,7 +179,10 @@ impl ServerHandler for McpFront {
                 .enable_tools()
                 .enable_tool_list_changed()
                 .enable_resources()
+                .enable_resources_subscribe()
+                .enable_resources_list_changed()
                 .enable_prompts()
+                .enable_completions()
                 .enable_logging()
                 .build(),
         )
@@ -171,26 +194,49 @@ impl ServerHandler for McpFront {
     }
 
     /// MCP 2026-07-28 clients hear of changes through `subscriptions/listen`:
-    /// the tool list is what can change here.
+    /// the tool list, resource lists, and the resources they name.
     fn accepted_subscription_filter(
         &self,
-        _requested: &SubscriptionFilter,
+        requested: &SubscriptionFilter,
     ) -> Option<SubscriptionFilter> {
         let mut accepted = SubscriptionFilter::new();
         accepted.tools_list_changed = Some(true);
+        accepted.resources_list_changed = Some(true);
+        accepted.resource_subscriptions = requested.resource_subscriptions.clone();
         Some(accepted)
     }
 
-    /// A session of MCP before 2026-07-28 began: it hears of tool changes
-    /// unasked, as those revisions have it.
+    /// A session of MCP before 2026-07-28 began: it hears of list changes
+    /// unasked, and of the resources it subscribed to, as those revisions
+    /// have it.
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        let changes = self.service.on_tools_changed();
+        let changes = self.service.on_changes();
         let session = self.session.clone();
+        let subscribed = self.subscribed.clone();
         let peer = context.peer;
         tokio::spawn(async move {
-            forward_tool_changes(changes, session.cancelled(), || {
+            forward_changes(changes, session.cancelled(), |change| {
                 let peer = peer.clone();
-                async move { peer.notify_tool_list_changed().await.is_ok() }
+                let wanted = match &change {
+                    Change::Resource(uri) => {
+                        subscribed.lock().expect("subscriptions lock").contains(uri)
+                    }
+                    _ => true,
+                };
+                async move {
+                    let sent = match change {
+                        _ if !wanted => return true,
+                        Change::Tools => peer.notify_tool_list_changed().await,
+                        Change::Resources => peer.notify_resource_list_changed().await,
+                        Change::Resource(uri) => {
+                            peer.notify_resource_updated(
+                                rmcp::model::ResourceUpdatedNotificationParam::new(uri),
+                            )
+                            .await
+                        }
+                    };
+                    sent.is_ok()
+                }
             })
             .await;
         });
@@ -203,12 +249,128 @@ impl ServerHandler for McpFront {
                 () = self.service.stopping() => {}
             }
         };
-        forward_tool_changes(self.service.on_tools_changed(), ended, || {
+        forward_changes(self.service.on_changes(), ended, |change| {
             let sink = context.sink().clone();
-            async move { sink.notify_tool_list_changed().await.is_ok() }
+            async move {
+                let sent = match change {
+                    Change::Tools => sink.notify_tool_list_changed().await,
+                    Change::Resources => sink.notify_resource_list_changed().await,
+                    Change::Resource(uri) => sink.notify_resource_updated(uri).await,
+                };
+                // A resource the client did not name is not for it.
+                matches!(
+                    sent,
+                    Ok(()) | Err(SubscriptionSendError::NotificationNotAccepted(_))
+                )
+            }
         })
         .await;
         Ok(())
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        if self
+            .service
+            .catalog()
+            .resource_plugin(&request.uri)
+            .is_none()
+        {
+            return Err(McpError::resource_not_found(
+                format!(
+                    "no plugin serves `{}`: resources/list and resources/templates/list show what is served",
+                    request.uri
+                ),
+                None,
+            ));
+        }
+        self.subscribed
+            .lock()
+            .expect("subscriptions lock")
+            .insert(request.uri);
+        Ok(())
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.subscribed
+            .lock()
+            .expect("subscriptions lock")
+            .remove(&request.uri);
+        Ok(())
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        let link = McpLink::new(&context, None, self.levels(&context));
+        let listed = self.service.list_resources(link.clone()).await;
+        link.close().await;
+        let resources = listed
+            .into_iter()
+            .map(|r| {
+                let mut resource = Resource::new(r.uri, r.name);
+                resource.title = r.title;
+                resource.description = r.description;
+                resource.mime_type = r.mime_type;
+                resource.size = r.size;
+                resource
+            })
+            .collect();
+        Ok(ListResourcesResult::with_all_items(resources).with_ttl_ms(LIST_TTL_MS))
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, McpError> {
+        let reference = match request.r#ref {
+            Reference::Prompt(p) => PluginReference::Prompt(p.name),
+            Reference::Resource(r) => PluginReference::ResourceTemplate(r.uri),
+            _ => {
+                return Err(McpError::invalid_params(
+                    "completion is offered for prompts (`ref/prompt`) and resource templates (`ref/resource`)",
+                    None,
+                ));
+            }
+        };
+        let given = request
+            .context
+            .and_then(|c| c.arguments)
+            .unwrap_or_default()
+            .into_iter()
+            .collect();
+        let link = McpLink::new(&context, None, self.levels(&context));
+        let values = self
+            .service
+            .complete(
+                reference,
+                &request.argument.name,
+                &request.argument.value,
+                given,
+                link.clone(),
+            )
+            .await;
+        link.close().await;
+        let mut values = values.map_err(|f| {
+            let data = serde_json::json!({ "code": f.code });
+            asked_error(f, data, McpError::invalid_params)
+        })?;
+        let total = values.len();
+        values.truncate(CompletionInfo::MAX_VALUES);
+        let mut info = CompletionInfo::new(values).expect("cut to the maximum");
+        info.total = Some(total as u32);
+        info.has_more = Some(total > CompletionInfo::MAX_VALUES);
+        Ok(CompleteResult::new(info))
     }
 
     async fn list_tools(
@@ -303,7 +465,7 @@ impl ServerHandler for McpFront {
                 other => (k, other.to_string()),
             })
             .collect();
-        let link = McpLink::new(context.peer.clone(), None, self.levels(&context));
+        let link = McpLink::new(&context, None, self.levels(&context));
         let filled = self
             .service
             .get_prompt(&request.name, arguments, link.clone())
@@ -339,17 +501,22 @@ impl ServerHandler for McpFront {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
-        let link = McpLink::new(context.peer.clone(), None, self.levels(&context));
+        let link = McpLink::new(&context, None, self.levels(&context));
         let read = self.service.read_resource(&request.uri, link.clone()).await;
         link.close().await;
         let c = read.map_err(|f| {
             let data = serde_json::json!({ "code": f.code, "uri": request.uri });
             asked_error(f, data, McpError::resource_not_found)
         })?;
-        Ok(ReadResourceResult::new(vec![
-            ResourceContents::text(c.text, c.uri).with_mime_type(c.mime_type),
-        ])
-        .into())
+        let contents = match c.body {
+            ResourceBody::Text(text) => ResourceContents::text(text, c.uri),
+            ResourceBody::Blob(data) => ResourceContents::blob(BASE64.encode(&data), c.uri),
+        };
+        let contents = match c.mime_type {
+            Some(mime) => contents.with_mime_type(mime),
+            None => contents,
+        };
+        Ok(ReadResourceResult::new(vec![contents]).into())
     }
 
     async fn call_tool(
@@ -360,7 +527,7 @@ impl ServerHandler for McpFront {
         // A shutdown waits for this until the call's notifications are out.
         let _in_flight = self.service.track();
         let link = McpLink::new(
-            context.peer.clone(),
+            &context,
             context.meta.get_progress_token(),
             self.levels(&context),
         );
@@ -423,6 +590,9 @@ enum Note {
 /// starts with the first notification (most calls send none).
 struct McpLink {
     peer: Peer<RoleServer>,
+    /// The request the call serves: questions to the client ride its
+    /// stream (HTTP) and name it.
+    request: RequestId,
     sender: Mutex<Sender>,
     token: Option<ProgressToken>,
     levels: Levels,
@@ -436,9 +606,14 @@ enum Sender {
 }
 
 impl McpLink {
-    fn new(peer: Peer<RoleServer>, token: Option<ProgressToken>, levels: Levels) -> Arc<McpLink> {
+    fn new(
+        context: &RequestContext<RoleServer>,
+        token: Option<ProgressToken>,
+        levels: Levels,
+    ) -> Arc<McpLink> {
         Arc::new(McpLink {
-            peer,
+            peer: context.peer.clone(),
+            request: context.id.clone(),
             sender: Mutex::new(Sender::Idle),
             token,
             levels,
@@ -524,6 +699,63 @@ impl ClientLink for McpLink {
         } else {
             self.log(Level::Info, logger, event);
         }
+    }
+
+    fn ask(&self, question: Question) -> Asking {
+        let peer = self.peer.clone();
+        let request = self.request.clone();
+        let per_request = matches!(self.levels, Levels::Request(_));
+        Box::pin(async move {
+            if per_request {
+                return Err(Unasked::Unsupported(
+                    "MCP 2026-07-28 clients are asked through input_required results, which this host does not send yet: connect with MCP 2025-11-25".into(),
+                ));
+            }
+            let capabilities = peer
+                .peer_info()
+                .map(|info| info.capabilities.clone())
+                .unwrap_or_default();
+            let mut sent = match question {
+                Question::Elicit(params) => {
+                    let url = matches!(params, ElicitRequestParams::UrlElicitationParams { .. });
+                    let declared = capabilities.elicitation.as_ref().is_some_and(|e| {
+                        // Declaring neither mode means form, as MCP has it.
+                        let (form, by_url) = (e.form.is_some(), e.url.is_some());
+                        if url { by_url } else { form || !by_url }
+                    });
+                    if !declared {
+                        let mode = if url {
+                            "URL elicitation"
+                        } else {
+                            "elicitation"
+                        };
+                        return Err(Unasked::Unsupported(format!(
+                            "the client does not support {mode}"
+                        )));
+                    }
+                    ServerRequest::ElicitRequest(ElicitRequest::new(params))
+                }
+                Question::Sample(params) => {
+                    if capabilities.sampling.is_none() {
+                        return Err(Unasked::Unsupported(
+                            "the client does not support sampling".into(),
+                        ));
+                    }
+                    ServerRequest::CreateMessageRequest(CreateMessageRequest::new(params))
+                }
+            };
+            sent.extensions_mut().insert(OriginatingRequestId(request));
+            match peer.send_request(sent).await {
+                Ok(ClientResult::ElicitResult(result)) => Ok(Answer::Elicited(result)),
+                Ok(ClientResult::CreateMessageResult(result)) => Ok(Answer::Sampled(*result)),
+                Ok(_) => Err(Unasked::Failed("the client answered something else".into())),
+                Err(ServiceError::McpError(e)) => Err(Unasked::Failed(format!(
+                    "the client refused: {}",
+                    e.message
+                ))),
+                Err(e) => Err(Unasked::Failed(format!("the client did not answer: {e}"))),
+            }
+        })
     }
 }
 

@@ -26,7 +26,15 @@ const DEFAULT_QUEUE: u64 = 1024;
 /// wrote 300 MB); its tail is still appended.
 const DEFAULT_LOG_MB: u64 = 100;
 
-pub const GRANTABLE: &[&str] = &["process", "fs", "index", "containers", "git", "pty"];
+pub const GRANTABLE: &[&str] = &[
+    "process",
+    "fs",
+    "index",
+    "containers",
+    "git",
+    "pty",
+    "client",
+];
 
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -9,8 +9,10 @@ use std::sync::Arc;
 use wasmtime::component::{Instance, InstancePre};
 use wasmtime::{Store, Trap};
 
+use crate::bindings::mcphost::plugin::content::ResourceBody;
 use crate::bindings::{
-    Contents, Exports, Filled, Prompt, ResourceTemplate, Tool, ToolError, ToolOutput,
+    Exports, Filled, ListedContents, Prompt, Reference, Resource, ResourceTemplate, Tool,
+    ToolError, ToolOutput,
 };
 use crate::policy::Grants;
 use crate::store::{CallContext, CallState, new_store};
@@ -73,10 +75,12 @@ async fn in_fresh_instance<R>(
 pub struct Offer {
     pub tools: Vec<Tool>,
     pub templates: Vec<ResourceTemplate>,
+    /// The resources it listed at load (asked again at every listing).
+    pub resources: Vec<Resource>,
     pub prompts: Vec<Prompt>,
 }
 
-/// Ask a plugin for its tools, resource templates and prompts.
+/// Ask a plugin for its tools, resource templates, resources and prompts.
 pub async fn describe(
     prepared: &Prepared,
     grants: Arc<Grants>,
@@ -98,6 +102,15 @@ pub async fn describe(
             }
             None => Vec::new(),
         };
+        let resources = match &prepared.exports.resource_list {
+            Some(listed) => {
+                listed
+                    .load(&mut *store, instance)?
+                    .call_list(&mut *store)
+                    .await?
+            }
+            None => Vec::new(),
+        };
         let prompts = match &prepared.exports.prompts {
             Some(prompts) => {
                 prompts
@@ -110,6 +123,7 @@ pub async fn describe(
         Ok(Offer {
             tools,
             templates,
+            resources,
             prompts,
         })
     })
@@ -135,20 +149,76 @@ pub async fn call_tool(
     .await
 }
 
-/// Read one resource; the plugin must export `resources`.
+/// The resources a plugin lists now (none without `resource-list`).
+pub async fn list_resources(
+    prepared: &Prepared,
+    grants: Arc<Grants>,
+    call: CallContext,
+) -> Result<Result<Vec<Resource>, ToolError>, CallFailure> {
+    let Some(listed) = &prepared.exports.resource_list else {
+        return Ok(Ok(Vec::new()));
+    };
+    in_fresh_instance(prepared, grants, call, async |store, instance| {
+        let list = listed
+            .load(&mut *store, instance)?
+            .call_list(&mut *store)
+            .await?;
+        Ok(Ok(list))
+    })
+    .await
+}
+
+/// Read one resource: through `resource-list` when the plugin exports it,
+/// else through `resources` (text only).
 pub async fn read_resource(
     prepared: &Prepared,
     grants: Arc<Grants>,
     call: CallContext,
     uri: &str,
-) -> Result<Result<Contents, ToolError>, CallFailure> {
-    let Some(resources) = &prepared.exports.resources else {
+) -> Result<Result<ListedContents, ToolError>, CallFailure> {
+    let exports = &prepared.exports;
+    if exports.resource_list.is_none() && exports.resources.is_none() {
         return Ok(Err(not_offered("this plugin serves no resources")));
-    };
+    }
     in_fresh_instance(prepared, grants, call, async |store, instance| {
-        resources
+        if let Some(listed) = &exports.resource_list {
+            return listed
+                .load(&mut *store, instance)?
+                .call_read(&mut *store, uri)
+                .await;
+        }
+        let resources = exports.resources.as_ref().expect("checked above");
+        let read = resources
             .load(&mut *store, instance)?
             .call_read(&mut *store, uri)
+            .await?;
+        Ok(read.map(|c| ListedContents {
+            uri: c.uri,
+            mime_type: Some(c.mime_type),
+            body: ResourceBody::Text(c.text),
+        }))
+    })
+    .await
+}
+
+/// Completions for an argument of a prompt or resource template (none
+/// when the plugin does not export `completion`).
+pub async fn complete(
+    prepared: &Prepared,
+    grants: Arc<Grants>,
+    call: CallContext,
+    reference: &Reference,
+    argument: &str,
+    value: &str,
+    context: &[(String, String)],
+) -> Result<Vec<String>, CallFailure> {
+    let Some(completion) = &prepared.exports.completion else {
+        return Ok(Vec::new());
+    };
+    in_fresh_instance(prepared, grants, call, async |store, instance| {
+        completion
+            .load(&mut *store, instance)?
+            .call_complete(&mut *store, reference, argument, value, context)
             .await
     })
     .await

@@ -11,7 +11,8 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::background::Background;
-use crate::bindings::{Contents, Filled, ToolError};
+use crate::bindings::{Filled, ListedContents, Reference, Resource, ToolError};
+use crate::caps::notify::Change;
 use crate::catalog::{Catalog, Loader, Plugin, ToolDef};
 use crate::client::{ClientLink, EventTracker};
 use crate::runtime::{self, CallFailure};
@@ -26,8 +27,6 @@ pub struct Service {
     shutdown: CancellationToken,
     /// The calls in flight, so a shutdown can wait for their ends.
     in_flight: TaskTracker,
-    /// A message each time the served tools change (for subscriptions).
-    tools_changed: tokio::sync::broadcast::Sender<()>,
 }
 
 /// What a tool call answers: MCP `content` (its text, then the blocks the
@@ -89,13 +88,13 @@ impl Service {
             background: Background::default(),
             shutdown: CancellationToken::new(),
             in_flight: TaskTracker::new(),
-            tools_changed: tokio::sync::broadcast::channel(16).0,
         }
     }
 
-    /// Told each time a reload changes the served tools.
-    pub fn on_tools_changed(&self) -> tokio::sync::broadcast::Receiver<()> {
-        self.tools_changed.subscribe()
+    /// Told each time a reload changes the served tools, and each time a
+    /// plugin says its resources changed.
+    pub fn on_changes(&self) -> tokio::sync::broadcast::Receiver<Change> {
+        self.loader.changes.subscribe()
     }
 
     /// Count something as in flight until the token is dropped: a
@@ -151,7 +150,7 @@ impl Service {
         *self.catalog.write().expect("catalog lock") = new.clone();
         self.background.sync(&new);
         if changed {
-            let _ = self.tools_changed.send(());
+            let _ = self.loader.changes.send(Change::Tools);
         }
         changed
     }
@@ -271,7 +270,8 @@ async fn run_call(
     };
     let tracker = Arc::new(EventTracker::new(client));
     let call = CallContext::new(&tool.name, plugin.grants.timeout_ms, tracker.clone())
-        .traced(trace_id, cancel);
+        .traced(trace_id, cancel)
+        .announcing(&plugin.announcer);
     let attached = call.attached.clone();
     let outcome = runtime::call_tool(
         &plugin.prepared,
@@ -347,7 +347,7 @@ impl Service {
         &self,
         uri: &str,
         client: Arc<dyn ClientLink>,
-    ) -> Result<Contents, AskFailure> {
+    ) -> Result<ListedContents, AskFailure> {
         let catalog = self.catalog();
         let Some(plugin) = catalog.resource_plugin(uri) else {
             let schemes: Vec<&str> = catalog.schemes.keys().map(String::as_str).collect();
@@ -362,6 +362,91 @@ impl Service {
         ask(plugin, "resources.read", uri, client, async |call| {
             runtime::read_resource(&plugin.prepared, plugin.grants.clone(), call, uri).await
         })
+        .await
+    }
+
+    /// The resources every plugin with `resource-list` lists now. A
+    /// plugin that fails is left out (and logged), not the whole list; a
+    /// resource outside the plugin's scheme too.
+    pub async fn list_resources(&self, client: Arc<dyn ClientLink>) -> Vec<Resource> {
+        let catalog = self.catalog();
+        let mut all = Vec::new();
+        for plugin in &catalog.plugins {
+            if plugin.prepared.exports.resource_list.is_none() {
+                continue;
+            }
+            let listed = ask(
+                plugin,
+                "resource-list.list",
+                "",
+                client.clone(),
+                async |call| {
+                    runtime::list_resources(&plugin.prepared, plugin.grants.clone(), call).await
+                },
+            )
+            .await;
+            let Ok(listed) = listed else { continue };
+            let (ours, strays): (Vec<_>, Vec<_>) = listed.into_iter().partition(|r| {
+                crate::catalog::uri_scheme(&r.uri).is_some()
+                    && crate::catalog::uri_scheme(&r.uri) == plugin.scheme.as_deref()
+            });
+            for stray in strays {
+                tracing::warn!(plugin = %plugin.name, uri = %stray.uri, scheme = ?plugin.scheme, "listed resource left out: not under the plugin's scheme");
+            }
+            all.extend(ours);
+        }
+        all
+    }
+
+    /// Completions for an argument of a prompt or a resource template,
+    /// from the plugin that offers it.
+    pub async fn complete(
+        &self,
+        reference: Reference,
+        argument: &str,
+        value: &str,
+        context: Vec<(String, String)>,
+        client: Arc<dyn ClientLink>,
+    ) -> Result<Vec<String>, AskFailure> {
+        let catalog = self.catalog();
+        let plugin = match &reference {
+            Reference::Prompt(name) => catalog.prompts.get(name),
+            Reference::ResourceTemplate(template) => catalog
+                .plugins
+                .iter()
+                .find(|p| p.templates.iter().any(|t| t.uri_template == *template)),
+        };
+        let Some(plugin) = plugin else {
+            let what = match &reference {
+                Reference::Prompt(name) => format!("prompt `{name}`"),
+                Reference::ResourceTemplate(t) => format!("resource template `{t}`"),
+            };
+            return Err(AskFailure {
+                code: "not_found".into(),
+                message: format!(
+                    "no {what}: prompts/list and resources/templates/list show what is offered"
+                ),
+            });
+        };
+        ask(
+            plugin,
+            "completion.complete",
+            argument,
+            client,
+            async |call| {
+                runtime::complete(
+                    &plugin.prepared,
+                    plugin.grants.clone(),
+                    call,
+                    &reference,
+                    argument,
+                    value,
+                    &context,
+                )
+                .await
+                .map(Ok)
+            },
+        )
         .await
     }
 
@@ -432,7 +517,8 @@ async fn ask<T>(
             message: busy.to_string(),
         })?;
     let started = Instant::now();
-    let call = CallContext::new(what, plugin.grants.timeout_ms, client);
+    let call =
+        CallContext::new(what, plugin.grants.timeout_ms, client).announcing(&plugin.announcer);
     let trace_id = call.trace_id.clone();
     let result = match run(call).await {
         Ok(Ok(answer)) => Ok(answer),

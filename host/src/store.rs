@@ -34,6 +34,9 @@ pub struct CallContext {
     pub client: Arc<dyn ClientLink>,
     /// Content blocks the plugin added for the reply.
     pub attached: crate::caps::content::Attached,
+    /// Where changes to the plugin's resources are told; none while the
+    /// plugin is being loaded.
+    pub announce: Option<crate::caps::notify::Announcer>,
 }
 
 impl CallContext {
@@ -47,6 +50,15 @@ impl CallContext {
             deadline: Instant::now() + Duration::from_millis(timeout_ms),
             client,
             attached: Default::default(),
+            announce: None,
+        }
+    }
+
+    /// The same call, able to announce changes to the plugin's resources.
+    pub fn announcing(self, announcer: &crate::caps::notify::Announcer) -> Self {
+        CallContext {
+            announce: Some(announcer.clone()),
+            ..self
         }
     }
 

@@ -10,12 +10,14 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest,
-    LoggingMessageNotificationParam, ProgressNotificationParam, RequestMetaObject, ServerResult,
-    Tool,
+    CallToolRequest, CallToolRequestParams, CallToolResult, ClientConfig, ClientRequest,
+    CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
+    LoggingMessageNotificationParam, ProgressNotificationParam, RequestMetaObject,
+    ResourceUpdatedNotificationParam, ServerResult, Tool,
 };
 use rmcp::service::{
-    NotificationContext, PeerRequestOptions, RequestHandle, RoleClient, RunningService,
+    NotificationContext, PeerRequestOptions, RequestContext, RequestHandle, RoleClient,
+    RunningService,
 };
 use rmcp::transport::TokioChildProcess;
 use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt};
@@ -161,6 +163,11 @@ impl Env {
 
     /// The same with extra `serve` options.
     pub async fn start_with(&self, options: &[&str]) -> Client {
+        self.start_answering(options, Answers::default()).await
+    }
+
+    /// The same with a client that answers the host's questions so.
+    pub async fn start_answering(&self, options: &[&str], answers: Answers) -> Client {
         let stderr = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -176,7 +183,7 @@ impl Env {
             .spawn()
             .unwrap();
         let pid = transport.id().expect("host pid");
-        Client::over(transport, ClientLifecycleMode::Initialize, pid).await
+        Client::answering(transport, ClientLifecycleMode::Initialize, pid, answers).await
     }
 
     /// Start `host serve --http 127.0.0.1:0` with extra options; it is
@@ -238,6 +245,17 @@ impl HttpHost {
     /// An MCP client over Streamable HTTP: a session of 2025-11-25 with
     /// `Initialize`, stateless 2026-07-28 with `Discover`.
     pub async fn connect(&self, lifecycle: ClientLifecycleMode, token: Option<&str>) -> Client {
+        self.connect_answering(lifecycle, token, Answers::default())
+            .await
+    }
+
+    /// The same with a client that answers the host's questions so.
+    pub async fn connect_answering(
+        &self,
+        lifecycle: ClientLifecycleMode,
+        token: Option<&str>,
+        answers: Answers,
+    ) -> Client {
         use rmcp::transport::StreamableHttpClientTransport;
         use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
         let mut config = StreamableHttpClientTransportConfig::with_uri(self.url.as_str());
@@ -245,7 +263,7 @@ impl HttpHost {
             config = config.auth_header(token);
         }
         let transport = StreamableHttpClientTransport::from_config(config);
-        Client::over(transport, lifecycle, self.pid).await
+        Client::answering(transport, lifecycle, self.pid, answers).await
     }
 
     /// The server's base address, `http://127.0.0.1:PORT`.
@@ -261,13 +279,78 @@ pub enum Note {
     Progress(ProgressNotificationParam),
     Log(LoggingMessageNotificationParam),
     ToolListChanged,
+    ResourceListChanged,
+    ResourceUpdated(ResourceUpdatedNotificationParam),
+    /// A question the host asked (elicitation or sampling params as JSON).
+    Asked(Value),
+}
+
+/// How the test client answers the host's questions: `None` leaves the
+/// capability undeclared (the client cannot be asked that).
+#[derive(Default, Clone)]
+pub struct Answers {
+    /// Form elicitation (and URL mode when `url`).
+    pub elicit: Option<ElicitResult>,
+    pub url: bool,
+    pub sample: Option<CreateMessageResult>,
 }
 
 pub struct Recorder {
     tx: mpsc::UnboundedSender<Note>,
+    answers: Answers,
 }
 
 impl ClientHandler for Recorder {
+    fn get_info(&self) -> ClientConfig {
+        let mut capabilities = json!({});
+        if self.answers.elicit.is_some() {
+            capabilities["elicitation"] = if self.answers.url {
+                json!({"form": {}, "url": {}})
+            } else {
+                json!({"form": {}})
+            };
+        }
+        if self.answers.sample.is_some() {
+            capabilities["sampling"] = json!({});
+        }
+        let mut config = ClientConfig::default();
+        config.capabilities = serde_json::from_value(capabilities).expect("client capabilities");
+        config
+    }
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, rmcp::ErrorData> {
+        let _ = self
+            .tx
+            .send(Note::Asked(serde_json::to_value(&request).unwrap()));
+        self.answers.elicit.clone().ok_or_else(|| {
+            rmcp::ErrorData::method_not_found::<rmcp::model::ElicitationCreateRequestMethod>()
+        })
+    }
+    async fn create_message(
+        &self,
+        request: CreateMessageRequestParams,
+        _: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, rmcp::ErrorData> {
+        let _ = self
+            .tx
+            .send(Note::Asked(serde_json::to_value(&request).unwrap()));
+        self.answers.sample.clone().ok_or_else(|| {
+            rmcp::ErrorData::method_not_found::<rmcp::model::CreateMessageRequestMethod>()
+        })
+    }
+    async fn on_resource_list_changed(&self, _: NotificationContext<RoleClient>) {
+        let _ = self.tx.send(Note::ResourceListChanged);
+    }
+    async fn on_resource_updated(
+        &self,
+        params: ResourceUpdatedNotificationParam,
+        _: NotificationContext<RoleClient>,
+    ) {
+        let _ = self.tx.send(Note::ResourceUpdated(params));
+    }
     async fn on_progress(
         &self,
         params: ProgressNotificationParam,
@@ -295,14 +378,20 @@ pub struct Client {
 }
 
 impl Client {
-    /// An MCP client recording notifications, over any transport.
-    pub async fn over<T, E, A>(transport: T, lifecycle: ClientLifecycleMode, pid: u32) -> Client
+    /// An MCP client over any transport, recording notifications and
+    /// answering the host's questions as `answers` says.
+    pub async fn answering<T, E, A>(
+        transport: T,
+        lifecycle: ClientLifecycleMode,
+        pid: u32,
+        answers: Answers,
+    ) -> Client
     where
         T: rmcp::transport::IntoTransport<RoleClient, E, A>,
         E: std::error::Error + Send + Sync + 'static,
     {
         let (tx, rx) = mpsc::unbounded_channel();
-        let service = Recorder { tx }
+        let service = Recorder { tx, answers }
             .serve_with_lifecycle(transport, lifecycle)
             .await
             .expect("MCP session with the host");
@@ -374,7 +463,11 @@ impl Client {
     }
 
     /// Wait for a notification that satisfies `pred`, skipping others.
-    pub async fn wait_note(&self, timeout: Duration, pred: impl Fn(&Note) -> bool) -> Option<Note> {
+    pub async fn wait_note(
+        &self,
+        timeout: Duration,
+        mut pred: impl FnMut(&Note) -> bool,
+    ) -> Option<Note> {
         let mut rx = self.notes.lock().await;
         tokio::time::timeout(timeout, async {
             while let Some(note) = rx.recv().await {

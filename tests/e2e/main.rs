@@ -3,6 +3,7 @@
 //! client. Build the plugins first: scripts/build-plugins (scripts/test
 //! does both).
 
+mod asking;
 mod cofer;
 mod cofer_escape;
 mod cofer_files;

@@ -3,6 +3,7 @@
 //! functions check the grants first and answer `denied` with the config
 //! key that would grant them.
 
+pub mod client;
 pub mod containers;
 pub mod content;
 pub mod git;

@@ -1,7 +1,33 @@
-//! `notify`: progress and relayed events for the call in progress.
+//! `notify`: progress and relayed events for the call in progress, and
+//! changes to the plugin's resources, which every session subscribed to
+//! them hears of.
 
+use tokio::sync::broadcast;
+
+use crate::bindings::Refusal;
 use crate::bindings::mcphost::plugin::notify::Host;
+use crate::bindings::mcphost::plugin::types::CapabilityError;
+use crate::catalog::uri_scheme;
 use crate::store::CallState;
+
+/// A change to what the host serves, told to the client sessions.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Change {
+    /// The tool list (a plugin was added, changed or removed).
+    Tools,
+    /// A plugin's list of resources.
+    Resources,
+    /// One resource, by URI.
+    Resource(String),
+}
+
+/// How one plugin's calls announce changes to its resources: only under
+/// the URI scheme it serves.
+#[derive(Clone)]
+pub struct Announcer {
+    pub scheme: Option<String>,
+    pub changes: broadcast::Sender<Change>,
+}
 
 impl Host for CallState {
     async fn progress(
@@ -19,6 +45,33 @@ impl Host for CallState {
             serde_json::from_str(&data).unwrap_or(serde_json::Value::String(data));
         let event = serde_json::json!({"event": name, "tool": self.call.tool, "trace_id": self.call.trace_id, "data": data});
         self.call.client.event(&self.grants.plugin, event);
+        Ok(())
+    }
+
+    async fn resource_updated(&mut self, uri: String) -> Result<(), Refusal<CapabilityError>> {
+        let announcer = self.call.announce.as_ref();
+        let scheme = announcer.and_then(|a| a.scheme.as_deref());
+        match (announcer, scheme) {
+            (Some(announcer), Some(scheme)) if uri_scheme(&uri) == Some(scheme) => {
+                // No receiver: nobody is connected, nothing to tell.
+                let _ = announcer.changes.send(Change::Resource(uri));
+                Ok(())
+            }
+            (_, Some(scheme)) => Err(CapabilityError::Invalid(format!(
+                "`{uri}` is not one of this plugin's resources: they are under `{scheme}://`"
+            ))
+            .into()),
+            (_, None) => Err(CapabilityError::Invalid(
+                "this plugin serves no resources (export `resources` or `resource-list`)".into(),
+            )
+            .into()),
+        }
+    }
+
+    async fn resources_changed(&mut self) -> wasmtime::Result<()> {
+        if let Some(announcer) = &self.call.announce {
+            let _ = announcer.changes.send(Change::Resources);
+        }
         Ok(())
     }
 }

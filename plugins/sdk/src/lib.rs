@@ -9,9 +9,11 @@
 //! plugin_sdk::export! {
 //!     tools: [Search, GetClass],
 //!     // Optional, in any order: a type implementing `resources::Guest`
-//!     // (MCP resources), one implementing `prompts::Guest` (MCP prompts),
-//!     // one implementing `lifecycle::Guest` (background refresh), and a
-//!     // `&str` constant of instructions for agents.
+//!     // (MCP resource templates), `resource_list::Guest` (listed and
+//!     // binary resources), `prompts::Guest` (MCP prompts),
+//!     // `completion::Guest` (argument completion), `lifecycle::Guest`
+//!     // (background refresh), and a `&str` constant of instructions for
+//!     // agents.
 //!     resources: Godot,
 //!     lifecycle: Godot,
 //!     instructions: RULES,
@@ -71,6 +73,34 @@ pub mod prompts_bindings {
     });
 }
 
+/// The optional `resource-list` export (see [`resources_bindings`]).
+pub mod resource_list_bindings {
+    wit_bindgen::generate!({
+        path: "../../wit",
+        inline: "package mcphost:sdk; world resource-list { export mcphost:plugin/resource-list@0.1.0; }",
+        world: "mcphost:sdk/resource-list",
+        with: {
+            "mcphost:plugin/types@0.1.0": crate::bindings::mcphost::plugin::types,
+            "mcphost:plugin/content@0.1.0": crate::bindings::mcphost::plugin::content,
+        },
+        pub_export_macro: true,
+        export_macro_name: "__export_resource_list",
+        default_bindings_module: "plugin_sdk::resource_list_bindings",
+    });
+}
+
+/// The optional `completion` export (see [`resources_bindings`]).
+pub mod completion_bindings {
+    wit_bindgen::generate!({
+        path: "../../wit",
+        inline: "package mcphost:sdk; world completion { export mcphost:plugin/completion@0.1.0; }",
+        world: "mcphost:sdk/completion",
+        pub_export_macro: true,
+        export_macro_name: "__export_completion",
+        default_bindings_module: "plugin_sdk::completion_bindings",
+    });
+}
+
 /// The optional `lifecycle` export (see [`resources_bindings`]).
 pub mod lifecycle_bindings {
     wit_bindgen::generate!({
@@ -85,18 +115,24 @@ pub mod lifecycle_bindings {
 }
 
 pub use bindings::mcphost::plugin::types::{CapabilityError, Tool, ToolError, ToolOutput};
-pub use bindings::mcphost::plugin::{containers, content, git, index, log, notify, process, pty};
+pub use bindings::mcphost::plugin::{
+    client, containers, content, git, index, log, notify, process, pty,
+};
+pub use completion_bindings::exports::mcphost::plugin::completion;
 pub use errors::codes;
 pub use lifecycle_bindings::exports::mcphost::plugin::lifecycle;
 pub use prompts_bindings::exports::mcphost::plugin::prompts;
+pub use resource_list_bindings::exports::mcphost::plugin::resource_list;
 pub use resources_bindings::exports::mcphost::plugin::resources;
 pub use time::{iso8601, now_secs, utc};
 pub use tool::{Hints, McpTool, schema_for, structured_output, text_output};
 
 /// Export a plugin: its typed tools and, optionally, the types serving its
-/// resources and its background work, and instructions for agents. Keys in
-/// any order, each once: `tools: [T, ...]`, `resources: R`, `lifecycle: L`,
-/// `instructions: TEXT` (a `&str` constant; see the crate docs).
+/// resources, prompts, completions and background work, and instructions
+/// for agents. Keys in any order, each once: `tools: [T, ...]`,
+/// `resources: R`, `resource_list: L`, `prompts: P`, `completion: C`,
+/// `lifecycle: B`, `instructions: TEXT` (a `&str` constant; see the crate
+/// docs).
 ///
 /// The component declares the crate's name (`CARGO_CRATE_NAME`) as its own
 /// in the custom section `mcphost:plugin-name`: the host keys its policy by
@@ -109,30 +145,36 @@ pub use tool::{Hints, McpTool, schema_for, structured_output, text_output};
 #[macro_export]
 macro_rules! export {
     ($($key:ident : $value:tt),+ $(,)?) => {
-        $crate::__export_keys!(@tools [] @resources [] @prompts [] @lifecycle [] @instructions [] $($key : $value,)+);
+        $crate::__export_keys!(@tools [] @resources [] @resource_list [] @prompts [] @completion [] @lifecycle [] @instructions [] $($key : $value,)+);
     };
 }
 
-/// Sorts `export!`'s keys, then emits the exports.
+/// Sorts `export!`'s keys into their slots, then emits the exports.
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __export_keys {
-    (@tools [] @resources $r:tt @prompts $p:tt @lifecycle $l:tt @instructions $i:tt tools : [$($tool:ty),+ $(,)?], $($rest:tt)*) => {
-        $crate::__export_keys!(@tools [$($tool),+] @resources $r @prompts $p @lifecycle $l @instructions $i $($rest)*);
+    (@tools [] @resources $s_resources:tt @resource_list $s_resource_list:tt @prompts $s_prompts:tt @completion $s_completion:tt @lifecycle $s_lifecycle:tt @instructions $s_instructions:tt tools : [$($tool:ty),+ $(,)?], $($rest:tt)*) => {
+        $crate::__export_keys!(@tools [$($tool),+] @resources $s_resources @resource_list $s_resource_list @prompts $s_prompts @completion $s_completion @lifecycle $s_lifecycle @instructions $s_instructions $($rest)*);
     };
-    (@tools $t:tt @resources [] @prompts $p:tt @lifecycle $l:tt @instructions $i:tt resources : $ty:ident, $($rest:tt)*) => {
-        $crate::__export_keys!(@tools $t @resources [$ty] @prompts $p @lifecycle $l @instructions $i $($rest)*);
+    (@tools $s_tools:tt @resources [] @resource_list $s_resource_list:tt @prompts $s_prompts:tt @completion $s_completion:tt @lifecycle $s_lifecycle:tt @instructions $s_instructions:tt resources : $ty:ident, $($rest:tt)*) => {
+        $crate::__export_keys!(@tools $s_tools @resources [$ty] @resource_list $s_resource_list @prompts $s_prompts @completion $s_completion @lifecycle $s_lifecycle @instructions $s_instructions $($rest)*);
     };
-    (@tools $t:tt @resources $r:tt @prompts [] @lifecycle $l:tt @instructions $i:tt prompts : $ty:ident, $($rest:tt)*) => {
-        $crate::__export_keys!(@tools $t @resources $r @prompts [$ty] @lifecycle $l @instructions $i $($rest)*);
+    (@tools $s_tools:tt @resources $s_resources:tt @resource_list [] @prompts $s_prompts:tt @completion $s_completion:tt @lifecycle $s_lifecycle:tt @instructions $s_instructions:tt resource_list : $ty:ident, $($rest:tt)*) => {
+        $crate::__export_keys!(@tools $s_tools @resources $s_resources @resource_list [$ty] @prompts $s_prompts @completion $s_completion @lifecycle $s_lifecycle @instructions $s_instructions $($rest)*);
     };
-    (@tools $t:tt @resources $r:tt @prompts $p:tt @lifecycle [] @instructions $i:tt lifecycle : $ty:ident, $($rest:tt)*) => {
-        $crate::__export_keys!(@tools $t @resources $r @prompts $p @lifecycle [$ty] @instructions $i $($rest)*);
+    (@tools $s_tools:tt @resources $s_resources:tt @resource_list $s_resource_list:tt @prompts [] @completion $s_completion:tt @lifecycle $s_lifecycle:tt @instructions $s_instructions:tt prompts : $ty:ident, $($rest:tt)*) => {
+        $crate::__export_keys!(@tools $s_tools @resources $s_resources @resource_list $s_resource_list @prompts [$ty] @completion $s_completion @lifecycle $s_lifecycle @instructions $s_instructions $($rest)*);
     };
-    (@tools $t:tt @resources $r:tt @prompts $p:tt @lifecycle $l:tt @instructions [] instructions : $text:tt, $($rest:tt)*) => {
-        $crate::__export_keys!(@tools $t @resources $r @prompts $p @lifecycle $l @instructions [$text] $($rest)*);
+    (@tools $s_tools:tt @resources $s_resources:tt @resource_list $s_resource_list:tt @prompts $s_prompts:tt @completion [] @lifecycle $s_lifecycle:tt @instructions $s_instructions:tt completion : $ty:ident, $($rest:tt)*) => {
+        $crate::__export_keys!(@tools $s_tools @resources $s_resources @resource_list $s_resource_list @prompts $s_prompts @completion [$ty] @lifecycle $s_lifecycle @instructions $s_instructions $($rest)*);
     };
-    (@tools [$($tool:ty),+] @resources [$($res:ident)?] @prompts [$($prompts:ident)?] @lifecycle [$($life:ident)?] @instructions [$($text:tt)?]) => {
+    (@tools $s_tools:tt @resources $s_resources:tt @resource_list $s_resource_list:tt @prompts $s_prompts:tt @completion $s_completion:tt @lifecycle [] @instructions $s_instructions:tt lifecycle : $ty:ident, $($rest:tt)*) => {
+        $crate::__export_keys!(@tools $s_tools @resources $s_resources @resource_list $s_resource_list @prompts $s_prompts @completion $s_completion @lifecycle [$ty] @instructions $s_instructions $($rest)*);
+    };
+    (@tools $s_tools:tt @resources $s_resources:tt @resource_list $s_resource_list:tt @prompts $s_prompts:tt @completion $s_completion:tt @lifecycle $s_lifecycle:tt @instructions [] instructions : $text:tt, $($rest:tt)*) => {
+        $crate::__export_keys!(@tools $s_tools @resources $s_resources @resource_list $s_resource_list @prompts $s_prompts @completion $s_completion @lifecycle $s_lifecycle @instructions [$text] $($rest)*);
+    };
+    (@tools [$($tool:ty),+] @resources [$($res:ident)?] @resource_list [$($listed:ident)?] @prompts [$($prompts:ident)?] @completion [$($completion:ident)?] @lifecycle [$($life:ident)?] @instructions [$($text:tt)?]) => {
         #[doc(hidden)]
         pub struct __PluginTools;
 
@@ -161,7 +203,9 @@ macro_rules! __export_keys {
         const _: () = {
             $crate::bindings::__export_tools!(__PluginTools with_types_in $crate::bindings);
             $( $crate::resources_bindings::__export_resources!($res with_types_in $crate::resources_bindings); )?
+            $( $crate::resource_list_bindings::__export_resource_list!($listed with_types_in $crate::resource_list_bindings); )?
             $( $crate::prompts_bindings::__export_prompts!($prompts with_types_in $crate::prompts_bindings); )?
+            $( $crate::completion_bindings::__export_completion!($completion with_types_in $crate::completion_bindings); )?
             $( $crate::lifecycle_bindings::__export_lifecycle!($life with_types_in $crate::lifecycle_bindings); )?
 
             #[used]
@@ -191,18 +235,20 @@ macro_rules! __export_keys {
             use $crate::bindings::exports::mcphost::plugin::tools::Guest as _;
             let _ = (<__PluginTools>::list, <__PluginTools>::call);
             $( let _ = <$res as $crate::resources::Guest>::read; )?
+            $( let _ = <$listed as $crate::resource_list::Guest>::read; )?
             $( let _ = <$prompts as $crate::prompts::Guest>::get; )?
+            $( let _ = <$completion as $crate::completion::Guest>::complete; )?
             $( let _ = <$life as $crate::lifecycle::Guest>::refresh; )?
             $( let _: &str = $text; )?
         };
     };
-    (@tools [] @resources $r:tt @prompts $p:tt @lifecycle $l:tt @instructions $i:tt) => {
+    (@tools [] @resources $s_resources:tt @resource_list $s_resource_list:tt @prompts $s_prompts:tt @completion $s_completion:tt @lifecycle $s_lifecycle:tt @instructions $s_instructions:tt) => {
         compile_error!("export! needs `tools: [YourTool, ...]`");
     };
-    (@tools $t:tt @resources $r:tt @prompts $p:tt @lifecycle $l:tt @instructions $i:tt $key:ident : $v:tt, $($rest:tt)*) => {
+    (@tools $s_tools:tt @resources $s_resources:tt @resource_list $s_resource_list:tt @prompts $s_prompts:tt @completion $s_completion:tt @lifecycle $s_lifecycle:tt @instructions $s_instructions:tt $key:ident : $v:tt, $($rest:tt)*) => {
         compile_error!(concat!(
             "export!: `", stringify!($key),
-            "` is unknown or given twice; the keys are tools, resources, prompts, lifecycle and instructions, each once"
+            "` is unknown or given twice; the keys are tools, resources, resource_list, prompts, completion, lifecycle and instructions, each once"
         ));
     };
 }

@@ -6,8 +6,11 @@
 
 use std::time::Duration;
 
+use plugin_sdk::client::{self, SamplingContent, SamplingMessage, SamplingRequest};
+use plugin_sdk::completion::{self, Reference};
 use plugin_sdk::content::{self, Block, EmbeddedResource, Media, ResourceBody};
 use plugin_sdk::prompts::{Argument, Filled, Message, Prompt, Role};
+use plugin_sdk::resource_list::{self, Contents as ListedContents, Resource};
 use plugin_sdk::resources::{Contents, ResourceTemplate};
 use plugin_sdk::{McpTool, ToolError, ToolOutput, log, notify, prompts, resources, text_output};
 use schemars::JsonSchema;
@@ -210,6 +213,253 @@ impl McpTool for JsonSchema2020 {
     }
 }
 
+/// A question the client could not or would not answer, as a tool error.
+fn unanswered(e: client::AskError) -> ToolError {
+    let (code, message) = match e {
+        client::AskError::Denied(m) => ("denied", m),
+        client::AskError::Invalid(m) => ("invalid_request", m),
+        client::AskError::Unsupported(m) => ("unsupported", m),
+        client::AskError::Failed(m) => ("failed", m),
+    };
+    ToolError::new(code, message)
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct PromptArg {
+    /// The prompt to send to the LLM.
+    prompt: String,
+}
+
+struct Sampling;
+impl McpTool for Sampling {
+    const NAME: &'static str = "test_sampling";
+    const DESCRIPTION: &'static str = "Asks the client's model to answer the prompt.";
+    type Args = PromptArg;
+    fn call(args: PromptArg) -> Result<ToolOutput, ToolError> {
+        let sampled = client::sample(&SamplingRequest {
+            messages: vec![SamplingMessage {
+                role: client::Role::User,
+                content: SamplingContent::Text(args.prompt),
+            }],
+            system_prompt: None,
+            max_tokens: 100,
+            temperature: None,
+            stop_sequences: Vec::new(),
+            model_hints: Vec::new(),
+        })
+        .map_err(unanswered)?;
+        let text = match sampled.content {
+            SamplingContent::Text(text) => text,
+            SamplingContent::Image(m) | SamplingContent::Audio(m) => {
+                format!("({} bytes of {})", m.data.len(), m.mime_type)
+            }
+        };
+        Ok(text_output(format!(
+            "LLM response: {text} (model {})",
+            sampled.model
+        )))
+    }
+}
+
+fn action_name(action: client::Action) -> &'static str {
+    match action {
+        client::Action::Accept => "accept",
+        client::Action::Decline => "decline",
+        client::Action::Cancel => "cancel",
+    }
+}
+
+/// Ask with a form and say what came back.
+fn elicited(message: &str, schema: Value) -> Result<ToolOutput, ToolError> {
+    let answer = client::elicit_form(message, &schema.to_string()).map_err(unanswered)?;
+    let action = action_name(answer.action);
+    let content = answer.content.unwrap_or_else(|| "{}".into());
+    Ok(text_output(format!(
+        "Elicitation completed: action={action}, content={content}"
+    )))
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct MessageArg {
+    /// The message to show the user.
+    message: String,
+}
+
+struct Elicitation;
+impl McpTool for Elicitation {
+    const NAME: &'static str = "test_elicitation";
+    const DESCRIPTION: &'static str = "Asks the person for a username and an email.";
+    type Args = MessageArg;
+    fn call(args: MessageArg) -> Result<ToolOutput, ToolError> {
+        elicited(
+            &args.message,
+            serde_json::json!({
+                "type": "object",
+                "properties": {
+                    "username": {"type": "string", "description": "User's response"},
+                    "email": {"type": "string", "description": "User's email address"}
+                },
+                "required": ["username", "email"]
+            }),
+        )
+    }
+}
+
+struct ElicitationDefaults;
+impl McpTool for ElicitationDefaults {
+    const NAME: &'static str = "test_elicitation_sep1034_defaults";
+    const DESCRIPTION: &'static str = "Asks with a default for every kind of field.";
+    type Args = NoArgs;
+    fn call(_: NoArgs) -> Result<ToolOutput, ToolError> {
+        elicited(
+            "Please review the defaults",
+            serde_json::json!({
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string", "description": "User name", "default": "John Doe"},
+                    "age": {"type": "integer", "description": "User age", "default": 30},
+                    "score": {"type": "number", "description": "User score", "default": 95.5},
+                    "status": {"type": "string", "description": "User status", "enum": ["active", "inactive", "pending"], "default": "active"},
+                    "verified": {"type": "boolean", "description": "Verification status", "default": true}
+                }
+            }),
+        )
+    }
+}
+
+struct ElicitationEnums;
+impl McpTool for ElicitationEnums {
+    const NAME: &'static str = "test_elicitation_sep1330_enums";
+    const DESCRIPTION: &'static str = "Asks with every kind of enum field.";
+    type Args = NoArgs;
+    fn call(_: NoArgs) -> Result<ToolOutput, ToolError> {
+        let titled = |pairs: &[(&str, &str)]| {
+            pairs
+                .iter()
+                .map(|(c, t)| serde_json::json!({"const": c, "title": t}))
+                .collect::<Vec<_>>()
+        };
+        elicited(
+            "Please choose",
+            serde_json::json!({
+                "type": "object",
+                "properties": {
+                    "untitledSingle": {"type": "string", "enum": ["option1", "option2", "option3"]},
+                    "titledSingle": {"type": "string", "oneOf": titled(&[("value1", "First Option"), ("value2", "Second Option"), ("value3", "Third Option")])},
+                    "legacyEnum": {"type": "string", "enum": ["opt1", "opt2", "opt3"], "enumNames": ["Option One", "Option Two", "Option Three"]},
+                    "untitledMulti": {"type": "array", "items": {"type": "string", "enum": ["option1", "option2", "option3"]}},
+                    "titledMulti": {"type": "array", "items": {"anyOf": titled(&[("value1", "First Choice"), ("value2", "Second Choice"), ("value3", "Third Choice")])}}
+                }
+            }),
+        )
+    }
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct UrlArgs {
+    /// The page the person should open.
+    url: String,
+}
+
+/// Not the suite's: URL-mode elicitation, for the host's own tests.
+struct ElicitationUrl;
+impl McpTool for ElicitationUrl {
+    const NAME: &'static str = "elicit_url";
+    const DESCRIPTION: &'static str = "Asks the person to open a page.";
+    type Args = UrlArgs;
+    fn call(args: UrlArgs) -> Result<ToolOutput, ToolError> {
+        let action = client::elicit_url("Please sign in", &args.url).map_err(unanswered)?;
+        Ok(text_output(action_name(action)))
+    }
+}
+
+/// Not the suite's: tells subscribers that `test://watched-resource`
+/// changed and that the resource list changed, for the host's own tests.
+struct TouchWatched;
+impl McpTool for TouchWatched {
+    const NAME: &'static str = "touch_watched_resource";
+    const DESCRIPTION: &'static str =
+        "Announces a change of test://watched-resource and of the resource list.";
+    type Args = NoArgs;
+    fn call(_: NoArgs) -> Result<ToolOutput, ToolError> {
+        notify::resource_updated("test://watched-resource")?;
+        notify::resources_changed();
+        Ok(text_output("announced"))
+    }
+}
+
+/// The suite's listed resources: text, binary, and one to watch.
+struct Listed;
+
+fn listed(uri: &str, name: &str, mime_type: &str) -> Resource {
+    Resource {
+        uri: uri.into(),
+        name: name.into(),
+        title: None,
+        description: Some(format!("The {name} of the conformance suite.")),
+        mime_type: Some(mime_type.into()),
+        size: None,
+    }
+}
+
+impl resource_list::Guest for Listed {
+    fn list() -> Vec<Resource> {
+        vec![
+            listed("test://static-text", "static text", "text/plain"),
+            listed("test://static-binary", "static binary", "image/png"),
+            listed("test://watched-resource", "watched resource", "text/plain"),
+        ]
+    }
+
+    fn read(uri: String) -> Result<ListedContents, ToolError> {
+        let (mime, body) = match uri.as_str() {
+            "test://static-binary" => ("image/png", ResourceBody::Blob(RED_PIXEL.to_vec())),
+            "test://watched-resource" => (
+                "text/plain",
+                ResourceBody::Text("Watched resource content.".into()),
+            ),
+            _ => {
+                let read = <TestResources as resources::Guest>::read(uri)?;
+                return Ok(ListedContents {
+                    uri: read.uri,
+                    mime_type: Some(read.mime_type),
+                    body: ResourceBody::Text(read.text),
+                });
+            }
+        };
+        Ok(ListedContents {
+            uri,
+            mime_type: Some(mime.into()),
+            body,
+        })
+    }
+}
+
+/// Completes `arg1` of `test_prompt_with_arguments` from a few words.
+struct Completion;
+impl completion::Guest for Completion {
+    fn complete(
+        reference: Reference,
+        argument: String,
+        value: String,
+        _: Vec<(String, String)>,
+    ) -> Vec<String> {
+        let words = ["paris", "park", "party", "test", "testing"];
+        match reference {
+            Reference::Prompt(name)
+                if name == "test_prompt_with_arguments" && argument == "arg1" =>
+            {
+                words
+                    .iter()
+                    .filter(|w| w.starts_with(&value))
+                    .map(|w| w.to_string())
+                    .collect()
+            }
+            _ => Vec::new(),
+        }
+    }
+}
+
 /// The suite's text resources: `test://static-text` and the template
 /// `test://template/{id}/data`.
 struct TestResources;
@@ -279,7 +529,10 @@ impl prompts::Guest for TestPrompts {
             prompt(
                 "test_prompt_with_arguments",
                 "A prompt with two arguments.",
-                &[("arg1", "First test argument"), ("arg2", "Second test argument")],
+                &[
+                    ("arg1", "First test argument"),
+                    ("arg2", "Second test argument"),
+                ],
             ),
             prompt(
                 "test_prompt_with_embedded_resource",
@@ -329,8 +582,11 @@ impl prompts::Guest for TestPrompts {
 plugin_sdk::export! {
     tools: [
         SimpleText, ImageContent, AudioContent, EmbeddedResourceTool, MultipleContentTypes,
-        WithLogging, WithProgress, ErrorHandling, JsonSchema2020,
+        WithLogging, WithProgress, ErrorHandling, JsonSchema2020, Sampling, Elicitation,
+        ElicitationDefaults, ElicitationEnums, ElicitationUrl, TouchWatched,
     ],
     resources: TestResources,
+    resource_list: Listed,
     prompts: TestPrompts,
+    completion: Completion,
 }
