@@ -424,9 +424,12 @@ async fn serve_stdio(service: Arc<Service>) -> Result<ExitCode> {
     service.log_serving("on stdio");
     let transport = crate::stdio::Stdio::new();
     let stdin_closed = transport.closed();
-    let running = rmcp::ServiceExt::serve(McpFront::new(service.clone()), transport)
-        .await
-        .context("MCP initialisation with the client failed")?;
+    let running = rmcp::ServiceExt::serve(
+        McpFront::new(service.clone(), Default::default()),
+        transport,
+    )
+    .await
+    .context("MCP initialisation with the client failed")?;
     let cancel = running.cancellation_token();
     // The client closed stdin or sent a signal: its calls end with it
     // (answered while the transport is still open), then the session.

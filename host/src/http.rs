@@ -109,8 +109,10 @@ pub async fn serve(service: Arc<Service>, options: Options, stop: CancellationTo
     let sessions = CancellationToken::new();
     let mcp = {
         let service = service.clone();
+        // Stateless requests get a handler each; their rounds are shared.
+        let rounds = Arc::new(crate::mcp::Rounds::default());
         StreamableHttpService::new(
-            move || Ok(McpFront::new(service.clone())),
+            move || Ok(McpFront::new(service.clone(), rounds.clone())),
             Arc::new(LocalSessionManager::default()),
             options.rmcp_config(sessions.clone()),
         )

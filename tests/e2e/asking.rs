@@ -40,6 +40,7 @@ fn accepting() -> Answers {
             SamplingMessage::assistant_text("forty-two"),
             "test-model".into(),
         )),
+        stall: false,
     }
 }
 
@@ -190,23 +191,73 @@ async fn url_questions_reach_a_client_that_takes_them() {
     );
 }
 
+/// A question nobody answers ends with the call: when it is cancelled, or
+/// at its deadline.
 #[tokio::test]
-async fn a_2026_client_is_told_it_cannot_be_asked_yet() {
+async fn an_unanswered_question_ends_with_the_call() {
+    let walked_away = Answers {
+        stall: true,
+        ..accepting()
+    };
+    let env = Env::new(&["conformance"], GRANTED);
+    let client = env.start_answering(&[], walked_away.clone()).await;
+    let handle = client
+        .start_call("test_elicitation", json!({"message": "Still there?"}), "c1")
+        .await;
+    client
+        .wait_note(Duration::from_secs(10), |n| matches!(n, Note::Asked(_)))
+        .await
+        .expect("asked");
+    handle.cancel(Some("test cancels".into())).await.unwrap();
+    // The plugin hears its question went unanswered and ends the call.
+    env.wait_for_log("outcome=failed", 1).await;
+
+    let env = Env::new(
+        &["conformance"],
+        &format!("{GRANTED}[plugins.conformance.limits]\ntimeout_ms = 1000\n"),
+    );
+    let client = env.start_answering(&[], walked_away).await;
+    let result = client
+        .call("test_elicitation", json!({"message": "Still there?"}))
+        .await;
+    // The wait ends at the deadline; the plugin is stopped there too.
+    let code = structured(&result)["code"].clone();
+    assert!(code == "plugin_timeout" || code == "failed", "{result:?}");
+}
+
+/// MCP 2026-07-28 has no server-to-client requests: the call answers
+/// `input_required`, the client calls again with the answer (rmcp's client
+/// does this by itself), and the plugin, waiting all along, goes on.
+#[tokio::test]
+async fn a_2026_client_is_asked_in_rounds() {
     let env = Env::new(&["conformance"], GRANTED);
     let host = env.start_http(&[]).await;
+    let current = ClientLifecycleMode::Discover {
+        preferred_versions: vec![rmcp::model::ProtocolVersion::V_2026_07_28],
+    };
     let client = host
-        .connect_answering(
-            ClientLifecycleMode::Discover {
-                preferred_versions: vec![rmcp::model::ProtocolVersion::V_2026_07_28],
-            },
-            None,
-            accepting(),
-        )
+        .connect_answering(current.clone(), None, accepting())
         .await;
-    let result = client
+    questions_are_answered(&client).await;
+
+    // A client that did not declare elicitation is not asked.
+    let unable = host.connect(current, None).await;
+    let result = unable
         .call("test_elicitation", json!({"message": "Who are you?"}))
         .await;
     assert_eq!(structured(&result)["code"], "unsupported", "{result:?}");
+
+    // A state nobody handed out resumes nothing.
+    let forged = rmcp::model::CallToolRequestParams::new("test_elicitation")
+        .with_arguments(json!({"message": "x"}).as_object().unwrap().clone())
+        .with_request_state("0123456789abcdef0123456789abcdef");
+    let error = client
+        .service
+        .peer()
+        .call_tool_once(forged)
+        .await
+        .unwrap_err();
+    assert!(format!("{error}").contains("names no call"), "{error}");
 }
 
 /// Listed resources, text and binary; a subscription hears of changes the

@@ -293,6 +293,8 @@ pub struct Answers {
     pub elicit: Option<ElicitResult>,
     pub url: bool,
     pub sample: Option<CreateMessageResult>,
+    /// Never answer an elicitation (the person walked away).
+    pub stall: bool,
 }
 
 pub struct Recorder {
@@ -325,6 +327,9 @@ impl ClientHandler for Recorder {
         let _ = self
             .tx
             .send(Note::Asked(serde_json::to_value(&request).unwrap()));
+        if self.answers.stall {
+            std::future::pending::<()>().await;
+        }
         self.answers.elicit.clone().ok_or_else(|| {
             rmcp::ErrorData::method_not_found::<rmcp::model::ElicitationCreateRequestMethod>()
         })

@@ -17,32 +17,36 @@ use std::sync::{Arc, Mutex};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ClientResult, CompleteRequestParams,
-    CompleteResult, CompletionInfo, ContentBlock, CreateMessageRequest, ElicitRequest,
-    ElicitRequestParams, GetExtensions, GetPromptRequestParams, GetPromptResponse, GetPromptResult,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
+    CompletionInfo, ContentBlock, GetPromptRequestParams, GetPromptResponse, GetPromptResult,
     Implementation, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
-    ListToolsResult, LoggingLevel, LoggingMessageNotificationParam, PaginatedRequestParams,
-    ProgressNotificationParam, ProgressToken, Prompt, PromptArgument, PromptMessage,
-    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Reference, RequestId,
-    Resource, ResourceContents, ResourceTemplate, Role, ServerCapabilities, ServerConfig,
-    ServerRequest, SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter, Tool,
+    ListToolsResult, PaginatedRequestParams, Prompt, PromptArgument, PromptMessage,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Reference, Resource,
+    ResourceContents, ResourceTemplate, Role, ServerCapabilities, ServerConfig,
+    SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter, Tool,
     UnsubscribeRequestParams,
 };
 use rmcp::service::{
-    NotificationContext, OriginatingRequestId, Peer, RequestContext, RoleServer, ServiceError,
-    SubscriptionContext, SubscriptionSendError,
+    NotificationContext, RequestContext, RoleServer, SubscriptionContext, SubscriptionSendError,
 };
 use rmcp::{ErrorData as McpError, ServerHandler};
 use serde_json::Value;
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::broadcast;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use crate::bindings::Reference as PluginReference;
 use crate::bindings::exports::mcphost::plugin::prompts::Role as PluginRole;
 use crate::bindings::mcphost::plugin::content::ResourceBody;
 use crate::caps::notify::Change;
-use crate::client::{Answer, Asking, ClientLink, Level, Question, Unasked};
+use crate::client::Level;
+
+mod link;
+mod rounds;
+
 use crate::service::{AskFailure, Reply, Service};
+use link::{Levels, McpLink, level_of};
+use rounds::Round;
+pub use rounds::Rounds;
 
 /// How long a client may keep a list without asking again: lists change
 /// only when plugins do, and subscribers hear of that at once.
@@ -51,6 +55,8 @@ const LIST_TTL_MS: u64 = 60_000;
 #[derive(Clone)]
 pub struct McpFront {
     service: Arc<Service>,
+    /// Tool calls waiting for a 2026-07-28 client's answer.
+    rounds: Arc<Rounds>,
     /// The lowest level of log record the client wants (`logging/setLevel`).
     min_level: Arc<Mutex<Level>>,
     /// The resources this session subscribed to (`resources/subscribe`).
@@ -62,10 +68,11 @@ pub struct McpFront {
 }
 
 impl McpFront {
-    pub fn new(service: Arc<Service>) -> Self {
+    pub fn new(service: Arc<Service>, rounds: Arc<Rounds>) -> Self {
         let session = CancellationToken::new();
         McpFront {
             service,
+            rounds,
             min_level: Arc::new(Mutex::new(Level::Info)),
             subscribed: Default::default(),
             _session_guard: Arc::new(session.clone().drop_guard()),
@@ -88,21 +95,6 @@ impl McpFront {
     }
 }
 
-/// Where a call's lowest wanted log level comes from.
-enum Levels {
-    Session(Arc<Mutex<Level>>),
-    Request(Option<Level>),
-}
-
-impl Levels {
-    fn wants(&self, level: Level) -> bool {
-        match self {
-            Levels::Session(min) => level >= *min.lock().expect("level lock"),
-            Levels::Request(min) => min.is_some_and(|min| level >= min),
-        }
-    }
-}
-
 /// A failed resource read or prompt as its MCP error: the client's mistake
 /// (nothing by that name: `not_found`'s kind; a bad argument: invalid
 /// params) or else the plugin's or the host's (internal).
@@ -118,15 +110,6 @@ fn asked_error(
             McpError::invalid_params(failure.message, data)
         }
         _ => McpError::internal_error(failure.message, data),
-    }
-}
-
-fn level_of(level: LoggingLevel) -> Level {
-    match level {
-        LoggingLevel::Debug => Level::Debug,
-        LoggingLevel::Info | LoggingLevel::Notice => Level::Info,
-        LoggingLevel::Warning => Level::Warning,
-        _ => Level::Error,
     }
 }
 
@@ -526,28 +509,41 @@ impl ServerHandler for McpFront {
     ) -> Result<CallToolResponse, McpError> {
         // A shutdown waits for this until the call's notifications are out.
         let _in_flight = self.service.track();
-        let link = McpLink::new(
-            &context,
-            context.meta.get_progress_token(),
-            self.levels(&context),
-        );
-        let reply = self
-            .service
-            .call(
-                &request.name,
-                request.arguments.unwrap_or_default(),
-                link.clone(),
-                context.ct.clone(),
-            )
-            .await;
+        let levels = self.levels(&context);
+        let per_request = matches!(levels, Levels::Request(_));
+        let link = McpLink::new(&context, context.meta.get_progress_token(), levels);
+        let name = request.name.clone();
+        let reply = if per_request {
+            // 2026-07-28: a question ends the round with `input_required`.
+            let capabilities = context.meta.client_capabilities();
+            let run = if request.request_state.is_some() {
+                self.rounds.resume(&request, link.clone(), capabilities)?
+            } else {
+                self.rounds
+                    .start(self.service.clone(), request, link.clone(), capabilities)
+            };
+            match run.round(&self.rounds, &context.ct).await {
+                Round::Done(reply) => reply,
+                Round::Asks(input_required) => {
+                    link.close().await;
+                    return Ok(input_required.into());
+                }
+            }
+        } else {
+            self.service
+                .call(
+                    &request.name,
+                    request.arguments.unwrap_or_default(),
+                    link.clone(),
+                    context.ct.clone(),
+                )
+                .await
+        };
         // Everything the call sent goes out before its response.
         link.close().await;
         let Some(reply) = reply else {
             return Err(McpError::invalid_params(
-                format!(
-                    "unknown tool `{}`: tools/list shows the tools this host serves",
-                    request.name
-                ),
+                format!("unknown tool `{name}`: tools/list shows the tools this host serves"),
                 None,
             ));
         };
@@ -579,184 +575,6 @@ fn to_result(reply: Reply) -> CallToolResult {
     };
     result.structured_content = reply.structured;
     result
-}
-
-enum Note {
-    Progress(ProgressNotificationParam),
-    Log(LoggingMessageNotificationParam),
-}
-
-/// Sends one call's notifications, in order, through a single task that
-/// starts with the first notification (most calls send none).
-struct McpLink {
-    peer: Peer<RoleServer>,
-    /// The request the call serves: questions to the client ride its
-    /// stream (HTTP) and name it.
-    request: RequestId,
-    sender: Mutex<Sender>,
-    token: Option<ProgressToken>,
-    levels: Levels,
-    last_progress: Mutex<Option<f64>>,
-}
-
-enum Sender {
-    Idle,
-    Running(mpsc::UnboundedSender<Note>, tokio::task::JoinHandle<()>),
-    Closed,
-}
-
-impl McpLink {
-    fn new(
-        context: &RequestContext<RoleServer>,
-        token: Option<ProgressToken>,
-        levels: Levels,
-    ) -> Arc<McpLink> {
-        Arc::new(McpLink {
-            peer: context.peer.clone(),
-            request: context.id.clone(),
-            sender: Mutex::new(Sender::Idle),
-            token,
-            levels,
-            last_progress: Mutex::new(None),
-        })
-    }
-
-    /// Stop taking notifications and wait until those taken are sent.
-    async fn close(&self) {
-        let previous =
-            std::mem::replace(&mut *self.sender.lock().expect("link lock"), Sender::Closed);
-        if let Sender::Running(tx, forwarder) = previous {
-            drop(tx);
-            let _ = forwarder.await;
-        }
-    }
-
-    fn send(&self, note: Note) {
-        let mut sender = self.sender.lock().expect("link lock");
-        if let Sender::Idle = *sender {
-            let (tx, mut rx) = mpsc::unbounded_channel();
-            let peer = self.peer.clone();
-            let forwarder = tokio::spawn(async move {
-                while let Some(note) = rx.recv().await {
-                    let sent = match note {
-                        Note::Progress(p) => peer.notify_progress(p).await,
-                        Note::Log(l) => peer.notify_logging_message(l).await,
-                    };
-                    if let Err(e) = sent {
-                        tracing::debug!(error = %e, "notification not delivered");
-                    }
-                }
-            });
-            *sender = Sender::Running(tx, forwarder);
-        }
-        if let Sender::Running(tx, _) = &*sender {
-            let _ = tx.send(note);
-        }
-    }
-}
-
-impl ClientLink for McpLink {
-    fn progress(&self, progress: f64, total: Option<f64>, message: Option<String>) {
-        let Some(token) = &self.token else { return };
-        // The protocol wants progress to increase with every notification.
-        let progress = {
-            let mut last = self.last_progress.lock().expect("progress lock");
-            let value = match *last {
-                Some(before) if progress <= before => before + 1.0,
-                _ => progress,
-            };
-            *last = Some(value);
-            value
-        };
-        let mut param = ProgressNotificationParam::new(token.clone(), progress);
-        param.total = total;
-        param.message = message;
-        self.send(Note::Progress(param));
-    }
-
-    fn wants_progress(&self) -> bool {
-        self.token.is_some()
-    }
-
-    fn log(&self, level: Level, logger: &str, data: Value) {
-        if !self.levels.wants(level) {
-            return;
-        }
-        let level = match level {
-            Level::Debug => LoggingLevel::Debug,
-            Level::Info => LoggingLevel::Info,
-            Level::Warning => LoggingLevel::Warning,
-            Level::Error => LoggingLevel::Error,
-        };
-        self.send(Note::Log(
-            LoggingMessageNotificationParam::new(level, data).with_logger(logger),
-        ));
-    }
-
-    fn event(&self, logger: &str, event: Value) {
-        if self.wants_progress() {
-            self.progress(0.0, None, Some(event.to_string()));
-        } else {
-            self.log(Level::Info, logger, event);
-        }
-    }
-
-    fn ask(&self, question: Question) -> Asking {
-        let peer = self.peer.clone();
-        let request = self.request.clone();
-        let per_request = matches!(self.levels, Levels::Request(_));
-        Box::pin(async move {
-            if per_request {
-                return Err(Unasked::Unsupported(
-                    "MCP 2026-07-28 clients are asked through input_required results, which this host does not send yet: connect with MCP 2025-11-25".into(),
-                ));
-            }
-            let capabilities = peer
-                .peer_info()
-                .map(|info| info.capabilities.clone())
-                .unwrap_or_default();
-            let mut sent = match question {
-                Question::Elicit(params) => {
-                    let url = matches!(params, ElicitRequestParams::UrlElicitationParams { .. });
-                    let declared = capabilities.elicitation.as_ref().is_some_and(|e| {
-                        // Declaring neither mode means form, as MCP has it.
-                        let (form, by_url) = (e.form.is_some(), e.url.is_some());
-                        if url { by_url } else { form || !by_url }
-                    });
-                    if !declared {
-                        let mode = if url {
-                            "URL elicitation"
-                        } else {
-                            "elicitation"
-                        };
-                        return Err(Unasked::Unsupported(format!(
-                            "the client does not support {mode}"
-                        )));
-                    }
-                    ServerRequest::ElicitRequest(ElicitRequest::new(params))
-                }
-                Question::Sample(params) => {
-                    if capabilities.sampling.is_none() {
-                        return Err(Unasked::Unsupported(
-                            "the client does not support sampling".into(),
-                        ));
-                    }
-                    ServerRequest::CreateMessageRequest(CreateMessageRequest::new(params))
-                }
-            };
-            sent.extensions_mut().insert(OriginatingRequestId(request));
-            match peer.send_request(sent).await {
-                Ok(ClientResult::ElicitResult(result)) => Ok(Answer::Elicited(result)),
-                Ok(ClientResult::CreateMessageResult(result)) => Ok(Answer::Sampled(*result)),
-                Ok(_) => Err(Unasked::Failed("the client answered something else".into())),
-                Err(ServiceError::McpError(e)) => Err(Unasked::Failed(format!(
-                    "the client refused: {}",
-                    e.message
-                ))),
-                Err(e) => Err(Unasked::Failed(format!("the client did not answer: {e}"))),
-            }
-        })
-    }
 }
 
 #[cfg(test)]
