@@ -79,6 +79,8 @@ pub struct ToolDef {
     pub validator: ArgsSchema,
     /// What the tool does to the world (read-only, destructive, ...).
     pub annotations: Option<rmcp::model::ToolAnnotations>,
+    /// Pictures clients may show beside it (`x-icons`).
+    pub icons: Option<Vec<rmcp::model::Icon>>,
 }
 
 /// A plugin that could not be loaded, and why.
@@ -354,6 +356,12 @@ impl Loader {
                 })?),
                 None => None,
             };
+            let icons = match input_schema.remove("x-icons") {
+                Some(value) => Some(
+                    tool_icons(value).with_context(|| format!("tool `{}`: x-icons", tool.name))?,
+                ),
+                None => None,
+            };
             let output_schema = match &tool.output_schema {
                 Some(s) => Some(
                     schema_object(s)
@@ -393,6 +401,7 @@ impl Loader {
                 output_validator,
                 validator,
                 annotations,
+                icons,
             });
         }
         // Descriptions name tools too ("then call godot.get_class"): as served.
@@ -453,6 +462,24 @@ pub fn uri_scheme(uri: &str) -> Option<&str> {
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c));
     valid.then_some(scheme)
+}
+
+/// A tool's icons, each an `https:` URL or a `data:image/` URI: a client
+/// fetches or renders them, so nothing that reaches into the machine
+/// (`file:`) or runs (`javascript:`).
+fn tool_icons(value: Value) -> Result<Vec<rmcp::model::Icon>> {
+    let icons: Vec<rmcp::model::Icon> = serde_json::from_value(value)
+        .context("not a list of MCP icons ({src, mimeType, sizes})")?;
+    for icon in &icons {
+        let src = icon.src.to_ascii_lowercase();
+        if !(src.starts_with("https://") || src.starts_with("data:image/")) {
+            bail!(
+                "icon `{}` is neither an https: URL nor a data:image/ URI",
+                icon.src
+            );
+        }
+    }
+    Ok(icons)
 }
 
 fn schema_object(text: &str) -> Result<Map<String, Value>> {
@@ -545,4 +572,26 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tool_icons;
+    use serde_json::json;
+
+    #[test]
+    fn icons_are_web_or_inline_images_only() {
+        let icon = |src: &str| json!([{"src": src, "mimeType": "image/png"}]);
+        assert!(tool_icons(icon("https://example.org/a.png")).is_ok());
+        assert!(tool_icons(icon("data:image/png;base64,AAAA")).is_ok());
+        for bad in [
+            "file:///etc/passwd",
+            "javascript:alert(1)",
+            "http://example.org/a.png",
+            "data:text/html,<b>",
+        ] {
+            assert!(tool_icons(icon(bad)).is_err(), "{bad}");
+        }
+        assert!(tool_icons(json!({"src": "https://x"})).is_err(), "a list");
+    }
 }

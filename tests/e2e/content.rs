@@ -144,3 +144,24 @@ async fn prompts_are_listed_and_filled_in() {
         .to_string();
     assert!(unknown.contains("test_simple_prompt"), "{unknown}");
 }
+
+#[tokio::test]
+async fn tools_carry_their_title_and_icons() {
+    let env = Env::new(&["conformance"], "");
+    let tools = env.start().await.tools().await;
+    let simple = tools
+        .iter()
+        .find(|t| t.name == "test_simple_text")
+        .expect("listed");
+    assert_eq!(simple.title.as_deref(), Some("Simple text"));
+    let icons = simple.icons.as_ref().expect("icons");
+    assert_eq!(icons.len(), 1);
+    assert!(icons[0].src.starts_with("data:image/svg+xml;base64,"));
+    assert_eq!(icons[0].mime_type.as_deref(), Some("image/svg+xml"));
+    // The keyword is the host's, not part of the schema clients see.
+    assert!(!simple.input_schema.contains_key("x-icons"));
+    assert!(
+        tools.iter().any(|t| t.icons.is_none()),
+        "icons are optional"
+    );
+}

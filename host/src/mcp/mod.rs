@@ -376,6 +376,8 @@ impl ServerHandler for McpFront {
                     tool = tool.with_raw_output_schema(Arc::new(output.clone()));
                 }
                 tool.annotations = def.annotations.clone();
+                tool.title = def.annotations.as_ref().and_then(|a| a.title.clone());
+                tool.icons = def.icons.clone();
                 tool
             })
             .collect();

@@ -49,6 +49,10 @@ pub trait McpTool {
     /// What it does to the world (clients auto-approve read-only tools).
     /// Unset: no annotations, clients assume the worst.
     const HINTS: Option<Hints> = None;
+    /// A name for people, shown by clients instead of [`Self::NAME`].
+    const TITLE: Option<&'static str> = None;
+    /// Pictures clients may show beside the tool.
+    const ICONS: &'static [Icon] = &[];
     /// The arguments; their JSON Schema is the tool's input schema, and the
     /// host checks every call against it before the plugin runs.
     type Args: DeserializeOwned + JsonSchema;
@@ -91,6 +95,16 @@ impl Hints {
     };
 }
 
+/// A picture of a tool: `src` is an `https:` URL or a `data:image/...` URI
+/// (the host refuses others), `sizes` like `"48x48"` or `"any"`. Travels
+/// in the input schema under `x-icons`; the host moves it to the tool.
+#[derive(Debug, Clone, Copy)]
+pub struct Icon {
+    pub src: &'static str,
+    pub mime_type: &'static str,
+    pub sizes: &'static [&'static str],
+}
+
 /// The JSON Schema of `T` as the host and clients read it: every subschema
 /// inline (some clients do not follow `$ref`), no `$schema` or `title`
 /// (the tool has its own name and description).
@@ -118,6 +132,16 @@ pub fn declare<T: McpTool>() -> Tool {
             "idempotentHint": h.idempotent,
             "openWorldHint": h.open_world,
         });
+    }
+    if let Some(title) = T::TITLE {
+        input["x-annotations"]["title"] = json!(title);
+    }
+    if !T::ICONS.is_empty() {
+        let icons: Vec<Value> = T::ICONS
+            .iter()
+            .map(|i| json!({"src": i.src, "mimeType": i.mime_type, "sizes": i.sizes}))
+            .collect();
+        input["x-icons"] = json!(icons);
     }
     Tool {
         name: T::NAME.to_string(),

@@ -12,7 +12,9 @@ use plugin_sdk::content::{self, Block, EmbeddedResource, Media, ResourceBody};
 use plugin_sdk::prompts::{Argument, Filled, Message, Prompt, Role};
 use plugin_sdk::resource_list::{self, Contents as ListedContents, Resource};
 use plugin_sdk::resources::{Contents, ResourceTemplate};
-use plugin_sdk::{McpTool, ToolError, ToolOutput, log, notify, prompts, resources, text_output};
+use plugin_sdk::{
+    Icon, McpTool, ToolError, ToolOutput, log, notify, prompts, resources, text_output,
+};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -62,6 +64,12 @@ struct SimpleText;
 impl McpTool for SimpleText {
     const NAME: &'static str = "test_simple_text";
     const DESCRIPTION: &'static str = "Returns a simple text.";
+    const TITLE: Option<&'static str> = Some("Simple text");
+    const ICONS: &'static [Icon] = &[Icon {
+        src: "data:image/svg+xml;base64,PHN2ZyB4bWxucz0iaHR0cDovL3d3dy53My5vcmcvMjAwMC9zdmciIHZpZXdCb3g9IjAgMCAxIDEiPjxyZWN0IHdpZHRoPSIxIiBoZWlnaHQ9IjEiIGZpbGw9InJlZCIvPjwvc3ZnPg==",
+        mime_type: "image/svg+xml",
+        sizes: &["any"],
+    }];
     type Args = NoArgs;
     fn call(_: NoArgs) -> Result<ToolOutput, ToolError> {
         Ok(text_output("This is a simple text response for testing."))
