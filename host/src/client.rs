@@ -11,6 +11,7 @@ use std::pin::Pin;
 
 use rmcp::model::{
     CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
+    ListRootsResult,
 };
 use serde_json::Value;
 
@@ -33,23 +34,28 @@ pub trait ClientLink: Send + Sync {
     /// A relayed event: a progress notification carrying the event JSON as
     /// its message when the client follows progress, a log record otherwise.
     fn event(&self, logger: &str, event: Value);
-    /// Ask the client something on behalf of the call and wait for the
-    /// answer (the caller bounds the wait).
-    fn ask(&self, question: Question) -> Asking;
+    /// Ask the client named questions at once on behalf of the call and
+    /// wait for the answers, one per question in order (the caller bounds
+    /// the wait).
+    fn ask(&self, questions: Vec<(String, Question)>) -> Asking;
 }
 
 /// What a call may ask its client (the `client` capability).
 pub enum Question {
     Elicit(ElicitRequestParams),
     Sample(CreateMessageRequestParams),
+    Roots,
 }
 
+#[derive(Clone)]
 pub enum Answer {
     Elicited(ElicitResult),
     Sampled(CreateMessageResult),
+    Roots(ListRootsResult),
 }
 
 /// Why a question got no answer.
+#[derive(Clone)]
 pub enum Unasked {
     /// Nobody there can answer it; says why.
     Unsupported(String),
@@ -57,7 +63,12 @@ pub enum Unasked {
     Failed(String),
 }
 
-pub type Asking = Pin<Box<dyn Future<Output = Result<Answer, Unasked>> + Send>>;
+pub type Asking = Pin<Box<dyn Future<Output = Vec<Result<Answer, Unasked>>> + Send>>;
+
+/// The same refusal for every one of `questions`.
+pub fn unanswered(questions: usize, why: Unasked) -> Vec<Result<Answer, Unasked>> {
+    vec![Err(why); questions]
+}
 
 /// For `host call` and background work: progress and events go to stderr
 /// as lines of JSON, log records through the host's log.
@@ -86,12 +97,14 @@ impl ClientLink for StderrLink {
     fn event(&self, _logger: &str, event: Value) {
         eprintln!("{event}");
     }
-    fn ask(&self, _question: Question) -> Asking {
-        Box::pin(async {
-            Err(Unasked::Unsupported(
+    fn ask(&self, questions: Vec<(String, Question)>) -> Asking {
+        let answers = unanswered(
+            questions.len(),
+            Unasked::Unsupported(
                 "no MCP client is behind this call (`host call` or background work): call the tool from an MCP client to be asked".into(),
-            ))
-        })
+            ),
+        );
+        Box::pin(async { answers })
     }
 }
 
@@ -130,7 +143,7 @@ impl ClientLink for EventTracker {
             .store(true, std::sync::atomic::Ordering::SeqCst);
         self.inner.event(logger, event);
     }
-    fn ask(&self, question: Question) -> Asking {
-        self.inner.ask(question)
+    fn ask(&self, questions: Vec<(String, Question)>) -> Asking {
+        self.inner.ask(questions)
     }
 }

@@ -41,6 +41,7 @@ fn accepting() -> Answers {
             "test-model".into(),
         )),
         stall: false,
+        roots: Some(vec!["file:///home/ada/project".into()]),
     }
 }
 
@@ -240,12 +241,58 @@ async fn a_2026_client_is_asked_in_rounds() {
         .await;
     questions_are_answered(&client).await;
 
-    // A client that did not declare elicitation is not asked.
+    // A client that did not declare what a tool asks is not asked; the
+    // tool, unable to do without it, gets MCP's missing-capability error
+    // naming it (a 2025 session gets the plugin's `unsupported` instead).
     let unable = host.connect(current, None).await;
-    let result = unable
-        .call("test_elicitation", json!({"message": "Who are you?"}))
-        .await;
-    assert_eq!(structured(&result)["code"], "unsupported", "{result:?}");
+    for (tool, needed) in [
+        ("test_elicitation", json!({"elicitation": {}})),
+        ("test_missing_capability", json!({"sampling": {}})),
+    ] {
+        let error = unable
+            .service
+            .peer()
+            .call_tool_once(
+                rmcp::model::CallToolRequestParams::new(tool)
+                    .with_arguments(json!({"message": "?"}).as_object().unwrap().clone()),
+            )
+            .await
+            .unwrap_err();
+        let rmcp::service::ServiceError::McpError(error) = error else {
+            panic!("{error:?}")
+        };
+        assert_eq!(
+            error.code,
+            rmcp::model::ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY,
+            "{tool}"
+        );
+        assert_eq!(
+            error.data.unwrap()["requiredCapabilities"],
+            needed,
+            "{tool}"
+        );
+    }
+
+    // Answers sent with the first call answer the questions of their names
+    // at once: no round.
+    let mut given = rmcp::model::InputResponses::new();
+    given.insert(
+        "user_name".into(),
+        json!({"action": "accept", "content": {"name": "Ada"}}),
+    );
+    let done = client
+        .service
+        .peer()
+        .call_tool_once(
+            rmcp::model::CallToolRequestParams::new("test_input_required_result_elicitation")
+                .with_input_responses(given),
+        )
+        .await
+        .unwrap();
+    let rmcp::model::CallToolResponse::Complete(done) = done else {
+        panic!("a complete result, not {done:?}")
+    };
+    assert_eq!(text(&done), r#"Hello, {"name":"Ada"}"#);
 
     // A state nobody handed out resumes nothing.
     let forged = rmcp::model::CallToolRequestParams::new("test_elicitation")

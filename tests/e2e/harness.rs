@@ -295,6 +295,8 @@ pub struct Answers {
     pub sample: Option<CreateMessageResult>,
     /// Never answer an elicitation (the person walked away).
     pub stall: bool,
+    /// The roots the client shares (`None`: it declares no roots).
+    pub roots: Option<Vec<String>>,
 }
 
 pub struct Recorder {
@@ -314,6 +316,9 @@ impl ClientHandler for Recorder {
         }
         if self.answers.sample.is_some() {
             capabilities["sampling"] = json!({});
+        }
+        if self.answers.roots.is_some() {
+            capabilities["roots"] = json!({});
         }
         let mut config = ClientConfig::default();
         config.capabilities = serde_json::from_value(capabilities).expect("client capabilities");
@@ -345,6 +350,17 @@ impl ClientHandler for Recorder {
         self.answers.sample.clone().ok_or_else(|| {
             rmcp::ErrorData::method_not_found::<rmcp::model::CreateMessageRequestMethod>()
         })
+    }
+    async fn list_roots(
+        &self,
+        _: RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ListRootsResult, rmcp::ErrorData> {
+        let roots = self.answers.roots.clone().unwrap_or_default();
+        let roots = roots
+            .into_iter()
+            .map(|uri| json!({"uri": uri}))
+            .collect::<Vec<_>>();
+        Ok(serde_json::from_value(json!({ "roots": roots })).expect("roots"))
     }
     async fn on_resource_list_changed(&self, _: NotificationContext<RoleClient>) {
         let _ = self.tx.send(Note::ResourceListChanged);

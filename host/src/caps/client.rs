@@ -20,10 +20,11 @@ use serde_json::{Value, json};
 
 use crate::bindings::Refusal;
 use crate::bindings::mcphost::plugin::client::{
-    Action, AskError, Elicited, Host, Role, Sampled, SamplingContent, SamplingRequest,
+    Action, Answer as WitAnswer, AskError, Elicited, FormRequest, Host, Question, Role, Root,
+    Sampled, SamplingContent, SamplingRequest, UrlRequest,
 };
 use crate::bindings::mcphost::plugin::content::Media;
-use crate::client::{Answer, Question, Unasked};
+use crate::client::{Answer, Question as McpQuestion, Unasked, unanswered};
 use crate::store::CallState;
 
 impl Host for CallState {
@@ -32,21 +33,14 @@ impl Host for CallState {
         message: String,
         requested_schema: String,
     ) -> Result<Elicited, Refusal<AskError>> {
-        let schema: Value = serde_json::from_str(&requested_schema)
-            .map_err(|e| AskError::Invalid(format!("requested-schema is not JSON: {e}")))?;
-        let params = json!({"mode": "form", "message": message, "requestedSchema": schema});
-        let answer = self.ask(Question::Elicit(params_of(params)?)).await?;
-        let Answer::Elicited(result) = answer else {
-            return Err(unexpected());
-        };
-        let content = match result.action {
-            ElicitationAction::Accept => result.content.map(|c| c.to_string()),
-            _ => None,
-        };
-        Ok(Elicited {
-            action: action(result.action),
-            content,
-        })
+        let form = Question::Form(FormRequest {
+            message,
+            requested_schema,
+        });
+        match self.ask_one("form", form).await? {
+            WitAnswer::Elicited(elicited) => Ok(elicited),
+            _ => Err(unexpected()),
+        }
     }
 
     async fn elicit_url(
@@ -54,81 +48,44 @@ impl Host for CallState {
         message: String,
         url: String,
     ) -> Result<Action, Refusal<AskError>> {
-        let web = url.starts_with("https://") || url.starts_with("http://");
-        if !web || url.chars().any(|c| c.is_whitespace() || c.is_control()) {
-            return Err(AskError::Invalid(format!(
-                "`{url}` is not an http or https URL without spaces: give the page the person should open"
-            ))
-            .into());
-        }
-        let params = json!({
-            "mode": "url",
-            "message": message,
-            "url": url,
-            "elicitationId": uuid::Uuid::new_v4().to_string(),
-        });
-        match self.ask(Question::Elicit(params_of(params)?)).await? {
-            Answer::Elicited(result) => Ok(action(result.action)),
-            Answer::Sampled(_) => Err(unexpected()),
+        match self
+            .ask_one("url", Question::Url(UrlRequest { message, url }))
+            .await?
+        {
+            WitAnswer::Elicited(elicited) => Ok(elicited.action),
+            _ => Err(unexpected()),
         }
     }
 
     async fn sample(&mut self, request: SamplingRequest) -> Result<Sampled, Refusal<AskError>> {
-        if request.messages.is_empty() || request.max_tokens == 0 {
-            return Err(AskError::Invalid(
-                "a sampling request needs at least one message and max-tokens above 0".into(),
-            )
-            .into());
+        match self.ask_one("sample", Question::Sample(request)).await? {
+            WitAnswer::Sampled(sampled) => Ok(sampled),
+            _ => Err(unexpected()),
         }
-        if let Some(t) = request.temperature.filter(|t| !(0.0..=1.0).contains(t)) {
-            return Err(AskError::Invalid(format!("temperature {t} is outside 0.0 to 1.0")).into());
+    }
+
+    async fn ask(
+        &mut self,
+        questions: Vec<(String, Question)>,
+    ) -> Result<Vec<Result<WitAnswer, AskError>>, Refusal<AskError>> {
+        let mut names = std::collections::HashSet::new();
+        for (name, _) in &questions {
+            let valid = (1..=64).contains(&name.len())
+                && name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+            if !valid || !names.insert(name.as_str()) {
+                return Err(AskError::Invalid(format!(
+                    "question name `{name}` is not 1-64 of a-z, A-Z, 0-9, `_`, `-`, or is given twice"
+                ))
+                .into());
+            }
         }
-        let messages: Vec<Value> = request
-            .messages
+        let questions = questions
             .into_iter()
-            .map(|m| json!({"role": role_name(m.role), "content": content_json(m.content)}))
-            .collect();
-        let mut params = json!({"messages": messages, "maxTokens": request.max_tokens});
-        if let Some(system) = request.system_prompt {
-            params["systemPrompt"] = system.into();
-        }
-        if let Some(t) = request.temperature {
-            params["temperature"] = t.into();
-        }
-        if !request.stop_sequences.is_empty() {
-            params["stopSequences"] = request.stop_sequences.into();
-        }
-        if !request.model_hints.is_empty() {
-            let hints: Vec<Value> = request
-                .model_hints
-                .into_iter()
-                .map(|name| json!({"name": name}))
-                .collect();
-            params["modelPreferences"] = json!({"hints": hints});
-        }
-        let params: CreateMessageRequestParams = params_of(params)?;
-        let Answer::Sampled(result) = self.ask(Question::Sample(params)).await? else {
-            return Err(unexpected());
-        };
-        // The answer as MCP JSON: its content is one block or several.
-        let answer = serde_json::to_value(&result).map_err(|e| AskError::Failed(e.to_string()))?;
-        let content = match &answer["content"] {
-            Value::Array(blocks) => blocks.iter().find_map(content_of),
-            block => content_of(block),
-        }
-        .ok_or_else(|| {
-            AskError::Failed("the client's model answered with no text, image or audio".into())
-        })?;
-        Ok(Sampled {
-            role: if answer["role"] == "user" {
-                Role::User
-            } else {
-                Role::Assistant
-            },
-            content,
-            model: result.model,
-            stop_reason: result.stop_reason,
-        })
+            .map(|(name, q)| Ok((name, mcp_question(q)?)))
+            .collect::<Result<Vec<_>, AskError>>()?;
+        Ok(self.asking(questions).await?)
     }
 
     fn convert_ask_error(&mut self, err: Refusal<AskError>) -> wasmtime::Result<AskError> {
@@ -137,15 +94,28 @@ impl Host for CallState {
 }
 
 impl CallState {
-    /// Send `question` through the call's link once the policy allows it,
-    /// and wait for the answer within the call's life. (The future owns
-    /// what it needs: the store's state is not `Sync`.)
-    fn ask(
-        &self,
+    /// One question, its answer or why there is none.
+    async fn ask_one(
+        &mut self,
+        name: &str,
         question: Question,
-    ) -> impl Future<Output = Result<Answer, Refusal<AskError>>> + Send + 'static {
+    ) -> Result<WitAnswer, Refusal<AskError>> {
+        let question = mcp_question(question)?;
+        let mut answers = self.asking(vec![(name.to_string(), question)]).await?;
+        Ok(answers.pop().ok_or_else(unexpected)??)
+    }
+
+    /// Send the questions through the call's link once the policy allows
+    /// it, and wait for the answers within the call's life. (The future
+    /// owns what it needs: the store's state is not `Sync`.)
+    fn asking(
+        &self,
+        questions: Vec<(String, McpQuestion)>,
+    ) -> impl Future<Output = Result<Vec<Result<WitAnswer, AskError>>, Refusal<AskError>>> + Send + 'static
+    {
         let granted = self.grants.require("client").map_err(AskError::Denied);
-        let asking = granted.is_ok().then(|| self.call.client.ask(question));
+        let count = questions.len();
+        let asking = granted.is_ok().then(|| self.call.client.ask(questions));
         let cancel = self.call.cancel.clone();
         let deadline = tokio::time::Instant::from_std(self.call.deadline);
         let late = format!(
@@ -155,21 +125,138 @@ impl CallState {
         );
         async move {
             granted?;
-            let answer = tokio::select! {
-                answer = asking.expect("asked when granted") => answer,
-                () = cancel.cancelled() => Err(Unasked::Failed(
+            let answers = tokio::select! {
+                answers = asking.expect("asked when granted") => answers,
+                () = cancel.cancelled() => unanswered(count, Unasked::Failed(
                     "the call was cancelled while it waited for the client's answer".into(),
                 )),
-                () = tokio::time::sleep_until(deadline) => Err(Unasked::Failed(late)),
+                () = tokio::time::sleep_until(deadline) => unanswered(count, Unasked::Failed(late)),
             };
-            answer.map_err(|unasked| {
-                Refusal::Answer(match unasked {
-                    Unasked::Unsupported(why) => AskError::Unsupported(why),
-                    Unasked::Failed(why) => AskError::Failed(why),
+            Ok(answers
+                .into_iter()
+                .map(|answer| match answer {
+                    Ok(answer) => wit_answer(answer),
+                    Err(Unasked::Unsupported(why)) => Err(AskError::Unsupported(why)),
+                    Err(Unasked::Failed(why)) => Err(AskError::Failed(why)),
                 })
-            })
+                .collect())
         }
     }
+}
+
+/// A plugin's question as MCP has it, checked.
+fn mcp_question(question: Question) -> Result<McpQuestion, AskError> {
+    Ok(match question {
+        Question::Form(form) => {
+            let schema: Value = serde_json::from_str(&form.requested_schema)
+                .map_err(|e| AskError::Invalid(format!("requested-schema is not JSON: {e}")))?;
+            let params =
+                json!({"mode": "form", "message": form.message, "requestedSchema": schema});
+            McpQuestion::Elicit(params_of(params)?)
+        }
+        Question::Url(UrlRequest { message, url }) => {
+            let web = url.starts_with("https://") || url.starts_with("http://");
+            if !web || url.chars().any(|c| c.is_whitespace() || c.is_control()) {
+                return Err(AskError::Invalid(format!(
+                    "`{url}` is not an http or https URL without spaces: give the page the person should open"
+                )));
+            }
+            let params = json!({
+                "mode": "url",
+                "message": message,
+                "url": url,
+                "elicitationId": uuid::Uuid::new_v4().to_string(),
+            });
+            McpQuestion::Elicit(params_of(params)?)
+        }
+        Question::Sample(request) => McpQuestion::Sample(sampling_params(request)?),
+        Question::Roots => McpQuestion::Roots,
+    })
+}
+
+fn sampling_params(request: SamplingRequest) -> Result<CreateMessageRequestParams, AskError> {
+    if request.messages.is_empty() || request.max_tokens == 0 {
+        return Err(AskError::Invalid(
+            "a sampling request needs at least one message and max-tokens above 0".into(),
+        ));
+    }
+    if let Some(t) = request.temperature.filter(|t| !(0.0..=1.0).contains(t)) {
+        return Err(AskError::Invalid(format!(
+            "temperature {t} is outside 0.0 to 1.0"
+        )));
+    }
+    let messages: Vec<Value> = request
+        .messages
+        .into_iter()
+        .map(|m| json!({"role": role_name(m.role), "content": content_json(m.content)}))
+        .collect();
+    let mut params = json!({"messages": messages, "maxTokens": request.max_tokens});
+    if let Some(system) = request.system_prompt {
+        params["systemPrompt"] = system.into();
+    }
+    if let Some(t) = request.temperature {
+        params["temperature"] = t.into();
+    }
+    if !request.stop_sequences.is_empty() {
+        params["stopSequences"] = request.stop_sequences.into();
+    }
+    if !request.model_hints.is_empty() {
+        let hints: Vec<Value> = request
+            .model_hints
+            .into_iter()
+            .map(|name| json!({"name": name}))
+            .collect();
+        params["modelPreferences"] = json!({"hints": hints});
+    }
+    params_of(params)
+}
+
+/// The client's answer as the plugin sees it.
+fn wit_answer(answer: Answer) -> Result<WitAnswer, AskError> {
+    Ok(match answer {
+        Answer::Elicited(result) => {
+            let content = match result.action {
+                ElicitationAction::Accept => result.content.map(|c| c.to_string()),
+                _ => None,
+            };
+            WitAnswer::Elicited(Elicited {
+                action: action(result.action),
+                content,
+            })
+        }
+        Answer::Sampled(result) => {
+            // As MCP JSON: its content is one block or several.
+            let answer =
+                serde_json::to_value(&result).map_err(|e| AskError::Failed(e.to_string()))?;
+            let content = match &answer["content"] {
+                Value::Array(blocks) => blocks.iter().find_map(content_of),
+                block => content_of(block),
+            }
+            .ok_or_else(|| {
+                AskError::Failed("the client's model answered with no text, image or audio".into())
+            })?;
+            WitAnswer::Sampled(Sampled {
+                role: if answer["role"] == "user" {
+                    Role::User
+                } else {
+                    Role::Assistant
+                },
+                content,
+                model: result.model,
+                stop_reason: result.stop_reason,
+            })
+        }
+        Answer::Roots(result) => WitAnswer::Roots(
+            result
+                .roots
+                .into_iter()
+                .map(|r| Root {
+                    uri: r.uri,
+                    name: r.name,
+                })
+                .collect(),
+        ),
+    })
 }
 
 /// MCP request params from their JSON; what does not fit is the plugin's

@@ -15,10 +15,10 @@ use rmcp::model::{
     ProgressToken, RequestId, ServerRequest,
 };
 use rmcp::service::{OriginatingRequestId, Peer, RequestContext, RoleServer, ServiceError};
-use serde_json::Value;
+use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use crate::client::{Answer, Asking, ClientLink, Level, Question, Unasked};
+use crate::client::{Answer, Asking, ClientLink, Level, Question, Unasked, unanswered};
 
 /// Where a call's lowest wanted log level comes from.
 pub(super) enum Levels {
@@ -164,31 +164,52 @@ impl ClientLink for McpLink {
         }
     }
 
-    fn ask(&self, question: Question) -> Asking {
+    fn ask(&self, questions: Vec<(String, Question)>) -> Asking {
         let peer = self.peer.clone();
         let request = self.request.clone();
-        let per_request = matches!(self.levels, Levels::Request(_));
+        let count = questions.len();
+        if matches!(self.levels, Levels::Request(_)) {
+            // Tool calls of such clients ask through `rounds`.
+            let why = "only a tool call can ask an MCP 2026-07-28 client (by input_required)";
+            let answers = unanswered(count, Unasked::Unsupported(why.into()));
+            return Box::pin(async { answers });
+        }
         let capabilities = peer.peer_info().map(|info| info.capabilities.clone());
-        Box::pin(async move {
-            if per_request {
-                // Tool calls of such clients ask through `rounds`.
-                return Err(Unasked::Unsupported(
-                    "only a tool call can ask an MCP 2026-07-28 client (by input_required)".into(),
-                ));
+        // Sent together; each answered on its own.
+        let asked = questions.into_iter().map(move |(_, question)| {
+            let peer = peer.clone();
+            let request = request.clone();
+            let sent = request_for(question, capabilities.as_ref());
+            async move {
+                let mut sent = sent.map_err(Unasked::from)?;
+                sent.extensions_mut().insert(OriginatingRequestId(request));
+                match peer.send_request(sent).await {
+                    Ok(ClientResult::ElicitResult(result)) => Ok(Answer::Elicited(result)),
+                    Ok(ClientResult::CreateMessageResult(result)) => Ok(Answer::Sampled(*result)),
+                    Ok(ClientResult::ListRootsResult(result)) => Ok(Answer::Roots(result)),
+                    Ok(_) => Err(Unasked::Failed("the client answered something else".into())),
+                    Err(ServiceError::McpError(e)) => Err(Unasked::Failed(format!(
+                        "the client refused: {}",
+                        e.message
+                    ))),
+                    Err(e) => Err(Unasked::Failed(format!("the client did not answer: {e}"))),
+                }
             }
-            let mut sent = request_for(question, capabilities.as_ref())?;
-            sent.extensions_mut().insert(OriginatingRequestId(request));
-            match peer.send_request(sent).await {
-                Ok(ClientResult::ElicitResult(result)) => Ok(Answer::Elicited(result)),
-                Ok(ClientResult::CreateMessageResult(result)) => Ok(Answer::Sampled(*result)),
-                Ok(_) => Err(Unasked::Failed("the client answered something else".into())),
-                Err(ServiceError::McpError(e)) => Err(Unasked::Failed(format!(
-                    "the client refused: {}",
-                    e.message
-                ))),
-                Err(e) => Err(Unasked::Failed(format!("the client did not answer: {e}"))),
-            }
-        })
+        });
+        Box::pin(futures_util::future::join_all(asked))
+    }
+}
+
+/// A question the client did not declare it can be asked: the capability
+/// it would need (as a `ClientCapabilities` object), and why in words.
+pub(super) struct Missing {
+    pub capability: serde_json::Value,
+    pub why: String,
+}
+
+impl From<Missing> for Unasked {
+    fn from(missing: Missing) -> Unasked {
+        Unasked::Unsupported(missing.why)
     }
 }
 
@@ -197,8 +218,12 @@ impl ClientLink for McpLink {
 pub(super) fn request_for(
     question: Question,
     capabilities: Option<&ClientCapabilities>,
-) -> Result<ServerRequest, Unasked> {
+) -> Result<ServerRequest, Missing> {
     let capabilities = capabilities.cloned().unwrap_or_default();
+    let missing = |capability: serde_json::Value, why: &str| Missing {
+        capability,
+        why: format!("the client does not support {why}"),
+    };
     match question {
         Question::Elicit(params) => {
             let url = matches!(params, ElicitRequestParams::UrlElicitationParams { .. });
@@ -207,27 +232,24 @@ pub(super) fn request_for(
                 let (form, by_url) = (e.form.is_some(), e.url.is_some());
                 if url { by_url } else { form || !by_url }
             });
-            if !declared {
-                let mode = if url {
-                    "URL elicitation"
-                } else {
-                    "elicitation"
-                };
-                return Err(Unasked::Unsupported(format!(
-                    "the client does not support {mode}"
-                )));
+            match (declared, url) {
+                (true, _) => Ok(ServerRequest::ElicitRequest(ElicitRequest::new(params))),
+                (false, true) => Err(missing(
+                    json!({"elicitation": {"url": {}}}),
+                    "URL elicitation",
+                )),
+                (false, false) => Err(missing(json!({"elicitation": {}}), "elicitation")),
             }
-            Ok(ServerRequest::ElicitRequest(ElicitRequest::new(params)))
         }
-        Question::Sample(params) => {
-            if capabilities.sampling.is_none() {
-                return Err(Unasked::Unsupported(
-                    "the client does not support sampling".into(),
-                ));
-            }
-            Ok(ServerRequest::CreateMessageRequest(
+        Question::Sample(params) => match capabilities.sampling {
+            Some(_) => Ok(ServerRequest::CreateMessageRequest(
                 CreateMessageRequest::new(params),
-            ))
-        }
+            )),
+            None => Err(missing(json!({"sampling": {}}), "sampling")),
+        },
+        Question::Roots => match capabilities.roots {
+            Some(_) => Ok(ServerRequest::ListRootsRequest(Default::default())),
+            None => Err(missing(json!({"roots": {}}), "roots (it shares none)")),
+        },
     }
 }

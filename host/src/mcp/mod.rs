@@ -525,7 +525,15 @@ impl ServerHandler for McpFront {
                     .start(self.service.clone(), request, link.clone(), capabilities)
             };
             match run.round(&self.rounds, &context.ct).await {
-                Round::Done(reply) => reply,
+                // The plugin gave up for want of what the client lacks: MCP
+                // has an error for that.
+                Round::Done(Some(reply), needed)
+                    if gave_up_unsupported(&reply) && !needed.is_empty() =>
+                {
+                    link.close().await;
+                    return Err(missing_capabilities(needed));
+                }
+                Round::Done(reply, _) => reply,
                 Round::Asks(input_required) => {
                     link.close().await;
                     return Ok(input_required.into());
@@ -560,6 +568,29 @@ impl ServerHandler for McpFront {
         *self.min_level.lock().expect("level lock") = level_of(request.level);
         Ok(())
     }
+}
+
+/// Whether a call ended with the plugin's `unsupported` error (it could
+/// not do without an answer the client cannot give).
+fn gave_up_unsupported(reply: &Reply) -> bool {
+    reply.is_error
+        && reply
+            .structured
+            .as_ref()
+            .is_some_and(|s| s["code"] == "unsupported")
+}
+
+/// MCP's error for a request that needs client capabilities not declared
+/// (`-32021`, naming them).
+fn missing_capabilities(needed: Vec<Value>) -> McpError {
+    let mut required = serde_json::Map::new();
+    for capability in needed {
+        if let Value::Object(c) = capability {
+            required.extend(c);
+        }
+    }
+    let required = serde_json::from_value(Value::Object(required)).unwrap_or_default();
+    McpError::missing_required_client_capability(required)
 }
 
 /// The reply's text, unless it is empty and blocks were added, then the

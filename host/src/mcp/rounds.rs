@@ -7,7 +7,9 @@
 //! waits inside `client.elicit-form` or `client.sample`), and the state is
 //! only a handle to it: random, good for one answer to the same tool, and
 //! forgotten after [`PARK_LIMIT`]. Progress and log records go to the
-//! request of the current round.
+//! request of the current round. Answers a client sends with its first
+//! call, before being asked (a stateless retry), answer the questions of
+//! those names at once.
 
 // Sampling is deprecated by SEP-2577 but is what today's clients speak.
 #![allow(deprecated)]
@@ -19,21 +21,18 @@ use std::time::Duration;
 use rmcp::ErrorData as McpError;
 use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, CreateMessageResult, ElicitResult, InputRequest,
-    InputRequests, InputRequiredResult, ServerRequest,
+    InputRequests, InputRequiredResult, InputResponses, ListRootsResult, ServerRequest,
 };
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::link::{McpLink, request_for};
-use crate::client::{Answer, Asking, ClientLink, Level, Question, Unasked};
+use crate::client::{Answer, Asking, ClientLink, Level, Question, Unasked, unanswered};
 use crate::service::{Reply, Service};
 
 /// How long a parked call waits for the client to call again.
 const PARK_LIMIT: Duration = Duration::from_secs(600);
-
-/// The key of the one question a round carries.
-const KEY: &str = "ask";
 
 /// The calls waiting for their clients' answers, by `requestState`;
 /// shared by every handler of the host (HTTP makes one per request).
@@ -42,17 +41,38 @@ pub struct Rounds {
     parked: Mutex<HashMap<String, Parked>>,
 }
 
-/// A call waiting for the answer to the question it asked.
+/// A call waiting for the answers to the questions it asked.
 struct Parked {
     run: Running,
-    answer: oneshot::Sender<Result<Answer, Unasked>>,
-    sampling: bool,
+    /// The questions the client was sent: their place, name and kind.
+    open: Vec<(usize, String, Kind)>,
+    /// One per question; those the client could not take are filled in.
+    answers: Vec<Option<Result<Answer, Unasked>>>,
+    reply: oneshot::Sender<Vec<Result<Answer, Unasked>>>,
 }
 
-/// A question a call asked, and where its answer goes.
+/// What kind of answer a question wants.
+#[derive(Clone, Copy)]
+enum Kind {
+    Elicit,
+    Sample,
+    Roots,
+}
+
+impl Kind {
+    fn of(question: &Question) -> Kind {
+        match question {
+            Question::Elicit(_) => Kind::Elicit,
+            Question::Sample(_) => Kind::Sample,
+            Question::Roots => Kind::Roots,
+        }
+    }
+}
+
+/// Questions a call asked together, and where their answers go.
 struct Asked {
-    question: Question,
-    answer: oneshot::Sender<Result<Answer, Unasked>>,
+    questions: Vec<(String, Question)>,
+    reply: oneshot::Sender<Vec<Result<Answer, Unasked>>>,
 }
 
 /// A tool call running on its own task, whose questions come out here.
@@ -62,12 +82,19 @@ pub(super) struct Running {
     questions: mpsc::UnboundedReceiver<Asked>,
     relay: Arc<RelayLink>,
     cancel: CancellationToken,
+    /// The client capabilities its refused questions needed.
+    needed: Vec<Value>,
+    /// Answers the client gave with its first call, before any question
+    /// (a client that retries statelessly): used for the questions of those
+    /// names.
+    given: InputResponses,
 }
 
 /// How a round ended.
 pub(super) enum Round {
-    /// The call ended (`None`: no such tool).
-    Done(Option<Reply>),
+    /// The call ended (`None`: no such tool), with the client capabilities
+    /// its refused questions needed.
+    Done(Option<Reply>, Vec<Value>),
     /// The call asked something: answer `input_required`.
     Asks(InputRequiredResult),
 }
@@ -89,6 +116,7 @@ impl Rounds {
         let cancel = CancellationToken::new();
         let (done_tx, done) = oneshot::channel();
         let (tool, call_relay, call_cancel) = (request.name.clone(), relay.clone(), cancel.clone());
+        let given = request.input_responses.clone().unwrap_or_default();
         tokio::spawn(async move {
             let arguments = request.arguments.unwrap_or_default();
             let reply = service
@@ -102,6 +130,8 @@ impl Rounds {
             questions,
             relay,
             cancel,
+            needed: Vec::new(),
+            given,
         }
     }
 
@@ -131,35 +161,53 @@ impl Rounds {
                 None,
             ));
         };
-        let answer = request
-            .input_responses
-            .as_ref()
-            .and_then(|responses| responses.get(KEY))
-            .cloned();
-        *parked.run.relay.current.lock().expect("relay lock") = (link, capabilities);
-        let _ = parked.answer.send(answer_of(parked.sampling, answer));
-        Ok(parked.run)
+        let Parked {
+            run,
+            open,
+            mut answers,
+            reply,
+        } = parked;
+        for (place, key, kind) in open {
+            let response = request
+                .input_responses
+                .as_ref()
+                .and_then(|responses| responses.get(&key))
+                .cloned();
+            answers[place] = Some(answer_of(kind, &key, response));
+        }
+        *run.relay.current.lock().expect("relay lock") = (link, capabilities);
+        let _ = reply.send(
+            answers
+                .into_iter()
+                .map(|a| a.expect("every place answered"))
+                .collect(),
+        );
+        Ok(run)
     }
 
-    /// Keep `run` for the client's next call, under a new state.
+    /// Keep `run` for the client's next call, under a new state, asking
+    /// `requests` (by name).
     fn park(
         self: &Arc<Self>,
         run: Running,
-        answer: oneshot::Sender<Result<Answer, Unasked>>,
-        request: ServerRequest,
+        asked: Vec<(usize, String, Kind, InputRequest)>,
+        answers: Vec<Option<Result<Answer, Unasked>>>,
+        reply: oneshot::Sender<Vec<Result<Answer, Unasked>>>,
     ) -> Round {
-        let (sampling, input) = match request {
-            ServerRequest::CreateMessageRequest(r) => (true, InputRequest::CreateMessage(r)),
-            ServerRequest::ElicitRequest(r) => (false, InputRequest::Elicitation(r)),
-            _ => unreachable!("questions are elicitations or sampling"),
-        };
+        let mut requests = InputRequests::new();
+        let mut open = Vec::with_capacity(asked.len());
+        for (place, key, kind, request) in asked {
+            requests.insert(key.clone(), request);
+            open.push((place, key, kind));
+        }
         let state = uuid::Uuid::new_v4().simple().to_string();
         self.parked.lock().expect("rounds lock").insert(
             state.clone(),
             Parked {
                 run,
-                answer,
-                sampling,
+                open,
+                answers,
+                reply,
             },
         );
         // Unanswered for too long: forgotten, and the call cancelled.
@@ -174,7 +222,6 @@ impl Rounds {
                 parked.run.cancel.cancel();
             }
         });
-        let requests = InputRequests::from([(KEY.to_string(), input)]);
         Round::Asks(InputRequiredResult::new(Some(requests), Some(state)))
     }
 }
@@ -186,9 +233,10 @@ impl Running {
         loop {
             let asked = tokio::select! {
                 reply = &mut self.done => {
-                    return Round::Done(reply.unwrap_or_else(|_| {
+                    let reply = reply.unwrap_or_else(|_| {
                         Some(Reply::error("internal", "the call ended without a reply", false, Default::default()))
-                    }));
+                    });
+                    return Round::Done(reply, self.needed);
                 }
                 Some(asked) = self.questions.recv() => asked,
                 () = ended.cancelled(), if !self.cancel.is_cancelled() => {
@@ -197,36 +245,69 @@ impl Running {
                 }
             };
             let capabilities = self.relay.current.lock().expect("relay lock").1.clone();
-            let Asked { question, answer } = asked;
-            match request_for(question, capabilities.as_ref()) {
-                Ok(request) => return rounds.park(self, answer, request),
-                // Not something this client can be asked: the plugin hears so.
-                Err(unasked) => {
-                    let _ = answer.send(Err(unasked));
+            let Asked { questions, reply } = asked;
+            // What this client cannot be asked is answered at once.
+            let mut answers = Vec::with_capacity(questions.len());
+            let mut sent = Vec::new();
+            for (place, (key, question)) in questions.into_iter().enumerate() {
+                // A malformed one is as none: the question is asked.
+                let given = self.given.remove(&key);
+                if let Some(answer) =
+                    given.and_then(|r| answer_of(Kind::of(&question), &key, Some(r)).ok())
+                {
+                    answers.push(Some(Ok(answer)));
+                    continue;
+                }
+                match request_for(question, capabilities.as_ref()) {
+                    Ok(request) => {
+                        let (kind, input) = match request {
+                            ServerRequest::ElicitRequest(r) => {
+                                (Kind::Elicit, InputRequest::Elicitation(r))
+                            }
+                            ServerRequest::CreateMessageRequest(r) => {
+                                (Kind::Sample, InputRequest::CreateMessage(r))
+                            }
+                            ServerRequest::ListRootsRequest(r) => {
+                                (Kind::Roots, InputRequest::ListRoots(r))
+                            }
+                            _ => unreachable!("questions are elicitation, sampling or roots"),
+                        };
+                        answers.push(None);
+                        sent.push((place, key, kind, input));
+                    }
+                    Err(missing) => {
+                        self.needed.push(missing.capability.clone());
+                        answers.push(Some(Err(missing.into())));
+                    }
                 }
             }
+            if sent.is_empty() {
+                let _ = reply.send(answers.into_iter().flatten().collect());
+                continue;
+            }
+            return rounds.park(self, sent, answers, reply);
         }
     }
 }
 
-/// The client's answer to the question, from its `inputResponses`.
-fn answer_of(sampling: bool, response: Option<Value>) -> Result<Answer, Unasked> {
+/// The client's answer to question `key`, from its `inputResponses`.
+fn answer_of(kind: Kind, key: &str, response: Option<Value>) -> Result<Answer, Unasked> {
     let response = response.ok_or_else(|| {
         Unasked::Failed(format!(
-            "the client called again without `inputResponses.{KEY}`"
+            "the client called again without `inputResponses.{key}`"
         ))
     })?;
-    let malformed =
-        |e: serde_json::Error| Unasked::Failed(format!("the client's answer is malformed: {e}"));
-    if sampling {
-        serde_json::from_value::<CreateMessageResult>(response)
-            .map(Answer::Sampled)
-            .map_err(malformed)
-    } else {
-        serde_json::from_value::<ElicitResult>(response)
-            .map(Answer::Elicited)
-            .map_err(malformed)
+    let malformed = |e: serde_json::Error| {
+        Unasked::Failed(format!("the client's answer to `{key}` is malformed: {e}"))
+    };
+    match kind {
+        Kind::Elicit => serde_json::from_value::<ElicitResult>(response).map(Answer::Elicited),
+        Kind::Sample => {
+            serde_json::from_value::<CreateMessageResult>(response).map(Answer::Sampled)
+        }
+        Kind::Roots => serde_json::from_value::<ListRootsResult>(response).map(Answer::Roots),
     }
+    .map_err(malformed)
 }
 
 /// The link a round-trip call runs with: notifications go to the current
@@ -255,17 +336,19 @@ impl ClientLink for RelayLink {
     fn event(&self, logger: &str, event: Value) {
         self.link().event(logger, event);
     }
-    fn ask(&self, question: Question) -> Asking {
-        let (answer, answered) = oneshot::channel();
-        let sent = self.questions.send(Asked { question, answer });
+    fn ask(&self, questions: Vec<(String, Question)>) -> Asking {
+        let count = questions.len();
+        let (reply, answered) = oneshot::channel();
+        let sent = self.questions.send(Asked { questions, reply });
         Box::pin(async move {
             if sent.is_err() {
-                return Err(Unasked::Failed("the call's client is gone".into()));
+                return unanswered(count, Unasked::Failed("the call's client is gone".into()));
             }
             answered.await.unwrap_or_else(|_| {
-                Err(Unasked::Failed(
-                    "the client did not call again with an answer".into(),
-                ))
+                unanswered(
+                    count,
+                    Unasked::Failed("the client did not call again with an answer".into()),
+                )
             })
         })
     }

@@ -3,6 +3,7 @@
 //! can act on. A plugin whose seed fixes other codes (Godot's
 //! `INVALID_ARGUMENT`, Copilot's `invalid_config`) builds those itself.
 
+use crate::client::AskError;
 use crate::containers::ContainerError;
 use crate::git::GitError;
 use crate::pty::PtyError;
@@ -24,6 +25,10 @@ pub mod codes {
     pub const FAILED: &str = "failed";
     /// The client cancelled the call.
     pub const CANCELLED: &str = "cancelled";
+    /// The client cannot be asked what the call needs (it did not declare
+    /// the capability); to an MCP 2026-07-28 client the host answers the
+    /// call with MCP's missing-capability error naming it.
+    pub const UNSUPPORTED: &str = "unsupported";
 }
 
 impl ToolError {
@@ -50,6 +55,17 @@ impl From<CapabilityError> for ToolError {
             CapabilityError::Denied(why) => ToolError::new(codes::DENIED, why),
             CapabilityError::Invalid(why) => ToolError::new(codes::INVALID_REQUEST, why),
             CapabilityError::NotFound(why) => ToolError::new(codes::NOT_FOUND, why),
+        }
+    }
+}
+
+impl From<AskError> for ToolError {
+    fn from(e: AskError) -> Self {
+        match e {
+            AskError::Denied(why) => ToolError::new(codes::DENIED, why),
+            AskError::Invalid(why) => ToolError::new(codes::INVALID_REQUEST, why),
+            AskError::Unsupported(why) => ToolError::new(codes::UNSUPPORTED, why),
+            AskError::Failed(why) => ToolError::new(codes::FAILED, why),
         }
     }
 }

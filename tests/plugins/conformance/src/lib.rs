@@ -180,9 +180,13 @@ impl McpTool for ErrorHandling {
 /// Arguments whose schema uses JSON Schema 2020-12 as the suite gives it.
 #[derive(Deserialize)]
 #[allow(dead_code)] // read by the host's validation, not by the tool
+#[serde(rename_all = "camelCase")]
 struct Address2020 {
     name: Option<String>,
     address: Option<Value>,
+    contact_method: Option<String>,
+    phone: Option<String>,
+    email: Option<String>,
 }
 
 impl JsonSchema for Address2020 {
@@ -190,11 +194,14 @@ impl JsonSchema for Address2020 {
         "Address2020".into()
     }
     fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        // As the 2026-07-28 suite gives it (SEP-2106): an anchor, composition
+        // and conditional keywords on top of the 2025 ones.
         schemars::json_schema!({
             "$schema": "https://json-schema.org/draft/2020-12/schema",
             "type": "object",
             "$defs": {
                 "address": {
+                    "$anchor": "addressDef",
                     "type": "object",
                     "properties": {
                         "street": { "type": "string" },
@@ -204,8 +211,15 @@ impl JsonSchema for Address2020 {
             },
             "properties": {
                 "name": { "type": "string" },
-                "address": { "$ref": "#/$defs/address" }
+                "address": { "$ref": "#/$defs/address" },
+                "contactMethod": { "type": "string", "enum": ["phone", "email"] },
+                "phone": { "type": "string" },
+                "email": { "type": "string" }
             },
+            "allOf": [{ "anyOf": [{ "required": ["phone"] }, { "required": ["email"] }] }],
+            "if": { "properties": { "contactMethod": { "const": "phone" } }, "required": ["contactMethod"] },
+            "then": { "required": ["phone"] },
+            "else": { "required": ["email"] },
             "additionalProperties": false
         })
     }
@@ -223,13 +237,7 @@ impl McpTool for JsonSchema2020 {
 
 /// A question the client could not or would not answer, as a tool error.
 fn unanswered(e: client::AskError) -> ToolError {
-    let (code, message) = match e {
-        client::AskError::Denied(m) => ("denied", m),
-        client::AskError::Invalid(m) => ("invalid_request", m),
-        client::AskError::Unsupported(m) => ("unsupported", m),
-        client::AskError::Failed(m) => ("failed", m),
-    };
-    ToolError::new(code, message)
+    e.into()
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -380,6 +388,216 @@ impl McpTool for ElicitationUrl {
         Ok(text_output(action_name(action)))
     }
 }
+
+/// The suite's 2026-07-28 round-trip tools: each asks its named questions
+/// through `client.ask` (one round), so a 2026-07-28 client gets them as
+/// `input_required` and answers by name.
+fn form(message: &str, field: &str, kind: &str) -> client::Question {
+    client::Question::Form(client::FormRequest {
+        message: message.into(),
+        requested_schema: serde_json::json!({
+            "type": "object",
+            "properties": {field: {"type": kind}},
+            "required": [field]
+        })
+        .to_string(),
+    })
+}
+
+fn question_sample(text: &str, max_tokens: u32) -> client::Question {
+    client::Question::Sample(SamplingRequest {
+        messages: vec![SamplingMessage {
+            role: client::Role::User,
+            content: SamplingContent::Text(text.into()),
+        }],
+        system_prompt: None,
+        max_tokens,
+        temperature: None,
+        stop_sequences: Vec::new(),
+        model_hints: Vec::new(),
+    })
+}
+
+/// Ask the named questions in one round; each answer as text.
+fn ask_all(questions: Vec<(&str, client::Question)>) -> Result<Vec<String>, ToolError> {
+    let named: Vec<(String, client::Question)> = questions
+        .into_iter()
+        .map(|(n, q)| (n.to_string(), q))
+        .collect();
+    let answers = client::ask(&named).map_err(unanswered)?;
+    answers
+        .into_iter()
+        .map(|answer| {
+            Ok(match answer.map_err(unanswered)? {
+                client::Answer::Elicited(e) => {
+                    e.content.unwrap_or_else(|| action_name(e.action).into())
+                }
+                client::Answer::Sampled(s) => match s.content {
+                    SamplingContent::Text(text) => text,
+                    _ => "(media)".into(),
+                },
+                client::Answer::Roots(roots) => roots
+                    .iter()
+                    .map(|r| r.uri.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            })
+        })
+        .collect()
+}
+
+/// A tool of the 2026-07-28 suite: `$name` asks `$questions` and says
+/// `$reply` followed by the answers.
+macro_rules! round_trip_tool {
+    ($ty:ident, $name:literal, $desc:literal, $reply:literal, $questions:expr) => {
+        struct $ty;
+        impl McpTool for $ty {
+            const NAME: &'static str = $name;
+            const DESCRIPTION: &'static str = $desc;
+            type Args = NoArgs;
+            fn call(_: NoArgs) -> Result<ToolOutput, ToolError> {
+                let answers = ask_all($questions)?;
+                Ok(text_output(format!("{} {}", $reply, answers.join("; "))))
+            }
+        }
+    };
+}
+
+round_trip_tool!(
+    RoundElicitation,
+    "test_input_required_result_elicitation",
+    "Asks the person's name in a round.",
+    "Hello,",
+    vec![("user_name", form("What is your name?", "name", "string"))]
+);
+round_trip_tool!(
+    RoundSampling,
+    "test_input_required_result_sampling",
+    "Asks the client's model a question in a round.",
+    "The model said:",
+    vec![(
+        "capital_question",
+        question_sample("What is the capital of France?", 100)
+    )]
+);
+round_trip_tool!(
+    RoundRoots,
+    "test_input_required_result_list_roots",
+    "Asks the client's roots in a round.",
+    "Roots:",
+    vec![("client_roots", client::Question::Roots)]
+);
+round_trip_tool!(
+    RoundState,
+    "test_input_required_result_request_state",
+    "Asks for a confirmation in a round carrying state.",
+    "state-ok:",
+    vec![("confirm", form("Please confirm", "ok", "boolean"))]
+);
+round_trip_tool!(
+    RoundTampered,
+    "test_input_required_result_tampered_state",
+    "Asks for a confirmation in a round; a changed state is refused.",
+    "confirmed:",
+    vec![("confirm", form("Please confirm", "ok", "boolean"))]
+);
+round_trip_tool!(
+    RoundMultiple,
+    "test_input_required_result_multiple_inputs",
+    "Asks a name, a greeting and the roots in one round.",
+    "Got:",
+    vec![
+        ("user_name", form("What is your name?", "name", "string")),
+        ("greeting", question_sample("Generate a greeting", 50)),
+        ("client_roots", client::Question::Roots),
+    ]
+);
+
+/// Asks the name and the model; a client that takes only one of them gets
+/// only that one.
+struct RoundCapabilities;
+impl McpTool for RoundCapabilities {
+    const NAME: &'static str = "test_input_required_result_capabilities";
+    const DESCRIPTION: &'static str = "Asks what the client can be asked.";
+    type Args = NoArgs;
+    fn call(_: NoArgs) -> Result<ToolOutput, ToolError> {
+        let named = vec![
+            (
+                "user_name".to_string(),
+                form("What is your name?", "name", "string"),
+            ),
+            (
+                "greeting".to_string(),
+                question_sample("Generate a greeting", 50),
+            ),
+        ];
+        let answers = client::ask(&named).map_err(unanswered)?;
+        let said: Vec<String> = answers
+            .into_iter()
+            .map(|a| match a {
+                Ok(_) => "answered".to_string(),
+                Err(e) => unanswered(e).code,
+            })
+            .collect();
+        Ok(text_output(said.join(", ")))
+    }
+}
+
+/// Two rounds: a name, then a colour.
+struct RoundMulti;
+impl McpTool for RoundMulti {
+    const NAME: &'static str = "test_input_required_result_multi_round";
+    const DESCRIPTION: &'static str = "Asks a name, then a colour, in two rounds.";
+    type Args = NoArgs;
+    fn call(_: NoArgs) -> Result<ToolOutput, ToolError> {
+        let name = ask_all(vec![(
+            "step1",
+            form("Step 1: What is your name?", "name", "string"),
+        )])?;
+        let color = ask_all(vec![(
+            "step2",
+            form("Step 2: What is your favorite color?", "color", "string"),
+        )])?;
+        Ok(text_output(format!(
+            "{} likes {}",
+            name.join(""),
+            color.join("")
+        )))
+    }
+}
+
+/// For the stateless scenario: needs the client's model; a client that
+/// does not declare sampling gets MCP's missing-capability error.
+struct MissingCapability;
+impl McpTool for MissingCapability {
+    const NAME: &'static str = "test_missing_capability";
+    const DESCRIPTION: &'static str = "Needs sampling.";
+    type Args = NoArgs;
+    fn call(_: NoArgs) -> Result<ToolOutput, ToolError> {
+        let answers = ask_all(vec![("needed", question_sample("Say yes", 5))])?;
+        Ok(text_output(answers.join("")))
+    }
+}
+
+/// For the stateless scenario: logs at info (sent only when asked for).
+struct LoggingTool;
+impl McpTool for LoggingTool {
+    const NAME: &'static str = "test_logging_tool";
+    const DESCRIPTION: &'static str = "Logs one record.";
+    type Args = NoArgs;
+    fn call(_: NoArgs) -> Result<ToolOutput, ToolError> {
+        log::log(log::Level::Info, "a record the client did not ask for");
+        Ok(text_output("logged"))
+    }
+}
+
+round_trip_tool!(
+    StreamingElicitation,
+    "test_streaming_elicitation",
+    "Asks the person something (the question rides the call's own answer).",
+    "Answered:",
+    vec![("user_name", form("What is your name?", "name", "string"))]
+);
 
 /// Not the suite's: tells subscribers that `test://watched-resource`
 /// changed and that the resource list changed, for the host's own tests.
@@ -591,7 +809,9 @@ plugin_sdk::export! {
     tools: [
         SimpleText, ImageContent, AudioContent, EmbeddedResourceTool, MultipleContentTypes,
         WithLogging, WithProgress, ErrorHandling, JsonSchema2020, Sampling, Elicitation,
-        ElicitationDefaults, ElicitationEnums, ElicitationUrl, TouchWatched,
+        ElicitationDefaults, ElicitationEnums, ElicitationUrl, TouchWatched, RoundElicitation,
+        RoundSampling, RoundRoots, RoundState, RoundTampered, RoundMultiple, RoundCapabilities,
+        RoundMulti, LoggingTool, StreamingElicitation, MissingCapability,
     ],
     resources: TestResources,
     resource_list: Listed,
