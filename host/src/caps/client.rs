@@ -85,7 +85,7 @@ impl Host for CallState {
             .into_iter()
             .map(|(name, q)| Ok((name, mcp_question(q)?)))
             .collect::<Result<Vec<_>, AskError>>()?;
-        Ok(self.asking(questions).await?)
+        self.asking(questions).await
     }
 
     fn convert_ask_error(&mut self, err: Refusal<AskError>) -> wasmtime::Result<AskError> {
