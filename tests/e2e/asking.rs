@@ -396,10 +396,8 @@ async fn resources_over_an_http_session() {
     resources_are_listed_read_and_watched(&client).await;
 }
 
-#[tokio::test]
-async fn prompt_arguments_are_completed() {
-    let env = Env::new(&["conformance"], "");
-    let client = env.start().await;
+/// Completion, whatever the transport.
+async fn arguments_are_completed(client: &Client) {
     let peer = client.service.peer();
     let complete = |name: &str, value: &str| {
         peer.complete(CompleteRequestParams::new(
@@ -415,4 +413,19 @@ async fn prompt_arguments_are_completed() {
         format!("{error}").contains("no prompt `no_such_prompt`"),
         "{error}"
     );
+}
+
+#[tokio::test]
+async fn prompt_arguments_are_completed_over_stdio_and_http() {
+    let env = Env::new(&["conformance"], "");
+    arguments_are_completed(&env.start().await).await;
+    let host = env.start_http(&[]).await;
+    for lifecycle in [
+        ClientLifecycleMode::Initialize,
+        ClientLifecycleMode::Discover {
+            preferred_versions: vec![rmcp::model::ProtocolVersion::V_2026_07_28],
+        },
+    ] {
+        arguments_are_completed(&host.connect(lifecycle, None).await).await;
+    }
 }

@@ -86,11 +86,9 @@ async fn added_blocks_reach_http_clients_of_both_generations() {
     blocks_arrive(&current).await;
 }
 
-#[tokio::test]
-async fn prompts_are_listed_and_filled_in() {
+/// Prompts, whatever the transport.
+async fn prompts_are_listed_and_filled_in(client: &Client) {
     use rmcp::model::{GetPromptRequestParams, Role};
-    let env = Env::new(&["conformance"], "");
-    let client = env.start().await;
     let peer = client.service.peer();
     let prompts = peer.list_all_prompts().await.unwrap();
     let with_args = prompts
@@ -143,6 +141,21 @@ async fn prompts_are_listed_and_filled_in() {
         .unwrap_err()
         .to_string();
     assert!(unknown.contains("test_simple_prompt"), "{unknown}");
+}
+
+#[tokio::test]
+async fn prompts_over_stdio_and_both_http_generations() {
+    let env = Env::new(&["conformance"], "");
+    prompts_are_listed_and_filled_in(&env.start().await).await;
+    let host = env.start_http(&[]).await;
+    for lifecycle in [
+        ClientLifecycleMode::Initialize,
+        ClientLifecycleMode::Discover {
+            preferred_versions: vec![rmcp::model::ProtocolVersion::V_2026_07_28],
+        },
+    ] {
+        prompts_are_listed_and_filled_in(&host.connect(lifecycle, None).await).await;
+    }
 }
 
 #[tokio::test]
