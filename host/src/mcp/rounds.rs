@@ -4,7 +4,8 @@
 //! the client something answers `input_required`, carrying the question
 //! and a `requestState`, and the client calls the tool again with its
 //! answer. Here the call keeps running in the host meanwhile (its plugin
-//! waits inside `client.elicit-form` or `client.sample`), and the state is
+//! waits inside a `client` function, holding its turn among the plugin's
+//! calls), and the state is
 //! only a handle to it: random, good for one answer to the same tool, and
 //! forgotten after [`PARK_LIMIT`]. Progress and log records go to the
 //! request of the current round. Answers a client sends with its first
@@ -125,7 +126,7 @@ impl Rounds {
             let _ = done_tx.send(reply);
         });
         Running {
-            tool: tool.to_string(),
+            tool: tool.into_owned(),
             done,
             questions,
             relay,
