@@ -74,7 +74,13 @@ async fn main() {
     let (_, client) = start_to_list(&env).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     let (rss, _) = rss_kib(client.pid);
-    println!("idle RSS after start: {:.1} MiB", rss as f64 / 1024.0);
+    let mib = |field: &str| harness::status_kib(client.pid, field) as f64 / 1024.0;
+    println!(
+        "idle RSS after start: {:.1} MiB ({:.1} MiB private: RssAnon; {:.1} MiB of files mapped from the page cache: RssFile)",
+        rss as f64 / 1024.0,
+        mib("RssAnon:"),
+        mib("RssFile:")
+    );
 
     // The floor: a ping through the same client, transport and rmcp server.
     let mut pings = Vec::with_capacity(5000);

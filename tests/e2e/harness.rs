@@ -545,16 +545,19 @@ pub fn is_error(result: &CallToolResult) -> bool {
 
 /// Resident and peak resident memory of a process, in KiB.
 pub fn rss_kib(pid: u32) -> (u64, u64) {
+    (status_kib(pid, "VmRSS:"), status_kib(pid, "VmHWM:"))
+}
+
+/// One `kB` field of a process's `/proc/PID/status` (Linux), e.g.
+/// `RssAnon:` (its private memory) or `RssFile:` (files it maps, shared).
+pub fn status_kib(pid: u32, name: &str) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let field = |name: &str| -> u64 {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(name))
-            .and_then(|v| v.split_whitespace().next())
-            .and_then(|v| v.parse().ok())
-            .unwrap()
-    };
-    (field("VmRSS:"), field("VmHWM:"))
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(name))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("{name} in /proc/{pid}/status"))
 }
 
 /// Reset the peak resident memory counter of a process (Linux).
