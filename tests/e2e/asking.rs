@@ -89,6 +89,30 @@ async fn questions_are_answered(client: &Client) {
         asked["messages"][0]["content"]["text"],
         "What is six times seven?"
     );
+
+    // Three questions at once, each answered under its name.
+    let all = client
+        .call("test_input_required_result_multiple_inputs", json!({}))
+        .await;
+    assert_eq!(
+        text(&all),
+        r#"Got: {"email":"ada@example.org","username":"ada"}; forty-two; file:///home/ada/project"#,
+        "{all:?}"
+    );
+
+    // A prompt asks too (a 2026-07-28 client: in rounds as well).
+    let filled = client
+        .service
+        .get_prompt(rmcp::model::GetPromptRequestParams::new(
+            "test_input_required_result_prompt",
+        ))
+        .await
+        .expect("prompts/get");
+    let said = serde_json::to_value(&filled.messages[0].content).unwrap();
+    assert_eq!(
+        said["text"], r#"Use this context: {"email":"ada@example.org","username":"ada"}"#,
+        "{filled:?}"
+    );
 }
 
 #[tokio::test]
@@ -304,7 +328,10 @@ async fn a_2026_client_is_asked_in_rounds() {
         .call_tool_once(forged)
         .await
         .unwrap_err();
-    assert!(format!("{error}").contains("names no call"), "{error}");
+    assert!(
+        format!("{error}").contains("names no `tools/call test_elicitation`"),
+        "{error}"
+    );
 }
 
 /// Listed resources, text and binary; a subscription hears of changes the

@@ -45,8 +45,8 @@ mod rounds;
 
 use crate::service::{AskFailure, Reply, Service};
 use link::{Levels, McpLink, level_of};
-use rounds::Round;
 pub use rounds::Rounds;
+use rounds::{Outcome, Round};
 
 /// How long a client may keep a list without asking again: lists change
 /// only when plugins do, and subscribers hear of that at once.
@@ -450,11 +450,49 @@ impl ServerHandler for McpFront {
                 other => (k, other.to_string()),
             })
             .collect();
-        let link = McpLink::new(&context, None, self.levels(&context));
-        let filled = self
-            .service
-            .get_prompt(&request.name, arguments, link.clone())
-            .await;
+        let levels = self.levels(&context);
+        let per_request = matches!(levels, Levels::Request(_));
+        let link = McpLink::new(&context, None, levels);
+        let filled = if per_request {
+            // 2026-07-28: a prompt's questions are asked in rounds too.
+            let what = format!("prompts/get {}", request.name);
+            let run = match request.request_state.as_deref() {
+                Some(state) => self.rounds.resume(
+                    &what,
+                    state,
+                    request.input_responses.as_ref(),
+                    link.clone(),
+                    context.meta.client_capabilities(),
+                )?,
+                None => {
+                    let (service, name) = (self.service.clone(), request.name.clone());
+                    let get: rounds::Run = Box::new(move |relay, _| {
+                        Box::pin(async move {
+                            Outcome::Prompt(service.get_prompt(&name, arguments, relay).await)
+                        })
+                    });
+                    self.rounds.start(
+                        what,
+                        get,
+                        link.clone(),
+                        context.meta.client_capabilities(),
+                        request.input_responses.clone(),
+                    )
+                }
+            };
+            match run.round(&self.rounds, &context.ct).await {
+                Round::Done(Outcome::Prompt(filled), _) => filled,
+                Round::Done(Outcome::Call(_), _) => unreachable!("a prompt's round"),
+                Round::Asks(input_required) => {
+                    link.close().await;
+                    return Ok(input_required.into());
+                }
+            }
+        } else {
+            self.service
+                .get_prompt(&request.name, arguments, link.clone())
+                .await
+        };
         link.close().await;
         let data = |code: &str| serde_json::json!({ "code": code, "prompt": request.name });
         // An unknown prompt name is invalid params, as the protocol has it.
@@ -517,23 +555,45 @@ impl ServerHandler for McpFront {
         let name = request.name.clone();
         let reply = if per_request {
             // 2026-07-28: a question ends the round with `input_required`.
-            let capabilities = context.meta.client_capabilities();
-            let run = if request.request_state.is_some() {
-                self.rounds.resume(&request, link.clone(), capabilities)?
-            } else {
-                self.rounds
-                    .start(self.service.clone(), request, link.clone(), capabilities)
+            let what = format!("tools/call {name}");
+            let run = match request.request_state.as_deref() {
+                Some(state) => self.rounds.resume(
+                    &what,
+                    state,
+                    request.input_responses.as_ref(),
+                    link.clone(),
+                    context.meta.client_capabilities(),
+                )?,
+                None => {
+                    let service = self.service.clone();
+                    let arguments = request.arguments.unwrap_or_default();
+                    let call: rounds::Run = Box::new(move |relay, cancel| {
+                        Box::pin(async move {
+                            Outcome::Call(
+                                service.call(&request.name, arguments, relay, cancel).await,
+                            )
+                        })
+                    });
+                    self.rounds.start(
+                        what,
+                        call,
+                        link.clone(),
+                        context.meta.client_capabilities(),
+                        request.input_responses,
+                    )
+                }
             };
             match run.round(&self.rounds, &context.ct).await {
                 // The plugin gave up for want of what the client lacks: MCP
                 // has an error for that.
-                Round::Done(Some(reply), needed)
+                Round::Done(Outcome::Call(Some(reply)), needed)
                     if gave_up_unsupported(&reply) && !needed.is_empty() =>
                 {
                     link.close().await;
                     return Err(missing_capabilities(needed));
                 }
-                Round::Done(reply, _) => reply,
+                Round::Done(Outcome::Call(reply), _) => reply,
+                Round::Done(Outcome::Prompt(_), _) => unreachable!("a tool call's round"),
                 Round::Asks(input_required) => {
                     link.close().await;
                     return Ok(input_required.into());

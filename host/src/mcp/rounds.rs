@@ -1,12 +1,13 @@
-//! Multi round-trip tool calls, for MCP 2026-07-28 clients (SEP-2322).
+//! Multi round-trip requests (tool calls, prompts), for MCP 2026-07-28
+//! clients (SEP-2322).
 //!
-//! That revision has no requests from server to client: a call that asks
-//! the client something answers `input_required`, carrying the question
-//! and a `requestState`, and the client calls the tool again with its
-//! answer. Here the call keeps running in the host meanwhile (its plugin
+//! That revision has no requests from server to client: a request whose
+//! plugin asks the client something answers `input_required`, carrying the
+//! questions and a `requestState`, and the client sends the request again
+//! with its answers. Here the call keeps running in the host meanwhile (its plugin
 //! waits inside a `client` function, holding its turn among the plugin's
 //! calls), and the state is
-//! only a handle to it: random, good for one answer to the same tool, and
+//! only a handle to it: random, good for one answer to the same request, and
 //! forgotten after [`PARK_LIMIT`]. Progress and log records go to the
 //! request of the current round. Answers a client sends with its first
 //! call, before being asked (a stateless retry), answer the questions of
@@ -21,16 +22,17 @@ use std::time::Duration;
 
 use rmcp::ErrorData as McpError;
 use rmcp::model::{
-    CallToolRequestParams, ClientCapabilities, CreateMessageResult, ElicitResult, InputRequest,
-    InputRequests, InputRequiredResult, InputResponses, ListRootsResult, ServerRequest,
+    ClientCapabilities, CreateMessageResult, ElicitResult, InputRequest, InputRequests,
+    InputRequiredResult, InputResponses, ListRootsResult, ServerRequest,
 };
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::link::{McpLink, request_for};
+use crate::bindings::Filled;
 use crate::client::{Answer, Asking, ClientLink, Level, Question, Unasked, unanswered};
-use crate::service::{Reply, Service};
+use crate::service::{AskFailure, Reply};
 
 /// How long a parked call waits for the client to call again.
 const PARK_LIMIT: Duration = Duration::from_secs(600);
@@ -76,10 +78,24 @@ struct Asked {
     reply: oneshot::Sender<Vec<Result<Answer, Unasked>>>,
 }
 
-/// A tool call running on its own task, whose questions come out here.
+/// What a request run in rounds ends with.
+pub(super) enum Outcome {
+    /// A tool call's reply (`None`: no such tool).
+    Call(Option<Reply>),
+    Prompt(Result<Filled, AskFailure>),
+}
+
+/// What runs a request, given the link it reports to and its cancellation.
+pub(super) type Run =
+    Box<dyn FnOnce(Arc<dyn ClientLink>, CancellationToken) -> BoxedOutcome + Send>;
+pub(super) type BoxedOutcome = std::pin::Pin<Box<dyn std::future::Future<Output = Outcome> + Send>>;
+
+/// A request running on its own task, whose questions come out here.
 pub(super) struct Running {
-    tool: String,
-    done: oneshot::Receiver<Option<Reply>>,
+    /// What it is (`tools/call NAME`, `prompts/get NAME`): a state resumes
+    /// only the same.
+    what: String,
+    done: oneshot::Receiver<Outcome>,
     questions: mpsc::UnboundedReceiver<Asked>,
     relay: Arc<RelayLink>,
     cancel: CancellationToken,
@@ -93,21 +109,23 @@ pub(super) struct Running {
 
 /// How a round ended.
 pub(super) enum Round {
-    /// The call ended (`None`: no such tool), with the client capabilities
-    /// its refused questions needed.
-    Done(Option<Reply>, Vec<Value>),
+    /// The request ended, with the client capabilities its refused
+    /// questions needed.
+    Done(Outcome, Vec<Value>),
     /// The call asked something: answer `input_required`.
     Asks(InputRequiredResult),
 }
 
 impl Rounds {
-    /// Start `request` on its own task, its first round reporting to `link`.
+    /// Start `what` (run by `run`) on its own task, its first round
+    /// reporting to `link`; `given` are answers the client sent unasked.
     pub(super) fn start(
         &self,
-        service: Arc<Service>,
-        request: CallToolRequestParams,
+        what: String,
+        run: Run,
         link: Arc<McpLink>,
         capabilities: Option<ClientCapabilities>,
+        given: Option<InputResponses>,
     ) -> Running {
         let (questions_tx, questions) = mpsc::unbounded_channel();
         let relay = Arc::new(RelayLink {
@@ -116,47 +134,42 @@ impl Rounds {
         });
         let cancel = CancellationToken::new();
         let (done_tx, done) = oneshot::channel();
-        let (tool, call_relay, call_cancel) = (request.name.clone(), relay.clone(), cancel.clone());
-        let given = request.input_responses.clone().unwrap_or_default();
+        let running = run(relay.clone(), cancel.clone());
         tokio::spawn(async move {
-            let arguments = request.arguments.unwrap_or_default();
-            let reply = service
-                .call(&request.name, arguments, call_relay, call_cancel)
-                .await;
-            let _ = done_tx.send(reply);
+            let _ = done_tx.send(running.await);
         });
         Running {
-            tool: tool.into_owned(),
+            what,
             done,
             questions,
             relay,
             cancel,
             needed: Vec::new(),
-            given,
+            given: given.unwrap_or_default(),
         }
     }
 
-    /// The call `request.request_state` names, given the client's answer
-    /// and reporting to `link` from now on.
+    /// The request `state` names (it must be `what`), given the client's
+    /// answers and reporting to `link` from now on.
     pub(super) fn resume(
         &self,
-        request: &CallToolRequestParams,
+        what: &str,
+        state: &str,
+        responses: Option<&InputResponses>,
         link: Arc<McpLink>,
         capabilities: Option<ClientCapabilities>,
     ) -> Result<Running, McpError> {
-        let state = request.request_state.as_deref().unwrap_or_default();
         let parked = {
             let mut parked = self.parked.lock().expect("rounds lock");
             match parked.get(state) {
-                Some(p) if p.run.tool == request.name => parked.remove(state),
+                Some(p) if p.run.what == what => parked.remove(state),
                 _ => None,
             }
         };
         let Some(parked) = parked else {
             return Err(McpError::invalid_params(
                 format!(
-                    "requestState `{state}` names no call of `{}` waiting for an answer (it ended, expired after {} s, or was answered): call the tool again without it",
-                    request.name,
+                    "requestState `{state}` names no `{what}` waiting for an answer (it ended, expired after {} s, or was answered): send the request again without it",
                     PARK_LIMIT.as_secs()
                 ),
                 None,
@@ -169,11 +182,7 @@ impl Rounds {
             reply,
         } = parked;
         for (place, key, kind) in open {
-            let response = request
-                .input_responses
-                .as_ref()
-                .and_then(|responses| responses.get(&key))
-                .cloned();
+            let response = responses.and_then(|r| r.get(&key)).cloned();
             answers[place] = Some(answer_of(kind, &key, response));
         }
         *run.relay.current.lock().expect("relay lock") = (link, capabilities);
@@ -219,7 +228,7 @@ impl Rounds {
                 .upgrade()
                 .and_then(|r| r.parked.lock().expect("rounds lock").remove(&expired));
             if let Some(parked) = gone {
-                tracing::info!(tool = %parked.run.tool, "call cancelled: its client did not answer");
+                tracing::info!(request = %parked.run.what, "request cancelled: its client did not answer");
                 parked.run.cancel.cancel();
             }
         });
@@ -233,11 +242,11 @@ impl Running {
     pub(super) async fn round(mut self, rounds: &Arc<Rounds>, ended: &CancellationToken) -> Round {
         loop {
             let asked = tokio::select! {
-                reply = &mut self.done => {
-                    let reply = reply.unwrap_or_else(|_| {
-                        Some(Reply::error("internal", "the call ended without a reply", false, Default::default()))
+                outcome = &mut self.done => {
+                    let outcome = outcome.unwrap_or_else(|_| {
+                        Outcome::Call(Some(Reply::error("internal", "the request ended without a reply", false, Default::default())))
                     });
-                    return Round::Done(reply, self.needed);
+                    return Round::Done(outcome, self.needed);
                 }
                 Some(asked) = self.questions.recv() => asked,
                 () = ended.cancelled(), if !self.cancel.is_cancelled() => {

@@ -766,6 +766,11 @@ impl prompts::Guest for TestPrompts {
                 &[("resourceUri", "URI of the resource to embed")],
             ),
             prompt("test_prompt_with_image", "A prompt with an image.", &[]),
+            prompt(
+                "test_input_required_result_prompt",
+                "A prompt that asks the person for its context first.",
+                &[],
+            ),
         ]
     }
 
@@ -795,6 +800,16 @@ impl prompts::Guest for TestPrompts {
             ],
             "test_prompt_with_image" => {
                 vec![user(image()), user(text("Please analyze the image above."))]
+            }
+            "test_input_required_result_prompt" => {
+                let context = ask_all(vec![(
+                    "user_context",
+                    form("What context should the prompt use?", "context", "string"),
+                )])?;
+                vec![user(text(&format!(
+                    "Use this context: {}",
+                    context.join("")
+                )))]
             }
             _ => return Err(ToolError::new("not_found", format!("no prompt {name}"))),
         };
