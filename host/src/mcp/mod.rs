@@ -19,10 +19,10 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
     CompletionInfo, ContentBlock, GetPromptRequestParams, GetPromptResponse, GetPromptResult,
-    Implementation, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
-    ListToolsResult, PaginatedRequestParams, Prompt, PromptArgument, PromptMessage,
-    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Reference, Resource,
-    ResourceContents, ResourceTemplate, Role, ServerCapabilities, ServerConfig,
+    Implementation, InputResponses, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, Prompt, PromptArgument,
+    PromptMessage, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Reference,
+    Resource, ResourceContents, ResourceTemplate, Role, ServerCapabilities, ServerConfig,
     SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter, Tool,
     UnsubscribeRequestParams,
 };
@@ -140,6 +140,31 @@ async fn forward_changes<F: Future<Output = bool>>(
 }
 
 impl McpFront {
+    /// A 2026-07-28 request, run in rounds: the parked one `state` names,
+    /// given the client's answers, or else a new one that `run` starts;
+    /// until it ends or asks the client something.
+    async fn in_rounds(
+        &self,
+        what: String,
+        state: Option<&str>,
+        given: Option<InputResponses>,
+        run: rounds::Run,
+        link: &Arc<McpLink>,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Round, McpError> {
+        let capabilities = context.meta.client_capabilities();
+        let running = match state {
+            Some(state) => {
+                self.rounds
+                    .resume(&what, state, given.as_ref(), link.clone(), capabilities)?
+            }
+            None => self
+                .rounds
+                .start(what, run, link.clone(), capabilities, given),
+        };
+        Ok(running.round(&self.rounds, &context.ct).await)
+    }
+
     /// The MCP `instructions`: one line on what serves the tools, then each
     /// plugin's own instructions under its name.
     fn instructions(&self) -> String {
@@ -456,31 +481,18 @@ impl ServerHandler for McpFront {
         let filled = if per_request {
             // 2026-07-28: a prompt's questions are asked in rounds too.
             let what = format!("prompts/get {}", request.name);
-            let run = match request.request_state.as_deref() {
-                Some(state) => self.rounds.resume(
-                    &what,
-                    state,
-                    request.input_responses.as_ref(),
-                    link.clone(),
-                    context.meta.client_capabilities(),
-                )?,
-                None => {
-                    let (service, name) = (self.service.clone(), request.name.clone());
-                    let get: rounds::Run = Box::new(move |relay, _| {
-                        Box::pin(async move {
-                            Outcome::Prompt(service.get_prompt(&name, arguments, relay).await)
-                        })
-                    });
-                    self.rounds.start(
-                        what,
-                        get,
-                        link.clone(),
-                        context.meta.client_capabilities(),
-                        request.input_responses.clone(),
-                    )
-                }
-            };
-            match run.round(&self.rounds, &context.ct).await {
+            let (service, name) = (self.service.clone(), request.name.clone());
+            let get: rounds::Run = Box::new(move |relay, _| {
+                Box::pin(async move {
+                    Outcome::Prompt(service.get_prompt(&name, arguments, relay).await)
+                })
+            });
+            let state = request.request_state.as_deref();
+            let given = request.input_responses.clone();
+            match self
+                .in_rounds(what, state, given, get, &link, &context)
+                .await?
+            {
                 Round::Done(Outcome::Prompt(filled), _) => filled,
                 Round::Done(Outcome::Call(_), _) => unreachable!("a prompt's round"),
                 Round::Asks(input_required) => {
@@ -556,34 +568,19 @@ impl ServerHandler for McpFront {
         let reply = if per_request {
             // 2026-07-28: a question ends the round with `input_required`.
             let what = format!("tools/call {name}");
-            let run = match request.request_state.as_deref() {
-                Some(state) => self.rounds.resume(
-                    &what,
-                    state,
-                    request.input_responses.as_ref(),
-                    link.clone(),
-                    context.meta.client_capabilities(),
-                )?,
-                None => {
-                    let service = self.service.clone();
-                    let arguments = request.arguments.unwrap_or_default();
-                    let call: rounds::Run = Box::new(move |relay, cancel| {
-                        Box::pin(async move {
-                            Outcome::Call(
-                                service.call(&request.name, arguments, relay, cancel).await,
-                            )
-                        })
-                    });
-                    self.rounds.start(
-                        what,
-                        call,
-                        link.clone(),
-                        context.meta.client_capabilities(),
-                        request.input_responses,
-                    )
-                }
-            };
-            match run.round(&self.rounds, &context.ct).await {
+            let state = request.request_state.clone();
+            let given = request.input_responses.clone();
+            let service = self.service.clone();
+            let arguments = request.arguments.unwrap_or_default();
+            let call: rounds::Run = Box::new(move |relay, cancel| {
+                Box::pin(async move {
+                    Outcome::Call(service.call(&request.name, arguments, relay, cancel).await)
+                })
+            });
+            match self
+                .in_rounds(what, state.as_deref(), given, call, &link, &context)
+                .await?
+            {
                 // The plugin gave up for want of what the client lacks: MCP
                 // has an error for that.
                 Round::Done(Outcome::Call(Some(reply)), needed)
