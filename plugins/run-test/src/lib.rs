@@ -13,7 +13,7 @@ mod request;
 mod results;
 mod template;
 
-use plugin_sdk::process::{self, RunRequest, RunResult, Status};
+use plugin_sdk::process::{self, RunRequest, RunResult, Status, Stream};
 use plugin_sdk::{Hints, McpTool, ToolError, ToolOutput};
 use serde_json::json;
 
@@ -71,13 +71,14 @@ fn run(args: &request::Args, checked: &Checked) -> serde_json::Value {
                 exit_code: None,
                 duration_ms: 0,
                 text: String::new(),
+                stdout: String::new(),
                 truncated: false,
                 error: Some(why),
             }
         }
     };
     let summary = excerpt::summarize(&outcome.text, outcome.truncated, args.runner);
-    let results = results_of(args.runner, checked, &outcome.text);
+    let results = results_of(args.runner, checked, &outcome.stdout);
     let tests = results.as_ref().map(|r| &r.counts);
     let failures = results.as_ref().map_or(&[][..], Results::shown);
     let excerpt = match &outcome.error {
@@ -206,6 +207,10 @@ struct Outcome {
     duration_ms: u64,
     /// The tail of the output, both streams in arrival order.
     text: String,
+    /// The same tail's stdout alone, where the runners write their verdicts:
+    /// a line of stderr (cargo's `Doc-tests …`) can land in the middle of
+    /// one of them in `text` (`test adds ...    Doc-tests sample` + `ok`).
+    stdout: String,
     truncated: bool,
     error: Option<String>,
 }
@@ -223,11 +228,18 @@ impl Outcome {
             Status::Cancelled => Some("the run was cancelled".to_string()),
             _ => r.error,
         };
+        let stdout = r
+            .tail
+            .iter()
+            .filter(|c| matches!(c.stream, Stream::Stdout))
+            .map(|c| c.text.as_str())
+            .collect();
         Outcome {
             status,
             exit_code: r.exit_code,
             duration_ms: r.duration_ms,
             text: r.tail.into_iter().map(|c| c.text).collect(),
+            stdout,
             truncated: r.truncated,
             error,
         }
