@@ -387,8 +387,8 @@ impl Service {
             .await;
             let Ok(listed) = listed else { continue };
             let (ours, strays): (Vec<_>, Vec<_>) = listed.into_iter().partition(|r| {
-                crate::catalog::uri_scheme(&r.uri).is_some()
-                    && crate::catalog::uri_scheme(&r.uri) == plugin.scheme.as_deref()
+                let scheme = crate::catalog::uri_scheme(&r.uri);
+                scheme.is_some() && scheme == plugin.scheme.as_deref()
             });
             for stray in strays {
                 tracing::warn!(plugin = %plugin.name, uri = %stray.uri, scheme = ?plugin.scheme, "listed resource left out: not under the plugin's scheme");

@@ -260,30 +260,17 @@ impl Running {
             let mut answers = Vec::with_capacity(questions.len());
             let mut sent = Vec::new();
             for (place, (key, question)) in questions.into_iter().enumerate() {
+                let kind = Kind::of(&question);
                 // A malformed one is as none: the question is asked.
                 let given = self.given.remove(&key);
-                if let Some(answer) =
-                    given.and_then(|r| answer_of(Kind::of(&question), &key, Some(r)).ok())
-                {
+                if let Some(answer) = given.and_then(|r| answer_of(kind, &key, Some(r)).ok()) {
                     answers.push(Some(Ok(answer)));
                     continue;
                 }
                 match request_for(question, capabilities.as_ref()) {
                     Ok(request) => {
-                        let (kind, input) = match request {
-                            ServerRequest::ElicitRequest(r) => {
-                                (Kind::Elicit, InputRequest::Elicitation(r))
-                            }
-                            ServerRequest::CreateMessageRequest(r) => {
-                                (Kind::Sample, InputRequest::CreateMessage(r))
-                            }
-                            ServerRequest::ListRootsRequest(r) => {
-                                (Kind::Roots, InputRequest::ListRoots(r))
-                            }
-                            _ => unreachable!("questions are elicitation, sampling or roots"),
-                        };
                         answers.push(None);
-                        sent.push((place, key, kind, input));
+                        sent.push((place, key, kind, input_request(request)));
                     }
                     Err(missing) => {
                         self.needed.push(missing.capability.clone());
@@ -297,6 +284,16 @@ impl Running {
             }
             return rounds.park(self, sent, answers, reply);
         }
+    }
+}
+
+/// A question's request as an entry of `inputRequests`.
+fn input_request(request: ServerRequest) -> InputRequest {
+    match request {
+        ServerRequest::ElicitRequest(r) => InputRequest::Elicitation(r),
+        ServerRequest::CreateMessageRequest(r) => InputRequest::CreateMessage(r),
+        ServerRequest::ListRootsRequest(r) => InputRequest::ListRoots(r),
+        _ => unreachable!("questions are elicitation, sampling or roots"),
     }
 }
 
