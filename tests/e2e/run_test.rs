@@ -221,11 +221,12 @@ async fn cargo_pass_and_fail() {
             "adds_wrong"
         ])
     );
-    // A runner without per-test results has no `failed` scope.
-    let go = host
-        .call("run_test", run_test_args("go", json!({"scope": "failed"})))
+    // An npm project whose runner gives no per-test results has no
+    // `failed` scope (this one has no package.json at all).
+    let npm = host
+        .call("run_test", run_test_args("npm", json!({"scope": "failed"})))
         .await;
-    let err = structured(&go);
+    let err = structured(&npm);
     assert_eq!(err["code"], "invalid_request", "{err}");
     assert!(
         err["message"]
@@ -379,6 +380,241 @@ async fn npm_with_nodes_test_runner_reports_each_test() {
     assert_eq!(out["status"], "pass", "{out:#}");
     assert_eq!(out["tests"]["passed"], 1, "{out:#}");
     assert_eq!(out["tests"]["failed"], 0, "{out:#}");
+}
+
+/// The test runners from the npm registry (jest, vitest): a node_modules
+/// folder holding both, `$JS_TEST_RUNNERS`, by default
+/// `~/.cache/mcp-host-ci/js-runners/node_modules` (.ci/run installs them).
+fn js_runners() -> Option<std::path::PathBuf> {
+    let dir = std::env::var_os("JS_TEST_RUNNERS")
+        .map(std::path::PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .map(|home| Path::new(&home).join(".cache/mcp-host-ci/js-runners/node_modules"))
+        })?;
+    if ["jest", "vitest"]
+        .iter()
+        .all(|bin| dir.join(".bin").join(bin).is_file())
+    {
+        return Some(dir);
+    }
+    skip(&format!(
+        "no jest and vitest in {}: `npm install --prefix DIR jest@30.5.2 vitest@4.1.12` and set JS_TEST_RUNNERS=DIR/node_modules (.ci/run does)",
+        dir.display()
+    ));
+    None
+}
+
+/// An npm project whose `npm test` is `script`, with jest and vitest
+/// linked into its node_modules (the tests stay offline). Each package is
+/// linked, not the folder, so what the runners write there (vitest's
+/// `.vite/` cache) stays in the project.
+fn js_runner_env(script: &str, package_type: &str) -> Option<Env> {
+    let runners = js_runners()?;
+    let env = npm_env(script)?;
+    let package =
+        json!({"name": "p", "version": "1.0.0", "type": package_type, "scripts": {"test": script}});
+    write(&env.workspace, &[("package.json", &package.to_string())]);
+    let modules = env.workspace.join("node_modules");
+    std::fs::create_dir(&modules).unwrap();
+    for entry in std::fs::read_dir(&runners).unwrap().flatten() {
+        if !entry.file_name().to_string_lossy().starts_with(".vite") {
+            std::os::unix::fs::symlink(entry.path(), modules.join(entry.file_name())).unwrap();
+        }
+    }
+    Some(env)
+}
+
+/// jest and vitest, each behind `npm test`: their JSON report gives each
+/// test's full name, where it failed and the assertion message; `failed`
+/// runs only that test again and `pattern` goes to their `-t`.
+#[tokio::test]
+async fn npm_with_jest_or_vitest_reports_each_test() {
+    let body = "describe('math', () => {\n  test('adds', () => { expect(1 + 1).toBe(2); });\n  test('subtracts', () => {\n    expect(2 - 1).toBe(3);\n  });\n});\ntest.skip('later', () => {});\n";
+    let runners = [
+        ("jest", "commonjs", String::new(), 4, "Expected: 3"),
+        (
+            "vitest",
+            "module",
+            "import { describe, test, expect } from 'vitest';\n".to_string(),
+            5,
+            "expected 1 to be 3",
+        ),
+    ];
+    for (script, package_type, import, line, message) in runners {
+        let Some(env) = js_runner_env(script, package_type) else {
+            return;
+        };
+        write(
+            &env.workspace,
+            &[("test/math.test.js", &format!("{import}{body}"))],
+        );
+        let host = env.start().await;
+        let r = host
+            .call("run_test", run_test_args("npm", json!({"scope": "all"})))
+            .await;
+        let out = &structured(&r);
+        check_reports(&env, out, "fail");
+        first_failure(
+            out,
+            [1, 1, 1],
+            "math subtracts",
+            ("test/math.test.js", line),
+            message,
+        );
+        let again = host
+            .call("run_test", run_test_args("npm", json!({"scope": "failed"})))
+            .await;
+        let out = &structured(&again);
+        assert_eq!(out["tests"]["failed"], 1, "{script}: {out:#}");
+        assert_eq!(out["tests"]["passed"], 0, "{script}: {out:#}");
+        assert_eq!(out["failures"][0]["name"], "math subtracts", "{script}");
+        let r = host
+            .call(
+                "run_test",
+                run_test_args("npm", json!({"scope": "pattern", "target": "adds"})),
+            )
+            .await;
+        let out = &structured(&r);
+        assert_eq!(out["status"], "pass", "{script}: {out:#}");
+        assert_eq!(out["tests"]["passed"], 1, "{script}: {out:#}");
+    }
+}
+
+/// A go module: a test that fails, one that passes, one skipped, a table
+/// whose second case fails, and a panic in a second package.
+fn go_env() -> Option<Env> {
+    if !require_program(
+        "go",
+        "install Go (`apt-get install golang-go`; .ci/run does)",
+    ) {
+        return None;
+    }
+    let env = env();
+    write(
+        &env.workspace,
+        &[
+            ("go.mod", "module example.com/calc\n\ngo 1.19\n"),
+            (
+                "calc.go",
+                "package calc\n\nfunc Add(a, b int) int { return a + b }\n",
+            ),
+            (
+                "calc_test.go",
+                "package calc\n\nimport \"testing\"\n\n\
+                 func TestAdd(t *testing.T) {\n\tif Add(1, 2) != 3 {\n\t\tt.Fatal(\"no\")\n\t}\n}\n\n\
+                 func TestSub(t *testing.T) {\n\tif got := Add(2, -1); got != 3 {\n\t\tt.Errorf(\"Add(2, -1) = %d, want 3\", got)\n\t}\n}\n\n\
+                 func TestLater(t *testing.T) { t.Skip(\"later\") }\n\n\
+                 func TestTable(t *testing.T) {\n\tfor _, want := range []int{2, 3} {\n\t\tt.Run(\"sum\", func(t *testing.T) {\n\t\t\tif Add(1, 1) != want {\n\t\t\t\tt.Errorf(\"want %d\", want)\n\t\t\t}\n\t\t})\n\t}\n}\n",
+            ),
+            (
+                "sub/sub_test.go",
+                "package sub\n\nimport \"testing\"\n\nfunc TestPanics(t *testing.T) {\n\tvar m map[string]int\n\tm[\"x\"] = 1\n}\n",
+            ),
+        ],
+    );
+    Some(env)
+}
+
+/// `go test -json`: each test and subtest, where it failed and why;
+/// `failed` runs only the failing top-level tests again.
+#[tokio::test]
+async fn go_reports_each_test() {
+    let Some(env) = go_env() else {
+        return;
+    };
+    let host = env.start().await;
+    let r = host
+        .call("run_test", run_test_args("go", json!({"scope": "all"})))
+        .await;
+    let out = &structured(&r);
+    check_reports(&env, out, "fail");
+    first_failure(
+        out,
+        [2, 3, 1],
+        "TestSub",
+        ("calc_test.go", 13),
+        "Add(2, -1) = 1, want 3",
+    );
+    let names: Vec<&str> = out["failures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["TestSub", "TestTable/sum#01", "TestPanics"],
+        "{out:#}"
+    );
+    let panic = &out["failures"][2];
+    assert_eq!(
+        (&panic["file"], &panic["line"]),
+        (&json!("sub/sub_test.go"), &json!(7)),
+        "{panic}"
+    );
+    assert!(
+        panic["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("panic: assignment to entry in nil map"),
+        "{panic}"
+    );
+    // The excerpt reads as go's console, not as JSON.
+    let excerpt = out["excerpt"].as_str().unwrap();
+    assert!(excerpt.contains("--- FAIL: TestSub"), "{excerpt}");
+    assert!(!excerpt.contains("\"Action\""), "{excerpt}");
+
+    let again = host
+        .call("run_test", run_test_args("go", json!({"scope": "failed"})))
+        .await;
+    let out = &structured(&again);
+    // TestAdd and TestLater stay out; TestTable runs whole (its first case
+    // passes).
+    assert_eq!(
+        out["tests"],
+        json!({"passed": 1, "failed": 3, "skipped": 0, "total": 4}),
+        "{out:#}"
+    );
+    let r = host
+        .call(
+            "run_test",
+            run_test_args("go", json!({"scope": "pattern", "target": "TestAdd"})),
+        )
+        .await;
+    let out = &structured(&r);
+    assert_eq!(out["status"], "pass", "{out:#}");
+    assert_eq!(out["tests"]["passed"], 1, "{out:#}");
+}
+
+/// A go run cut off by the timeout: go's stream, logged as it came, still
+/// counts the tests that finished.
+#[tokio::test]
+async fn a_go_timeout_still_counts_what_finished() {
+    let Some(env) = go_env() else {
+        return;
+    };
+    write(
+        &env.workspace,
+        &[(
+            "sub/sub_test.go",
+            "package sub\n\nimport (\n\t\"testing\"\n\t\"time\"\n)\n\n\
+             func TestA(t *testing.T) {}\n\nfunc TestB(t *testing.T) { t.Error(\"b\") }\n\n\
+             func TestC(t *testing.T) { time.Sleep(10 * time.Minute) }\n",
+        )],
+    );
+    let host = env.start().await;
+    let mut args = run_test_args("go", json!({"scope": "file", "target": "sub/sub_test.go"}));
+    args["timeout_ms"] = json!(15_000);
+    let r = host.call("run_test", args).await;
+    let out = &structured(&r);
+    assert_eq!(out["status"], "timeout", "{out:#}");
+    assert_eq!(
+        out["tests"],
+        json!({"passed": 1, "failed": 1, "skipped": 0, "total": 2}),
+        "{out:#}"
+    );
+    assert_eq!(out["failures"][0]["name"], "TestB");
 }
 
 /// A run cut off by its timeout writes no JUnit report: the tests that

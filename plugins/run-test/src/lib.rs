@@ -18,7 +18,8 @@ use plugin_sdk::{Hints, McpTool, ToolError, ToolOutput};
 use serde_json::json;
 
 use request::Checked;
-use results::{Junit, Results};
+use results::Results;
+use results::junit::Dialect;
 use template::{Project, Runner};
 
 /// The `run_test` tool.
@@ -28,7 +29,8 @@ impl McpTool for RunTest {
     const NAME: &'static str = "run_test";
     const DESCRIPTION: &'static str = "Run the repository's tests with a fixed command template and always come back: a hard timeout and a \
         no-output timeout kill the whole process tree. Writes raw.log, summary.md and summary.json to the report \
-        directory and returns the status, exit code, duration and an excerpt of the failures.";
+        directory and returns the status, exit code, duration, an excerpt of the failures, and how many tests passed and \
+        failed with the failing tests' names, files, lines and messages.";
     const HINTS: Option<Hints> = Some(Hints {
         read_only: false,
         destructive: false,
@@ -51,7 +53,9 @@ impl McpTool for RunTest {
 fn run(args: &request::Args, checked: &Checked) -> serde_json::Value {
     let raw_log = checked.report_dir.join("raw.log");
     // A report left in a reused report dir must not pass for this run's.
-    let _ = std::fs::remove_file(checked.report_dir.join("junit.xml"));
+    if let Some(file) = template::report_file(args.runner, checked.project) {
+        let _ = std::fs::remove_file(checked.report_dir.join(file));
+    }
     let request = RunRequest::new(&checked.command.program, checked.repo.to_string_lossy())
         .args(&checked.command.args)
         .env(template::quiet_env())
@@ -77,7 +81,11 @@ fn run(args: &request::Args, checked: &Checked) -> serde_json::Value {
             }
         }
     };
-    let summary = excerpt::summarize(&outcome.text, outcome.truncated, args.runner);
+    let console = match args.runner {
+        Runner::Go => results::gotest::console(&outcome.text),
+        _ => outcome.text.clone(),
+    };
+    let summary = excerpt::summarize(&console, outcome.truncated, args.runner);
     let results = results_of(args.runner, checked, &outcome.stdout);
     let tests = results.as_ref().map(|r| &r.counts);
     let failures = results.as_ref().map_or(&[][..], Results::shown);
@@ -167,37 +175,63 @@ fn run(args: &request::Args, checked: &Checked) -> serde_json::Value {
     })
 }
 
-/// The per-test results: from the JUnit report the run wrote, else from
-/// its output (a run cut off writes no report); `None` for the runners
-/// read only as text (go, dart, flutter, npm other than node's runner).
-fn results_of(runner: Runner, checked: &Checked, output: &str) -> Option<Results> {
-    let report = |dialect| -> Option<Results> {
-        let path = checked.report_dir.join("junit.xml");
+/// The per-test results: from the report the run wrote, else from its
+/// output (a run cut off may write none); `None` where neither says (npm
+/// other than jest, vitest or node's runner; jest or vitest cut off).
+fn results_of(runner: Runner, checked: &Checked, stdout: &str) -> Option<Results> {
+    let repo = checked.repo.to_string_lossy();
+    let report = |file: &str| -> Option<String> {
+        let path = checked.report_dir.join(file);
         let size = std::fs::metadata(&path).ok()?.len();
-        let complaint = if size > results::MAX_REPORT_BYTES {
-            format!(
-                "junit.xml is {size} bytes, over {}: not read",
-                results::MAX_REPORT_BYTES
-            )
-        } else {
-            let xml = std::fs::read_to_string(&path).ok()?;
-            match results::junit(&xml, dialect, &checked.repo.to_string_lossy()) {
-                Ok(results) => return Some(results),
-                Err(e) => format!("junit.xml cannot be read ({e}): the output is read instead"),
+        if size > results::MAX_REPORT_BYTES {
+            plugin_sdk::log::log(
+                plugin_sdk::log::Level::Warn,
+                &format!(
+                    "{file} is {size} bytes, over {}: not read",
+                    results::MAX_REPORT_BYTES
+                ),
+            );
+            return None;
+        }
+        std::fs::read_to_string(&path).ok()
+    };
+    let parsed =
+        |file: &str, read: &dyn Fn(&str) -> Result<Results, String>| match read(&report(file)?) {
+            Ok(results) => Some(results),
+            Err(e) => {
+                plugin_sdk::log::log(
+                    plugin_sdk::log::Level::Warn,
+                    &format!("{file} cannot be read ({e}): the output is read instead"),
+                );
+                None
             }
         };
-        plugin_sdk::log::log(plugin_sdk::log::Level::Warn, &complaint);
-        None
+    let junit = |dialect| {
+        parsed("junit.xml", &|xml| {
+            results::junit::read(xml, dialect, &repo)
+        })
     };
     match (runner, checked.project) {
         (Runner::Pytest, _) => {
-            report(Junit::Pytest).or_else(|| Some(results::pytest_console(output)))
+            junit(Dialect::Pytest).or_else(|| Some(results::console::pytest(stdout)))
         }
         (Runner::Npm, Project::NodeTestRunner) => {
-            report(Junit::Node).or_else(|| Some(results::node_console(output)))
+            junit(Dialect::Node).or_else(|| Some(results::console::node(stdout)))
         }
-        (Runner::Cargo, _) => Some(results::libtest(output)),
-        _ => None,
+        (Runner::Npm, Project::Jest | Project::Vitest) => {
+            parsed("results.json", &|json| results::jest::read(json, &repo))
+        }
+        (Runner::Npm, Project::Plain) => None,
+        (Runner::Dart | Runner::Flutter, _) => {
+            report("results.jsonl").map(|events| results::dart::read(&events, &repo))
+        }
+        (Runner::Go, _) => {
+            let module = std::fs::read_to_string(checked.repo.join("go.mod"))
+                .ok()
+                .and_then(|text| results::gotest::module(&text));
+            report("raw.log").map(|log| results::gotest::read(&log, module.as_deref(), &repo))
+        }
+        (Runner::Cargo, _) => Some(results::console::libtest(stdout)),
     }
 }
 

@@ -25,7 +25,7 @@ const DEFAULT_REPORTS: &str = ".cache/mcp-test-timebox/reports";
 pub struct Args {
     /// Which test runner's fixed command template to use.
     pub runner: Runner,
-    /// all: the whole suite; file: one test file; pattern: tests whose name matches; failed: the tests that failed in the last run of this runner here (pytest, cargo, npm with node's test runner).
+    /// all: the whole suite; file: one test file; pattern: tests whose name matches; failed: the tests that failed in the last run of this runner here (every runner; npm when its test script is jest, vitest or node --test).
     pub scope: Scope,
     /// Required when scope is file or pattern. scope=file: a test file path relative to the repository (cargo: tests/<name>.rs; go: a file of the package to test). scope=pattern: a test name pattern.
     #[schemars(length(min = 1, max = 512))]
@@ -140,29 +140,45 @@ fn failed_targets(runner: Runner, project: Project, repo: &Path) -> Result<Vec<S
             runner.name()
         )));
     }
-    Ok(match (runner, project) {
-        // One pattern naming exactly those tests.
-        (Runner::Npm, _) => vec![format!(
-            "^(?:{})$",
-            names
+    // pytest and cargo take the names themselves; the others one pattern
+    // naming exactly those tests (go: the top-level tests, as -run matches
+    // subtests level by level; a package that failed is not a test name).
+    let names: Vec<String> = match runner {
+        Runner::Pytest | Runner::Cargo => return Ok(names),
+        Runner::Go => {
+            let mut top: Vec<String> = names
                 .iter()
-                .map(|n| regex_lite::escape(n))
-                .collect::<Vec<_>>()
-                .join("|")
-        )],
+                .map(|n| n.split('/').next().unwrap_or_default().to_string())
+                .filter(|n| {
+                    ["Test", "Example", "Fuzz"].iter().any(|p| n.starts_with(p))
+                        && n.chars().all(|c| c.is_alphanumeric() || c == '_')
+                })
+                .collect();
+            top.sort();
+            top.dedup();
+            top
+        }
         _ => names,
-    })
+    };
+    if names.is_empty() {
+        return Err(invalid(format!(
+            "the last {} run ({DEFAULT_REPORTS}/{dir}) failed outside any test (a build failure, a file that did not load): run scope `all` after fixing it",
+            runner.name()
+        )));
+    }
+    let escaped: Vec<String> = names.iter().map(|n| regex_lite::escape(n)).collect();
+    Ok(vec![format!("^(?:{})$", escaped.join("|"))])
 }
 
 fn no_failed_scope(runner: Runner) -> ToolError {
     invalid(format!(
-        "scope `failed` needs per-test results, which {} does not give yet: use scope `pattern`",
+        "scope `failed` needs per-test results, which {} gives only when its test script is jest, vitest or `node --test`: use scope `pattern`",
         runner.name()
     ))
 }
 
-/// How the project runs its tests: for npm, whether `npm test` is node's
-/// own test runner (the `test` script starts with `node --test`).
+/// How the project runs its tests: for npm, which runner the `test` script
+/// starts (`jest …`, `vitest …`, `node --test …`).
 fn project(runner: Runner, repo: &Path) -> Project {
     if runner != Runner::Npm {
         return Project::Plain;
@@ -173,10 +189,11 @@ fn project(runner: Runner, repo: &Path) -> Project {
         .and_then(|package| package["scripts"]["test"].as_str().map(str::to_string))
         .unwrap_or_default();
     let mut words = script.split_whitespace();
-    if words.next() == Some("node") && words.next() == Some("--test") {
-        Project::NodeTestRunner
-    } else {
-        Project::Plain
+    match (words.next(), words.next()) {
+        (Some("jest"), _) => Project::Jest,
+        (Some("vitest"), _) => Project::Vitest,
+        (Some("node"), Some("--test")) => Project::NodeTestRunner,
+        _ => Project::Plain,
     }
 }
 
@@ -372,6 +389,47 @@ mod tests {
         assert_eq!(
             second.report_rel,
             PathBuf::from(".cache/mcp-test-timebox/reports/20260112_123456_1")
+        );
+    }
+
+    /// `failed` names the last run's failing tests from its summary.json,
+    /// which the test project could have written: names read as options
+    /// are dropped, the rest escaped into one anchored pattern (go: the
+    /// top-level test functions only).
+    #[test]
+    fn failed_tests_come_back_as_one_escaped_pattern() {
+        let r = repo();
+        let last = r.path().join(DEFAULT_REPORTS).join("20260101_000000");
+        std::fs::create_dir_all(&last).unwrap();
+        let summary = serde_json::json!({"runner": "go", "failed_tests":
+            ["TestSub", "TestTable/two", "TestTable/one", "example.com/m/broken", "-test.v", "Test.*"]});
+        std::fs::write(last.join("summary.json"), summary.to_string()).unwrap();
+        let go = check(&args(Runner::Go, Scope::Failed, None, None), r.path(), "t").unwrap();
+        assert_eq!(
+            go.command.args[go.command.args.len() - 3..],
+            ["-run", "^(?:TestSub|TestTable)$", "./..."]
+        );
+        let summary = serde_json::json!({"runner": "dart", "failed_tests": ["calc (a+b)", "-n"]});
+        std::fs::write(last.join("summary.json"), summary.to_string()).unwrap();
+        let dart = check(
+            &args(Runner::Dart, Scope::Failed, None, None),
+            r.path(),
+            "t",
+        )
+        .unwrap();
+        assert_eq!(
+            dart.command.args[dart.command.args.len() - 2..],
+            ["--name", r"^(?:calc \(a\+b\))$"]
+        );
+        let summary = serde_json::json!({"runner": "go", "failed_tests": ["example.com/m/broken"]});
+        std::fs::write(last.join("summary.json"), summary.to_string()).unwrap();
+        let err = check(&args(Runner::Go, Scope::Failed, None, None), r.path(), "t")
+            .err()
+            .unwrap();
+        assert!(
+            err.message.contains("failed outside any test"),
+            "{}",
+            err.message
         );
     }
 

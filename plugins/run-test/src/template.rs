@@ -72,6 +72,10 @@ pub enum Project {
     /// `npm test` is node's own test runner (`node --test …` in
     /// package.json), which writes a JUnit report when asked.
     NodeTestRunner,
+    /// `npm test` is jest, which writes its JSON report when asked.
+    Jest,
+    /// `npm test` is vitest, whose `json` reporter writes jest's format.
+    Vitest,
 }
 
 /// pytest: each test's verdict on the console (counts even when the run is
@@ -95,9 +99,47 @@ const NODE: [&str; 6] = [
     "--test-reporter=junit",
     "--test-reporter-destination={report}/junit.xml",
 ];
+/// `npm test` when it is jest: its console, and its JSON report with each
+/// test's declaration line.
+const JEST: [&str; 6] = [
+    "test",
+    "--",
+    "--ci",
+    "--json",
+    "--testLocationInResults",
+    "--outputFile={report}/results.json",
+];
+/// `npm test` when it is vitest: its console, and its JSON report (jest's
+/// format) with each test's declaration line.
+const VITEST: [&str; 6] = [
+    "test",
+    "--",
+    "--reporter=default",
+    "--reporter=json",
+    "--outputFile.json={report}/results.json",
+    "--includeTaskLocation",
+];
+/// go: test2json's event stream on stdout (the host logs it whole into
+/// raw.log in the report dir).
+const GO: [&str; 2] = ["test", "-json"];
+/// dart and flutter: their usual console, and the JSON reporter's events
+/// into the report dir.
+const DART: [&str; 2] = ["test", "--file-reporter=json:{report}/results.jsonl"];
 
-/// The template for `runner` and `scope`, `None` where the runner has none
-/// (`failed` for the runners without per-test results). `{target}` takes
+/// The file in the report dir that the runner's template asks it to write
+/// its per-test report into; `None` where there is none (go's report is
+/// its stdout, in raw.log; cargo and plain npm have none).
+pub fn report_file(runner: Runner, project: Project) -> Option<&'static str> {
+    match (runner, project) {
+        (Runner::Pytest, _) | (Runner::Npm, Project::NodeTestRunner) => Some("junit.xml"),
+        (Runner::Npm, Project::Jest | Project::Vitest) => Some("results.json"),
+        (Runner::Dart | Runner::Flutter, _) => Some("results.jsonl"),
+        _ => None,
+    }
+}
+
+/// The template for `runner` and `scope`, `None` where there is none
+/// (`failed` for an npm project whose runner gives no per-test results). `{target}` takes
 /// `targets`, which have been validated: a file path inside the repository
 /// (relative to it), a name pattern, or for `failed` the failing tests'
 /// names from the last report, none of them readable as an option;
@@ -112,37 +154,49 @@ pub fn command(
     let with = |program: &'static str, base: &[&'static str], rest: &[&'static str]| {
         (program, [base, rest].concat())
     };
-    let pytest = |rest: &[&'static str]| with("pytest", &PYTEST, rest);
-    let cargo = |rest: &[&'static str]| with("cargo", &CARGO, rest);
-    let node = |rest: &[&'static str]| with("npm", &NODE, rest);
+    let npm = |base: &[&'static str], rest: &[&'static str]| with("npm", base, rest);
     let (program, args): (&str, Vec<&str>) = match (runner, scope) {
-        (Runner::Flutter, Scope::All) => ("flutter", vec!["test"]),
-        (Runner::Flutter, Scope::File) => ("flutter", vec!["test", "{target}"]),
-        (Runner::Flutter, Scope::Pattern) => ("flutter", vec!["test", "--name", "{target}"]),
-        (Runner::Dart, Scope::All) => ("dart", vec!["test"]),
-        (Runner::Dart, Scope::File) => ("dart", vec!["test", "{target}"]),
-        (Runner::Dart, Scope::Pattern) => ("dart", vec!["test", "--name", "{target}"]),
-        (Runner::Cargo, Scope::All) => cargo(&[]),
-        (Runner::Cargo, Scope::File) => cargo(&["--test", "{target}"]),
-        (Runner::Cargo, Scope::Pattern) => cargo(&["--", "{target}"]),
-        (Runner::Pytest, Scope::All) => pytest(&[]),
-        (Runner::Pytest, Scope::File) => pytest(&["{target}"]),
-        (Runner::Pytest, Scope::Pattern) => pytest(&["-k", "{target}"]),
-        // Node ids after `--`: never options, whatever the test is called.
-        (Runner::Pytest, Scope::Failed) => pytest(&["--", "{target}"]),
-        (Runner::Cargo, Scope::Failed) => cargo(&["--", "--exact", "{target}"]),
-        (Runner::Go, Scope::All) => ("go", vec!["test", "./..."]),
-        (Runner::Go, Scope::File) => ("go", vec!["test", "{target}"]),
-        (Runner::Go, Scope::Pattern) => ("go", vec!["test", "-run", "{target}", "./..."]),
-        (Runner::Npm, Scope::All) if project == Project::NodeTestRunner => node(&[]),
-        (Runner::Npm, Scope::File) if project == Project::NodeTestRunner => node(&["{target}"]),
-        (Runner::Npm, Scope::Pattern | Scope::Failed) if project == Project::NodeTestRunner => {
-            node(&["--test-name-pattern", "{target}"])
+        (Runner::Flutter | Runner::Dart, _) => {
+            let program = runner.name();
+            match scope {
+                Scope::All => with(program, &DART, &[]),
+                Scope::File => with(program, &DART, &["{target}"]),
+                Scope::Pattern | Scope::Failed => with(program, &DART, &["--name", "{target}"]),
+            }
         }
-        (_, Scope::Failed) => return None,
-        (Runner::Npm, Scope::All) => ("npm", vec!["test"]),
-        (Runner::Npm, Scope::File) => ("npm", vec!["test", "--", "{target}"]),
-        (Runner::Npm, Scope::Pattern) => ("npm", vec!["test", "--", "-t", "{target}"]),
+        (Runner::Cargo, Scope::All) => with("cargo", &CARGO, &[]),
+        (Runner::Cargo, Scope::File) => with("cargo", &CARGO, &["--test", "{target}"]),
+        (Runner::Cargo, Scope::Pattern) => with("cargo", &CARGO, &["--", "{target}"]),
+        (Runner::Cargo, Scope::Failed) => with("cargo", &CARGO, &["--", "--exact", "{target}"]),
+        (Runner::Pytest, Scope::All) => with("pytest", &PYTEST, &[]),
+        (Runner::Pytest, Scope::File) => with("pytest", &PYTEST, &["{target}"]),
+        (Runner::Pytest, Scope::Pattern) => with("pytest", &PYTEST, &["-k", "{target}"]),
+        // Node ids after `--`: never options, whatever the test is called.
+        (Runner::Pytest, Scope::Failed) => with("pytest", &PYTEST, &["--", "{target}"]),
+        (Runner::Go, Scope::All) => with("go", &GO, &["./..."]),
+        (Runner::Go, Scope::File) => with("go", &GO, &["{target}"]),
+        (Runner::Go, Scope::Pattern | Scope::Failed) => {
+            with("go", &GO, &["-run", "{target}", "./..."])
+        }
+        (Runner::Npm, _) => {
+            let base: &[&'static str] = match project {
+                Project::NodeTestRunner => &NODE,
+                Project::Jest => &JEST,
+                Project::Vitest => &VITEST,
+                Project::Plain => &["test"],
+            };
+            match (scope, project) {
+                (Scope::All, _) => npm(base, &[]),
+                (Scope::File, Project::Plain) => npm(base, &["--", "{target}"]),
+                (Scope::File, _) => npm(base, &["{target}"]),
+                (Scope::Pattern, Project::Plain) => npm(base, &["--", "-t", "{target}"]),
+                (Scope::Failed, Project::Plain) => return None,
+                (Scope::Pattern | Scope::Failed, Project::NodeTestRunner) => {
+                    npm(base, &["--test-name-pattern", "{target}"])
+                }
+                (Scope::Pattern | Scope::Failed, _) => npm(base, &["-t", "{target}"]),
+            }
+        }
     };
     Some(Command {
         template: std::iter::once(program)
@@ -250,7 +304,7 @@ mod tests {
             command(Runner::Flutter, Scope::All, Project::Plain, &[], "r")
                 .unwrap()
                 .display(),
-            "flutter test"
+            "flutter test --file-reporter=json:r/results.jsonl"
         );
         assert_eq!(
             command(
@@ -262,7 +316,7 @@ mod tests {
             )
             .unwrap()
             .args,
-            vec!["test", "./pkg/util"]
+            vec!["test", "-json", "./pkg/util"]
         );
     }
 
@@ -289,7 +343,62 @@ mod tests {
             c.args[c.args.len() - 3..],
             ["--", "--exact", "test_a.py::test_b"]
         );
-        assert!(command(Runner::Go, Scope::Failed, Project::Plain, &names, "r").is_none());
         assert!(command(Runner::Npm, Scope::Failed, Project::Plain, &names, "r").is_none());
+    }
+
+    /// Every template that names a report file asks for the one that is
+    /// read afterwards.
+    #[test]
+    fn templates_write_the_report_that_is_read() {
+        let runners = [
+            Runner::Flutter,
+            Runner::Dart,
+            Runner::Cargo,
+            Runner::Pytest,
+            Runner::Go,
+            Runner::Npm,
+        ];
+        let projects = [
+            Project::Plain,
+            Project::NodeTestRunner,
+            Project::Jest,
+            Project::Vitest,
+        ];
+        for runner in runners {
+            for project in projects {
+                let Some(c) = command(runner, Scope::All, project, &[], "r") else {
+                    continue;
+                };
+                let asked = c
+                    .args
+                    .iter()
+                    .find(|a| a.contains("r/"))
+                    .map(|a| a.rsplit('/').next().unwrap());
+                assert_eq!(
+                    asked,
+                    report_file(runner, project),
+                    "{runner:?} {project:?}: {}",
+                    c.display()
+                );
+            }
+        }
+        let jest = command(
+            Runner::Npm,
+            Scope::Failed,
+            Project::Jest,
+            &["^(?:a b)$".into()],
+            "r",
+        )
+        .unwrap();
+        assert_eq!(jest.args[jest.args.len() - 2..], ["-t", "^(?:a b)$"]);
+        let go = command(
+            Runner::Go,
+            Scope::Failed,
+            Project::Plain,
+            &["^(?:TestA)$".into()],
+            "r",
+        )
+        .unwrap();
+        assert_eq!(go.display(), "go test -json -run ^(?:TestA)$ ./...");
     }
 }

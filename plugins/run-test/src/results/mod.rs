@@ -1,0 +1,156 @@
+//! Per-test results: how many passed, failed and were skipped, and for the
+//! failing ones their name, file, line and message. From the runner's own
+//! machine-readable report wherever it writes one into the report dir
+//! ([`junit`]: pytest and node's test runner; [`jest`]: jest and vitest;
+//! [`gotest`]: `go test -json`; [`dart`]: dart and flutter's JSON
+//! reporter), else from the console ([`console`]: cargo's libtest, whose
+//! JSON format is unstable, and what a run cut off before its report still
+//! printed). Nothing here runs anything: a report is whatever the test
+//! project wrote, and is read as hostile input (bounded sizes, no path
+//! taken from it but to show).
+
+pub mod console;
+pub mod dart;
+pub mod gotest;
+pub mod jest;
+pub mod junit;
+
+use regex_lite::Regex;
+use serde::{Deserialize, Serialize};
+
+/// At most this many failures are detailed; the rest are counted.
+pub const MAX_FAILURES: usize = 20;
+/// At most this many failing names are kept for `scope: failed`.
+pub const MAX_FAILED_NAMES: usize = 1000;
+const MAX_EXCERPT_CHARS: usize = 1500;
+const MAX_MESSAGE_CHARS: usize = 500;
+/// A report bigger than this is not read (the console summary still is).
+pub const MAX_REPORT_BYTES: u64 = 32 * 1024 * 1024;
+
+#[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Counts {
+    pub passed: u32,
+    pub failed: u32,
+    pub skipped: u32,
+    pub total: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Failure {
+    /// As the runner names it to run it again (pytest's node id, cargo's
+    /// test path, jest's full name, go's `TestX/sub`).
+    pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<u32>,
+    pub message: String,
+    pub excerpt: String,
+}
+
+#[derive(Debug, Default, PartialEq)]
+pub struct Results {
+    pub counts: Counts,
+    /// Every failing test, in the order reported.
+    pub failures: Vec<Failure>,
+}
+
+impl Results {
+    fn record(&mut self, outcome: Outcome) {
+        self.counts.total += 1;
+        match outcome {
+            Outcome::Passed => self.counts.passed += 1,
+            Outcome::Skipped => self.counts.skipped += 1,
+            Outcome::Failed(f) => {
+                self.counts.failed += 1;
+                self.failures.push(f);
+            }
+        }
+    }
+
+    /// The failures the answer details.
+    pub fn shown(&self) -> &[Failure] {
+        &self.failures[..self.failures.len().min(MAX_FAILURES)]
+    }
+
+    /// The failing tests' names, for `scope: failed`.
+    pub fn failed_names(&self) -> Vec<String> {
+        self.failures
+            .iter()
+            .take(MAX_FAILED_NAMES)
+            .map(|f| f.name.clone())
+            .collect()
+    }
+}
+
+enum Outcome {
+    Passed,
+    Skipped,
+    Failed(Failure),
+}
+
+/// A failure known by its name only.
+fn named(name: String) -> Failure {
+    Failure {
+        name,
+        file: None,
+        line: None,
+        message: String::new(),
+        excerpt: String::new(),
+    }
+}
+
+/// A failure's message and excerpt, each cut to its bound.
+fn failure(name: String, place: Option<(String, u32)>, message: &str, excerpt: &str) -> Failure {
+    let (file, line) = place.unzip();
+    located(name, file, line, message, excerpt)
+}
+
+fn located(
+    name: String,
+    file: Option<String>,
+    line: Option<u32>,
+    message: &str,
+    excerpt: &str,
+) -> Failure {
+    Failure {
+        name,
+        file,
+        line,
+        message: clip(message.trim(), MAX_MESSAGE_CHARS),
+        excerpt: clip(excerpt.trim(), MAX_EXCERPT_CHARS),
+    }
+}
+
+fn clip(text: &str, max: usize) -> String {
+    crate::excerpt::cut(text, max, "… [cut]")
+}
+
+/// `path` relative to the repository, when it is inside it and not a
+/// dependency's (`node_modules/`).
+fn in_repo(path: &str, repo: &str) -> Option<String> {
+    let path = path.strip_prefix("file://").unwrap_or(path);
+    let rel = path.strip_prefix(&format!("{}/", repo.trim_end_matches('/')))?;
+    (!rel.starts_with("node_modules/")).then(|| rel.to_string())
+}
+
+/// The first frame of a JavaScript stack in the repository's own files:
+/// `(/repo/a.test.js:4:34)` or `at /repo/a.test.js:4:34`.
+fn stack_location(text: &str, repo: &str) -> Option<(String, u32)> {
+    let frame =
+        Regex::new(r"(?:\(|at )(?:file://)?(/[^():\s]+):(\d+):\d+\)?").expect("pattern compiles");
+    frame.captures_iter(text).find_map(|c| {
+        let rel = in_repo(c.get(1)?.as_str(), repo)?;
+        Some((rel, c.get(2)?.as_str().parse().ok()?))
+    })
+}
+
+#[cfg(test)]
+fn counts(passed: u32, failed: u32, skipped: u32) -> Counts {
+    Counts {
+        passed,
+        failed,
+        skipped,
+        total: passed + failed + skipped,
+    }
+}
