@@ -114,6 +114,11 @@ fn first_failure(out: &Value, counts: [u32; 3], name: &str, place: (&str, u32), 
     );
 }
 
+/// One run_test call: its structured answer.
+async fn run(host: &Client, runner: &str, extra: Value) -> Value {
+    structured(&host.call("run_test", run_test_args(runner, extra)).await)
+}
+
 fn raw_log(env: &Env, out: &Value) -> String {
     std::fs::read_to_string(
         env.workspace
@@ -160,10 +165,7 @@ async fn cargo_pass_and_fail() {
     assert_eq!(out["exit_code"], 0);
     assert!(raw_log(&env, out).contains("[stdout] test adds ... ok"));
 
-    let fail = host
-        .call("run_test", run_test_args("cargo", json!({"scope": "all"})))
-        .await;
-    let out = &structured(&fail);
+    let out = &run(&host, "cargo", json!({"scope": "all"})).await;
     check_reports(&env, out, "fail");
     assert_eq!(out["exit_code"], 101);
     let excerpt = out["excerpt"].as_str().unwrap();
@@ -188,13 +190,7 @@ async fn cargo_pass_and_fail() {
         "{md}"
     );
     // Only what failed last time runs again, named exactly.
-    let again = host
-        .call(
-            "run_test",
-            run_test_args("cargo", json!({"scope": "failed"})),
-        )
-        .await;
-    let out = &structured(&again);
+    let out = &run(&host, "cargo", json!({"scope": "failed"})).await;
     assert_eq!(
         out["tests"],
         json!({"passed": 0, "failed": 1, "skipped": 0, "total": 1}),
@@ -268,13 +264,12 @@ async fn pytest_pass_and_fail() {
         )
         .await;
     check_reports(&env, &structured(&pass), "pass");
-    let fail = host
-        .call(
-            "run_test",
-            run_test_args("pytest", json!({"scope": "pattern", "target": "bad"})),
-        )
-        .await;
-    let out = &structured(&fail);
+    let out = &run(
+        &host,
+        "pytest",
+        json!({"scope": "pattern", "target": "bad"}),
+    )
+    .await;
     check_reports(&env, out, "fail");
     assert_eq!(out["exit_code"], 1);
     let excerpt = out["excerpt"].as_str().unwrap();
@@ -297,13 +292,7 @@ async fn pytest_pass_and_fail() {
     let dir = env.workspace.join(out["report_dir"].as_str().unwrap());
     assert!(dir.join("junit.xml").is_file(), "pytest's report is kept");
     // The failed test again, by its node id; a target makes no sense here.
-    let again = host
-        .call(
-            "run_test",
-            run_test_args("pytest", json!({"scope": "failed"})),
-        )
-        .await;
-    let out = &structured(&again);
+    let out = &run(&host, "pytest", json!({"scope": "failed"})).await;
     assert_eq!(out["tests"]["total"], 1, "{out:#}");
     assert_eq!(out["failures"][0]["name"], "test_bad.py::test_bad");
     let with_target = host
@@ -349,10 +338,7 @@ async fn npm_with_nodes_test_runner_reports_each_test() {
         )],
     );
     let host = env.start().await;
-    let r = host
-        .call("run_test", run_test_args("npm", json!({"scope": "all"})))
-        .await;
-    let out = &structured(&r);
+    let out = &run(&host, "npm", json!({"scope": "all"})).await;
     check_reports(&env, out, "fail");
     first_failure(
         out,
@@ -362,21 +348,12 @@ async fn npm_with_nodes_test_runner_reports_each_test() {
         "1 !== 3",
     );
     // Only the failed test runs again (node skips the others).
-    let again = host
-        .call("run_test", run_test_args("npm", json!({"scope": "failed"})))
-        .await;
-    let out = &structured(&again);
+    let out = &run(&host, "npm", json!({"scope": "failed"})).await;
     assert_eq!(out["tests"]["failed"], 1, "{out:#}");
     assert_eq!(out["tests"]["passed"], 0, "{out:#}");
     assert_eq!(out["failures"][0]["name"], "subtracts");
     // A name pattern goes to node's own filter.
-    let r = host
-        .call(
-            "run_test",
-            run_test_args("npm", json!({"scope": "pattern", "target": "adds"})),
-        )
-        .await;
-    let out = &structured(&r);
+    let out = &run(&host, "npm", json!({"scope": "pattern", "target": "adds"})).await;
     assert_eq!(out["status"], "pass", "{out:#}");
     assert_eq!(out["tests"]["passed"], 1, "{out:#}");
     assert_eq!(out["tests"]["failed"], 0, "{out:#}");
@@ -450,10 +427,7 @@ async fn npm_with_jest_or_vitest_reports_each_test() {
             &[("test/math.test.js", &format!("{import}{body}"))],
         );
         let host = env.start().await;
-        let r = host
-            .call("run_test", run_test_args("npm", json!({"scope": "all"})))
-            .await;
-        let out = &structured(&r);
+        let out = &run(&host, "npm", json!({"scope": "all"})).await;
         check_reports(&env, out, "fail");
         first_failure(
             out,
@@ -462,20 +436,11 @@ async fn npm_with_jest_or_vitest_reports_each_test() {
             ("test/math.test.js", line),
             message,
         );
-        let again = host
-            .call("run_test", run_test_args("npm", json!({"scope": "failed"})))
-            .await;
-        let out = &structured(&again);
+        let out = &run(&host, "npm", json!({"scope": "failed"})).await;
         assert_eq!(out["tests"]["failed"], 1, "{script}: {out:#}");
         assert_eq!(out["tests"]["passed"], 0, "{script}: {out:#}");
         assert_eq!(out["failures"][0]["name"], "math subtracts", "{script}");
-        let r = host
-            .call(
-                "run_test",
-                run_test_args("npm", json!({"scope": "pattern", "target": "adds"})),
-            )
-            .await;
-        let out = &structured(&r);
+        let out = &run(&host, "npm", json!({"scope": "pattern", "target": "adds"})).await;
         assert_eq!(out["status"], "pass", "{script}: {out:#}");
         assert_eq!(out["tests"]["passed"], 1, "{script}: {out:#}");
     }
@@ -524,10 +489,7 @@ async fn go_reports_each_test() {
         return;
     };
     let host = env.start().await;
-    let r = host
-        .call("run_test", run_test_args("go", json!({"scope": "all"})))
-        .await;
-    let out = &structured(&r);
+    let out = &run(&host, "go", json!({"scope": "all"})).await;
     check_reports(&env, out, "fail");
     first_failure(
         out,
@@ -565,10 +527,7 @@ async fn go_reports_each_test() {
     assert!(excerpt.contains("--- FAIL: TestSub"), "{excerpt}");
     assert!(!excerpt.contains("\"Action\""), "{excerpt}");
 
-    let again = host
-        .call("run_test", run_test_args("go", json!({"scope": "failed"})))
-        .await;
-    let out = &structured(&again);
+    let out = &run(&host, "go", json!({"scope": "failed"})).await;
     // TestAdd and TestLater stay out; TestTable runs whole (its first case
     // passes).
     assert_eq!(
@@ -576,13 +535,12 @@ async fn go_reports_each_test() {
         json!({"passed": 1, "failed": 3, "skipped": 0, "total": 4}),
         "{out:#}"
     );
-    let r = host
-        .call(
-            "run_test",
-            run_test_args("go", json!({"scope": "pattern", "target": "TestAdd"})),
-        )
-        .await;
-    let out = &structured(&r);
+    let out = &run(
+        &host,
+        "go",
+        json!({"scope": "pattern", "target": "TestAdd"}),
+    )
+    .await;
     assert_eq!(out["status"], "pass", "{out:#}");
     assert_eq!(out["tests"]["passed"], 1, "{out:#}");
 }
@@ -603,18 +561,24 @@ async fn a_go_timeout_still_counts_what_finished() {
              func TestC(t *testing.T) { time.Sleep(10 * time.Minute) }\n",
         )],
     );
+    let target = json!({"scope": "file", "target": "sub/sub_test.go"});
+    counts_what_finished(&env, "go", target, "TestB").await;
+}
+
+/// A run cut off by its timeout, with one test passed, one failed and one
+/// hanging: the two that finished are counted and the failure named.
+async fn counts_what_finished(env: &Env, runner: &str, extra: Value, failed: &str) {
     let host = env.start().await;
-    let mut args = run_test_args("go", json!({"scope": "file", "target": "sub/sub_test.go"}));
+    let mut args = run_test_args(runner, extra);
     args["timeout_ms"] = json!(15_000);
-    let r = host.call("run_test", args).await;
-    let out = &structured(&r);
+    let out = &structured(&host.call("run_test", args).await);
     assert_eq!(out["status"], "timeout", "{out:#}");
     assert_eq!(
         out["tests"],
         json!({"passed": 1, "failed": 1, "skipped": 0, "total": 2}),
         "{out:#}"
     );
-    assert_eq!(out["failures"][0]["name"], "TestB");
+    assert_eq!(out["failures"][0]["name"], failed);
 }
 
 /// A run cut off by its timeout writes no JUnit report: the tests that
@@ -631,18 +595,13 @@ async fn a_timeout_still_counts_what_finished() {
             "import time\n\ndef test_a():\n    pass\n\ndef test_b():\n    assert False, 'b'\n\ndef test_c():\n    time.sleep(600)\n",
         )],
     );
-    let host = env.start().await;
-    let mut args = run_test_args("pytest", json!({"scope": "all"}));
-    args["timeout_ms"] = json!(8000);
-    let r = host.call("run_test", args).await;
-    let out = &structured(&r);
-    assert_eq!(out["status"], "timeout", "{out:#}");
-    assert_eq!(
-        out["tests"],
-        json!({"passed": 1, "failed": 1, "skipped": 0, "total": 2}),
-        "{out:#}"
-    );
-    assert_eq!(out["failures"][0]["name"], "test_slow.py::test_b");
+    counts_what_finished(
+        &env,
+        "pytest",
+        json!({"scope": "all"}),
+        "test_slow.py::test_b",
+    )
+    .await;
 }
 
 #[tokio::test]
@@ -959,8 +918,7 @@ async fn a_full_disk_gets_a_truthful_reply() {
         return;
     };
     let host = env.start().await;
-    let result = host.call("run_test", run_test_args("npm", json!({}))).await;
-    let out = &structured(&result);
+    let out = &run(&host, "npm", json!({})).await;
     assert_eq!(out["status"], "fail", "{out}");
     let artifacts = &out["artifacts"];
     let dir = env.workspace.join(out["report_dir"].as_str().unwrap());
