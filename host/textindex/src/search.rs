@@ -18,6 +18,8 @@ use super::{Hit, Kind, Opened, SearchRequest};
 /// relative to the field's boost.
 const PHRASE_BONUS: f32 = 0.5;
 const MAX_LIMIT: u32 = 1000;
+/// Hits fetched beyond the limit, to order equal scores by id.
+const TIE_MARGIN: usize = 8;
 /// Bounds on one query, whatever the plugin let through: each token costs
 /// a term clause and a phrase clause built in host memory, outside the
 /// plugin's memory cap (a 5 MB query once took 10 GB).
@@ -56,12 +58,19 @@ pub fn search(opened: &Opened, request: &SearchRequest) -> Result<Vec<Hit>, Stri
             .index
             .tokenizer_for_field(field)
             .map_err(|e| e.to_string())?;
+        // The words as written (the first of each `word|alternative|…`)
+        // make the phrases; their alternatives are searched as words only.
+        let (written, alternatives) = split_alternatives(&request.query);
         let mut tokens: Vec<(usize, String)> = Vec::new();
         analyzer
-            .token_stream(&request.query)
+            .token_stream(&written)
             .process(&mut |t| tokens.push((t.position, t.text.clone())));
+        let mut others: Vec<String> = Vec::new();
+        analyzer
+            .token_stream(&alternatives)
+            .process(&mut |t| others.push(t.text.clone()));
         let mut seen = HashSet::new();
-        for (_, text) in &tokens {
+        for text in tokens.iter().map(|(_, t)| t).chain(&others) {
             if seen.insert(text.as_str()) {
                 let term = TermQuery::new(
                     Term::from_field_text(field, text),
@@ -143,7 +152,10 @@ pub fn search(opened: &Opened, request: &SearchRequest) -> Result<Vec<Hit>, Stri
     }
 
     let searcher = opened.reader.searcher();
-    let top = TopDocs::with_limit(request.limit.clamp(1, MAX_LIMIT) as usize);
+    // Equal scores come in index order, which a rebuild may change: they
+    // are put in id order, from a few more hits than asked for.
+    let wanted = request.limit.clamp(1, MAX_LIMIT) as usize;
+    let top = TopDocs::with_limit(wanted + TIE_MARGIN);
     let found: Vec<(Score, DocAddress)> =
         match opened.spec.fields.iter().find(|f| f.kind == Kind::Weight) {
             Some(weight) => {
@@ -176,18 +188,26 @@ pub fn search(opened: &Opened, request: &SearchRequest) -> Result<Vec<Hit>, Stri
         None => None,
     };
     let id_field = opened.field(&opened.spec.id_field)?.0;
-    let mut hits = Vec::with_capacity(found.len());
-    let mut scores = Vec::new();
+    let mut ranked = Vec::with_capacity(found.len());
     for (score, address) in found {
         let doc: TantivyDocument = searcher.doc(address).map_err(|e| e.to_string())?;
-        if scores.len() < 5 {
-            let id = doc
-                .get_first(id_field)
-                .and_then(|v| v.as_str())
-                .unwrap_or("")
-                .to_string();
-            scores.push((id, score));
-        }
+        let id = doc
+            .get_first(id_field)
+            .and_then(|v| v.as_str())
+            .unwrap_or("")
+            .to_string();
+        ranked.push((score, id, doc));
+    }
+    ranked.sort_by(|(s1, id1, _), (s2, id2, _)| s2.total_cmp(s1).then_with(|| id1.cmp(id2)));
+    ranked.truncate(wanted);
+    let top: Vec<(&str, Score)> = ranked
+        .iter()
+        .take(5)
+        .map(|(s, id, _)| (id.as_str(), *s))
+        .collect();
+    tracing::debug!(target: "index", index = %opened.info.name, ?top, "top scores");
+    let mut hits = Vec::with_capacity(ranked.len());
+    for (score, _, doc) in ranked {
         let snippet = snippets.as_ref().map(|(field, generator)| {
             let text: Vec<&str> = doc.get_all(*field).filter_map(|v| v.as_str()).collect();
             let text = text.join(" ");
@@ -204,12 +224,24 @@ pub fn search(opened: &Opened, request: &SearchRequest) -> Result<Vec<Hit>, Stri
             snippet,
         });
     }
-    tracing::debug!(target: "index", index = %opened.info.name, top = ?scores, "top scores");
     Ok(hits)
 }
 
-/// Matches documents in which each required word of `query` matches in
-/// one of `fields`. A word is required unless every prose field drops it.
+/// The query's words as written (the first of each `word|alternative|…`)
+/// and, apart, their alternatives.
+fn split_alternatives(query: &str) -> (String, String) {
+    let (mut written, mut alternatives) = (Vec::new(), Vec::new());
+    for word in query.split_whitespace() {
+        let mut parts = word.split('|');
+        written.extend(parts.next());
+        alternatives.extend(parts);
+    }
+    (written.join(" "), alternatives.join(" "))
+}
+
+/// Matches documents in which each required word of `query` (or one of its
+/// alternatives) matches in one of `fields`. A word is required unless
+/// every prose field drops it.
 fn coverage_query(
     opened: &Opened,
     query: &str,
@@ -236,14 +268,16 @@ fn coverage_query(
         let mut either: Vec<(Occur, Box<dyn Query>)> = Vec::new();
         let mut kept_by_prose = false;
         for (field, kind, analyzer) in &mut analyzers {
-            analyzer.token_stream(word).process(&mut |t| {
-                kept_by_prose |= *kind == Kind::Prose;
-                let term = TermQuery::new(
-                    Term::from_field_text(*field, &t.text),
-                    IndexRecordOption::Basic,
-                );
-                either.push((Occur::Should, Box::new(term)));
-            });
+            analyzer
+                .token_stream(&word.replace('|', " "))
+                .process(&mut |t| {
+                    kept_by_prose |= *kind == Kind::Prose;
+                    let term = TermQuery::new(
+                        Term::from_field_text(*field, &t.text),
+                        IndexRecordOption::Basic,
+                    );
+                    either.push((Occur::Should, Box::new(term)));
+                });
         }
         if !either.is_empty() && (kept_by_prose || !has_prose) {
             words.push((Occur::Must, Box::new(BooleanQuery::new(either))));
@@ -297,4 +331,18 @@ fn shorten(text: &str, max: usize) -> String {
     let head = &text[..cut];
     let head = head.rfind(char::is_whitespace).map_or(head, |i| &head[..i]);
     format!("{}…", head.trim_end())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn alternatives_are_told_apart_from_the_words_as_written() {
+        assert_eq!(
+            split_alternatives("quit  the game|application|app"),
+            ("quit the game".to_string(), "application app".to_string())
+        );
+        assert_eq!(split_alternatives("a|"), ("a".to_string(), String::new()));
+    }
 }

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::corpus::ensure;
 use crate::model::SYMBOL_KINDS;
-use crate::uri;
+use crate::{thesaurus, uri};
 
 const MAX_SUGGESTIONS: usize = 5;
 
@@ -129,12 +129,14 @@ pub fn search(
         field: field.into(),
         boost,
     };
-    // A question in plain words is searched without its filler.
+    // A question in plain words is searched without its filler, each word
+    // or a related one.
     let text = if plain_words(query, &words) {
-        let meaningful: Vec<&str> = words
+        let meaningful: Vec<String> = words
             .iter()
             .copied()
             .filter(|w| !FILLER.contains(w))
+            .map(thesaurus::with_related)
             .collect();
         meaningful.join(" ")
     } else {
