@@ -92,17 +92,17 @@ fn check_reports(env: &Env, out: &Value, status: &str) {
     );
 }
 
-/// The answer's counts (passed, failed, skipped), and its first failure:
-/// name, file and line, and a part of the message.
-fn first_failure(out: &Value, counts: [u32; 3], name: &str, place: (&str, u32), message: &str) {
+/// The answer's counts (passed, failed, skipped), and its failure `name`:
+/// file and line, and a part of the message. (Runners that run files or
+/// packages in parallel report failures in the order they finish.)
+fn failure_of(out: &Value, counts: [u32; 3], name: &str, place: (&str, u32), message: &str) {
     let [passed, failed, skipped] = counts;
     assert_eq!(
         out["tests"],
         json!({"passed": passed, "failed": failed, "skipped": skipped, "total": passed + failed + skipped}),
         "{out:#}"
     );
-    let failure = &out["failures"][0];
-    assert_eq!(failure["name"], name, "{failure}");
+    let failure = named(out, name);
     assert_eq!(
         (&failure["file"], &failure["line"]),
         (&json!(place.0), &json!(place.1)),
@@ -112,6 +112,16 @@ fn first_failure(out: &Value, counts: [u32; 3], name: &str, place: (&str, u32), 
         failure["message"].as_str().unwrap().contains(message),
         "{failure}"
     );
+}
+
+/// The answer's failure `name`.
+fn named<'a>(out: &'a Value, name: &str) -> &'a Value {
+    out["failures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == name)
+        .unwrap_or_else(|| panic!("no failure named {name}: {out:#}"))
 }
 
 /// One run_test call: its structured answer.
@@ -172,7 +182,7 @@ async fn cargo_pass_and_fail() {
     assert!(excerpt.contains("test adds_wrong ... FAILED"), "{excerpt}");
     assert!(excerpt.contains("math broke"), "{excerpt}");
     // Which test failed, where and why (libtest's console).
-    first_failure(
+    failure_of(
         out,
         [1, 1, 0],
         "adds_wrong",
@@ -282,7 +292,7 @@ async fn pytest_pass_and_fail() {
         "{excerpt}"
     );
     // From pytest's own JUnit report, with the failing line.
-    first_failure(
+    failure_of(
         out,
         [0, 1, 0],
         "test_bad.py::test_bad",
@@ -340,7 +350,7 @@ async fn npm_with_nodes_test_runner_reports_each_test() {
     let host = env.start().await;
     let out = &run(&host, "npm", json!({"scope": "all"})).await;
     check_reports(&env, out, "fail");
-    first_failure(
+    failure_of(
         out,
         [1, 1, 1],
         "subtracts",
@@ -429,7 +439,7 @@ async fn npm_with_jest_or_vitest_reports_each_test() {
         let host = env.start().await;
         let out = &run(&host, "npm", json!({"scope": "all"})).await;
         check_reports(&env, out, "fail");
-        first_failure(
+        failure_of(
             out,
             [1, 1, 1],
             "math subtracts",
@@ -491,25 +501,26 @@ async fn go_reports_each_test() {
     let host = env.start().await;
     let out = &run(&host, "go", json!({"scope": "all"})).await;
     check_reports(&env, out, "fail");
-    first_failure(
+    failure_of(
         out,
         [2, 3, 1],
         "TestSub",
         ("calc_test.go", 13),
         "Add(2, -1) = 1, want 3",
     );
-    let names: Vec<&str> = out["failures"]
+    let mut names: Vec<&str> = out["failures"]
         .as_array()
         .unwrap()
         .iter()
         .map(|f| f["name"].as_str().unwrap())
         .collect();
+    names.sort();
     assert_eq!(
         names,
-        ["TestSub", "TestTable/sum#01", "TestPanics"],
+        ["TestPanics", "TestSub", "TestTable/sum#01"],
         "{out:#}"
     );
-    let panic = &out["failures"][2];
+    let panic = named(out, "TestPanics");
     assert_eq!(
         (&panic["file"], &panic["line"]),
         (&json!("sub/sub_test.go"), &json!(7)),
