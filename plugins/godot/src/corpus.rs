@@ -21,7 +21,7 @@ use crate::parse::parse_class;
 use crate::uri;
 
 /// Bump when the documents change shape.
-const FORMAT: &str = "godot-docs/6";
+const FORMAT: &str = "godot-docs/7";
 const BATCH: usize = 2000;
 
 /// One reference served, checked, and where it came from.
@@ -585,6 +585,10 @@ fn symbol_document(
 ) -> Vec<(String, String)> {
     let weight = prior * kind_prior(symbol.kind) * if symbol.deprecated { 0.7 } else { 1.0 };
     let prose = prose_only(symbol.description);
+    // A setting's path (`application/config/auto_accept_quit`): its last
+    // part names it, the rest is where it sits, like a class (else every
+    // setting under `application/` would answer questions about the app).
+    let (category, own_name) = symbol.name.rsplit_once('/').unwrap_or(("", symbol.name));
     let mut json = symbol.json.clone();
     if let Some(object) = json.as_object_mut() {
         object.insert("kind".into(), symbol.kind.into());
@@ -607,8 +611,11 @@ fn symbol_document(
             "qname_lc".into(),
             format!("{}.{}", class.name, symbol.name).to_lowercase(),
         ),
-        ("name_text".into(), symbol.name.to_string()),
-        ("class_text".into(), class.name.clone()),
+        ("name_text".into(), own_name.to_string()),
+        (
+            "class_text".into(),
+            format!("{} {}", class.name, category.replace('/', " ")),
+        ),
         (
             "summary".into(),
             without_inline_code(first_sentence(prose.trim())),
