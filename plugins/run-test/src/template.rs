@@ -139,11 +139,11 @@ pub fn report_file(runner: Runner, project: Project) -> Option<&'static str> {
 }
 
 /// The template for `runner` and `scope`, `None` where there is none
-/// (`failed` for an npm project whose runner gives no per-test results). `{target}` takes
-/// `targets`, which have been validated: a file path inside the repository
-/// (relative to it), a name pattern, or for `failed` the failing tests'
-/// names from the last report, none of them readable as an option;
-/// `report` is the report dir, relative to the repository.
+/// (`failed` for an npm project whose runner gives no per-test results).
+/// `{target}` takes `targets`, which have been validated: a file path
+/// inside the repository (relative to it), a name pattern, or for `failed`
+/// the failing tests' names from the last report, none of them readable as
+/// an option; `report` is the report dir, relative to the repository.
 pub fn command(
     runner: Runner,
     scope: Scope,
