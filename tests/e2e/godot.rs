@@ -387,8 +387,8 @@ async fn plain_word_questions_find_their_answer() {
 
 /// What the plain-word questions reached when last measured (README): a
 /// ranking change may not lose any of it.
-const PLAIN_TOP1: usize = 22;
-const PLAIN_TOP3: usize = 29;
+const PLAIN_TOP1: usize = 23;
+const PLAIN_TOP3: usize = 30;
 
 /// Godot 3 and 4 at once: each its own index, asked by `version`, the
 /// newest by default, versions in the URIs.
