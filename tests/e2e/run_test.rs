@@ -412,30 +412,40 @@ fn js_runner_env(script: &str, package_type: &str) -> Option<Env> {
     Some(env)
 }
 
+/// jest and vitest behind `npm test`, each with the line its `expect`
+/// fails on and its message, and the import vitest's tests need.
+const JS_RUNNERS: [(&str, &str, &str, u32, &str); 2] = [
+    ("jest", "commonjs", "", 4, "Expected: 3"),
+    (
+        "vitest",
+        "module",
+        "import { describe, test, expect } from 'vitest';\n",
+        5,
+        "expected 1 to be 3",
+    ),
+];
+
+/// A project of `script` (jest or vitest) whose test/math.test.js has a
+/// passing, a failing and a skipped test.
+fn js_math_env(script: &str, package_type: &str, import: &str) -> Option<Env> {
+    let env = js_runner_env(script, package_type)?;
+    let body = "describe('math', () => {\n  test('adds', () => { expect(1 + 1).toBe(2); });\n  test('subtracts', () => {\n    expect(2 - 1).toBe(3);\n  });\n});\ntest.skip('later', () => {});\n";
+    write(
+        &env.workspace,
+        &[("test/math.test.js", &format!("{import}{body}"))],
+    );
+    Some(env)
+}
+
 /// jest and vitest, each behind `npm test`: their JSON report gives each
 /// test's full name, where it failed and the assertion message; `failed`
 /// runs only that test again and `pattern` goes to their `-t`.
 #[tokio::test]
 async fn npm_with_jest_or_vitest_reports_each_test() {
-    let body = "describe('math', () => {\n  test('adds', () => { expect(1 + 1).toBe(2); });\n  test('subtracts', () => {\n    expect(2 - 1).toBe(3);\n  });\n});\ntest.skip('later', () => {});\n";
-    let runners = [
-        ("jest", "commonjs", String::new(), 4, "Expected: 3"),
-        (
-            "vitest",
-            "module",
-            "import { describe, test, expect } from 'vitest';\n".to_string(),
-            5,
-            "expected 1 to be 3",
-        ),
-    ];
-    for (script, package_type, import, line, message) in runners {
-        let Some(env) = js_runner_env(script, package_type) else {
+    for (script, package_type, import, line, message) in JS_RUNNERS {
+        let Some(env) = js_math_env(script, package_type, import) else {
             return;
         };
-        write(
-            &env.workspace,
-            &[("test/math.test.js", &format!("{import}{body}"))],
-        );
         let host = env.start().await;
         let out = &run(&host, "npm", json!({"scope": "all"})).await;
         check_reports(&env, out, "fail");
@@ -453,6 +463,31 @@ async fn npm_with_jest_or_vitest_reports_each_test() {
         let out = &run(&host, "npm", json!({"scope": "pattern", "target": "adds"})).await;
         assert_eq!(out["status"], "pass", "{script}: {out:#}");
         assert_eq!(out["tests"]["passed"], 1, "{script}: {out:#}");
+    }
+}
+
+/// Cut off by the timeout, jest and vitest write no JSON report: their
+/// consoles (a line per test) still count what finished and name the
+/// failure in full.
+#[tokio::test]
+async fn a_cut_off_jest_or_vitest_run_counts_what_finished() {
+    for (script, package_type, import, _, _) in JS_RUNNERS {
+        let Some(env) = js_math_env(script, package_type, import) else {
+            return;
+        };
+        let hang = "test('hangs', () => new Promise(() => {}), 3600000);\n";
+        write(
+            &env.workspace,
+            &[("test/slow.test.js", &format!("{import}{hang}"))],
+        );
+        counts_what_finished(
+            &env,
+            "npm",
+            json!({"scope": "all"}),
+            [1, 1, 1],
+            "math subtracts",
+        )
+        .await;
     }
 }
 
@@ -573,12 +608,18 @@ async fn a_go_timeout_still_counts_what_finished() {
         )],
     );
     let target = json!({"scope": "file", "target": "sub/sub_test.go"});
-    counts_what_finished(&env, "go", target, "TestB").await;
+    counts_what_finished(&env, "go", target, [1, 1, 0], "TestB").await;
 }
 
-/// A run cut off by its timeout, with one test passed, one failed and one
-/// hanging: the two that finished are counted and the failure named.
-async fn counts_what_finished(env: &Env, runner: &str, extra: Value, failed: &str) {
+/// A run cut off by its timeout while a test hangs: the tests that
+/// finished are counted (passed, failed, skipped) and the failure named.
+async fn counts_what_finished(
+    env: &Env,
+    runner: &str,
+    extra: Value,
+    [passed, failed, skipped]: [u32; 3],
+    failure: &str,
+) {
     let host = env.start().await;
     let mut args = run_test_args(runner, extra);
     args["timeout_ms"] = json!(15_000);
@@ -586,10 +627,10 @@ async fn counts_what_finished(env: &Env, runner: &str, extra: Value, failed: &st
     assert_eq!(out["status"], "timeout", "{out:#}");
     assert_eq!(
         out["tests"],
-        json!({"passed": 1, "failed": 1, "skipped": 0, "total": 2}),
+        json!({"passed": passed, "failed": failed, "skipped": skipped, "total": passed + failed + skipped}),
         "{out:#}"
     );
-    assert_eq!(out["failures"][0]["name"], failed);
+    assert_eq!(out["failures"][0]["name"], failure, "{out:#}");
 }
 
 /// A run cut off by its timeout writes no JUnit report: the tests that
@@ -610,6 +651,7 @@ async fn a_timeout_still_counts_what_finished() {
         &env,
         "pytest",
         json!({"scope": "all"}),
+        [1, 1, 0],
         "test_slow.py::test_b",
     )
     .await;

@@ -76,6 +76,7 @@ fn run(args: &request::Args, checked: &Checked) -> serde_json::Value {
                 duration_ms: 0,
                 text: String::new(),
                 stdout: String::new(),
+                stderr: String::new(),
                 truncated: false,
                 error: Some(why),
             }
@@ -86,7 +87,7 @@ fn run(args: &request::Args, checked: &Checked) -> serde_json::Value {
         _ => outcome.text.clone(),
     };
     let summary = excerpt::summarize(&console, outcome.truncated, args.runner);
-    let results = results_of(args.runner, checked, &outcome.stdout);
+    let results = results_of(args.runner, checked, &outcome);
     let tests = results.as_ref().map(|r| &r.counts);
     let failures = results.as_ref().map_or(&[][..], Results::shown);
     let excerpt = match &outcome.error {
@@ -177,8 +178,9 @@ fn run(args: &request::Args, checked: &Checked) -> serde_json::Value {
 
 /// The per-test results: from the report the run wrote, else from its
 /// output (a run cut off may write none); `None` where neither says (npm
-/// other than jest, vitest or node's runner; jest or vitest cut off).
-fn results_of(runner: Runner, checked: &Checked, stdout: &str) -> Option<Results> {
+/// other than jest, vitest or node's runner).
+fn results_of(runner: Runner, checked: &Checked, outcome: &Outcome) -> Option<Results> {
+    let (stdout, stderr) = (outcome.stdout.as_str(), outcome.stderr.as_str());
     let repo = checked.repo.to_string_lossy();
     let report = |file: &str| -> Option<String> {
         let path = checked.report_dir.join(file);
@@ -218,8 +220,13 @@ fn results_of(runner: Runner, checked: &Checked, stdout: &str) -> Option<Results
         (Runner::Npm, Project::NodeTestRunner) => {
             junit(Dialect::Node).or_else(|| Some(results::console::node(stdout)))
         }
-        (Runner::Npm, Project::Jest | Project::Vitest) => {
+        (Runner::Npm, Project::Jest) => {
             parsed("results.json", &|json| results::jest::read(json, &repo))
+                .or_else(|| Some(results::console::jest(stderr)))
+        }
+        (Runner::Npm, Project::Vitest) => {
+            parsed("results.json", &|json| results::jest::read(json, &repo))
+                .or_else(|| Some(results::console::vitest(stdout)))
         }
         (Runner::Npm, Project::Plain) => None,
         (Runner::Dart | Runner::Flutter, _) => {
@@ -245,6 +252,8 @@ struct Outcome {
     /// a line of stderr (cargo's `Doc-tests …`) can land in the middle of
     /// one of them in `text` (`test adds ...    Doc-tests sample` + `ok`).
     stdout: String,
+    /// And its stderr alone, where jest writes its console.
+    stderr: String,
     truncated: bool,
     error: Option<String>,
 }
@@ -262,18 +271,21 @@ impl Outcome {
             Status::Cancelled => Some("the run was cancelled".to_string()),
             _ => r.error,
         };
-        let stdout = r
-            .tail
-            .iter()
-            .filter(|c| matches!(c.stream, Stream::Stdout))
-            .map(|c| c.text.as_str())
-            .collect();
+        let only = |stream: Stream| -> String {
+            r.tail
+                .iter()
+                .filter(|c| c.stream == stream)
+                .map(|c| c.text.as_str())
+                .collect()
+        };
+        let (stdout, stderr) = (only(Stream::Stdout), only(Stream::Stderr));
         Outcome {
             status,
             exit_code: r.exit_code,
             duration_ms: r.duration_ms,
             text: r.tail.into_iter().map(|c| c.text).collect(),
             stdout,
+            stderr,
             truncated: r.truncated,
             error,
         }

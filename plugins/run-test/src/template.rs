@@ -99,22 +99,25 @@ const NODE: [&str; 6] = [
     "--test-reporter=junit",
     "--test-reporter-destination={report}/junit.xml",
 ];
-/// `npm test` when it is jest: its console, and its JSON report with each
-/// test's declaration line.
-const JEST: [&str; 6] = [
+/// `npm test` when it is jest: its console with a line per test (what a
+/// run cut off still says), and its JSON report with each test's
+/// declaration line.
+const JEST: [&str; 7] = [
     "test",
     "--",
     "--ci",
+    "--verbose",
     "--json",
     "--testLocationInResults",
     "--outputFile={report}/results.json",
 ];
-/// `npm test` when it is vitest: its console, and its JSON report (jest's
-/// format) with each test's declaration line.
+/// `npm test` when it is vitest: its console with a line per test (what a
+/// run cut off still says), and its JSON report (jest's format) with each
+/// test's declaration line.
 const VITEST: [&str; 6] = [
     "test",
     "--",
-    "--reporter=default",
+    "--reporter=verbose",
     "--reporter=json",
     "--outputFile.json={report}/results.json",
     "--includeTaskLocation",

@@ -104,6 +104,100 @@ pub fn node(output: &str) -> Results {
     results
 }
 
+/// jest's `--verbose` console (on stderr), printed per test file as each
+/// file ends: `✓ title`, `✕ title`, `○ skipped title` lines count, and
+/// each `● describe › test` block names a failure in full, with its
+/// message and the first frame in the test files (`at … (file:line:col)`).
+pub fn jest(stderr: &str) -> Results {
+    let verdict = Regex::new(r"^\s+(✓|✕|○)(?: skipped| todo)? (.+?)(?: \(\d+ ms\))?$")
+        .expect("pattern compiles");
+    let frame =
+        Regex::new(r"^\s+at .*\((?:\./)?([^()\s]+):(\d+):\d+\)$").expect("pattern compiles");
+    let lines: Vec<&str> = stderr.lines().collect();
+    let mut results = Results::default();
+    // Passed and skipped tests by their lines; failed ones are counted
+    // here and detailed from their `●` blocks below.
+    for c in lines.iter().filter_map(|l| verdict.captures(l)) {
+        match &c[1] {
+            "✓" => results.record(Outcome::Passed),
+            "○" => results.record(Outcome::Skipped),
+            _ => {
+                results.counts.failed += 1;
+                results.counts.total += 1;
+            }
+        }
+    }
+    // The failures, named in full by their `●` blocks.
+    for (at, header) in lines.iter().enumerate() {
+        let Some(name) = header.trim_start().strip_prefix("● ") else {
+            continue;
+        };
+        if name.starts_with("Test suite failed to run") {
+            continue;
+        }
+        let body: Vec<&str> = lines[at + 1..]
+            .iter()
+            .take_while(|l| !l.trim_start().starts_with("● ") && !l.starts_with("Test"))
+            .copied()
+            .collect();
+        let place = body.iter().find_map(|l| {
+            let c = frame.captures(l)?;
+            if c[1].contains("node_modules") {
+                return None;
+            }
+            Some((c[1].to_string(), c[2].parse().ok()?))
+        });
+        // The message: what comes before the code frame (`> 4 | …`) or
+        // the stack.
+        let message: Vec<&str> = body
+            .iter()
+            .map(|l| l.trim())
+            .take_while(|l| {
+                !l.starts_with('>')
+                    && !l.starts_with("at ")
+                    && !l.chars().next().is_some_and(|c| c.is_ascii_digit())
+            })
+            .filter(|l| !l.is_empty())
+            .collect();
+        results.failures.push(failure(
+            name.replace(" › ", " "),
+            place,
+            &message.join("\n"),
+            &body.join("\n"),
+        ));
+    }
+    results
+}
+
+/// vitest's `verbose` console, a line per test as it ends:
+/// `✓ file:line:col > describe > test 1ms`, `×` when it failed (the next
+/// line, `→ message`), `↓` skipped.
+pub fn vitest(stdout: &str) -> Results {
+    let verdict = Regex::new(r"^\s*(✓|×|↓) ([^\s:]+):(\d+):\d+ > (.+?)(?: \d+(?:\.\d+)?m?s)?$")
+        .expect("pattern compiles");
+    let lines: Vec<&str> = stdout.lines().collect();
+    let mut results = Results::default();
+    for (at, line) in lines.iter().enumerate() {
+        let Some(c) = verdict.captures(line) else {
+            continue;
+        };
+        let name = c[4].replace(" > ", " ");
+        results.record(match &c[1] {
+            "✓" => Outcome::Passed,
+            "↓" => Outcome::Skipped,
+            _ => {
+                let message = lines
+                    .get(at + 1)
+                    .and_then(|l| l.trim().strip_prefix("→ "))
+                    .unwrap_or_default();
+                let place = c[3].parse().ok().map(|line| (c[2].to_string(), line));
+                Outcome::Failed(failure(name, place, message, message))
+            }
+        });
+    }
+    results
+}
+
 enum Verdict {
     Passed,
     Skipped,
@@ -181,5 +275,57 @@ test result: FAILED. 1 passed; 1 failed; 1 ignored; 0 measured; 0 filtered out; 
             "assertion `left == right` failed: subtraction is off\n  left: 1\n right: 3"
         );
         assert_eq!(r.failed_names(), ["tests::subtracts"]);
+    }
+
+    /// jest 30 `--verbose` (stderr), the hanging file never printed.
+    const JEST: &str = "FAIL test/math.test.js
+  ○ skipped later
+  math
+    ✓ adds (2 ms)
+    ✕ subtracts (1 ms)
+
+  ● math › subtracts
+
+    expect(received).toBe(expected) // Object.is equality
+
+    Expected: 3
+    Received: 1
+
+      3 |   test('subtracts', () => {
+    > 4 |     expect(2 - 1).toBe(3);
+        |                   ^
+
+      at Object.toBe (test/math.test.js:4:19)
+";
+
+    #[test]
+    fn a_cut_off_jest_run_counts_the_files_that_ended() {
+        let r = jest(JEST);
+        assert_eq!(r.counts, counts(1, 1, 1));
+        let f = &r.failures[0];
+        assert_eq!(f.name, "math subtracts");
+        assert_eq!(
+            (f.file.as_deref(), f.line),
+            (Some("test/math.test.js"), Some(4))
+        );
+        assert_eq!(
+            f.message,
+            "expect(received).toBe(expected) // Object.is equality\nExpected: 3\nReceived: 1"
+        );
+    }
+
+    #[test]
+    fn a_cut_off_vitest_run_counts_the_tests_that_ended() {
+        let r = vitest(
+            " RUN  v4.1.12 /tmp/jp\n\n ✓ test/math.test.js:3:3 > math > adds 1ms\n × test/math.test.js:4:3 > math > subtracts 2ms\n   → expected 1 to be 3 // Object.is equality\n ↓ test/math.test.js:8:6 > later\n",
+        );
+        assert_eq!(r.counts, counts(1, 1, 1));
+        let f = &r.failures[0];
+        assert_eq!(f.name, "math subtracts");
+        assert_eq!(
+            (f.file.as_deref(), f.line),
+            (Some("test/math.test.js"), Some(4))
+        );
+        assert_eq!(f.message, "expected 1 to be 3 // Object.is equality");
     }
 }
