@@ -5,6 +5,7 @@
 
 mod asking;
 mod cofer;
+mod cofer_engines;
 mod cofer_escape;
 mod cofer_files;
 mod cofer_parity;

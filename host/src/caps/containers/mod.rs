@@ -22,10 +22,12 @@ use std::sync::{LazyLock, Mutex};
 use std::time::{Duration, Instant};
 
 use bollard::Docker;
-use bollard::models::{ContainerCreateBody, HostConfig, PortBinding as HostBinding};
+use bollard::models::{
+    ContainerCreateBody, HostConfig, Mount, MountType, PortBinding as HostBinding,
+};
 use bollard::query_parameters::{
-    CreateContainerOptions, CreateImageOptions, ListContainersOptions, RemoveContainerOptions,
-    RenameContainerOptions, StopContainerOptions,
+    CreateContainerOptions, CreateImageOptions, DownloadFromContainerOptionsBuilder,
+    ListContainersOptions, RemoveContainerOptions, RenameContainerOptions, StopContainerOptions,
 };
 use futures_util::TryStreamExt;
 
@@ -178,7 +180,7 @@ fn create_body(g: &Grants, request: &CreateRequest) -> Result<ContainerCreateBod
         }
         labels.insert(key.clone(), value.clone());
     }
-    let mut binds = Vec::new();
+    let mut mounts = Vec::new();
     for mount in &request.mounts {
         let roots: Vec<PathBuf> = if mount.read_only {
             g.read_roots.iter().chain(&g.write_roots).cloned().collect()
@@ -210,8 +212,16 @@ fn create_body(g: &Grants, request: &CreateRequest) -> Result<ContainerCreateBod
                 mount.source, mount.target
             )));
         }
-        let ro = if mount.read_only { ":ro" } else { "" };
-        binds.push(format!("{source}:{}{ro}", mount.target));
+        // A mount, not a `Binds` entry: for those the engine makes a
+        // missing source, so an engine that cannot see the host's files
+        // (another machine's) would mount an empty folder and go on.
+        mounts.push(Mount {
+            typ: Some(MountType::BIND),
+            source: Some(source.into_owned()),
+            target: Some(mount.target.clone()),
+            read_only: Some(mount.read_only),
+            ..Default::default()
+        });
     }
     let mut exposed = Vec::new();
     let mut published = HashMap::new();
@@ -241,12 +251,80 @@ fn create_body(g: &Grants, request: &CreateRequest) -> Result<ContainerCreateBod
         working_dir: request.workdir.clone(),
         exposed_ports: Some(exposed),
         host_config: Some(HostConfig {
-            binds: Some(binds),
+            mounts: Some(mounts),
             port_bindings: Some(published),
             ..confinement(g)
         }),
         ..Default::default()
     })
+}
+
+/// Files placed in the sources of a container's writable folder mounts,
+/// to see that the engine mounts the host's folders and not folders of its
+/// own: an engine on another machine (`CONTAINER_HOST`) makes a missing
+/// bind source as an empty folder, and the container would go on working
+/// in it while the host's files stay untouched. Removed when dropped.
+struct Probes {
+    /// (the file on the host, where the container sees it)
+    placed: Vec<(PathBuf, String)>,
+}
+
+impl Probes {
+    fn place(body: &ContainerCreateBody) -> Result<Probes, ContainerError> {
+        let mounts = body.host_config.as_ref().and_then(|h| h.mounts.as_ref());
+        let mut probes = Probes { placed: Vec::new() };
+        for mount in mounts.into_iter().flatten() {
+            let (Some(source), Some(target)) = (&mount.source, &mount.target) else {
+                continue;
+            };
+            if mount.read_only == Some(true) || !Path::new(source).is_dir() {
+                continue;
+            }
+            let name = format!(".mcphost-probe-{}", uuid::Uuid::new_v4().simple());
+            let file = Path::new(source).join(&name);
+            std::fs::write(&file, b"").map_err(|e| {
+                ContainerError::Failed(format!("cannot write {}: {e}", file.display()))
+            })?;
+            probes
+                .placed
+                .push((file, format!("{}/{name}", target.trim_end_matches('/'))));
+        }
+        Ok(probes)
+    }
+
+    /// Whether the started container `id` sees every probe, asked of the
+    /// engine (its archive API: nothing is needed in the image).
+    async fn seen(&self, docker: &Docker, id: &str) -> Result<(), ContainerError> {
+        for (file, inside) in &self.placed {
+            let options = DownloadFromContainerOptionsBuilder::new()
+                .path(inside)
+                .build();
+            let found = docker
+                .download_from_container(id, Some(options))
+                .try_next()
+                .await;
+            if found.is_err() {
+                let folder = file.parent().unwrap_or(file).display();
+                return Err(ContainerError::Unavailable(format!(
+                    "the Podman engine does not see this machine's files: {folder} would be an empty \
+                     folder of the engine's own at {}. Mounting the host's folders needs an engine on \
+                     this machine: unset CONTAINER_HOST, or point it at a local socket",
+                    Path::new(inside)
+                        .parent()
+                        .map_or("/".into(), |p| p.display().to_string())
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Probes {
+    fn drop(&mut self) {
+        for (file, _) in &self.placed {
+            let _ = std::fs::remove_file(file);
+        }
+    }
 }
 
 /// Make sure `image` is in local storage: pulled if the policy allows
@@ -282,6 +360,7 @@ impl Host for CallState {
         let g = self.grants.clone();
         granted(&g)?;
         let body = create_body(&g, &request)?;
+        let probes = Probes::place(&body)?;
         let docker = podman::client().await?;
         ensure_image(&docker, &g, &request.image).await?;
         let options = CreateContainerOptions {
@@ -296,12 +375,14 @@ impl Host for CallState {
                 request.image
             )))?
             .id;
-        if let Err(e) = docker.start_container(&id, None).await {
+        let started = match docker.start_container(&id, None).await {
+            Ok(()) => probes.seen(&docker, &id).await,
+            Err(e) => Err(failed(&format!("starting container {id}"))(e).into()),
+        };
+        if let Err(e) = started {
             // Nothing half-made stays behind.
             let _ = docker.remove_container(&id, Some(force_removal())).await;
-            return Err(
-                ContainerError::from(failed(&format!("starting container {id}"))(e)).into(),
-            );
+            return Err(e.into());
         }
         let info = owned(&g, &id).await?;
         Ok(container_info(&info))
