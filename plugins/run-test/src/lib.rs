@@ -83,8 +83,8 @@ fn run(args: &request::Args, checked: &Checked) -> serde_json::Value {
         }
     };
     let console = match args.runner {
-        Runner::Go => results::gotest::console(&outcome.text),
-        _ => outcome.text.clone(),
+        Runner::Go => std::borrow::Cow::Owned(results::gotest::console(&outcome.text)),
+        _ => std::borrow::Cow::Borrowed(outcome.text.as_str()),
     };
     let summary = excerpt::summarize(&console, outcome.truncated, args.runner);
     let results = results_of(args.runner, checked, &outcome);

@@ -360,9 +360,11 @@ impl Host for CallState {
         let g = self.grants.clone();
         granted(&g)?;
         let body = create_body(&g, &request)?;
-        let probes = Probes::place(&body)?;
         let docker = podman::client().await?;
         ensure_image(&docker, &g, &request.image).await?;
+        // Placed only now: a pull can take minutes, and the probes sit in
+        // the caller's folders meanwhile.
+        let probes = Probes::place(&body)?;
         let options = CreateContainerOptions {
             name: request.name.clone(),
             ..Default::default()

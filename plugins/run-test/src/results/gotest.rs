@@ -63,6 +63,15 @@ pub fn read(log: &str, module: Option<&str>, repo: &str) -> Results {
         .filter(|(_, test, action)| !test.is_empty() && action == "fail")
         .map(|(package, _, _)| package.as_str())
         .collect();
+    // Each test that has subtests, and whether one of them failed: such a
+    // test is counted through them (one pass over the finished, as a run
+    // can hold thousands of tests).
+    let mut parents: HashMap<(&str, &str), bool> = HashMap::new();
+    for (package, test, action) in &finished {
+        for (at, _) in test.match_indices('/') {
+            *parents.entry((package, &test[..at])).or_default() |= action == "fail";
+        }
+    }
     let mut results = Results::default();
     for (package, test, action) in &finished {
         let output = outputs
@@ -78,12 +87,9 @@ pub fn read(log: &str, module: Option<&str>, repo: &str) -> Results {
         }
         // A test with subtests is counted through them, unless it failed
         // on its own.
-        let prefix = format!("{test}/");
-        let mut children = finished
-            .iter()
-            .filter(|(p, t, _)| p == package && t.starts_with(&prefix));
-        let has_children = children.clone().next().is_some();
-        if has_children && (action != "fail" || children.any(|(_, _, a)| a == "fail")) {
+        if let Some(&child_failed) = parents.get(&(package.as_str(), test.as_str()))
+            && (action != "fail" || child_failed)
+        {
             continue;
         }
         results.record(match action.as_str() {
@@ -106,7 +112,6 @@ fn test_failure(
     repo: &str,
 ) -> super::Failure {
     let said = Regex::new(r"^\s+([\w./-]+\.go):(\d+): (.*)$").expect("pattern compiles");
-    let frame = Regex::new(r"^\t(/\S+\.go):(\d+)").expect("pattern compiles");
     let lines: Vec<&str> = output.lines().filter(|l| !is_framing(l)).collect();
     let dir = module
         .and_then(|m| package.strip_prefix(m))
@@ -114,10 +119,7 @@ fn test_failure(
         .unwrap_or("");
     let (place, message) = if let Some(panic) = lines.iter().position(|l| l.starts_with("panic: "))
     {
-        let place = lines[panic..].iter().find_map(|l| {
-            let c = frame.captures(l)?;
-            Some((in_repo(&c[1], repo)?, c[2].parse().ok()?))
-        });
+        let place = repo_frame(&lines[panic..], repo);
         let message = lines[panic].trim_end_matches(" [recovered]").to_string();
         (place, message)
     } else if let Some((i, c)) = lines
@@ -158,16 +160,22 @@ fn package_failure(package: &str, output: &str, repo: &str) -> super::Failure {
                 && !l.starts_with("ok ")
         })
         .collect();
-    let frame = Regex::new(r"^\t(/\S+\.go):(\d+)").expect("pattern compiles");
-    let place = lines.iter().find_map(|l| {
-        let c = frame.captures(l)?;
-        Some((in_repo(&c[1], repo)?, c[2].parse().ok()?))
-    });
+    let place = repo_frame(&lines, repo);
     let message = lines
         .iter()
         .find(|l| !l.trim().is_empty())
         .map_or("the package failed outside its tests", |l| l.trim());
     failure(package.to_string(), place, message, &lines.join("\n"))
+}
+
+/// The first frame of a goroutine stack (`\t/abs/file.go:12 +0x2e`) in the
+/// repository's own files, relative to it.
+fn repo_frame(lines: &[&str], repo: &str) -> Option<(String, u32)> {
+    let frame = Regex::new(r"^\t(/\S+\.go):(\d+)").expect("pattern compiles");
+    lines.iter().find_map(|l| {
+        let c = frame.captures(l)?;
+        Some((in_repo(&c[1], repo)?, c[2].parse().ok()?))
+    })
 }
 
 /// The runner's own lines around a test's output.
