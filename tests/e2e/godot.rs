@@ -609,8 +609,9 @@ async fn changed_xml_is_rebuilt_in_the_background_and_swapped_in() {
     let sprocket = widget
         .replace("name=\"Widget\"", "name=\"Sprocket\"")
         .replace("A widget for tests", "A sprocket for tests");
-    // The refresh after loading has ended; the next one is the change's.
-    env.wait_for_log("background refresh done", 1).await;
+    // The refreshes after loading have ended (the first, and the one more
+    // the host makes once its watcher is up); the next one is the change's.
+    env.wait_for_log("background refresh done", 2).await;
     let refreshed = env.logged("background refresh done");
     std::fs::write(docs.join("classes/Sprocket.xml"), sprocket).unwrap();
     env.wait_for_log("background refresh done", refreshed + 1)
@@ -623,7 +624,8 @@ async fn changed_xml_is_rebuilt_in_the_background_and_swapped_in() {
     assert_eq!(
         found.first().map(|r| r["uri"].clone()),
         Some(json!("godot://class/Sprocket")),
-        "background rebuild never showed up"
+        "background rebuild never showed up: {}",
+        std::fs::read_to_string(env.stderr_log()).unwrap()
     );
     // Searches during the rebuild saw the old index or the new one: never an error.
     let log = std::fs::read_to_string(env.stderr_log()).unwrap();
