@@ -82,6 +82,7 @@ impl PluginPolicy {
             ("containers.images", !self.containers.images.is_empty()),
             ("containers.pull", !self.containers.pull.is_empty()),
             ("containers.commit", !self.containers.commit.is_empty()),
+            ("containers.engines", !self.containers.engines.is_empty()),
         ]
         .into_iter()
         .filter_map(|(key, set)| set.then_some(key))
@@ -220,7 +221,94 @@ pub struct ContainersPolicy {
     pub memory_mb: Option<u64>,
     /// Processes a container may have at once (default 4096).
     pub pids: Option<u64>,
+    /// Podman services on other machines the plugin may use besides the
+    /// local one, by name: `name = "tcp://10.0.0.5:8888"`, or a table with
+    /// `url` and the `address` its published ports are reached at.
+    #[serde(default)]
+    pub engines: BTreeMap<String, EngineSetting>,
 }
+
+/// One entry of `containers.engines`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum EngineSetting {
+    Url(String),
+    Full(EngineTable),
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EngineTable {
+    url: String,
+    /// Where its published ports are reached (default: the URL's host).
+    address: Option<String>,
+}
+
+/// A Podman service on another machine, as the policy names it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RemoteEngine {
+    pub name: String,
+    /// `tcp://host:port` or `unix:///path` (a forwarded socket).
+    pub url: String,
+    /// Where ports published there are reached from here.
+    pub address: String,
+}
+
+impl EngineSetting {
+    /// The engine `name` this entry describes, or what is wrong with it.
+    fn resolve(&self, name: &str) -> Result<RemoteEngine, String> {
+        let (url, address) = match self {
+            EngineSetting::Url(url) => (url.clone(), None),
+            EngineSetting::Full(t) => (t.url.clone(), t.address.clone()),
+        };
+        if name == LOCAL_ENGINE
+            || name.is_empty()
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        {
+            return Err(format!(
+                "`{name}` cannot name an engine: use letters, digits, `-` and `_` (`{LOCAL_ENGINE}` is \
+                 this machine's own)"
+            ));
+        }
+        let host = if let Some(rest) = url.strip_prefix("tcp://") {
+            let authority = rest.split('/').next().unwrap_or_default();
+            match authority.rsplit_once(':') {
+                Some((host, port)) if !host.is_empty() && port.parse::<u16>().is_ok() => {
+                    Some(host.trim_matches(['[', ']']).to_string())
+                }
+                _ => {
+                    return Err(format!(
+                        "`{url}` has no port: write tcp://<host>:<port>, as `podman system service` listens"
+                    ));
+                }
+            }
+        } else if url.starts_with("unix:///") {
+            None
+        } else {
+            return Err(format!(
+                "`{url}`: the host reaches Podman services by tcp:// or unix:// (for ssh://, forward the \
+                 engine's socket with `ssh -nNT -L /run/user/$UID/lab.sock:/run/podman/podman.sock \
+                 user@machine` and name unix:///run/user/$UID/lab.sock, with `address`)"
+            ));
+        };
+        let address = address.or(host).ok_or_else(|| {
+            format!(
+                "`{url}` is a socket here, so where its published ports are reached is unknown: \
+                 write it as {{ url = \"{url}\", address = \"<the engine machine's address>\" }}"
+            )
+        })?;
+        Ok(RemoteEngine {
+            name: name.to_string(),
+            url,
+            address,
+        })
+    }
+}
+
+/// The engine name that means this machine's own Podman.
+pub const LOCAL_ENGINE: &str = "local";
 
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -283,6 +371,8 @@ pub struct Grants {
     pub pull: Vec<String>,
     /// Image names it may write (`containers.commit`).
     pub commit: Vec<String>,
+    /// Engines besides the local one (`containers.engines`).
+    pub engines: Vec<RemoteEngine>,
     /// Limits put on every container the plugin starts.
     pub container_memory_mb: u64,
     pub container_pids: u64,
@@ -390,6 +480,11 @@ impl Config {
                     );
                 }
             }
+            for (engine, setting) in &policy.containers.engines {
+                if let Err(why) = setting.resolve(engine) {
+                    bail!("[plugins.{name}] containers.engines.{engine}: {why}");
+                }
+            }
             for cap in &policy.capabilities {
                 if !GRANTABLE.contains(&cap.as_str()) {
                     bail!(
@@ -461,6 +556,11 @@ impl Config {
                 .map(|p| expand(p, places, &plugin_cache))
                 .collect(),
             commit: pick(|p| &p.containers.commit),
+            engines: p
+                .iter()
+                .flat_map(|p| &p.containers.engines)
+                .filter_map(|(name, setting)| setting.resolve(name).ok())
+                .collect(),
             container_memory_mb: p
                 .and_then(|p| p.containers.memory_mb)
                 .or(d.containers.memory_mb)
@@ -688,6 +788,43 @@ mod tests {
         let g = config.grants("run_test", &places(), "c.toml");
         assert!(g.write_roots.is_empty(), "{:?}", g.write_roots);
         assert!(!g.read_roots.is_empty(), "fs.read keeps the shipped value");
+    }
+
+    #[test]
+    fn engines_are_named_with_a_url_and_an_address() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("c.toml");
+        std::fs::write(
+            &file,
+            "[plugins.cofer.containers.engines]\nlab = \"tcp://10.0.0.5:8888\"\n\
+             tunnel = { url = \"unix:///run/lab.sock\", address = \"lab.example\" }\n",
+        )
+        .unwrap();
+        let g = Config::load(Some(&file))
+            .unwrap()
+            .grants("cofer", &places(), "c.toml");
+        let named: Vec<(&str, &str, &str)> = g
+            .engines
+            .iter()
+            .map(|e| (e.name.as_str(), e.url.as_str(), e.address.as_str()))
+            .collect();
+        assert_eq!(
+            named,
+            [
+                ("lab", "tcp://10.0.0.5:8888", "10.0.0.5"),
+                ("tunnel", "unix:///run/lab.sock", "lab.example")
+            ]
+        );
+        for (bad, says) in [
+            ("x = \"ssh://me@lab/run/podman/podman.sock\"", "forward"),
+            ("x = \"tcp://10.0.0.5\"", "no port"),
+            ("x = \"unix:///run/lab.sock\"", "address"),
+            ("local = \"tcp://10.0.0.5:1\"", "this machine's own"),
+        ] {
+            std::fs::write(&file, format!("[plugins.cofer.containers.engines]\n{bad}\n")).unwrap();
+            let err = format!("{:#}", Config::load(Some(&file)).unwrap_err());
+            assert!(err.contains(says), "{bad}: {err}");
+        }
     }
 
     #[test]

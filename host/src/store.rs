@@ -82,6 +82,8 @@ pub struct CallState {
     pub grants: Arc<Grants>,
     pub call: CallContext,
     pub memory: MemoryCap,
+    /// The Podman service this call's container operations go to.
+    pub engine: crate::podman::Engine,
     /// When the guest was first seen running after the call was cancelled.
     cancelled_at: Option<Instant>,
     wasi: WasiCtx,
@@ -110,6 +112,7 @@ pub fn new_store(
         wasi: wasi_ctx(&grants),
         grants,
         call,
+        engine: crate::podman::Engine::Local,
         cancelled_at: None,
         table: ResourceTable::new(),
     };

@@ -6,7 +6,9 @@
 //! closes that pipe; the watchdog then kills this host instance's cgroups
 //! ([`timebox::cgroup`]) and every process carrying one of its run
 //! markers (inside containers too: their processes are in the host's
-//! `/proc`), and exits. After a graceful shutdown it finds nothing left.
+//! `/proc`; on another machine's engine, by the runs the host recorded
+//! there, [`crate::podman::exec::end_in_flight`]), and exits. After a
+//! graceful shutdown it finds nothing left.
 //!
 //! A watchdog can be killed as well (a client killing every process it
 //! started): the next host's [`sweep`] kills what a host instance no
@@ -92,7 +94,22 @@ fn end_instance(instance: &str) -> usize {
     let killed = kill_marked(|owner| owner == instance);
     // The socket of the Podman service it started (killed just now).
     let _ = std::fs::remove_dir_all(crate::podman::service_dir(instance));
-    killed
+    killed + end_remote_runs(instance)
+}
+
+/// The runs `instance` had on other machines' engines, killed there.
+fn end_remote_runs(instance: &str) -> usize {
+    let dir = crate::podman::exec::in_flight_dir(instance);
+    if !dir.exists() {
+        return 0;
+    }
+    let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    else {
+        return 0;
+    };
+    runtime.block_on(crate::podman::exec::end_in_flight(&dir))
 }
 
 /// SIGKILL every process whose marker names an instance `pick` selects,
@@ -117,7 +134,11 @@ fn kill_marked(pick: impl Fn(&str) -> bool) -> usize {
 /// watchdog was killed too), and say what was found.
 fn sweep() {
     let cgroups = cgroup::sweep();
-    let processes = kill_marked(|owner| !timebox::instance_alive(owner));
+    let mut processes = kill_marked(|owner| !timebox::instance_alive(owner));
+    processes += dead_instances("mcp-host-remote-runs-")
+        .iter()
+        .map(|instance| end_remote_runs(instance))
+        .sum::<usize>();
     remove_dead_service_dirs();
     if processes > 0 || !cgroups.is_empty() {
         tracing::warn!(
@@ -130,21 +151,20 @@ fn sweep() {
 
 /// The Podman socket directories of host instances that are gone.
 fn remove_dead_service_dirs() {
-    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(instance) = name
-            .to_str()
-            .and_then(|n| n.strip_prefix("mcp-host-podman-"))
-        else {
-            continue;
-        };
-        if entry.path() == crate::podman::service_dir(instance)
-            && !timebox::instance_alive(instance)
-        {
-            let _ = std::fs::remove_dir_all(entry.path());
-        }
+    for instance in dead_instances("mcp-host-podman-") {
+        let _ = std::fs::remove_dir_all(crate::podman::service_dir(&instance));
     }
+}
+
+/// Host instances that are gone and left a `<prefix><instance>` folder in
+/// the temporary folder.
+fn dead_instances(prefix: &str) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| Some(e.file_name().to_str()?.strip_prefix(prefix)?.to_string()))
+        .filter(|instance| !instance.contains(['/', '.']) && !timebox::instance_alive(instance))
+        .collect()
 }

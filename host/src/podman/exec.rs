@@ -5,7 +5,9 @@
 //! An exec runs under the same rules as a timeboxed process: hard and
 //! no-output timeouts, cancellation, the tail, progress. Its processes
 //! carry the run's marker, so on any abnormal end the whole tree inside the
-//! container is killed by the /proc scan ([`timebox::kill_tree`]). When it
+//! container is killed by the /proc scan ([`timebox::kill_tree`]); on an
+//! engine on another machine, whose processes this machine's /proc does
+//! not show, by the same scan run inside the container ([`kill_inside`]). When it
 //! has ended, the two `conmon` processes Podman keeps for the session (to
 //! run its cleanup five minutes later) are ended too: otherwise every
 //! command left them behind until the environment was destroyed.
@@ -33,6 +35,10 @@ pub struct ExecSpec {
     pub timeout: Duration,
     pub no_output_timeout: Option<Duration>,
     pub tail_bytes: usize,
+    /// The engine's URL when its processes are not this machine's (its
+    /// /proc does not show them): the tree is then found and killed inside
+    /// the container.
+    pub remote: Option<String>,
 }
 
 const PROGRESS_EVERY: Duration = Duration::from_secs(1);
@@ -90,8 +96,19 @@ pub async fn exec(
         .and_then(|i| i.pid)
         .map(|pid| pid as i32)
         .filter(|pid| *pid > 0 && timebox::carries_marker(*pid, &marker));
-    let mut guard = Guard {
+    let tree = Tree {
+        docker: docker.clone(),
+        container: container.to_string(),
         leader,
+        local: spec.remote.is_none(),
+    };
+    // Should the host die mid-run, its watchdog kills the run there.
+    let in_flight = spec
+        .remote
+        .as_deref()
+        .and_then(|url| InFlight::record(url, container, &marker));
+    let mut guard = Guard {
+        tree: tree.clone(),
         marker: Some(marker.clone()),
     };
     if let Some(bytes) = spec.stdin {
@@ -131,7 +148,7 @@ pub async fn exec(
         }
     }
     if let Some(ending) = ending {
-        outcome.kill = Some(kill(leader, &marker).await);
+        outcome.kill = Some(tree.kill(&marker).await);
         outcome.ending = ending;
         // Keep what the killed tree had already written.
         let _ = tokio::time::timeout(DRAIN_LIMIT, async {
@@ -151,17 +168,23 @@ pub async fn exec(
                 "{what}: Podman's service stopped answering during the command ({e}); its processes were killed"
             ));
             outcome.ending = Ending::SpawnFailed;
-            outcome.kill = Some(kill(leader, &marker).await);
+            outcome.kill = Some(tree.kill(&marker).await);
             ending = Some(Ending::SpawnFailed);
             service::lost();
         }
         Err(_) => {}
     }
     // Background descendants that closed their output but live on.
-    if ending.is_none() && leader.is_some_and(|l| !timebox::members(l, &marker).is_empty()) {
-        outcome.kill = Some(kill(leader, &marker).await);
+    if ending.is_none() {
+        if !tree.local {
+            let report = tree.kill(&marker).await;
+            outcome.kill = (report.killed > 0).then_some(report);
+        } else if leader.is_some_and(|l| !timebox::members(l, &marker).is_empty()) {
+            outcome.kill = Some(tree.kill(&marker).await);
+        }
     }
     guard.marker = None;
+    drop(in_flight);
     let _ = tokio::task::spawn_blocking(move || reap_session(&session)).await;
     outcome.duration = start.elapsed();
     Ok(outcome)
@@ -193,28 +216,161 @@ async fn exit_code(docker: &Docker, session: &str) -> Result<Option<i32>, bollar
     Ok(None)
 }
 
-/// The tree of a run: led by the exec's process when Podman told us its
-/// pid, and every process carrying the run's marker.
-async fn kill(leader: Option<i32>, marker: &str) -> KillReport {
-    let marker = marker.to_string();
-    // Without a leader only the marker finds the tree: a pid that cannot
-    // exist leads nothing (and never our own process group, as 0 would).
-    let leader = leader.unwrap_or(i32::MAX);
-    tokio::task::spawn_blocking(move || timebox::kill_tree(leader, &marker))
-        .await
-        .unwrap_or_default()
+/// Where a run's processes are: led by the exec's process when Podman
+/// told us its pid, and every process carrying the run's marker.
+#[derive(Clone)]
+struct Tree {
+    docker: Docker,
+    container: String,
+    leader: Option<i32>,
+    local: bool,
+}
+
+impl Tree {
+    async fn kill(&self, marker: &str) -> KillReport {
+        if !self.local {
+            return kill_inside(&self.docker, &self.container, marker).await;
+        }
+        let marker = marker.to_string();
+        // Without a leader only the marker finds the tree: a pid that
+        // cannot exist leads nothing (and never our own group, as 0 would).
+        let leader = self.leader.unwrap_or(i32::MAX);
+        tokio::task::spawn_blocking(move || timebox::kill_tree(leader, &marker))
+            .await
+            .unwrap_or_default()
+    }
+}
+
+/// Inside the container: every process whose environment carries the
+/// run's marker gets SIGTERM, and SIGKILL after 200 ms if it is still
+/// there (as [`timebox::kill_tree`] does here). Needs `sh`, `tr` and
+/// `grep` in the image; prints how many were signalled and forced.
+const KILL_INSIDE: &str = r#"m="$1"; killed=0; forced=0
+scan() { for e in /proc/[0-9]*/environ; do p=${e#/proc/}; p=${p%/environ}
+  [ "$p" = "$$" ] && continue
+  tr '\0' '\n' < "$e" 2>/dev/null | grep -qxF "$m" && kill -"$1" "$p" 2>/dev/null && echo "$p"
+done; }
+killed=$(scan TERM | wc -l)
+[ "$killed" -gt 0 ] && sleep 0.2 && forced=$(scan KILL | wc -l)
+echo "$killed $forced""#;
+
+/// How long the in-container kill may take (its grace is 200 ms).
+const KILL_INSIDE_LIMIT: Duration = Duration::from_secs(10);
+
+/// Kill the run's tree in `container` by its marker; what was killed.
+pub async fn kill_inside(docker: &Docker, container: &str, marker: &str) -> KillReport {
+    let run = async {
+        let created = docker
+            .create_exec(
+                container,
+                CreateExecOptions {
+                    attach_stdout: Some(true),
+                    attach_stderr: Some(true),
+                    cmd: Some(vec![
+                        "sh".to_string(),
+                        "-c".into(),
+                        KILL_INSIDE.into(),
+                        "sh".into(),
+                        format!("{MARKER_VAR}={marker}"),
+                    ]),
+                    ..Default::default()
+                },
+            )
+            .await
+            .ok()?;
+        let StartExecResults::Attached { mut output, .. } =
+            docker.start_exec(&created.id, None).await.ok()?
+        else {
+            return None;
+        };
+        let mut said = Vec::new();
+        while let Some(Ok(chunk)) = output.next().await {
+            if let LogOutput::StdOut { message } = chunk {
+                said.extend_from_slice(&message);
+            }
+        }
+        let said = String::from_utf8_lossy(&said);
+        let mut counts = said.split_whitespace().filter_map(|n| n.parse().ok());
+        Some(KillReport {
+            killed: counts.next()?,
+            forced: counts.next()?,
+        })
+    };
+    match tokio::time::timeout(KILL_INSIDE_LIMIT, run).await {
+        Ok(Some(report)) => report,
+        _ => {
+            tracing::warn!(container, "could not end a run's processes inside the container");
+            KillReport::default()
+        }
+    }
+}
+
+/// A run on another machine's engine, recorded for the host's watchdog
+/// (a file named by its marker in [`in_flight_dir`]: the engine's URL
+/// and the container); removed when the run has ended.
+struct InFlight(std::path::PathBuf);
+
+impl InFlight {
+    fn record(url: &str, container: &str, marker: &str) -> Option<InFlight> {
+        let dir = in_flight_dir(timebox::instance());
+        std::fs::create_dir_all(&dir).ok()?;
+        let file = dir.join(marker);
+        std::fs::write(&file, format!("{url}\n{container}\n")).ok()?;
+        Some(InFlight(file))
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// Where the host instance `instance` records its runs on other machines'
+/// engines.
+pub fn in_flight_dir(instance: &str) -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("mcp-host-remote-runs-{instance}"))
+}
+
+/// Kill the runs recorded in `dir` (a host that is gone left them) on
+/// their engines, and remove the records; how many runs were there.
+pub async fn end_in_flight(dir: &std::path::Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    let mut ended = 0;
+    for entry in entries.flatten() {
+        let marker = entry.file_name().to_string_lossy().into_owned();
+        let text = std::fs::read_to_string(entry.path()).unwrap_or_default();
+        let mut lines = text.lines();
+        if let (Some(url), Some(container)) = (lines.next(), lines.next())
+            && let Ok(docker) = service::connect(url).await
+        {
+            kill_inside(&docker, container, &marker).await;
+            ended += 1;
+        }
+        let _ = std::fs::remove_file(entry.path());
+    }
+    let _ = std::fs::remove_dir(dir);
+    ended
 }
 
 /// Kills the run's tree if the exec future is dropped before its end.
 struct Guard {
-    leader: Option<i32>,
+    tree: Tree,
     marker: Option<String>,
 }
 
 impl Drop for Guard {
     fn drop(&mut self) {
-        if let Some(marker) = self.marker.take() {
-            timebox::kill_tree_in_background(self.leader.unwrap_or(i32::MAX), marker);
+        let Some(marker) = self.marker.take() else {
+            return;
+        };
+        if self.tree.local {
+            timebox::kill_tree_in_background(self.tree.leader.unwrap_or(i32::MAX), marker);
+        } else if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            let tree = self.tree.clone();
+            runtime.spawn(async move { tree.kill(&marker).await });
         }
     }
 }

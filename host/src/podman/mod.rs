@@ -16,6 +16,30 @@ use bollard::models::{ContainerInspectResponse, ImageInspect};
 
 pub use service::{client, service_dir};
 
+/// Which Podman service: this machine's, or one the policy names.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Engine {
+    Local,
+    Remote(crate::policy::RemoteEngine),
+}
+
+impl Engine {
+    pub fn name(&self) -> &str {
+        match self {
+            Engine::Local => crate::policy::LOCAL_ENGINE,
+            Engine::Remote(remote) => &remote.name,
+        }
+    }
+
+    /// Where ports published there are reached from this machine.
+    pub fn address(&self) -> &str {
+        match self {
+            Engine::Local => "127.0.0.1",
+            Engine::Remote(remote) => &remote.address,
+        }
+    }
+}
+
 /// What to tell a user whose Podman is missing or broken.
 pub const INSTALL_HINT: &str = "install Podman (Debian/Ubuntu: `apt-get install podman runc`); \
 if containers fail to start, point CONTAINERS_CONF at a containers.conf with \

@@ -1,6 +1,7 @@
 //! Which Podman service the host talks to, and starting one of its own.
 //!
-//! `$CONTAINER_HOST` when set (`unix://` a socket, `tcp://` an address),
+//! An engine of the policy's (`containers.engines`) at its URL; the local
+//! one at `$CONTAINER_HOST` when set (`unix://` a socket, `tcp://` an address),
 //! else the system's socket (`/run/podman/podman.sock` for root,
 //! `$XDG_RUNTIME_DIR/podman/podman.sock` otherwise), else a `podman system
 //! service` the host starts on a socket of its own, in
@@ -14,7 +15,7 @@ use std::time::{Duration, Instant};
 use bollard::Docker;
 use tokio::sync::Mutex;
 
-use super::{INSTALL_HINT, PodmanError, program};
+use super::{Engine, INSTALL_HINT, PodmanError, program};
 use timebox::MARKER_VAR;
 
 /// How long a service the host starts may take to answer.
@@ -23,42 +24,44 @@ const SERVICE_START: Duration = Duration::from_secs(20);
 /// is one request; an exec's output stream is not bounded by it).
 const REQUEST_TIMEOUT_S: u64 = 300;
 
-/// The connected client. [`lost`] marks it stale when the service stops
-/// answering, so the next call connects again (starting a new service if
-/// need be).
-static CLIENT: Mutex<Option<Docker>> = Mutex::const_new(None);
+/// The connected clients, one per engine. [`lost`] marks them stale when
+/// a service stops answering, so the next call connects again (starting a
+/// new local service if need be).
+static CLIENTS: Mutex<Vec<(Engine, Docker)>> = Mutex::const_new(Vec::new());
 static LOST: AtomicBool = AtomicBool::new(false);
 
-/// The API client for the configured service.
-pub async fn client() -> Result<Docker, PodmanError> {
-    let mut slot = CLIENT.lock().await;
+/// The API client for `engine`.
+pub async fn client(engine: &Engine) -> Result<Docker, PodmanError> {
+    let mut clients = CLIENTS.lock().await;
     if LOST.swap(false, Ordering::SeqCst) {
-        slot.take();
+        clients.clear();
     }
-    if let Some(docker) = &*slot {
+    if let Some((_, docker)) = clients.iter().find(|(e, _)| e == engine) {
         return Ok(docker.clone());
     }
-    let docker = match std::env::var("CONTAINER_HOST")
+    let docker = match engine {
+        Engine::Remote(remote) => connect(&remote.url).await?,
+        Engine::Local => local().await?,
+    };
+    clients.push((engine.clone(), docker.clone()));
+    Ok(docker)
+}
+
+/// This machine's service: `CONTAINER_HOST`, the system's socket, or one
+/// the host starts.
+async fn local() -> Result<Docker, PodmanError> {
+    if let Some(host) = std::env::var("CONTAINER_HOST")
         .ok()
         .filter(|h| !h.is_empty())
     {
-        Some(host) => configured(&host).await?,
-        None => {
-            let mut found = None;
-            for socket in system_sockets() {
-                if let Ok(docker) = connect_socket(&socket).await {
-                    found = Some(docker);
-                    break;
-                }
-            }
-            match found {
-                Some(docker) => docker,
-                None => start_service().await?,
-            }
+        return connect(&host).await;
+    }
+    for socket in system_sockets() {
+        if let Ok(docker) = connect_socket(&socket).await {
+            return Ok(docker);
         }
-    };
-    *slot = Some(docker.clone());
-    Ok(docker)
+    }
+    start_service().await
 }
 
 /// The service stopped answering: the next [`client`] connects again.
@@ -71,8 +74,8 @@ pub fn service_dir(instance: &str) -> PathBuf {
     std::env::temp_dir().join(format!("mcp-host-podman-{instance}"))
 }
 
-/// The service `CONTAINER_HOST` names.
-async fn configured(host: &str) -> Result<Docker, PodmanError> {
+/// The service at `host` (`CONTAINER_HOST`, or an engine's URL).
+pub async fn connect(host: &str) -> Result<Docker, PodmanError> {
     if let Some(path) = host.strip_prefix("unix://") {
         return connect_socket(Path::new(path)).await;
     }

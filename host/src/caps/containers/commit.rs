@@ -3,21 +3,24 @@
 //! A commit leaves out what bind mounts show, which for a development
 //! container is the work itself; so the writable mounts' contents are
 //! copied into a second container of the committed image (a tar stream
-//! through the API, symlinks stored as links, never followed) and that is
-//! committed under the same name. Read-only mounts inside them (the host's
+//! through the API, symlinks stored as links, never followed; a volume's
+//! straight from the engine) and that is committed under the same name. Read-only mounts inside them (the host's
 //! own files lent to the container) are left out. The container's labels
 //! are blanked in the image: a container someone runs from it by hand must
 //! not pass for the plugin's.
 
-use std::process::Stdio;
+use std::path::{Path, PathBuf};
 
 use bollard::Docker;
 use bollard::models::ContainerCreateBody;
 use bollard::query_parameters::{
-    CommitContainerOptions, CreateContainerOptions, UploadToContainerOptions,
+    CommitContainerOptions, CreateContainerOptions, DownloadFromContainerOptionsBuilder,
+    UploadToContainerOptions,
 };
 
-use super::{check_word, force_removal, image_allowed};
+use futures_util::TryStreamExt;
+
+use super::{check_word, files, force_removal, image_allowed};
 use crate::bindings::mcphost::plugin::containers::ContainerError;
 use crate::podman::{self, Inspected, InspectedMount, failed};
 use crate::policy::Grants;
@@ -25,7 +28,12 @@ use crate::policy::Grants;
 /// The label naming the plugin that wrote an image.
 const COMMITTED_BY_LABEL: &str = "mcphost.committed-by";
 
-pub async fn commit(g: &Grants, info: &Inspected, image: &str) -> Result<String, ContainerError> {
+pub async fn commit(
+    docker: &Docker,
+    g: &Grants,
+    info: &Inspected,
+    image: &str,
+) -> Result<String, ContainerError> {
     check_word("image", image)?;
     if !image_allowed(image, &g.commit) {
         return Err(ContainerError::Denied(g.denial(
@@ -34,8 +42,7 @@ pub async fn commit(g: &Grants, info: &Inspected, image: &str) -> Result<String,
             &format!("\"{image}\""),
         )));
     }
-    let docker = podman::client().await?;
-    let before = podman::image(&docker, image).await?;
+    let before = podman::image(docker, image).await?;
     let by = before.as_ref().and_then(|i| {
         i.config
             .as_ref()?
@@ -56,14 +63,14 @@ pub async fn commit(g: &Grants, info: &Inspected, image: &str) -> Result<String,
         .map(|key| format!("LABEL {key}=\"\""))
         .collect();
     changes.push(format!("LABEL {COMMITTED_BY_LABEL}={}", g.plugin));
-    let mut id = commit_as(&docker, &info.id, image, Some(changes.join("\n"))).await?;
+    let mut id = commit_as(docker, &info.id, image, Some(changes.join("\n"))).await?;
     let writable: Vec<&InspectedMount> = info
         .mounts
         .iter()
-        .filter(|m| m.kind == "bind" && m.rw)
+        .filter(|m| (m.kind == "bind" || m.kind == "volume") && m.rw)
         .collect();
     if !writable.is_empty() {
-        id = with_mounts_copied(&docker, image, &writable, &info.mounts).await?;
+        id = with_mounts_copied(docker, image, &info.id, &writable, &info.mounts).await?;
     }
     // The image this name held before, now untagged, goes (if unused).
     if let Some(old) = before.and_then(|i| i.id).filter(|old| *old != id) {
@@ -107,11 +114,12 @@ async fn commit_as(
     Ok(committed.id)
 }
 
-/// Copy what `writable` mounts hold into a container of `image` and commit
-/// it as `image` again; the new id.
+/// Copy what `writable` mounts of `container` hold into a container of
+/// `image` and commit it as `image` again; the new id.
 async fn with_mounts_copied(
     docker: &Docker,
     image: &str,
+    container: &str,
     writable: &[&InspectedMount],
     all: &[InspectedMount],
 ) -> Result<String, ContainerError> {
@@ -126,7 +134,21 @@ async fn with_mounts_copied(
         .id;
     let copied = async {
         for mount in writable {
-            copy_in(docker, &staging, mount, all).await?;
+            if mount.kind == "volume" {
+                copy_volume(docker, container, &staging, &mount.destination).await?;
+                continue;
+            }
+            // The read-only mounts inside it are the host's, lent.
+            let exclude: Vec<PathBuf> = all
+                .iter()
+                .filter(|m| !m.rw)
+                .filter_map(|inner| {
+                    let rel = inner.destination.strip_prefix(&mount.destination)?;
+                    Some(PathBuf::from(rel.strip_prefix('/')?)).filter(|r| !r.as_os_str().is_empty())
+                })
+                .collect();
+            let source = Path::new(&mount.source);
+            files::copy_in(docker, &staging, source, &mount.destination, &[], &exclude).await?;
         }
         commit_as(docker, &staging, image, None).await
     }
@@ -137,59 +159,29 @@ async fn with_mounts_copied(
     copied
 }
 
-/// `tar -C <source> -c .` (minus read-only mounts inside it) into the
-/// container at the mount's target.
-async fn copy_in(
+/// What a volume shows at `path` in `from`, into `to` (engine to engine:
+/// the files never come to this machine).
+async fn copy_volume(
     docker: &Docker,
-    container: &str,
-    mount: &InspectedMount,
-    all: &[InspectedMount],
+    from: &str,
+    to: &str,
+    path: &str,
 ) -> Result<(), ContainerError> {
-    let mut tar = tokio::process::Command::new("tar");
-    tar.arg("-C")
-        .arg(&mount.source)
-        .args(["-c", "--one-file-system"]);
-    for inner in all.iter().filter(|m| !m.rw) {
-        if let Some(rel) = inner
-            .destination
-            .strip_prefix(&mount.destination)
-            .and_then(|r| r.strip_prefix('/'))
-            .filter(|r| !r.is_empty())
-        {
-            tar.arg(format!("--exclude=./{rel}"));
-        }
-    }
-    let mut tar = tar
-        .arg(".")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|e| ContainerError::Failed(format!("cannot run tar: {e}")))?;
-    let stream = tokio_util::io::ReaderStream::new(tar.stdout.take().expect("piped"));
+    let options = DownloadFromContainerOptionsBuilder::new().path(path).build();
+    let stream = docker
+        .download_from_container(from, Some(options))
+        .map_err(std::io::Error::other);
+    // The archive holds the folder itself: it goes into its parent.
+    let parent = Path::new(path)
+        .parent()
+        .map_or("/".into(), |p| p.display().to_string());
     let options = UploadToContainerOptions {
-        path: mount.destination.clone(),
+        path: parent,
         ..Default::default()
     };
-    let cp = docker
-        .upload_to_container(container, Some(options), bollard::body_try_stream(stream))
+    docker
+        .upload_to_container(to, Some(options), bollard::body_try_stream(stream))
         .await
-        .map_err(failed(&format!(
-            "copying {} into {container}",
-            mount.source
-        )));
-    let tarred = tar
-        .wait_with_output()
-        .await
-        .map_err(|e| ContainerError::Failed(format!("tar: {e}")))?;
-    cp?;
-    if !tarred.status.success() {
-        return Err(ContainerError::Failed(format!(
-            "tar of {} failed: {}",
-            mount.source,
-            String::from_utf8_lossy(&tarred.stderr).trim()
-        )));
-    }
+        .map_err(failed(&format!("copying {from}:{path} into the checkpoint")))?;
     Ok(())
 }

@@ -1,5 +1,6 @@
 //! `containers`: Podman containers for plugins granted `containers`, with
-//! networks of their own ([`network`]) and checkpoints ([`commit`]).
+//! networks of their own ([`network`]), checkpoints ([`commit`]) and files
+//! carried to engines that cannot mount this machine's ([`files`]).
 //!
 //! What a plugin may ask for is checked here: an image allowed by
 //! `containers.images`, bind mounts inside its fs roots, ports published on
@@ -8,13 +9,16 @@
 //! plugin can see, exec in, stop or remove only containers with its own
 //! label.
 //!
-//! Every operation goes through Podman's REST API ([`podman`]). An
+//! Every operation goes through Podman's REST API ([`podman`]), of the
+//! call's engine: the local one, or one `containers.engines` names (the
+//! plugin picks among those by name; a URL never comes from it). An
 //! exec passes the run's marker variable into the container
 //! (`MCP_HOST_RUN_ID`), so the processes it starts there carry it too;
 //! they are host processes in the container's PID namespace, and the
 //! timebox's tree kill (a /proc scan for the marker) ends them,
-//! re-parented descendants included. Ending the session alone would leave
-//! them running: conmon keeps it alive.
+//! re-parented descendants included; on another machine's engine the same
+//! scan runs inside the container ([`podman::exec`]). Ending the session
+//! alone would leave them running: conmon keeps it alive.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -24,6 +28,7 @@ use std::time::{Duration, Instant};
 use bollard::Docker;
 use bollard::models::{
     ContainerCreateBody, HostConfig, Mount, MountType, PortBinding as HostBinding,
+    VolumeCreateRequest,
 };
 use bollard::query_parameters::{
     CreateContainerOptions, CreateImageOptions, DownloadFromContainerOptionsBuilder,
@@ -33,17 +38,19 @@ use futures_util::TryStreamExt;
 
 use crate::bindings::Refusal;
 use crate::bindings::mcphost::plugin::containers::{
-    ContainerError, ContainerInfo, CreateRequest, ExecRequest, Host, PortBinding, Removal, StopKind,
+    ContainerError, ContainerInfo, CreateRequest, Engine as EngineInfo, ExecRequest, Host,
+    PortBinding, Removal, StopKind, SyncReport,
 };
 use crate::bindings::mcphost::plugin::process::RunResult;
 use crate::caps::spawn::{MAX_TAIL_BYTES, RunProgress, run_result};
 use crate::paths::confine;
-use crate::podman::{self, Inspected, PodmanError, failed};
-use crate::policy::Grants;
+use crate::podman::{self, Engine, Inspected, PodmanError, failed};
+use crate::policy::{Grants, LOCAL_ENGINE};
 use crate::store::CallState;
 use timebox::MARKER_VAR;
 
 mod commit;
+mod files;
 mod network;
 
 /// The label that ties a container to the plugin that made it.
@@ -75,28 +82,33 @@ impl From<PodmanError> for ContainerError {
     }
 }
 
-/// (plugin, id or name) pairs already seen to carry the plugin's label, so
-/// an `exec` does not pay for a `podman inspect` every time.
-static OWNED: LazyLock<Mutex<HashSet<(String, String)>>> = LazyLock::new(Default::default);
+/// (plugin, engine, id or name) already seen to carry the plugin's label,
+/// so an `exec` does not pay for a `podman inspect` every time.
+static OWNED: LazyLock<Mutex<HashSet<(String, String, String)>>> =
+    LazyLock::new(Default::default);
 
-fn remember(plugin: &str, info: &Inspected) {
-    let mut owned = OWNED.lock().expect("owned set poisoned");
-    owned.insert((plugin.to_string(), info.id.clone()));
-    owned.insert((plugin.to_string(), info.name.clone()));
+fn owned_key(plugin: &str, engine: &Engine, id: &str) -> (String, String, String) {
+    (plugin.to_string(), engine.name().to_string(), id.to_string())
 }
 
-fn forget(plugin: &str, info: &Inspected) {
+fn remember(plugin: &str, engine: &Engine, info: &Inspected) {
     let mut owned = OWNED.lock().expect("owned set poisoned");
-    owned.remove(&(plugin.to_string(), info.id.clone()));
-    owned.remove(&(plugin.to_string(), info.name.clone()));
+    owned.insert(owned_key(plugin, engine, &info.id));
+    owned.insert(owned_key(plugin, engine, &info.name));
+}
+
+fn forget(plugin: &str, engine: &Engine, info: &Inspected) {
+    let mut owned = OWNED.lock().expect("owned set poisoned");
+    owned.remove(&owned_key(plugin, engine, &info.id));
+    owned.remove(&owned_key(plugin, engine, &info.name));
 }
 
 fn granted(g: &Grants) -> Result<(), ContainerError> {
     g.require("containers").map_err(ContainerError::Denied)
 }
 
-/// The container `id` if it exists and belongs to this plugin.
-async fn owned(g: &Grants, id: &str) -> Result<Inspected, ContainerError> {
+/// The container `id` on `engine` if it exists and belongs to this plugin.
+async fn owned(g: &Grants, engine: &Engine, id: &str) -> Result<Inspected, ContainerError> {
     granted(g)?;
     check_word("container id", id)?;
     let not_found = || {
@@ -105,7 +117,7 @@ async fn owned(g: &Grants, id: &str) -> Result<Inspected, ContainerError> {
             g.plugin
         ))
     };
-    let docker = podman::client().await?;
+    let docker = podman::client(engine).await?;
     let info = match podman::inspect(&docker, id).await {
         Ok(info) => info,
         Err(PodmanError::NotFound(_)) => return Err(not_found()),
@@ -114,7 +126,7 @@ async fn owned(g: &Grants, id: &str) -> Result<Inspected, ContainerError> {
     if owner(&info) != Some(g.plugin.as_str()) || !this_machine(&info) {
         return Err(not_found());
     }
-    remember(&g.plugin, &info);
+    remember(&g.plugin, engine, &info);
     Ok(info)
 }
 
@@ -153,8 +165,13 @@ fn confinement(g: &Grants) -> HostConfig {
     }
 }
 
-/// Turn a create request into the container the policy allows.
-fn create_body(g: &Grants, request: &CreateRequest) -> Result<ContainerCreateBody, ContainerError> {
+/// Turn a create request into the container the policy allows on
+/// `engine` (its volumes are made by [`ensure_volumes`]).
+fn create_body(
+    g: &Grants,
+    engine: &Engine,
+    request: &CreateRequest,
+) -> Result<ContainerCreateBody, ContainerError> {
     if !image_allowed(&request.image, &g.images) {
         return Err(ContainerError::Denied(g.denial(
             &format!("the image `{}`", request.image),
@@ -182,6 +199,23 @@ fn create_body(g: &Grants, request: &CreateRequest) -> Result<ContainerCreateBod
     }
     let mut mounts = Vec::new();
     for mount in &request.mounts {
+        if !mount.target.starts_with('/') || mount.target.contains([':', ',']) {
+            return Err(ContainerError::Invalid(format!(
+                "mount target `{}` must be absolute, without ':' or ','",
+                mount.target
+            )));
+        }
+        if is_volume(&mount.source) {
+            check_volume(&mount.source)?;
+            mounts.push(Mount {
+                typ: Some(MountType::VOLUME),
+                source: Some(mount.source.clone()),
+                target: Some(mount.target.clone()),
+                read_only: Some(mount.read_only),
+                ..Default::default()
+            });
+            continue;
+        }
         let roots: Vec<PathBuf> = if mount.read_only {
             g.read_roots.iter().chain(&g.write_roots).cloned().collect()
         } else {
@@ -202,14 +236,9 @@ fn create_body(g: &Grants, request: &CreateRequest) -> Result<ContainerCreateBod
                 ))
             })?;
         let source = source.to_string_lossy();
-        if !mount.target.starts_with('/')
-            || [&*source, &mount.target]
-                .iter()
-                .any(|p| p.contains([':', ',']))
-        {
+        if source.contains([':', ',']) {
             return Err(ContainerError::Invalid(format!(
-                "mount `{}` -> `{}`: the target must be absolute, and neither may contain ':' or ','",
-                mount.source, mount.target
+                "mount source `{source}` must not contain ':' or ','"
             )));
         }
         // A mount, not a `Binds` entry: for those the engine makes a
@@ -225,15 +254,17 @@ fn create_body(g: &Grants, request: &CreateRequest) -> Result<ContainerCreateBod
     }
     let mut exposed = Vec::new();
     let mut published = HashMap::new();
+    let publish_ip = publish_address(engine)?;
     for port in &request.ports {
         if *port == 0 {
             return Err(ContainerError::Invalid("port 0 cannot be published".into()));
         }
         let spec = format!("{port}/tcp");
         exposed.push(spec.clone());
-        // Any free port, on the loopback address only.
+        // Any free port, on the loopback address only (another machine's
+        // engine: on its address, where this machine reaches it).
         let binding = HostBinding {
-            host_ip: Some("127.0.0.1".into()),
+            host_ip: Some(publish_ip.clone()),
             host_port: Some(String::new()),
         };
         published.insert(spec, Some(vec![binding]));
@@ -259,6 +290,98 @@ fn create_body(g: &Grants, request: &CreateRequest) -> Result<ContainerCreateBod
     })
 }
 
+/// Where `engine` publishes ports: the loopback address here, else the
+/// engine's address (as an IP: Podman binds to it).
+fn publish_address(engine: &Engine) -> Result<String, ContainerError> {
+    use std::net::{IpAddr, ToSocketAddrs};
+    let address = engine.address();
+    if address.parse::<IpAddr>().is_ok() {
+        return Ok(address.to_string());
+    }
+    (address, 0)
+        .to_socket_addrs()
+        .ok()
+        .and_then(|mut found| found.next())
+        .map(|a| a.ip().to_string())
+        .ok_or_else(|| {
+            ContainerError::Unavailable(format!(
+                "the address `{address}` of engine `{}` does not resolve: fix `address` in containers.engines",
+                engine.name()
+            ))
+        })
+}
+
+/// A mount source naming a volume rather than a host folder.
+fn is_volume(source: &str) -> bool {
+    !source.contains('/')
+}
+
+fn check_volume(name: &str) -> Result<(), ContainerError> {
+    let valid = name.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'));
+    if valid {
+        Ok(())
+    } else {
+        Err(ContainerError::Invalid(format!(
+            "volume name `{name}` is not valid: letters, digits, `_`, `.` and `-`, a letter or digit first"
+        )))
+    }
+}
+
+/// Whether the volume `name` exists, and then whether it is the plugin's.
+async fn volume_owned(docker: &Docker, g: &Grants, name: &str) -> Result<Option<bool>, ContainerError> {
+    match docker.inspect_volume(name).await {
+        Ok(found) => Ok(Some(
+            found.labels.get(OWNER_LABEL) == Some(&g.plugin)
+                && found.labels.get(MACHINE_LABEL) == Some(&*MACHINE),
+        )),
+        Err(e) => match failed(&format!("inspecting volume {name}"))(e) {
+            PodmanError::NotFound(_) => Ok(None),
+            e => Err(e.into()),
+        },
+    }
+}
+
+/// Make the volumes `body` mounts that do not exist, with the plugin's
+/// labels; a volume of someone else's is refused.
+async fn ensure_volumes(
+    docker: &Docker,
+    g: &Grants,
+    body: &ContainerCreateBody,
+) -> Result<(), ContainerError> {
+    let mounts = body.host_config.as_ref().and_then(|h| h.mounts.as_ref());
+    for mount in mounts.into_iter().flatten() {
+        let (Some(MountType::VOLUME), Some(name)) = (mount.typ, &mount.source) else {
+            continue;
+        };
+        match volume_owned(docker, g, name).await? {
+            Some(true) => continue,
+            Some(false) => {
+                return Err(ContainerError::NotFound(format!(
+                    "volume `{name}` exists but does not belong to plugin `{}`: choose another name",
+                    g.plugin
+                )));
+            }
+            None => {}
+        }
+        let request = VolumeCreateRequest {
+            name: Some(name.clone()),
+            labels: Some(HashMap::from([
+                (OWNER_LABEL.to_string(), g.plugin.clone()),
+                (MACHINE_LABEL.to_string(), MACHINE.clone()),
+            ])),
+            ..Default::default()
+        };
+        docker
+            .create_volume(request)
+            .await
+            .map_err(failed(&format!("creating volume {name}")))?;
+    }
+    Ok(())
+}
+
 /// Files placed in the sources of a container's writable folder mounts,
 /// to see that the engine mounts the host's folders and not folders of its
 /// own: an engine on another machine (`CONTAINER_HOST`) makes a missing
@@ -277,7 +400,10 @@ impl Probes {
             let (Some(source), Some(target)) = (&mount.source, &mount.target) else {
                 continue;
             };
-            if mount.read_only == Some(true) || !Path::new(source).is_dir() {
+            if mount.typ != Some(MountType::BIND)
+                || mount.read_only == Some(true)
+                || !Path::new(source).is_dir()
+            {
                 continue;
             }
             let name = format!(".mcphost-probe-{}", uuid::Uuid::new_v4().simple());
@@ -356,12 +482,47 @@ impl Host for CallState {
         err.into_wit()
     }
 
-    async fn run(&mut self, request: CreateRequest) -> Answer<ContainerInfo> {
+    async fn engines(&mut self) -> wasmtime::Result<Vec<EngineInfo>> {
+        let remote = self.grants.engines.iter().cloned().map(Engine::Remote);
+        Ok(std::iter::once(Engine::Local)
+            .chain(remote)
+            .map(|e| engine_info(&e))
+            .collect())
+    }
+
+    async fn use_engine(&mut self, name: String) -> Answer<EngineInfo> {
         let g = self.grants.clone();
         granted(&g)?;
-        let body = create_body(&g, &request)?;
-        let docker = podman::client().await?;
+        let engine = if name == LOCAL_ENGINE {
+            Engine::Local
+        } else {
+            let found = g.engines.iter().find(|e| e.name == name).ok_or_else(|| {
+                let known: Vec<&str> = std::iter::once(LOCAL_ENGINE)
+                    .chain(g.engines.iter().map(|e| e.name.as_str()))
+                    .collect();
+                ContainerError::Denied(format!(
+                    "plugin `{}` has no engine `{name}` (it has: {}): name a Podman service as \
+                     `containers.engines.{name} = \"tcp://<address>:<port>\"` under [plugins.{}] in {}",
+                    g.plugin,
+                    known.join(", "),
+                    g.plugin,
+                    g.config_hint
+                ))
+            })?;
+            Engine::Remote(found.clone())
+        };
+        self.engine = engine;
+        Ok(engine_info(&self.engine))
+    }
+
+    async fn run(&mut self, request: CreateRequest) -> Answer<ContainerInfo> {
+        let g = self.grants.clone();
+        let engine = self.engine.clone();
+        granted(&g)?;
+        let body = create_body(&g, &engine, &request)?;
+        let docker = podman::client(&engine).await?;
         ensure_image(&docker, &g, &request.image).await?;
+        ensure_volumes(&docker, &g, &body).await?;
         // Placed only now: a pull can take minutes, and the probes sit in
         // the caller's folders meanwhile.
         let probes = Probes::place(&body)?;
@@ -386,20 +547,21 @@ impl Host for CallState {
             let _ = docker.remove_container(&id, Some(force_removal())).await;
             return Err(e.into());
         }
-        let info = owned(&g, &id).await?;
+        let info = owned(&g, &engine, &id).await?;
         Ok(container_info(&info))
     }
 
     async fn exec(&mut self, id: String, request: ExecRequest) -> Answer<RunResult> {
         let call = self.call.clone();
         let g = self.grants.clone();
+        let engine = self.engine.clone();
         granted(&g)?;
         let known = OWNED
             .lock()
             .expect("owned set poisoned")
-            .contains(&(g.plugin.clone(), id.clone()));
+            .contains(&owned_key(&g.plugin, &engine, &id));
         let image = if request.use_entrypoint || !known {
-            Some(owned(&g, &id).await?.image_name)
+            Some(owned(&g, &engine, &id).await?.image_name)
         } else {
             None
         };
@@ -407,7 +569,7 @@ impl Host for CallState {
             return Err(ContainerError::Invalid("argv is empty".into()).into());
         }
         let env = env_list(&request.env)?;
-        let docker = podman::client().await?;
+        let docker = podman::client(&engine).await?;
         let mut argv = match (request.use_entrypoint, &image) {
             (true, Some(image)) => podman::image(&docker, image)
                 .await?
@@ -432,6 +594,10 @@ impl Host for CallState {
             timeout,
             no_output_timeout,
             tail_bytes,
+            remote: match &engine {
+                Engine::Local => None,
+                Engine::Remote(remote) => Some(remote.url.clone()),
+            },
         };
         let outcome = podman::exec::exec(docker, &id, spec, &call.cancel, &progress).await?;
         tracing::debug!(
@@ -443,31 +609,36 @@ impl Host for CallState {
     }
 
     async fn inspect(&mut self, id: String) -> Answer<ContainerInfo> {
-        Ok(container_info(&owned(&self.grants, &id).await?))
+        Ok(container_info(&owned(&self.grants, &self.engine, &id).await?))
     }
 
     async fn stop(&mut self, id: String, grace_ms: u32) -> Answer<StopKind> {
         let g = self.grants.clone();
-        let info = owned(&g, &id).await?;
-        Ok(stop(&info, grace_ms).await?)
+        let info = owned(&g, &self.engine, &id).await?;
+        Ok(stop(&self.engine, &info, grace_ms).await?)
     }
 
     async fn remove(&mut self, id: String, grace_ms: u32) -> Answer<Removal> {
         let g = self.grants.clone();
-        let info = owned(&g, &id).await?;
-        let stop = stop(&info, grace_ms).await?;
-        podman::client()
+        let engine = self.engine.clone();
+        let info = owned(&g, &engine, &id).await?;
+        let stop = stop(&engine, &info, grace_ms).await?;
+        podman::client(&engine)
             .await?
             .remove_container(&info.id, Some(force_removal()))
             .await
             .map_err(failed(&format!("removing container {}", info.name)))?;
-        forget(&g.plugin, &info);
-        let leftovers = tokio::task::spawn_blocking({
-            let (id, name) = (info.id.clone(), info.name.clone());
-            move || kill_leftovers(&id, &name)
-        })
-        .await
-        .unwrap_or(0);
+        forget(&g.plugin, &engine, &info);
+        // Another machine's engine keeps its helpers on that machine.
+        let leftovers = match engine {
+            Engine::Local => tokio::task::spawn_blocking({
+                let (id, name) = (info.id.clone(), info.name.clone());
+                move || kill_leftovers(&id, &name)
+            })
+            .await
+            .unwrap_or(0),
+            Engine::Remote(_) => 0,
+        };
         Ok(Removal {
             id: info.id,
             stop,
@@ -483,7 +654,7 @@ impl Host for CallState {
             check_word("label", key)?;
             filters.push(format!("{key}={value}"));
         }
-        let docker = podman::client().await?;
+        let docker = podman::client(&self.engine).await?;
         let options = ListContainersOptions {
             all: true,
             filters: Some(HashMap::from([("label".to_string(), filters)])),
@@ -505,21 +676,21 @@ impl Host for CallState {
         Ok(found
             .iter()
             .filter(|info| owner(info) == Some(g.plugin.as_str()) && this_machine(info))
-            .inspect(|info| remember(&g.plugin, info))
+            .inspect(|info| remember(&g.plugin, &self.engine, info))
             .map(container_info)
             .collect())
     }
 
     async fn rename(&mut self, id: String, name: String) -> Answer<()> {
         let g = self.grants.clone();
-        let info = owned(&g, &id).await?;
+        let info = owned(&g, &self.engine, &id).await?;
         check_word("container name", &name)?;
-        podman::client()
+        podman::client(&self.engine)
             .await?
             .rename_container(&info.id, RenameContainerOptions { name })
             .await
             .map_err(failed(&format!("renaming container {}", info.name)))?;
-        forget(&g.plugin, &info);
+        forget(&g.plugin, &self.engine, &info);
         Ok(())
     }
 
@@ -530,20 +701,98 @@ impl Host for CallState {
         aliases: Vec<String>,
     ) -> Answer<()> {
         let g = self.grants.clone();
-        let info = owned(&g, &id).await?;
-        Ok(network::connect(&g, &network, &info.id, &aliases).await?)
+        let info = owned(&g, &self.engine, &id).await?;
+        let docker = podman::client(&self.engine).await?;
+        Ok(network::connect(&docker, &g, &network, &info.id, &aliases).await?)
     }
 
     async fn network_remove(&mut self, network: String) -> Answer<bool> {
         let g = self.grants.clone();
         granted(&g)?;
-        Ok(network::remove(&g, &network).await?)
+        let docker = podman::client(&self.engine).await?;
+        Ok(network::remove(&docker, &g, &network).await?)
     }
 
     async fn commit(&mut self, id: String, image: String) -> Answer<String> {
         let g = self.grants.clone();
-        let info = owned(&g, &id).await?;
-        Ok(commit::commit(&g, &info, &image).await?)
+        let info = owned(&g, &self.engine, &id).await?;
+        let docker = podman::client(&self.engine).await?;
+        Ok(commit::commit(&docker, &g, &info, &image).await?)
+    }
+
+    async fn volume_remove(&mut self, name: String) -> Answer<bool> {
+        let g = self.grants.clone();
+        granted(&g)?;
+        check_volume(&name)?;
+        let docker = podman::client(&self.engine).await?;
+        match volume_owned(&docker, &g, &name).await? {
+            None => return Ok(false),
+            Some(false) => {
+                return Err(ContainerError::NotFound(format!(
+                    "volume `{name}` does not belong to plugin `{}`",
+                    g.plugin
+                ))
+                .into());
+            }
+            Some(true) => {}
+        }
+        docker
+            .remove_volume(&name, None::<bollard::query_parameters::RemoveVolumeOptions>)
+            .await
+            .map_err(failed(&format!("removing volume {name}")))?;
+        Ok(true)
+    }
+
+    async fn copy_in(
+        &mut self,
+        id: String,
+        source: String,
+        target: String,
+        paths: Vec<String>,
+        exclude: Vec<String>,
+    ) -> Answer<()> {
+        let g = self.grants.clone();
+        let info = owned(&g, &self.engine, &id).await?;
+        let roots: Vec<PathBuf> = g.read_roots.iter().chain(&g.write_roots).cloned().collect();
+        let source = confined(&g, &source, &roots, "fs.read")?;
+        let paths = relatives("path", &paths)?;
+        let exclude = relatives("excluded path", &exclude)?;
+        if !target.starts_with('/') {
+            return Err(ContainerError::Invalid(format!(
+                "target `{target}` must be an absolute path in the container"
+            ))
+            .into());
+        }
+        let docker = podman::client(&self.engine).await?;
+        Ok(files::copy_in(&docker, &info.id, &source, &target, &paths, &exclude).await?)
+    }
+
+    async fn sync_out(
+        &mut self,
+        id: String,
+        source: String,
+        target: String,
+        exclude: Vec<String>,
+        max_bytes: u64,
+    ) -> Answer<SyncReport> {
+        let g = self.grants.clone();
+        let info = owned(&g, &self.engine, &id).await?;
+        let target = confined(&g, &target, &g.write_roots, "fs.write")?;
+        let exclude = relatives("excluded path", &exclude)?;
+        if !source.starts_with('/') {
+            return Err(ContainerError::Invalid(format!(
+                "source `{source}` must be an absolute path in the container"
+            ))
+            .into());
+        }
+        let docker = podman::client(&self.engine).await?;
+        let report =
+            files::sync_out(&docker, &info.id, &source, &target, exclude, max_bytes).await?;
+        tracing::debug!(
+            plugin = %g.plugin, container = %info.name, written = report.written,
+            removed = report.removed, bytes = report.bytes, "synced out"
+        );
+        Ok(report)
     }
 }
 
@@ -559,12 +808,41 @@ fn owner(info: &Inspected) -> Option<&str> {
     info.labels.get(OWNER_LABEL).map(String::as_str)
 }
 
+/// A host folder the plugin names, inside `roots` (`key` grants them).
+fn confined(g: &Grants, path: &str, roots: &[PathBuf], key: &str) -> Result<PathBuf, ContainerError> {
+    let found = confine(path, &g.workspace, roots)
+        .filter(|_| Path::new(path).is_absolute())
+        .ok_or_else(|| {
+            ContainerError::Denied(g.denial(
+                &format!("the folder `{path}`"),
+                key,
+                "an absolute root containing it",
+            ))
+        })?;
+    if !found.is_dir() {
+        return Err(ContainerError::Invalid(format!("`{path}` is not a folder")));
+    }
+    Ok(found)
+}
+
+fn relatives(what: &str, paths: &[String]) -> Result<Vec<PathBuf>, ContainerError> {
+    paths.iter().map(|p| files::relative(what, p)).collect()
+}
+
+fn engine_info(engine: &Engine) -> EngineInfo {
+    EngineInfo {
+        name: engine.name().to_string(),
+        shares_files: *engine == Engine::Local,
+        address: engine.address().to_string(),
+    }
+}
+
 /// Stop a running container: SIGTERM, then SIGKILL after the grace period.
-async fn stop(info: &Inspected, grace_ms: u32) -> Result<StopKind, ContainerError> {
+async fn stop(engine: &Engine, info: &Inspected, grace_ms: u32) -> Result<StopKind, ContainerError> {
     if info.status != "running" && info.status != "paused" {
         return Ok(StopKind::NotRunning);
     }
-    let docker = podman::client().await?;
+    let docker = podman::client(engine).await?;
     let options = StopContainerOptions {
         t: Some(grace_ms.div_ceil(1000) as i32),
         signal: None,

@@ -9,12 +9,12 @@ use bollard::models::{EndpointSettings, NetworkConnectRequest, NetworkCreateRequ
 
 use super::{MACHINE, MACHINE_LABEL, OWNER_LABEL, check_word};
 use crate::bindings::mcphost::plugin::containers::ContainerError;
-use crate::podman::{self, PodmanError, failed};
+use crate::podman::{PodmanError, failed};
+use bollard::Docker;
 use crate::policy::Grants;
 
 /// Whether `network` exists, and then whether it is the plugin's own.
-async fn owned(g: &Grants, network: &str) -> Result<Option<bool>, ContainerError> {
-    let docker = podman::client().await?;
+async fn owned(docker: &Docker, g: &Grants, network: &str) -> Result<Option<bool>, ContainerError> {
     let found = match docker.inspect_network(network, None).await {
         Ok(found) => found,
         Err(e) => match failed(&format!("inspecting network {network}"))(e) {
@@ -36,8 +36,8 @@ fn not_ours(g: &Grants, network: &str) -> ContainerError {
 }
 
 /// Create `network` for the plugin unless it has it already.
-async fn ensure(g: &Grants, network: &str) -> Result<(), ContainerError> {
-    match owned(g, network).await? {
+async fn ensure(docker: &Docker, g: &Grants, network: &str) -> Result<(), ContainerError> {
+    match owned(docker, g, network).await? {
         Some(true) => return Ok(()),
         Some(false) => return Err(not_ours(g, network)),
         None => {}
@@ -50,12 +50,12 @@ async fn ensure(g: &Grants, network: &str) -> Result<(), ContainerError> {
         ])),
         ..Default::default()
     };
-    let created = podman::client().await?.create_network(request).await;
+    let created = docker.create_network(request).await;
     match created.map_err(failed(&format!("creating network {network}"))) {
         Ok(_) => Ok(()),
         // Another call made it in the meantime: fine if it is ours.
         Err(PodmanError::Failed(said)) if said.contains("already exists") => {
-            match owned(g, network).await? {
+            match owned(docker, g, network).await? {
                 Some(true) => Ok(()),
                 _ => Err(not_ours(g, network)),
             }
@@ -65,6 +65,7 @@ async fn ensure(g: &Grants, network: &str) -> Result<(), ContainerError> {
 }
 
 pub async fn connect(
+    docker: &Docker,
     g: &Grants,
     network: &str,
     container: &str,
@@ -74,7 +75,7 @@ pub async fn connect(
     for alias in aliases {
         check_word("network alias", alias)?;
     }
-    ensure(g, network).await?;
+    ensure(docker, g, network).await?;
     let request = NetworkConnectRequest {
         container: container.to_string(),
         endpoint_config: Some(EndpointSettings {
@@ -82,8 +83,7 @@ pub async fn connect(
             ..Default::default()
         }),
     };
-    let connected = podman::client()
-        .await?
+    let connected = docker
         .connect_network(network, request)
         .await
         .map_err(failed(&format!(
@@ -95,14 +95,13 @@ pub async fn connect(
     }
 }
 
-pub async fn remove(g: &Grants, network: &str) -> Result<bool, ContainerError> {
+pub async fn remove(docker: &Docker, g: &Grants, network: &str) -> Result<bool, ContainerError> {
     check_word("network", network)?;
-    match owned(g, network).await? {
+    match owned(docker, g, network).await? {
         None => Ok(false),
         Some(false) => Err(not_ours(g, network)),
         // Without --force: a network still in use stays, and says so.
-        Some(true) => podman::client()
-            .await?
+        Some(true) => docker
             .remove_network(network)
             .await
             .map(|()| true)

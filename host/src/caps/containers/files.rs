@@ -1,0 +1,429 @@
+//! Files between this machine and a container, for engines that cannot
+//! mount this machine's folders (another machine's): `copy-in` streams a
+//! host folder into the container (GNU tar, through the engine's archive
+//! API) and `sync-out` makes a host folder hold what a container folder
+//! holds. Checkpoints use both directions too ([`super::commit`]).
+//!
+//! What comes out of a container is hostile input: the archive is first
+//! stored whole (up to the caller's limit, so a container cannot fill the
+//! disk), then applied beneath a directory handle of the target
+//! (cap-std), so no `..`, absolute path or link, not even one the archive
+//! itself made a moment before, leads a write outside it. Only files,
+//! folders and links are made; set-id bits are dropped.
+
+use std::collections::HashSet;
+use std::io::{Read, Seek, Write};
+use std::os::unix::fs::FileExt;
+use std::path::{Component, Path, PathBuf};
+use std::process::Stdio;
+
+use bollard::Docker;
+use bollard::query_parameters::{DownloadFromContainerOptionsBuilder, UploadToContainerOptions};
+use cap_std::fs::Dir;
+use futures_util::TryStreamExt;
+
+use crate::bindings::mcphost::plugin::containers::{ContainerError, SyncReport};
+use crate::podman::failed;
+
+/// A relative path of the caller's: plain names only, never `..` or `/`.
+pub fn relative(what: &str, path: &str) -> Result<PathBuf, ContainerError> {
+    let p = Path::new(path);
+    if path.is_empty() || !p.components().all(|c| matches!(c, Component::Normal(_))) {
+        return Err(ContainerError::Invalid(format!(
+            "{what} `{path}` must be a relative path of plain names (no `..`, no leading `/`)"
+        )));
+    }
+    Ok(p.to_path_buf())
+}
+
+/// Whether `path` is one of `exclude` or beneath one.
+fn excluded(path: &Path, exclude: &[PathBuf]) -> bool {
+    exclude.iter().any(|e| path.starts_with(e))
+}
+
+/// Copy `paths` of the host folder `source` (all of it when empty), minus
+/// `exclude`, into the container's folder `target`.
+pub async fn copy_in(
+    docker: &Docker,
+    container: &str,
+    source: &Path,
+    target: &str,
+    paths: &[PathBuf],
+    exclude: &[PathBuf],
+) -> Result<(), ContainerError> {
+    let mut tar = tokio::process::Command::new("tar");
+    tar.arg("-C")
+        .arg(source)
+        .args(["-c", "--one-file-system", "--no-wildcards"]);
+    for rel in exclude {
+        tar.arg(format!("--exclude=./{}", rel.display()));
+    }
+    if paths.is_empty() {
+        tar.arg(".");
+    }
+    // `./` in front: never taken for an option.
+    tar.args(paths.iter().map(|p| format!("./{}", p.display())));
+    let mut tar = tar
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| ContainerError::Failed(format!("cannot run tar: {e}")))?;
+    let stream = tokio_util::io::ReaderStream::new(tar.stdout.take().expect("piped"));
+    let options = UploadToContainerOptions {
+        path: target.to_string(),
+        ..Default::default()
+    };
+    let uploaded = docker
+        .upload_to_container(container, Some(options), bollard::body_try_stream(stream))
+        .await
+        .map_err(failed(&format!(
+            "copying {} into {container}:{target}",
+            source.display()
+        )));
+    let tarred = tar
+        .wait_with_output()
+        .await
+        .map_err(|e| ContainerError::Failed(format!("tar: {e}")))?;
+    uploaded?;
+    if !tarred.status.success() {
+        return Err(ContainerError::Failed(format!(
+            "tar of {} failed: {}",
+            source.display(),
+            String::from_utf8_lossy(&tarred.stderr).trim()
+        )));
+    }
+    Ok(())
+}
+
+/// Make the host folder `target` hold what the container's folder `source`
+/// holds, `exclude` left alone on both sides.
+pub async fn sync_out(
+    docker: &Docker,
+    container: &str,
+    source: &str,
+    target: &Path,
+    exclude: Vec<PathBuf>,
+    max_bytes: u64,
+) -> Result<SyncReport, ContainerError> {
+    let what = format!("copying {container}:{source} out");
+    let mut archive = tempfile_here()?;
+    let mut bytes = 0u64;
+    let options = DownloadFromContainerOptionsBuilder::new()
+        .path(source)
+        .build();
+    let mut stream = docker.download_from_container(container, Some(options));
+    while let Some(chunk) = stream.try_next().await.map_err(failed(&what))? {
+        bytes += chunk.len() as u64;
+        if bytes > max_bytes {
+            return Err(ContainerError::Invalid(format!(
+                "{container}:{source} holds more than {max_bytes} bytes, the most this call takes back; \
+                 nothing was changed on this machine: remove what is not needed there (build output, \
+                 caches), or allow more"
+            )));
+        }
+        archive
+            .write_all(&chunk)
+            .map_err(|e| ContainerError::Failed(format!("{what}: {e}")))?;
+    }
+    let target = target.to_path_buf();
+    let applied = tokio::task::spawn_blocking(move || {
+        archive.rewind()?;
+        apply(archive, &target, &exclude)
+    })
+    .await
+    .map_err(|e| ContainerError::Failed(format!("{what}: {e}")))?;
+    let (written, removed) = applied.map_err(|e| ContainerError::Failed(format!("{what}: {e}")))?;
+    Ok(SyncReport {
+        written,
+        removed,
+        bytes,
+    })
+}
+
+/// An anonymous file in the temporary folder (gone when closed).
+fn tempfile_here() -> Result<std::fs::File, ContainerError> {
+    let path = std::env::temp_dir().join(format!("mcp-host-sync-{}", uuid::Uuid::new_v4()));
+    let file = std::fs::File::options()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(&path)
+        .and_then(|f| std::fs::remove_file(&path).map(|()| f))
+        .map_err(|e| ContainerError::Failed(format!("cannot make {}: {e}", path.display())))?;
+    Ok(file)
+}
+
+/// Apply the archive (the engine's: its first component is the folder's
+/// own name) beneath `target`; (written, removed).
+fn apply(archive: std::fs::File, target: &Path, exclude: &[PathBuf]) -> std::io::Result<(u32, u32)> {
+    let root = Dir::open_ambient_dir(target, cap_std::ambient_authority())?;
+    let store = archive.try_clone()?;
+    let mut tar = tar::Archive::new(archive);
+    let mut seen = HashSet::new();
+    let mut written = 0u32;
+    for entry in tar.entries()? {
+        let mut entry = entry?;
+        let Some(rel) = inner_path(&entry.path()?) else {
+            continue;
+        };
+        if excluded(&rel, exclude) {
+            continue;
+        }
+        seen.extend(rel.ancestors().map(Path::to_path_buf));
+        let mode = entry.header().mode().unwrap_or(0o644) & 0o777;
+        let changed = match entry.header().entry_type() {
+            tar::EntryType::Directory => make_dir(&root, &rel, mode)?,
+            tar::EntryType::Regular | tar::EntryType::Continuous => {
+                let at = entry.raw_file_position();
+                let size = entry.size();
+                write_file(&root, &rel, mode, size, |own| {
+                    same_bytes(&store, at, size, own)
+                }, &mut entry)?
+            }
+            tar::EntryType::Symlink => match entry.link_name()? {
+                Some(to) => make_link(&root, &rel, &to)?,
+                None => false,
+            },
+            tar::EntryType::Link => match entry.link_name()?.and_then(|l| inner_path(&l)) {
+                // A hard link to a file written before: its bytes again.
+                Some(from) if !excluded(&from, exclude) => {
+                    let mut bytes = Vec::new();
+                    root.open(&from)?.read_to_end(&mut bytes)?;
+                    write_file(&root, &rel, mode, bytes.len() as u64, |own| {
+                        let mut have = Vec::new();
+                        Ok(own.read_to_end(&mut have).is_ok() && have == bytes)
+                    }, &mut bytes.as_slice())?
+                }
+                _ => false,
+            },
+            // Devices, pipes, sockets: not files to keep.
+            _ => false,
+        };
+        written += changed as u32;
+    }
+    let removed = remove_unseen(&root, Path::new(""), &seen, exclude)?;
+    Ok((written, removed))
+}
+
+/// `path` without its first component, if it is made of plain names.
+fn inner_path(path: &Path) -> Option<PathBuf> {
+    let mut components = path.components().skip_while(|c| *c == Component::CurDir);
+    components.next()?;
+    let rel: PathBuf = components.collect();
+    (!rel.as_os_str().is_empty() && rel.components().all(|c| matches!(c, Component::Normal(_))))
+        .then_some(rel)
+}
+
+/// Whatever is at `rel` goes (a folder with all it holds).
+fn clear(root: &Dir, rel: &Path) -> std::io::Result<()> {
+    match root.symlink_metadata(rel) {
+        Ok(m) if m.is_dir() => root.remove_dir_all(rel),
+        Ok(_) => root.remove_file(rel),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+fn make_dir(root: &Dir, rel: &Path, mode: u32) -> std::io::Result<bool> {
+    use cap_std::fs::PermissionsExt;
+    if root.symlink_metadata(rel).is_ok_and(|m| m.is_dir()) {
+        return Ok(false);
+    }
+    clear(root, rel)?;
+    root.create_dir_all(rel)?;
+    // The owner keeps what it needs to walk and fill it.
+    root.set_permissions(rel, cap_std::fs::Permissions::from_mode(mode | 0o700))?;
+    Ok(true)
+}
+
+/// Write `rel` from `content` unless it is already a file of `size` bytes
+/// that `same` finds equal; whether it was written.
+fn write_file(
+    root: &Dir,
+    rel: &Path,
+    mode: u32,
+    size: u64,
+    same: impl FnOnce(&mut cap_std::fs::File) -> std::io::Result<bool>,
+    content: &mut impl Read,
+) -> std::io::Result<bool> {
+    use cap_std::fs::PermissionsExt;
+    if let Ok(m) = root.symlink_metadata(rel)
+        && m.is_file()
+        && m.len() == size
+        && m.permissions().mode() & 0o777 == mode
+        && same(&mut root.open(rel)?)?
+    {
+        return Ok(false);
+    }
+    clear(root, rel)?;
+    if let Some(parent) = rel.parent().filter(|p| !p.as_os_str().is_empty()) {
+        root.create_dir_all(parent)?;
+    }
+    let mut file = root.create(rel)?;
+    std::io::copy(content, &mut file)?;
+    file.set_permissions(cap_std::fs::Permissions::from_mode(mode))?;
+    Ok(true)
+}
+
+/// Whether `size` bytes of `store` at `at` equal what `own` holds.
+fn same_bytes(
+    store: &std::fs::File,
+    at: u64,
+    size: u64,
+    own: &mut cap_std::fs::File,
+) -> std::io::Result<bool> {
+    let (mut theirs, mut mine) = (vec![0u8; 64 * 1024], vec![0u8; 64 * 1024]);
+    let mut done = 0u64;
+    while done < size {
+        let n = (size - done).min(theirs.len() as u64) as usize;
+        store.read_exact_at(&mut theirs[..n], at + done)?;
+        own.read_exact(&mut mine[..n])?;
+        if theirs[..n] != mine[..n] {
+            return Ok(false);
+        }
+        done += n as u64;
+    }
+    Ok(true)
+}
+
+/// A link at `rel` to `to`, as the container has it (it is never
+/// followed here: every later write goes through `root`).
+fn make_link(root: &Dir, rel: &Path, to: &Path) -> std::io::Result<bool> {
+    if root.read_link_contents(rel).is_ok_and(|have| have == to) {
+        return Ok(false);
+    }
+    clear(root, rel)?;
+    if let Some(parent) = rel.parent().filter(|p| !p.as_os_str().is_empty()) {
+        root.create_dir_all(parent)?;
+    }
+    root.symlink_contents(to, rel)?;
+    Ok(true)
+}
+
+/// Remove what is beneath `dir` and not in `seen`; how many entries went.
+fn remove_unseen(
+    root: &Dir,
+    dir: &Path,
+    seen: &HashSet<PathBuf>,
+    exclude: &[PathBuf],
+) -> std::io::Result<u32> {
+    let mut removed = 0;
+    let entries = if dir.as_os_str().is_empty() {
+        root.entries()?
+    } else {
+        root.read_dir(dir)?
+    };
+    for entry in entries {
+        let entry = entry?;
+        let rel = dir.join(entry.file_name());
+        if excluded(&rel, exclude) {
+            continue;
+        }
+        let is_dir = entry.file_type()?.is_dir();
+        if !seen.contains(&rel) {
+            clear(root, &rel)?;
+            removed += 1;
+        } else if is_dir {
+            removed += remove_unseen(root, &rel, seen, exclude)?;
+        }
+    }
+    Ok(removed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An archive as an engine sends it: `workdir/` first.
+    fn archive(build: impl FnOnce(&mut tar::Builder<Vec<u8>>)) -> std::fs::File {
+        let mut builder = tar::Builder::new(Vec::new());
+        let mut dir = tar::Header::new_gnu();
+        dir.set_entry_type(tar::EntryType::Directory);
+        dir.set_mode(0o755);
+        dir.set_size(0);
+        builder.append_data(&mut dir, "workdir", std::io::empty()).unwrap();
+        build(&mut builder);
+        let bytes = builder.into_inner().unwrap();
+        let mut file = tempfile_here().unwrap();
+        file.write_all(&bytes).unwrap();
+        file.rewind().unwrap();
+        file
+    }
+
+    fn file(b: &mut tar::Builder<Vec<u8>>, path: &str, text: &str, mode: u32) {
+        let mut h = tar::Header::new_gnu();
+        h.set_entry_type(tar::EntryType::Regular);
+        h.set_mode(mode);
+        h.set_size(text.len() as u64);
+        b.append_data(&mut h, path, text.as_bytes()).unwrap();
+    }
+
+    fn link(b: &mut tar::Builder<Vec<u8>>, path: &str, to: &str) {
+        let mut h = tar::Header::new_gnu();
+        h.set_entry_type(tar::EntryType::Symlink);
+        h.set_size(0);
+        b.append_link(&mut h, path, to).unwrap();
+    }
+
+    #[test]
+    fn changes_arrive_and_what_is_gone_goes() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = dir.path();
+        std::fs::write(t.join("same.txt"), "same\n").unwrap();
+        std::fs::write(t.join("old.txt"), "old\n").unwrap();
+        std::fs::create_dir(t.join("olddir")).unwrap();
+        std::fs::write(t.join("olddir/x"), "x").unwrap();
+        std::fs::write(t.join(".git"), "gitdir: /somewhere\n").unwrap();
+        let a = archive(|b| {
+            file(b, "workdir/same.txt", "same\n", 0o644);
+            file(b, "workdir/new/deep.sh", "echo hi\n", 0o4755);
+            link(b, "workdir/abs", "/etc/passwd");
+        });
+        let (written, removed) = apply(a, t, &[PathBuf::from(".git")]).unwrap();
+        assert_eq!((written, removed), (2, 2), "new/deep.sh and abs; old.txt and olddir");
+        assert_eq!(std::fs::read_to_string(t.join("new/deep.sh")).unwrap(), "echo hi\n");
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(t.join("new/deep.sh")).unwrap().permissions().mode();
+        assert_eq!(mode & 0o7777, 0o755, "set-id dropped, exec kept");
+        assert_eq!(std::fs::read_link(t.join("abs")).unwrap(), Path::new("/etc/passwd"));
+        assert!(!t.join("old.txt").exists() && !t.join("olddir").exists());
+        assert!(t.join(".git").exists(), "excluded paths stay");
+    }
+
+    #[test]
+    fn nothing_is_written_outside_the_target() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let t = dir.path().join("t");
+        std::fs::create_dir(&t).unwrap();
+        let a = archive(|b| {
+            // A link out, then a file through it; then `..`.
+            link(b, "workdir/out", &outside.path().display().to_string());
+            file(b, "workdir/out/pwned", "x", 0o644);
+            let mut h = tar::Header::new_gnu();
+            h.set_entry_type(tar::EntryType::Regular);
+            h.set_size(1);
+            h.set_mode(0o644);
+            // `append_data` refuses `..`; the raw name goes in as is.
+            h.as_gnu_mut().unwrap().name[..14].copy_from_slice(b"workdir/../esc");
+            h.set_cksum();
+            b.append(&h, &b"y"[..]).unwrap();
+        });
+        let result = apply(a, &t, &[]);
+        assert!(
+            std::fs::read_dir(outside.path()).unwrap().next().is_none(),
+            "wrote through the link ({result:?})"
+        );
+        assert!(!dir.path().join("esc").exists());
+    }
+
+    #[test]
+    fn relative_paths_are_plain() {
+        assert!(relative("path", "src/a.rs").is_ok());
+        for bad in ["", "/etc", "../x", "a/../../b"] {
+            assert!(relative("path", bad).is_err(), "{bad}");
+        }
+    }
+}
