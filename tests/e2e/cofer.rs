@@ -210,9 +210,14 @@ pub fn created(result: &rmcp::model::CallToolResult) -> Value {
 }
 
 async fn http_get(port: u16, path: &str) -> String {
+    http_get_at("127.0.0.1", port, path).await
+}
+
+/// `GET path` at `host:port`, retried for 10 s until something answers.
+pub async fn http_get_at(host: &str, port: u16, path: &str) -> String {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        if let Ok(mut stream) = tokio::net::TcpStream::connect(("127.0.0.1", port)).await {
+        if let Ok(mut stream) = tokio::net::TcpStream::connect((host, port)).await {
             stream
                 .write_all(format!("GET {path} HTTP/1.0\r\nHost: x\r\n\r\n").as_bytes())
                 .await
@@ -224,7 +229,7 @@ async fn http_get(port: u16, path: &str) -> String {
         }
         assert!(
             Instant::now() < deadline,
-            "nothing answered on 127.0.0.1:{port}"
+            "nothing answered on {host}:{port}"
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }

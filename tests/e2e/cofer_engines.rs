@@ -1,165 +1,15 @@
-//! Cofer against a Podman engine that does not share the host's files: a
-//! second `podman system service` the test starts in its own mount
-//! namespace (the host's temporary files hidden under a tmpfs), its own
-//! network namespace (joined by a veth pair on a private /30) and its own
-//! storage, reached over TCP as another machine's would be.
+//! Cofer against a Podman engine that does not share the host's files
+//! ([`IsolatedEngine`]), reached over TCP as another machine's would be.
 
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use crate::cofer::Fixture;
+use serde_json::{Value, json};
+
+use crate::cofer::{Fixture, created, error_of, text};
 use crate::harness::*;
-
-/// The second engine; everything on it and around it goes when dropped.
-pub struct IsolatedEngine {
-    pub address: String,
-    netns: String,
-    veth: String,
-    service: std::process::Child,
-    /// Its storage and config, outside the hidden temporary folder.
-    dir: tempfile::TempDir,
-}
-
-impl IsolatedEngine {
-    /// Started with `image` loaded into it; `None` (a skip, a failure
-    /// under CI=true) without Podman, `ip`, `unshare` and `nsenter`.
-    pub fn start(image: &str) -> Option<IsolatedEngine> {
-        if !podman_ready()
-            || !["ip", "unshare", "nsenter"]
-                .iter()
-                .all(|p| require_program(p, "install iproute2 and util-linux"))
-        {
-            return None;
-        }
-        // Names and a /30 of 10.231.x.0/24 of this process's own.
-        let tag = std::process::id() % 250;
-        let (netns, veth, peer) = (
-            format!("mcpt{tag}"),
-            format!("mcpt{tag}h"),
-            format!("mcpt{tag}n"),
-        );
-        let (host_ip, engine_ip) = (format!("10.231.{tag}.1"), format!("10.231.{tag}.2"));
-        let ip = |args: &[&str]| {
-            let out = Command::new("ip").args(args).output().unwrap();
-            assert!(
-                out.status.success(),
-                "ip {args:?}: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        };
-        let _ = Command::new("ip").args(["netns", "del", &netns]).output();
-        let _ = Command::new("ip").args(["link", "del", &veth]).output();
-        ip(&["netns", "add", &netns]);
-        ip(&["link", "add", &veth, "type", "veth", "peer", "name", &peer]);
-        ip(&["link", "set", &peer, "netns", &netns]);
-        ip(&["addr", "add", &format!("{host_ip}/30"), "dev", &veth]);
-        ip(&["link", "set", &veth, "up"]);
-        for args in [
-            vec!["addr", "add", &format!("{engine_ip}/30"), "dev", &peer],
-            vec!["link", "set", &peer, "up"],
-            vec!["link", "set", "lo", "up"],
-        ] {
-            ip(&[&["netns", "exec", &netns, "ip"][..], &args].concat());
-        }
-        let dir = tempfile::Builder::new()
-            .prefix("mcp-test-engine-")
-            .tempdir_in("/var/tmp")
-            .unwrap();
-        let conf = dir.path().join("containers.conf");
-        std::fs::copy(containers_conf(), &conf).unwrap();
-        let address = format!("tcp://{engine_ip}:8899");
-        let root = dir.path().display();
-        // `nsenter --net`, not `ip netns exec`: that one remounts /sys, and
-        // the cgroup mounts runc needs would be gone.
-        let script = format!(
-            "mount --make-rprivate / && mount -t tmpfs tmpfs {tmp} && \
-             exec podman --root {root}/root --runroot {root}/run --tmpdir {root}/tmp \
-             system service --time 0 {address}",
-            tmp = std::env::temp_dir().display()
-        );
-        let service = Command::new("unshare")
-            .args([
-                "-m",
-                "nsenter",
-                &format!("--net=/run/netns/{netns}"),
-                "sh",
-                "-c",
-                &script,
-            ])
-            .env("CONTAINERS_CONF", &conf)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::fs::File::create(dir.path().join("service.log")).unwrap())
-            .spawn()
-            .unwrap();
-        let engine = IsolatedEngine {
-            address,
-            netns,
-            veth,
-            service,
-            dir,
-        };
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while std::net::TcpStream::connect((engine_ip.as_str(), 8899)).is_err() {
-            assert!(
-                Instant::now() < deadline,
-                "the isolated engine never listened: {}",
-                std::fs::read_to_string(engine.dir.path().join("service.log")).unwrap_or_default()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        // No registry: the image goes over as `podman save | load`.
-        let saved = engine.dir.path().join("image.tar");
-        podman(&["save", "--output", &saved.to_string_lossy(), image]);
-        engine.remote(&["load", "--input", &saved.to_string_lossy()]);
-        Some(engine)
-    }
-
-    /// `podman --remote` on this engine; its stdout.
-    pub fn remote(&self, args: &[&str]) -> String {
-        let out = Command::new("podman")
-            .args(["--remote", "--url", &self.address])
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "podman {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-}
-
-impl Drop for IsolatedEngine {
-    fn drop(&mut self) {
-        let _ = Command::new("podman")
-            .args([
-                "--remote",
-                "--url",
-                &self.address,
-                "rm",
-                "--all",
-                "--force",
-                "--time",
-                "0",
-            ])
-            .output();
-        let _ = self.service.kill();
-        let _ = self.service.wait();
-        let _ = Command::new("ip")
-            .args(["link", "del", &self.veth])
-            .output();
-        let _ = Command::new("ip")
-            .args(["netns", "del", &self.netns])
-            .output();
-        // Podman leaves its storage mounted until its own cleanup.
-        let _ = Command::new("umount")
-            .arg("-R")
-            .arg(self.dir.path().join("root/overlay"))
-            .output();
-    }
-}
+use crate::isolated_engine::IsolatedEngine;
 
 /// The engine really does not see the host's files: a bind mount of one
 /// of them fails there, and a container of its own runs.
@@ -221,4 +71,349 @@ async fn an_engine_without_the_worktree_fails_create_cleanly() {
         !f.repo.join(".cofer/worktrees/far").exists(),
         "the worktree was left"
     );
+}
+
+/// The user's config naming `engine` as `far`.
+fn far_engine_config(engine: &IsolatedEngine) -> String {
+    format!(
+        "[plugins.cofer.containers.engines]\nfar = \"{}\"\n",
+        engine.address
+    )
+}
+
+/// Issue 14's lifecycle on another machine's engine, beside a local
+/// environment in the same host: create copies the worktree into a volume
+/// there; a command's edits come back into the worktree and its branch; a
+/// file tool's change goes there; a timeout kills the tree in the
+/// container; a service answers at the engine's address; after a restart
+/// the environment is found on its engine; destroy leaves nothing there.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_environment_lives_on_another_machines_engine() {
+    let Some(engine) = IsolatedEngine::start(&cofer_image()) else {
+        return;
+    };
+    let Some(f) = Fixture::with_podman(&[("COHERRA_TIMEOUT_RUN", "8000")], true).await else {
+        return;
+    };
+    std::fs::write(&f.env.config, far_engine_config(&engine)).unwrap();
+    let engine_ip = engine
+        .address
+        .trim_start_matches("tcp://")
+        .split(':')
+        .next()
+        .unwrap()
+        .to_string();
+    let client = f.env.start().await;
+
+    let mut args = f.create_args("far");
+    args["engine"] = json!("far");
+    let described = created(&client.call("environment_create", args).await);
+    assert_eq!(described["engine"], "far", "{described}");
+    let near = f.create(&client, "near").await;
+    assert!(near.get("engine").is_none(), "{near}");
+    let on_engine = engine.remote(&["ps", "--format", "{{.Names}}"]);
+    assert!(on_engine.contains("cofer-far-"), "{on_engine}");
+    assert!(!on_engine.contains("cofer-near-"), "{on_engine}");
+    assert!(
+        engine.remote(&["volume", "ls", "--quiet"]).contains("-workdir"),
+        "no workdir volume on the engine"
+    );
+
+    // The worktree went in; edits come back, committed.
+    let r = client
+        .call(
+            "environment_run_cmd",
+            f.run_args(
+                "far",
+                "cat README.md && echo far > README.md && mkdir -p src && echo made > src/new.txt && ln -s README.md link",
+            ),
+        )
+        .await;
+    assert!(!is_error(&r), "{r:?}");
+    assert!(structured(&r)["stdout"].as_str().unwrap().starts_with("hello"), "{r:?}");
+    assert!(structured(&r)["commit"].is_string(), "{r:?}");
+    let wt = f.worktree("far");
+    assert_eq!(std::fs::read_to_string(wt.join("README.md")).unwrap(), "far\n");
+    assert_eq!(std::fs::read_to_string(wt.join("src/new.txt")).unwrap(), "made\n");
+    assert_eq!(std::fs::read_link(wt.join("link")).unwrap(), Path::new("README.md"));
+    let files = git(&f.repo, &["ls-tree", "-r", "--name-only", "cofer/far"]);
+    assert!(files.contains("src/new.txt") && files.contains("link"), "{files}");
+    assert!(!files.lines().any(|l| l == ".git"), "{files}");
+    assert!(
+        std::fs::read_to_string(wt.join(".git")).unwrap().starts_with("gitdir: "),
+        "the worktree's .git was changed"
+    );
+    let log = cofer(&f.repo, &["log", "far"]);
+    let log = String::from_utf8_lossy(&log.stdout);
+    assert!(log.contains("run cat README.md"), "{log}");
+    // A deletion in the container reaches the worktree too.
+    let r = client
+        .call("environment_run_cmd", f.run_args("far", "rm src/new.txt"))
+        .await;
+    assert!(!is_error(&r), "{r:?}");
+    assert!(!wt.join("src/new.txt").exists());
+
+    // A file tool's change goes to the engine.
+    let r = client
+        .call(
+            "environment_file_write",
+            json!({"environment_source": f.source(), "environment_id": "far",
+                   "target_file": "notes/todo.txt", "contents": "written here\n"}),
+        )
+        .await;
+    assert!(!is_error(&r), "{r:?}");
+    let r = client
+        .call("environment_run_cmd", f.run_args("far", "cat notes/todo.txt"))
+        .await;
+    assert_eq!(structured(&r)["stdout"], "written here\n", "{r:?}");
+    let r = client
+        .call(
+            "environment_file_delete",
+            json!({"environment_source": f.source(), "environment_id": "far",
+                   "target_file": "notes/todo.txt"}),
+        )
+        .await;
+    assert!(!is_error(&r), "{r:?}");
+    let r = client
+        .call("environment_run_cmd", f.run_args("far", "test ! -e notes/todo.txt && echo gone"))
+        .await;
+    assert_eq!(structured(&r)["stdout"], "gone\n", "{r:?}");
+
+    // A timeout kills the whole tree inside the container, re-parented
+    // descendants included, with no /proc of the engine's here.
+    let r = client
+        .call(
+            "environment_run_cmd",
+            f.run_args("far", "(sleep 997 &) ; sleep 998"),
+        )
+        .await;
+    assert_eq!(error_of(&r)["code"], "timeout", "{r:?}");
+    let main = on_engine
+        .lines()
+        .find(|n| n.starts_with("cofer-far-"))
+        .unwrap()
+        .to_string();
+    let left = engine.remote(&["exec", &main, "ps", "-o", "args"]);
+    assert!(!left.contains("sleep 99"), "left running on the engine:\n{left}");
+
+    // A checkpoint is an image on the engine, /workdir (the volume) in it.
+    let r = client
+        .call(
+            "environment_checkpoint",
+            json!({"environment_source": f.source(), "environment_id": "far",
+                   "destination": "localhost/far-checkpoint:1"}),
+        )
+        .await;
+    assert!(!is_error(&r), "{r:?}");
+    assert_eq!(
+        engine.remote(&["run", "--rm", "localhost/far-checkpoint:1", "cat", "/workdir/README.md"]),
+        "far\n"
+    );
+    engine.remote(&["rmi", "localhost/far-checkpoint:1"]);
+
+    // A service answers at the engine's address.
+    let mut args = f.run_args("far", "httpd -f -p 8080 -h /workdir");
+    args["background"] = json!(true);
+    args["ports"] = json!([8080]);
+    let r = client.call("environment_run_cmd", args).await;
+    assert!(!is_error(&r), "{r:?}");
+    let external = structured(&r)["endpoints"]["8080"]["host_external"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let port: u16 = external
+        .strip_prefix(&format!("tcp://{engine_ip}:"))
+        .unwrap_or_else(|| panic!("not at the engine's address: {external}"))
+        .parse()
+        .unwrap();
+    let page = crate::cofer::http_get_at(&engine_ip, port, "/README.md").await;
+    assert!(page.contains("far"), "{page}");
+
+    // What a service writes between commands comes back, committed apart.
+    let mut args = f.run_args("far", "echo bg > bg.txt; sleep 600");
+    args["background"] = json!(true);
+    assert!(!is_error(&client.call("environment_run_cmd", args).await));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !engine
+        .remote(&["exec", &main, "ls", "/workdir"])
+        .contains("bg.txt")
+    {
+        assert!(Instant::now() < deadline, "the service never wrote bg.txt");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let r = client
+        .call("environment_run_cmd", f.run_args("far", "true"))
+        .await;
+    assert!(structured(&r)["background_changes_commit"].is_string(), "{r:?}");
+    assert_eq!(std::fs::read_to_string(wt.join("bg.txt")).unwrap(), "bg\n");
+
+    // The local environment works beside it, on this machine.
+    let r = client
+        .call("environment_run_cmd", f.run_args("near", "echo near > near.txt"))
+        .await;
+    assert!(!is_error(&r), "{r:?}");
+    assert!(f.worktree("near").join("near.txt").exists());
+    let listed = client
+        .call("environment_list", json!({"environment_source": f.source()}))
+        .await;
+    let listed: Value = serde_json::from_str(&text(&listed)).unwrap();
+    let engines: Vec<(String, String, String)> = listed["environments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["id"].as_str().unwrap().to_string(),
+                e["engine"].as_str().unwrap().to_string(),
+                e["container_state"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        engines,
+        [
+            ("far".into(), "far".into(), "running".into()),
+            ("near".into(), "local".into(), "running".into())
+        ],
+        "{listed}"
+    );
+    drop(client);
+
+    // A new host finds it on its engine, and destroy empties the engine.
+    let client = f.env.start().await;
+    let r = client.call("environment_open", f.scoped("far")).await;
+    assert!(!is_error(&r), "{r:?}");
+    let r = client.call("environment_destroy", f.scoped("far")).await;
+    assert!(!is_error(&r), "{r:?}");
+    assert_eq!(engine.remote(&["ps", "--all", "--quiet"]), "", "containers left");
+    assert_eq!(engine.remote(&["volume", "ls", "--quiet"]), "", "volumes left");
+    assert!(!engine.remote(&["network", "ls", "--format", "{{.Name}}"]).contains("cofer-"));
+    let r = client.call("environment_destroy", f.scoped("near")).await;
+    assert!(!is_error(&r), "{r:?}");
+}
+
+/// An engine the config does not name cannot be asked for: the URL comes
+/// from the user's config only.
+#[tokio::test(flavor = "multi_thread")]
+async fn only_configured_engines_can_be_used() {
+    let Some(f) = Fixture::with_podman(&[], true).await else {
+        return;
+    };
+    let client = f.env.start().await;
+    for asked in ["elsewhere", "tcp://10.0.0.1:8888"] {
+        let mut args = f.create_args("x");
+        args["engine"] = json!(asked);
+        let r = client.call("environment_create", args).await;
+        let err = error_of(&r);
+        assert!(
+            ["denied", "invalid_request", "policy_denied"].contains(&err["code"].as_str().unwrap()),
+            "{err}"
+        );
+        assert!(!f.worktree("x").exists());
+    }
+}
+
+/// `host serve --stdio` in a PID namespace of its own, as on a machine
+/// whose `/proc` does not show the engine's processes (here it would, and
+/// the watchdog's scan of this machine would find them): the namespace's
+/// first process is a shell that outlives the host by 20 s, so the
+/// watchdog (in the namespace too) has the time to do its work.
+fn serve_apart(env: &Env) -> tokio::process::Child {
+    let serve = env.host(&["serve", "--stdio"]);
+    let serve = serve.as_std();
+    let mut command = tokio::process::Command::new("unshare");
+    command
+        .args(["--pid", "--fork", "--mount-proc", "sh", "-c", "\"$@\"; sleep 20", "sh"])
+        .arg(serve.get_program())
+        .args(serve.get_args());
+    for (key, value) in serve.get_envs() {
+        if let Some(value) = value {
+            command.env(key, value);
+        }
+    }
+    let log = std::fs::File::options()
+        .create(true)
+        .append(true)
+        .open(env.stderr_log())
+        .unwrap();
+    command
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(log)
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap()
+}
+
+/// The pid (here) of the `host serve` serving `workspace`, and its parent's.
+fn host_serving(workspace: &Path) -> Option<(i32, i32)> {
+    let workspace = workspace.to_string_lossy();
+    for pid in processes_with(&workspace) {
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
+        if args.first() == Some(&env!("CARGO_BIN_EXE_host").as_bytes()) && args.get(1) == Some(&&b"serve"[..]) {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            let ppid = stat.rsplit(')').next()?.split_whitespace().nth(1)?.parse().ok()?;
+            return Some((pid, ppid));
+        }
+    }
+    None
+}
+
+/// A host killed mid-command leaves nothing running on another machine's
+/// engine: its watchdog finds the run the host recorded and kills it there.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_killed_host_leaves_nothing_running_on_the_engine() {
+    let Some(engine) = IsolatedEngine::start(&cofer_image()) else {
+        return;
+    };
+    let Some(f) = Fixture::with_podman(&[], true).await else {
+        return;
+    };
+    std::fs::write(&f.env.config, far_engine_config(&engine)).unwrap();
+    let client = f.env.start().await;
+    let mut args = f.create_args("far");
+    args["engine"] = json!("far");
+    created(&client.call("environment_create", args).await);
+    drop(client);
+    let main = engine.remote(&["ps", "--format", "{{.Names}}"]).trim().to_string();
+
+    let mut apart = serve_apart(&f.env);
+    let mut stdin = apart.stdin.take().unwrap();
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "environment_run_cmd", "arguments": f.run_args("far", "(sleep 9961 &) ; sleep 9962")}});
+    use tokio::io::AsyncWriteExt;
+    stdin
+        .write_all(format!("{}{call}\n", handshake()).as_bytes())
+        .await
+        .unwrap();
+    let running = || engine.remote(&["exec", &main, "ps", "-o", "args"]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !running().contains("sleep 9962") {
+        assert!(Instant::now() < deadline, "the command never started");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let (host, namespace) = host_serving(&f.env.workspace).expect("the host's pid");
+    let signal = |pid: i32| {
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGKILL,
+        )
+    };
+    signal(host).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while running().contains("sleep 996") {
+        if Instant::now() > deadline {
+            let _ = signal(namespace);
+            panic!("left running on the engine after the host died:\n{}", running());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // The namespace ends with its first process.
+    let _ = signal(namespace);
+    drop(stdin);
+    let _ = apart.wait().await;
+    let client = f.env.start().await;
+    let r = client.call("environment_destroy", f.scoped("far")).await;
+    assert!(!is_error(&r), "{r:?}");
 }

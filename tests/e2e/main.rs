@@ -15,6 +15,7 @@ mod godot;
 mod harness;
 mod host_core;
 mod http;
+mod isolated_engine;
 mod lifetime;
 mod mock_llm;
 mod pi;

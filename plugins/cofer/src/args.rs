@@ -60,6 +60,9 @@ pub struct Create {
     /// ID for the new environment (lowercase letters, digits, '-'). Default: a generated name such as `bold-otter`.
     #[schemars(regex(pattern = ID_PATTERN))]
     pub environment_id: Option<String>,
+    /// The Podman engine to run it on: `local`, or a name the host's config gives in containers.engines (a service on another machine). Default: the host's COFER_ENGINE, else local.
+    #[schemars(regex(pattern = r"^[A-Za-z0-9_-]{1,64}$"))]
+    pub engine: Option<String>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

@@ -19,9 +19,10 @@ use crate::{note, setting};
 /// Output of a failed setup command kept for the error.
 const SETUP_TAIL_BYTES: u64 = 16 * 1024;
 
-/// Start the main container as `name` (one retry), join the network, run
-/// the setup commands; a container that fails to set up is removed. The
-/// setup commands' results.
+/// Start the main container as `name` (one retry), give it the worktree
+/// (an engine that cannot mount it), join the network, run the setup
+/// commands; a container that fails to set up is removed. The setup
+/// commands' results.
 pub fn start(env: &Env, record: &Record, name: &str) -> Result<Vec<Value>, ToolError> {
     let request = CreateRequest {
         name: Some(name.to_string()),
@@ -37,6 +38,7 @@ pub fn start(env: &Env, record: &Record, name: &str) -> Result<Vec<Value>, ToolE
     }
     .map_err(|e| from_container("start the container", e))?;
     let prepared = (|| {
+        env.push(name, &[])?;
         if !record.services.is_empty() {
             containers::network_connect(&env.network(), name, &[])
                 .map_err(|e| from_container("join the environment's network", e))?;
@@ -207,11 +209,16 @@ pub fn checkpoint(args: Checkpoint) -> Result<ToolOutput, ToolError> {
         "environment_checkpoint env={} image={} id={id}",
         env.id, args.destination
     ));
-    let out = json!({"image": args.destination, "image_id": id});
+    let out = json!({"image": args.destination, "image_id": id, "engine": env.engine});
+    let (storage, podman) = if env.copies_files {
+        (format!("engine {}'s", env.engine), "podman --remote --url <the engine's URL>")
+    } else {
+        ("local".to_string(), "podman")
+    };
     Ok(ToolOutput {
         text: format!(
-            "Checkpoint saved as the local image {:?} (id {}). It holds the environment's container \
-             and its /workdir; run it with `podman run --rm -it {} sh`.",
+            "Checkpoint saved as the {storage} image {:?} (id {}). It holds the environment's container \
+             and its /workdir; run it with `{podman} run --rm -it {} sh`.",
             args.destination,
             short(&id),
             args.destination

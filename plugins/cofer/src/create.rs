@@ -10,7 +10,7 @@ use crate::env::{self, Env, Record};
 use crate::errors::{error, from_container, from_git, transient_git};
 use crate::{destroy, note, open_repo, setting};
 
-/// Live environments allowed at once on this machine (all repositories).
+/// Live environments allowed at once on one engine (all repositories).
 const DEFAULT_MAX_ENVIRONMENTS: u64 = 8;
 const DEFAULT_IMAGE: &str = "docker.io/library/ubuntu:24.04";
 
@@ -36,11 +36,14 @@ pub fn create(args: Create) -> Result<ToolOutput, ToolError> {
         ));
     }
     env::ensure_repository_id(&repo)?;
-    let env = match &args.environment_id {
+    let mut env = match &args.environment_id {
         Some(id) => Env::new(&repo, id),
         None => fresh_env(&repo)?,
     };
-    let exists = env.has_worktree() || env.read_record().is_some() || !env.containers()?.is_empty();
+    // An environment there now is looked for where it runs.
+    let old_record = env.read_record();
+    env.use_engine(old_record.as_ref().map_or(crate::engine::LOCAL, |r| r.engine()))?;
+    let exists = env.has_worktree() || old_record.is_some() || !env.containers()?.is_empty();
     if exists && !args.allow_replace {
         return Err(error(
             "conflict",
@@ -58,6 +61,8 @@ pub fn create(args: Create) -> Result<ToolOutput, ToolError> {
         ));
         destroy::remove_all(&env, true)?;
     }
+    let engine = crate::engine::for_new(args.engine.as_deref());
+    env.use_engine(&engine)?;
     check_limit()?;
 
     let image = args
@@ -81,8 +86,9 @@ pub fn create(args: Create) -> Result<ToolOutput, ToolError> {
         })?;
     git::exclude(&repo, "/.cofer/").map_err(|e| from_git("exclude .cofer from git status", e))?;
     note(format!(
-        "environment_create env={} mode=foreground image={image} from={from} explanation={:?}",
+        "environment_create env={} mode=foreground engine={} image={image} from={from} explanation={:?}",
         env.id,
+        env.engine,
         args.common.explanation.as_deref().unwrap_or("")
     ));
 
@@ -100,6 +106,7 @@ pub fn create(args: Create) -> Result<ToolOutput, ToolError> {
             setup_commands: Vec::new(),
             envs: Vec::new(),
             services: Vec::new(),
+            engine: (env.engine != crate::engine::LOCAL).then(|| env.engine.clone()),
         };
         crate::container::start(&env, &record, &env.container_name())?;
         env.write_record(&record)?;

@@ -1,5 +1,6 @@
-//! `environment_destroy`: containers, worktree, branch (local and on the
-//! remote), record, and a report of each. Also used by create to replace
+//! `environment_destroy`: containers (and on another machine's engine the
+//! /workdir volume), worktree, branch (local and on the remote), record,
+//! and a report of each. Also used by create to replace
 //! an environment and to clean up after a failed create.
 
 use plugin_sdk::containers::{self, StopKind};
@@ -34,7 +35,10 @@ pub fn output_schema() -> Value {
 
 pub fn destroy(args: Destroy) -> Result<ToolOutput, ToolError> {
     let repo = open_repo(&args.common.environment_source)?;
-    let env = Env::new(&repo, &args.environment_id);
+    let mut env = Env::new(&repo, &args.environment_id);
+    if let Some(record) = env.read_record() {
+        env.use_engine(record.engine())?;
+    }
     let branch_exists = git::resolve(&repo, &format!("refs/heads/{}", env.branch()))
         .map_err(|e| from_git("look up the branch", e))?
         .is_some();
@@ -84,6 +88,16 @@ pub fn remove_all(env: &Env, force: bool) -> Result<Value, ToolError> {
         warnings.push(format!(
             "could not remove the network {}: {}",
             env.network(),
+            ToolError::from(e).message
+        ));
+    }
+    if env.copies_files
+        && let Err(e) = containers::volume_remove(&env.volume())
+    {
+        warnings.push(format!(
+            "could not remove the volume {} on engine {}: {}",
+            env.volume(),
+            env.engine,
             ToolError::from(e).message
         ));
     }

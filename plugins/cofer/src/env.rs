@@ -32,6 +32,11 @@ pub struct Env {
     pub repo: String,
     /// The repository's own id, once it has one ([`repository_id`]).
     pub repo_id: Option<String>,
+    /// The engine its containers are on ([`crate::engine`]).
+    pub engine: String,
+    /// Whether /workdir is a volume the worktree is copied to and from
+    /// (the engine cannot mount it).
+    pub copies_files: bool,
 }
 
 /// Where a repository keeps its id: made at its first environment, so that
@@ -80,14 +85,17 @@ impl Env {
             id: id.to_string(),
             repo: repo.trim_end_matches('/').to_string(),
             repo_id: repository_id(repo),
+            engine: crate::engine::LOCAL.into(),
+            copies_files: false,
         }
     }
 
     /// Environment `id` of the repository `source` is in, and its record;
-    /// `not_found` when it has none.
+    /// `not_found` when it has none. The call goes on on its engine.
     pub fn find(source: &str, id: &str) -> Result<(Env, Record), ToolError> {
-        let env = Env::new(&crate::open_repo(source)?, id);
+        let mut env = Env::new(&crate::open_repo(source)?, id);
         let record = env.read_record().ok_or_else(|| env.not_found())?;
+        env.use_engine(record.engine())?;
         Ok((env, record))
     }
 
@@ -183,25 +191,38 @@ impl Env {
             command,
             use_entrypoint: false,
             labels: self.labels(role),
-            // The worktree's `.git` file is mounted read-only over itself:
-            // the container cannot point it (and so a careless git on the
-            // host) at another repository or config.
-            mounts: vec![
-                Mount {
-                    source: self.worktree(),
-                    target: WORKDIR.into(),
-                    read_only: false,
-                },
-                Mount {
-                    source: format!("{}/.git", self.worktree()),
-                    target: format!("{WORKDIR}/.git"),
-                    read_only: true,
-                },
-            ],
+            mounts: self.workdir_mounts(),
             workdir: Some(WORKDIR.into()),
             env: env_pairs(&record.envs)?,
             ports: Vec::new(),
         })
+    }
+
+    /// /workdir: the worktree, or on an engine that cannot mount it the
+    /// environment's volume there.
+    fn workdir_mounts(&self) -> Vec<Mount> {
+        if self.copies_files {
+            return vec![Mount {
+                source: self.volume(),
+                target: WORKDIR.into(),
+                read_only: false,
+            }];
+        }
+        // The worktree's `.git` file is mounted read-only over itself: the
+        // container cannot point it (and so a careless git on the host) at
+        // another repository or config.
+        vec![
+            Mount {
+                source: self.worktree(),
+                target: WORKDIR.into(),
+                read_only: false,
+            },
+            Mount {
+                source: format!("{}/.git", self.worktree()),
+                target: format!("{WORKDIR}/.git"),
+                read_only: true,
+            },
+        ]
     }
 
     pub fn read_record(&self) -> Option<Record> {
@@ -284,6 +305,9 @@ impl Env {
             "log_command_to_share_with_user": format!("cofer log {}", self.id),
             "diff_command_to_share_with_user": format!("cofer diff {}", self.id),
         });
+        if let Some(engine) = &record.engine {
+            out["engine"] = json!(engine);
+        }
         if !services.is_empty() {
             out["services"] = services
                 .iter()
@@ -312,6 +336,9 @@ pub struct Record {
     pub envs: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub services: Vec<ServiceConfig>,
+    /// The engine it runs on, when not the local one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine: Option<String>,
 }
 
 /// A service added with `environment_add_service` (container-use's
@@ -329,6 +356,10 @@ pub struct ServiceConfig {
 }
 
 impl Record {
+    pub fn engine(&self) -> &str {
+        self.engine.as_deref().unwrap_or(crate::engine::LOCAL)
+    }
+
     /// container-use's `config`, empty fields left out.
     fn config(&self) -> Value {
         let mut config = json!({"workdir": WORKDIR, "base_image": self.image});
@@ -445,6 +476,7 @@ mod tests {
             setup_commands: Vec::new(),
             envs: Vec::new(),
             services: Vec::new(),
+            engine: None,
         };
         let d = env.describe(&record, &[]);
         for key in [

@@ -1,5 +1,7 @@
 //! container-use's file tools (`environment_file_*`) on an environment's
-//! /workdir, which is its worktree on the host.
+//! /workdir, which is its worktree on the host (on an engine that cannot
+//! mount it, brought back from the engine first and each change sent
+//! there: [`crate::engine`]).
 //!
 //! Every path is opened beneath a directory handle of the worktree itself,
 //! and the host's WASI resolves it there (cap-std): `..`, an absolute
@@ -68,7 +70,8 @@ pub fn write(a: args::FileWrite) -> Result<ToolOutput, ToolError> {
     let path = relative(&a.target_file)?;
     let message = a.common.message_or(format!("Write {}", a.target_file));
     change(&env, &message, &a.target_file, "written", || {
-        workdir.write(&path, a.contents.as_bytes(), &a.target_file)
+        workdir.write(&path, a.contents.as_bytes(), &a.target_file)?;
+        env.send_change(&path)
     })
 }
 
@@ -92,7 +95,8 @@ pub fn edit(a: args::FileEdit) -> Result<ToolOutput, ToolError> {
             &a.replace_text,
             a.which_match.as_deref(),
         )?;
-        workdir.write(&path, edited.as_bytes(), &a.target_file)
+        workdir.write(&path, edited.as_bytes(), &a.target_file)?;
+        env.send_change(&path)
     })
 }
 
@@ -104,7 +108,8 @@ pub fn delete(a: args::FileDelete) -> Result<ToolOutput, ToolError> {
         workdir
             .root
             .unlink_file_at(&path)
-            .map_err(|e| fs_error(e, "delete", &a.target_file))
+            .map_err(|e| fs_error(e, "delete", &a.target_file))?;
+        env.send_change(&path)
     })
 }
 
@@ -156,6 +161,12 @@ fn change(
 fn open_env(common: &args::Common, id: &str) -> Result<(Env, Workdir), ToolError> {
     let (env, _) = Env::find(&common.environment_source, id)?;
     env.require_worktree()?;
+    if env.copies_files {
+        let wait_ms = setting("COHERRA_TIMEOUT_RUN", DEFAULT_TIMEOUT_MS);
+        let _hold = plugin_sdk::git::hold_worktree(&env.repo, &env.worktree(), wait_ms)
+            .map_err(|e| crate::errors::from_git("wait for the environment's previous command", e))?;
+        env.pull()?;
+    }
     let workdir = Workdir::open(&env.worktree())?;
     Ok((env, workdir))
 }

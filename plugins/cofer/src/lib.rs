@@ -15,6 +15,7 @@ mod args;
 mod container;
 mod create;
 mod destroy;
+mod engine;
 mod env;
 mod errors;
 mod files;
@@ -373,8 +374,28 @@ fn list(args: args::List) -> Result<ToolOutput, ToolError> {
                 .map(str::to_string)
         })
         .collect();
-    let mut containers = plugin_sdk::containers::list(&[(env::LABEL_SOURCE.into(), repo.clone())])
-        .map_err(|e| errors::from_container("list containers", e))?;
+    // Containers on every engine an environment of the repository is on.
+    let mut engines: Vec<String> = ids
+        .iter()
+        .filter_map(|id| Env::new(&repo, id).read_record())
+        .map(|r| r.engine().to_string())
+        .chain([engine::LOCAL.to_string()])
+        .collect();
+    engines.sort();
+    engines.dedup();
+    let mut containers = Vec::new();
+    let mut unreachable = Vec::new();
+    for engine in &engines {
+        let listed = plugin_sdk::containers::use_engine(engine)
+            .and_then(|_| plugin_sdk::containers::list(&[(env::LABEL_SOURCE.into(), repo.clone())]));
+        match listed {
+            Ok(found) => containers.extend(found),
+            Err(e) if engine == engine::LOCAL => {
+                return Err(errors::from_container("list containers", e));
+            }
+            Err(e) => unreachable.push(format!("{engine}: {}", ToolError::from(e).message)),
+        }
+    }
     let repo_id = env::repository_id(&repo);
     containers.retain(|c| env::of_repository(repo_id.as_deref(), c));
     for c in &containers {
@@ -398,6 +419,7 @@ fn list(args: args::List) -> Result<ToolOutput, ToolError> {
                 .find(|c| c.labels.iter().any(|(k, v)| k == env::LABEL_ROLE && v == "main"));
             json!({
                 "id": id,
+                "engine": record.as_ref().map_or(engine::LOCAL, |r| r.engine()),
                 "title": record.as_ref().map(|r| r.title.clone()),
                 "image": record.as_ref().map(|r| r.image.clone()),
                 "created_at": record.as_ref().map(|r| r.created_at.clone()),
@@ -407,7 +429,11 @@ fn list(args: args::List) -> Result<ToolOutput, ToolError> {
             })
         })
         .collect();
-    Ok(text(&json!({ "environments": environments })))
+    let mut out = json!({ "environments": environments });
+    if !unreachable.is_empty() {
+        out["unreachable_engines"] = json!(unreachable);
+    }
+    Ok(text(&out))
 }
 
 fn open(args: args::Open) -> Result<ToolOutput, ToolError> {

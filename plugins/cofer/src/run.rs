@@ -277,7 +277,8 @@ pub struct Turn<T> {
 /// One turn on the environment: wait (up to `wait_ms`) until no one else
 /// holds its worktree, commit on its own what background services wrote
 /// since the last turn, run `step` (which may add warnings), and commit
-/// what it changed with `message`. Turns on one environment run one at a
+/// what it changed with `message` (on an engine that cannot mount the
+/// worktree, what /workdir holds is brought back before each commit). Turns on one environment run one at a
 /// time, so each commit holds what its own step changed and nothing of
 /// another's. A step that fails leaves its changes for the next turn.
 pub fn turn<T>(
@@ -288,8 +289,16 @@ pub fn turn<T>(
 ) -> Result<Turn<T>, ToolError> {
     let _hold = git::hold_worktree(&env.repo, &env.worktree(), wait_ms)
         .map_err(|e| from_git("wait for the environment's previous command", e))?;
+    // Between turns only services (containers of their own on the same
+    // /workdir) write there: without them there is nothing to bring back.
+    if env.copies_files && !crate::services::running(env)?.is_empty() {
+        env.pull()?;
+    }
     let (background_commit, mut warnings) = commit(env, BACKGROUND_MESSAGE)?;
-    let value = step(&mut warnings)?;
+    let value = step(&mut warnings);
+    // Brought back even when the step failed: the next turn commits it.
+    env.pull()?;
+    let value = value?;
     let (commit, more) = commit(env, message)?;
     warnings.extend(more);
     Ok(Turn {
