@@ -1,36 +1,59 @@
 //! Cofer benchmarks on real Podman and git: `cargo bench -p host --bench
-//! cofer` (after scripts/build-plugins and scripts/test-image).
+//! cofer` (after scripts/build-plugins and scripts/test-image; as root for
+//! the second engine).
 //!
+//! On this machine's Podman, then on a second engine that does not share
+//! its files (the tests' [`IsolatedEngine`]: another mount and network
+//! namespace, reached over TCP, so /workdir is a volume there and files
+//! travel as tar streams), each in the same run:
 //! - environment_create end to end (MCP call to answer) on a repository of
 //!   10,000 committed files, and environment_destroy of the same;
 //! - environment_run_cmd of `true` against a plain `podman exec` of the
 //!   same command in the same container (the overhead: MCP, wasm, finding
-//!   the container, the timebox, the commit check), and of a command that
-//!   changes a file (adds the commit and the push).
+//!   the container, the timebox, the commit check; on the second engine
+//!   also bringing /workdir back), and of a command that changes a file
+//!   (adds the commit and the push).
 
 mod common;
 #[path = "../../tests/e2e/harness.rs"]
 #[allow(dead_code)]
 mod harness;
+#[path = "../../tests/e2e/isolated_engine.rs"]
+mod isolated_engine;
 
 use std::time::{Duration, Instant};
 
 use common::{ms, percentile};
-use harness::{Env, cofer, cofer_image, containers_conf, git, is_error, podman, podman_ready};
+use harness::{Client, Env, cofer, cofer_image, containers_conf, git, is_error, podman_ready};
+use isolated_engine::IsolatedEngine;
 use serde_json::json;
 
 const FILES: usize = 10_000;
 const ROUNDS: usize = 5;
-const RUNS: usize = 30;
+const RUNS: usize = 20;
+
+/// Medians of one engine.
+struct Figures {
+    create: Duration,
+    destroy: Duration,
+    plain: Duration,
+    tool: Duration,
+    changing: Duration,
+}
 
 #[tokio::main]
 async fn main() {
     if !podman_ready() {
         return;
     }
+    let far = IsolatedEngine::start(&cofer_image());
     let mut env = Env::new(&["cofer"], "");
     env.host_vars
         .push(("CONTAINERS_CONF".into(), containers_conf()));
+    if let Some(far) = &far {
+        let config = format!("[plugins.cofer.containers.engines]\nfar = \"{}\"\n", far.address);
+        std::fs::write(&env.config, config).unwrap();
+    }
     let repo = env.workspace.join("repo");
     for i in 0..FILES {
         let dir = repo.join(format!("src/d{:03}", i / 100));
@@ -43,15 +66,53 @@ async fn main() {
     assert!(cofer(&repo, &["init"]).status.success());
     let source = repo.to_string_lossy().into_owned();
     let client = env.start().await;
+
+    let local = measure(&client, &source, "local", &[]).await;
+    print("local", &local);
+    let Some(far) = far else {
+        println!("second engine: skipped (it needs root, ip, unshare and nsenter)");
+        return;
+    };
+    let remote = ["--remote", "--url", far.address.as_str()];
+    let far_figures = measure(&client, &source, "far", &remote).await;
+    print("far (namespaced, over TCP)", &far_figures);
+    let ratio = |a: Duration, b: Duration| a.as_secs_f64() / b.as_secs_f64();
+    println!(
+        "far / local: create {:.2}x, destroy {:.2}x, run_cmd `true` {:.2}x, changing a file {:.2}x",
+        ratio(far_figures.create, local.create),
+        ratio(far_figures.destroy, local.destroy),
+        ratio(far_figures.tool, local.tool),
+        ratio(far_figures.changing, local.changing),
+    );
+}
+
+fn print(engine: &str, f: &Figures) {
+    println!("[{engine}] environment_create, {FILES}-file repository ({ROUNDS} runs): median {}", ms(f.create));
+    println!("[{engine}] environment_destroy: median {}", ms(f.destroy));
+    println!("[{engine}] plain `podman exec <ctr> sh -c true` ({RUNS} runs): median {}", ms(f.plain));
+    println!(
+        "[{engine}] environment_run_cmd `true`, nothing to commit: median {}, overhead {}",
+        ms(f.tool),
+        ms(f.tool.saturating_sub(f.plain))
+    );
+    println!(
+        "[{engine}] environment_run_cmd changing a file (commit + push): median {}, overhead {}",
+        ms(f.changing),
+        ms(f.changing.saturating_sub(f.plain))
+    );
+}
+
+/// The figures of `engine`, whose containers `podman <podman_args>` reaches.
+async fn measure(client: &Client, source: &str, engine: &str, podman_args: &[&str]) -> Figures {
     let scoped = |id: &str| json!({"environment_source": source, "environment_id": id});
     let run = |id: &str, command: &str| json!({"environment_source": source, "environment_id": id, "command": command});
+    let create_args = |id: &str| json!({"environment_source": source, "title": "bench", "image": cofer_image(), "environment_id": id, "engine": engine});
 
     let (mut create, mut destroy) = (Vec::new(), Vec::new());
     for round in 0..=ROUNDS {
-        let id = format!("bench-{round}");
-        let args = json!({"environment_source": source, "title": "bench", "image": cofer_image(), "environment_id": id});
+        let id = format!("bench-{engine}-{round}");
         let started = Instant::now();
-        let r = client.call("environment_create", args).await;
+        let r = client.call("environment_create", create_args(&id)).await;
         let t_create = started.elapsed();
         assert!(!is_error(&r), "{r:?}");
         let started = Instant::now();
@@ -64,81 +125,50 @@ async fn main() {
             destroy.push(t_destroy);
         }
     }
-    println!(
-        "environment_create, {FILES}-file repository ({ROUNDS} runs): median {}, max {}",
-        ms(percentile(&mut create, 0.5)),
-        ms(percentile(&mut create, 1.0))
-    );
-    println!(
-        "environment_destroy (stop + remove container, worktree, branch): median {}, max {}",
-        ms(percentile(&mut destroy, 0.5)),
-        ms(percentile(&mut destroy, 1.0))
-    );
 
-    let args = json!({"environment_source": source, "title": "bench", "image": cofer_image(), "environment_id": "runs"});
-    assert!(!is_error(&client.call("environment_create", args).await));
-    let container = podman(&["ps", "-q", "--filter", "label=cofer.env=runs"])
-        .trim()
-        .to_string();
+    let id = format!("runs-{engine}");
+    assert!(!is_error(&client.call("environment_create", create_args(&id)).await));
+    let podman = |args: &[&str]| {
+        std::process::Command::new("podman")
+            .args(podman_args)
+            .args(args)
+            .env("CONTAINERS_CONF", containers_conf())
+            .output()
+            .unwrap()
+    };
+    let filter = format!("label=cofer.env={id}");
+    let container = String::from_utf8(podman(&["ps", "-q", "--filter", &filter]).stdout).unwrap();
+    let container = container.trim();
     let time = |samples: &mut Vec<Duration>, started: Instant| samples.push(started.elapsed());
     let (mut plain, mut tool, mut changing) = (Vec::new(), Vec::new(), Vec::new());
     for i in 0..RUNS + 3 {
         let started = Instant::now();
-        let out = std::process::Command::new("podman")
-            .args([
-                "exec",
-                "--workdir",
-                "/workdir",
-                &container,
-                "sh",
-                "-c",
-                "true",
-            ])
-            .env("CONTAINERS_CONF", containers_conf())
-            .status()
-            .unwrap();
-        assert!(out.success());
+        let out = podman(&["exec", "--workdir", "/workdir", container, "sh", "-c", "true"]);
+        assert!(out.status.success(), "{out:?}");
         if i >= 3 {
             time(&mut plain, started);
         }
         let started = Instant::now();
-        let r = client
-            .call("environment_run_cmd", run("runs", "true"))
-            .await;
+        let r = client.call("environment_run_cmd", run(&id, "true")).await;
         assert!(!is_error(&r), "{r:?}");
         if i >= 3 {
             time(&mut tool, started);
         }
         let started = Instant::now();
         let r = client
-            .call(
-                "environment_run_cmd",
-                run("runs", &format!("echo {i} > counter.txt")),
-            )
+            .call("environment_run_cmd", run(&id, &format!("echo {i} > counter.txt")))
             .await;
         assert!(!is_error(&r), "{r:?}");
         if i >= 3 {
             time(&mut changing, started);
         }
     }
-    let (p, t, c) = (
-        percentile(&mut plain, 0.5),
-        percentile(&mut tool, 0.5),
-        percentile(&mut changing, 0.5),
-    );
-    println!(
-        "plain `podman exec <ctr> sh -c true` ({RUNS} runs): median {}",
-        ms(p)
-    );
-    println!(
-        "environment_run_cmd `true`, nothing to commit: median {}, overhead {}",
-        ms(t),
-        ms(t.saturating_sub(p))
-    );
-    println!(
-        "environment_run_cmd changing a file (commit + push): median {}, overhead {}",
-        ms(c),
-        ms(c.saturating_sub(p))
-    );
-    client.call("environment_destroy", scoped("runs")).await;
+    client.call("environment_destroy", scoped(&id)).await;
+    Figures {
+        create: percentile(&mut create, 0.5),
+        destroy: percentile(&mut destroy, 0.5),
+        plain: percentile(&mut plain, 0.5),
+        tool: percentile(&mut tool, 0.5),
+        changing: percentile(&mut changing, 0.5),
+    }
 }
