@@ -51,7 +51,10 @@ async fn main() {
     env.host_vars
         .push(("CONTAINERS_CONF".into(), containers_conf()));
     if let Some(far) = &far {
-        let config = format!("[plugins.cofer.containers.engines]\nfar = \"{}\"\n", far.address);
+        let config = format!(
+            "[plugins.cofer.containers.engines]\nfar = \"{}\"\n",
+            far.address
+        );
         std::fs::write(&env.config, config).unwrap();
     }
     let repo = env.workspace.join("repo");
@@ -87,9 +90,15 @@ async fn main() {
 }
 
 fn print(engine: &str, f: &Figures) {
-    println!("[{engine}] environment_create, {FILES}-file repository ({ROUNDS} runs): median {}", ms(f.create));
+    println!(
+        "[{engine}] environment_create, {FILES}-file repository ({ROUNDS} runs): median {}",
+        ms(f.create)
+    );
     println!("[{engine}] environment_destroy: median {}", ms(f.destroy));
-    println!("[{engine}] plain `podman exec <ctr> sh -c true` ({RUNS} runs): median {}", ms(f.plain));
+    println!(
+        "[{engine}] plain `podman exec <ctr> sh -c true` ({RUNS} runs): median {}",
+        ms(f.plain)
+    );
     println!(
         "[{engine}] environment_run_cmd `true`, nothing to commit: median {}, overhead {}",
         ms(f.tool),
@@ -127,7 +136,9 @@ async fn measure(client: &Client, source: &str, engine: &str, podman_args: &[&st
     }
 
     let id = format!("runs-{engine}");
-    assert!(!is_error(&client.call("environment_create", create_args(&id)).await));
+    assert!(!is_error(
+        &client.call("environment_create", create_args(&id)).await
+    ));
     let podman = |args: &[&str]| {
         std::process::Command::new("podman")
             .args(podman_args)
@@ -143,7 +154,15 @@ async fn measure(client: &Client, source: &str, engine: &str, podman_args: &[&st
     let (mut plain, mut tool, mut changing) = (Vec::new(), Vec::new(), Vec::new());
     for i in 0..RUNS + 3 {
         let started = Instant::now();
-        let out = podman(&["exec", "--workdir", "/workdir", container, "sh", "-c", "true"]);
+        let out = podman(&[
+            "exec",
+            "--workdir",
+            "/workdir",
+            container,
+            "sh",
+            "-c",
+            "true",
+        ]);
         assert!(out.status.success(), "{out:?}");
         if i >= 3 {
             time(&mut plain, started);
@@ -156,7 +175,10 @@ async fn measure(client: &Client, source: &str, engine: &str, podman_args: &[&st
         }
         let started = Instant::now();
         let r = client
-            .call("environment_run_cmd", run(&id, &format!("echo {i} > counter.txt")))
+            .call(
+                "environment_run_cmd",
+                run(&id, &format!("echo {i} > counter.txt")),
+            )
             .await;
         assert!(!is_error(&r), "{r:?}");
         if i >= 3 {

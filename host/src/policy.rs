@@ -821,7 +821,11 @@ mod tests {
             ("x = \"unix:///run/lab.sock\"", "address"),
             ("local = \"tcp://10.0.0.5:1\"", "this machine's own"),
         ] {
-            std::fs::write(&file, format!("[plugins.cofer.containers.engines]\n{bad}\n")).unwrap();
+            std::fs::write(
+                &file,
+                format!("[plugins.cofer.containers.engines]\n{bad}\n"),
+            )
+            .unwrap();
             let err = format!("{:#}", Config::load(Some(&file)).unwrap_err());
             assert!(err.contains(says), "{bad}: {err}");
         }

@@ -115,7 +115,9 @@ async fn an_environment_lives_on_another_machines_engine() {
     assert!(on_engine.contains("cofer-far-"), "{on_engine}");
     assert!(!on_engine.contains("cofer-near-"), "{on_engine}");
     assert!(
-        engine.remote(&["volume", "ls", "--quiet"]).contains("-workdir"),
+        engine
+            .remote(&["volume", "ls", "--quiet"])
+            .contains("-workdir"),
         "no workdir volume on the engine"
     );
 
@@ -130,17 +132,37 @@ async fn an_environment_lives_on_another_machines_engine() {
         )
         .await;
     assert!(!is_error(&r), "{r:?}");
-    assert!(structured(&r)["stdout"].as_str().unwrap().starts_with("hello"), "{r:?}");
+    assert!(
+        structured(&r)["stdout"]
+            .as_str()
+            .unwrap()
+            .starts_with("hello"),
+        "{r:?}"
+    );
     assert!(structured(&r)["commit"].is_string(), "{r:?}");
     let wt = f.worktree("far");
-    assert_eq!(std::fs::read_to_string(wt.join("README.md")).unwrap(), "far\n");
-    assert_eq!(std::fs::read_to_string(wt.join("src/new.txt")).unwrap(), "made\n");
-    assert_eq!(std::fs::read_link(wt.join("link")).unwrap(), Path::new("README.md"));
+    assert_eq!(
+        std::fs::read_to_string(wt.join("README.md")).unwrap(),
+        "far\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(wt.join("src/new.txt")).unwrap(),
+        "made\n"
+    );
+    assert_eq!(
+        std::fs::read_link(wt.join("link")).unwrap(),
+        Path::new("README.md")
+    );
     let files = git(&f.repo, &["ls-tree", "-r", "--name-only", "cofer/far"]);
-    assert!(files.contains("src/new.txt") && files.contains("link"), "{files}");
+    assert!(
+        files.contains("src/new.txt") && files.contains("link"),
+        "{files}"
+    );
     assert!(!files.lines().any(|l| l == ".git"), "{files}");
     assert!(
-        std::fs::read_to_string(wt.join(".git")).unwrap().starts_with("gitdir: "),
+        std::fs::read_to_string(wt.join(".git"))
+            .unwrap()
+            .starts_with("gitdir: "),
         "the worktree's .git was changed"
     );
     let log = cofer(&f.repo, &["log", "far"]);
@@ -163,7 +185,10 @@ async fn an_environment_lives_on_another_machines_engine() {
         .await;
     assert!(!is_error(&r), "{r:?}");
     let r = client
-        .call("environment_run_cmd", f.run_args("far", "cat notes/todo.txt"))
+        .call(
+            "environment_run_cmd",
+            f.run_args("far", "cat notes/todo.txt"),
+        )
         .await;
     assert_eq!(structured(&r)["stdout"], "written here\n", "{r:?}");
     let r = client
@@ -175,7 +200,10 @@ async fn an_environment_lives_on_another_machines_engine() {
         .await;
     assert!(!is_error(&r), "{r:?}");
     let r = client
-        .call("environment_run_cmd", f.run_args("far", "test ! -e notes/todo.txt && echo gone"))
+        .call(
+            "environment_run_cmd",
+            f.run_args("far", "test ! -e notes/todo.txt && echo gone"),
+        )
         .await;
     assert_eq!(structured(&r)["stdout"], "gone\n", "{r:?}");
 
@@ -194,7 +222,10 @@ async fn an_environment_lives_on_another_machines_engine() {
         .unwrap()
         .to_string();
     let left = engine.remote(&["exec", &main, "ps", "-o", "args"]);
-    assert!(!left.contains("sleep 99"), "left running on the engine:\n{left}");
+    assert!(
+        !left.contains("sleep 99"),
+        "left running on the engine:\n{left}"
+    );
 
     // A checkpoint is an image on the engine, /workdir (the volume) in it.
     let r = client
@@ -206,7 +237,13 @@ async fn an_environment_lives_on_another_machines_engine() {
         .await;
     assert!(!is_error(&r), "{r:?}");
     assert_eq!(
-        engine.remote(&["run", "--rm", "localhost/far-checkpoint:1", "cat", "/workdir/README.md"]),
+        engine.remote(&[
+            "run",
+            "--rm",
+            "localhost/far-checkpoint:1",
+            "cat",
+            "/workdir/README.md"
+        ]),
         "far\n"
     );
     engine.remote(&["rmi", "localhost/far-checkpoint:1"]);
@@ -244,17 +281,26 @@ async fn an_environment_lives_on_another_machines_engine() {
     let r = client
         .call("environment_run_cmd", f.run_args("far", "true"))
         .await;
-    assert!(structured(&r)["background_changes_commit"].is_string(), "{r:?}");
+    assert!(
+        structured(&r)["background_changes_commit"].is_string(),
+        "{r:?}"
+    );
     assert_eq!(std::fs::read_to_string(wt.join("bg.txt")).unwrap(), "bg\n");
 
     // The local environment works beside it, on this machine.
     let r = client
-        .call("environment_run_cmd", f.run_args("near", "echo near > near.txt"))
+        .call(
+            "environment_run_cmd",
+            f.run_args("near", "echo near > near.txt"),
+        )
         .await;
     assert!(!is_error(&r), "{r:?}");
     assert!(f.worktree("near").join("near.txt").exists());
     let listed = client
-        .call("environment_list", json!({"environment_source": f.source()}))
+        .call(
+            "environment_list",
+            json!({"environment_source": f.source()}),
+        )
         .await;
     let listed: Value = serde_json::from_str(&text(&listed)).unwrap();
     let engines: Vec<(String, String, String)> = listed["environments"]
@@ -285,9 +331,21 @@ async fn an_environment_lives_on_another_machines_engine() {
     assert!(!is_error(&r), "{r:?}");
     let r = client.call("environment_destroy", f.scoped("far")).await;
     assert!(!is_error(&r), "{r:?}");
-    assert_eq!(engine.remote(&["ps", "--all", "--quiet"]), "", "containers left");
-    assert_eq!(engine.remote(&["volume", "ls", "--quiet"]), "", "volumes left");
-    assert!(!engine.remote(&["network", "ls", "--format", "{{.Name}}"]).contains("cofer-"));
+    assert_eq!(
+        engine.remote(&["ps", "--all", "--quiet"]),
+        "",
+        "containers left"
+    );
+    assert_eq!(
+        engine.remote(&["volume", "ls", "--quiet"]),
+        "",
+        "volumes left"
+    );
+    assert!(
+        !engine
+            .remote(&["network", "ls", "--format", "{{.Name}}"])
+            .contains("cofer-")
+    );
     let r = client.call("environment_destroy", f.scoped("near")).await;
     assert!(!is_error(&r), "{r:?}");
 }
@@ -300,7 +358,10 @@ async fn only_configured_engines_can_be_used() {
         return;
     };
     let client = f.env.start().await;
-    for (asked, code) in [("elsewhere", "denied"), ("tcp://10.0.0.1:8888", "invalid_request")] {
+    for (asked, code) in [
+        ("elsewhere", "denied"),
+        ("tcp://10.0.0.1:8888", "invalid_request"),
+    ] {
         let mut args = f.create_args("x");
         args["engine"] = json!(asked);
         let r = client.call("environment_create", args).await;
@@ -320,7 +381,15 @@ fn serve_apart(env: &Env) -> tokio::process::Child {
     let serve = serve.as_std();
     let mut command = tokio::process::Command::new("unshare");
     command
-        .args(["--pid", "--fork", "--mount-proc", "sh", "-c", "\"$@\"; sleep 20", "sh"])
+        .args([
+            "--pid",
+            "--fork",
+            "--mount-proc",
+            "sh",
+            "-c",
+            "\"$@\"; sleep 20",
+            "sh",
+        ])
         .arg(serve.get_program())
         .args(serve.get_args());
     for (key, value) in serve.get_envs() {
@@ -348,9 +417,17 @@ fn host_serving(workspace: &Path) -> Option<(i32, i32)> {
     for pid in processes_with(&workspace) {
         let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
         let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
-        if args.first() == Some(&env!("CARGO_BIN_EXE_host").as_bytes()) && args.get(1) == Some(&&b"serve"[..]) {
+        if args.first() == Some(&env!("CARGO_BIN_EXE_host").as_bytes())
+            && args.get(1) == Some(&&b"serve"[..])
+        {
             let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-            let ppid = stat.rsplit(')').next()?.split_whitespace().nth(1)?.parse().ok()?;
+            let ppid = stat
+                .rsplit(')')
+                .next()?
+                .split_whitespace()
+                .nth(1)?
+                .parse()
+                .ok()?;
             return Some((pid, ppid));
         }
     }
@@ -373,7 +450,10 @@ async fn a_killed_host_leaves_nothing_running_on_the_engine() {
     args["engine"] = json!("far");
     created(&client.call("environment_create", args).await);
     drop(client);
-    let main = engine.remote(&["ps", "--format", "{{.Names}}"]).trim().to_string();
+    let main = engine
+        .remote(&["ps", "--format", "{{.Names}}"])
+        .trim()
+        .to_string();
 
     let mut apart = serve_apart(&f.env);
     let mut stdin = apart.stdin.take().unwrap();
@@ -402,7 +482,10 @@ async fn a_killed_host_leaves_nothing_running_on_the_engine() {
     while running().contains("sleep 996") {
         if Instant::now() > deadline {
             let _ = signal(namespace);
-            panic!("left running on the engine after the host died:\n{}", running());
+            panic!(
+                "left running on the engine after the host died:\n{}",
+                running()
+            );
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }

@@ -299,7 +299,10 @@ pub async fn kill_inside(docker: &Docker, container: &str, marker: &str) -> Kill
     match tokio::time::timeout(KILL_INSIDE_LIMIT, run).await {
         Ok(Some(report)) => report,
         _ => {
-            tracing::warn!(container, "could not end a run's processes inside the container");
+            tracing::warn!(
+                container,
+                "could not end a run's processes inside the container"
+            );
             KillReport::default()
         }
     }

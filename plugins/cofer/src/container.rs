@@ -211,7 +211,10 @@ pub fn checkpoint(args: Checkpoint) -> Result<ToolOutput, ToolError> {
     ));
     let out = json!({"image": args.destination, "image_id": id, "engine": env.engine});
     let (storage, podman) = if env.copies_files {
-        (format!("engine {}'s", env.engine), "podman --remote --url <the engine's URL>")
+        (
+            format!("engine {}'s", env.engine),
+            "podman --remote --url <the engine's URL>",
+        )
     } else {
         ("local".to_string(), "podman")
     };

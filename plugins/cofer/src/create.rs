@@ -42,7 +42,11 @@ pub fn create(args: Create) -> Result<ToolOutput, ToolError> {
     };
     // An environment there now is looked for where it runs.
     let old_record = env.read_record();
-    env.use_engine(old_record.as_ref().map_or(crate::engine::LOCAL, |r| r.engine()))?;
+    env.use_engine(
+        old_record
+            .as_ref()
+            .map_or(crate::engine::LOCAL, |r| r.engine()),
+    )?;
     let exists = env.has_worktree() || old_record.is_some() || !env.containers()?.is_empty();
     if exists && !args.allow_replace {
         return Err(error(

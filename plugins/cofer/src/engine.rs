@@ -11,7 +11,7 @@
 //! and `cofer diff` read the same as for a local environment.
 
 use plugin_sdk::ToolError;
-use plugin_sdk::containers::{self, ContainerError, ExecRequest};
+use plugin_sdk::containers::{self, ContainerError};
 
 use crate::env::{self, Env};
 use crate::errors::from_container;
@@ -75,19 +75,21 @@ impl Env {
         }
         let name = self.container_name();
         let sent = if std::fs::symlink_metadata(format!("{}/{path}", self.worktree())).is_ok() {
-            containers::copy_in(&name, &self.worktree(), env::WORKDIR, &[path.to_string()], &[])
+            containers::copy_in(
+                &name,
+                &self.worktree(),
+                env::WORKDIR,
+                &[path.to_string()],
+                &[],
+            )
         } else {
-            let rm = ExecRequest {
-                argv: vec!["rm".into(), "-rf".into(), "--".into(), format!("{}/{path}", env::WORKDIR)],
-                workdir: None,
-                env: Vec::new(),
-                use_entrypoint: false,
-                stdin: None,
-                timeout_ms: 60_000,
-                no_output_timeout_ms: None,
-                tail_bytes: 4096,
-            };
-            containers::exec(&name, &rm).map(drop)
+            let rm = vec![
+                "rm".into(),
+                "-rf".into(),
+                "--".into(),
+                format!("{}/{path}", env::WORKDIR),
+            ];
+            containers::exec(&name, &env::chore(rm)).map(drop)
         };
         match sent {
             Ok(()) => Ok(()),

@@ -10,7 +10,7 @@
 //! host sees the environments the last one made.
 
 use plugin_sdk::ToolError;
-use plugin_sdk::containers::{self, ContainerInfo, CreateRequest, Mount};
+use plugin_sdk::containers::{self, ContainerInfo, CreateRequest, ExecRequest, Mount};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -389,6 +389,21 @@ pub fn env_pairs(envs: &[String]) -> Result<Vec<(String, String)>, ToolError> {
             )),
         })
         .collect()
+}
+
+/// A short chore in a container (rewriting /etc/hosts, removing a file):
+/// 30 s at most, a little output kept for the error.
+pub fn chore(argv: Vec<String>) -> ExecRequest {
+    ExecRequest {
+        argv,
+        workdir: None,
+        env: Vec::new(),
+        use_entrypoint: false,
+        stdin: None,
+        timeout_ms: 30_000,
+        no_output_timeout_ms: None,
+        tail_bytes: 4096,
+    }
 }
 
 /// The main container's process: waits forever, exits at once on SIGTERM

@@ -163,8 +163,10 @@ fn open_env(common: &args::Common, id: &str) -> Result<(Env, Workdir), ToolError
     env.require_worktree()?;
     if env.copies_files {
         let wait_ms = setting("COHERRA_TIMEOUT_RUN", DEFAULT_TIMEOUT_MS);
-        let _hold = plugin_sdk::git::hold_worktree(&env.repo, &env.worktree(), wait_ms)
-            .map_err(|e| crate::errors::from_git("wait for the environment's previous command", e))?;
+        let _hold =
+            plugin_sdk::git::hold_worktree(&env.repo, &env.worktree(), wait_ms).map_err(|e| {
+                crate::errors::from_git("wait for the environment's previous command", e)
+            })?;
         env.pull()?;
     }
     let workdir = Workdir::open(&env.worktree())?;

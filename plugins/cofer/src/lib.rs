@@ -386,8 +386,9 @@ fn list(args: args::List) -> Result<ToolOutput, ToolError> {
     let mut containers = Vec::new();
     let mut unreachable = Vec::new();
     for engine in &engines {
-        let listed = plugin_sdk::containers::use_engine(engine)
-            .and_then(|_| plugin_sdk::containers::list(&[(env::LABEL_SOURCE.into(), repo.clone())]));
+        let listed = plugin_sdk::containers::use_engine(engine).and_then(|_| {
+            plugin_sdk::containers::list(&[(env::LABEL_SOURCE.into(), repo.clone())])
+        });
         match listed {
             Ok(found) => containers.extend(found),
             Err(e) if engine == engine::LOCAL => {

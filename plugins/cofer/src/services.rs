@@ -10,7 +10,7 @@
 //! configuration reloads (containers/aardvark-dns#389, fixed in 1.11), and
 //! a name that resolves only sometimes is worse than none.
 
-use plugin_sdk::containers::{self, ContainerInfo, CreateRequest, ExecRequest};
+use plugin_sdk::containers::{self, ContainerInfo, CreateRequest};
 use plugin_sdk::{ToolError, ToolOutput};
 use serde_json::{Map, Value, json};
 
@@ -210,16 +210,7 @@ pub fn write_hosts(env: &Env, container: &str) -> Result<(), ToolError> {
         "grep -v '{HOSTS_MARK}$' /etc/hosts > /tmp/.cofer-hosts; printf '%s' \"$1\" >> /tmp/.cofer-hosts; \
          cat /tmp/.cofer-hosts > /etc/hosts; rm -f /tmp/.cofer-hosts"
     );
-    let request = ExecRequest {
-        argv: vec!["sh".into(), "-c".into(), script, "sh".into(), lines],
-        workdir: None,
-        env: Vec::new(),
-        use_entrypoint: false,
-        stdin: None,
-        timeout_ms: 30_000,
-        no_output_timeout_ms: None,
-        tail_bytes: 4096,
-    };
+    let request = env::chore(vec!["sh".into(), "-c".into(), script, "sh".into(), lines]);
     let result = containers::exec(container, &request)
         .map_err(|e| from_container("write the services' names into /etc/hosts", e))?;
     if result.exit_code != Some(0) {

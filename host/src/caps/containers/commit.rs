@@ -144,7 +144,8 @@ async fn with_mounts_copied(
                 .filter(|m| !m.rw)
                 .filter_map(|inner| {
                     let rel = inner.destination.strip_prefix(&mount.destination)?;
-                    Some(PathBuf::from(rel.strip_prefix('/')?)).filter(|r| !r.as_os_str().is_empty())
+                    Some(PathBuf::from(rel.strip_prefix('/')?))
+                        .filter(|r| !r.as_os_str().is_empty())
                 })
                 .collect();
             let source = Path::new(&mount.source);
@@ -167,7 +168,9 @@ async fn copy_volume(
     to: &str,
     path: &str,
 ) -> Result<(), ContainerError> {
-    let options = DownloadFromContainerOptionsBuilder::new().path(path).build();
+    let options = DownloadFromContainerOptionsBuilder::new()
+        .path(path)
+        .build();
     let stream = docker
         .download_from_container(from, Some(options))
         .map_err(std::io::Error::other);
@@ -182,6 +185,8 @@ async fn copy_volume(
     docker
         .upload_to_container(to, Some(options), bollard::body_try_stream(stream))
         .await
-        .map_err(failed(&format!("copying {from}:{path} into the checkpoint")))?;
+        .map_err(failed(&format!(
+            "copying {from}:{path} into the checkpoint"
+        )))?;
     Ok(())
 }

@@ -157,7 +157,11 @@ fn tempfile_here() -> Result<std::fs::File, ContainerError> {
 
 /// Apply the archive (the engine's: its first component is the folder's
 /// own name) beneath `target`; (written, removed).
-fn apply(archive: std::fs::File, target: &Path, exclude: &[PathBuf]) -> std::io::Result<(u32, u32)> {
+fn apply(
+    archive: std::fs::File,
+    target: &Path,
+    exclude: &[PathBuf],
+) -> std::io::Result<(u32, u32)> {
     let root = Dir::open_ambient_dir(target, cap_std::ambient_authority())?;
     let store = archive.try_clone()?;
     let mut tar = tar::Archive::new(archive);
@@ -178,9 +182,14 @@ fn apply(archive: std::fs::File, target: &Path, exclude: &[PathBuf]) -> std::io:
             tar::EntryType::Regular | tar::EntryType::Continuous => {
                 let at = entry.raw_file_position();
                 let size = entry.size();
-                write_file(&root, &rel, mode, size, |own| {
-                    same_bytes(&store, at, size, own)
-                }, &mut entry)?
+                write_file(
+                    &root,
+                    &rel,
+                    mode,
+                    size,
+                    |own| same_bytes(&store, at, size, own),
+                    &mut entry,
+                )?
             }
             tar::EntryType::Symlink => match entry.link_name()? {
                 Some(to) => make_link(&root, &rel, &to)?,
@@ -191,10 +200,17 @@ fn apply(archive: std::fs::File, target: &Path, exclude: &[PathBuf]) -> std::io:
                 Some(from) if !excluded(&from, exclude) => {
                     let mut bytes = Vec::new();
                     root.open(&from)?.read_to_end(&mut bytes)?;
-                    write_file(&root, &rel, mode, bytes.len() as u64, |own| {
-                        let mut have = Vec::new();
-                        Ok(own.read_to_end(&mut have).is_ok() && have == bytes)
-                    }, &mut bytes.as_slice())?
+                    write_file(
+                        &root,
+                        &rel,
+                        mode,
+                        bytes.len() as u64,
+                        |own| {
+                            let mut have = Vec::new();
+                            Ok(own.read_to_end(&mut have).is_ok() && have == bytes)
+                        },
+                        &mut bytes.as_slice(),
+                    )?
                 }
                 _ => false,
             },
@@ -343,7 +359,9 @@ mod tests {
         dir.set_entry_type(tar::EntryType::Directory);
         dir.set_mode(0o755);
         dir.set_size(0);
-        builder.append_data(&mut dir, "workdir", std::io::empty()).unwrap();
+        builder
+            .append_data(&mut dir, "workdir", std::io::empty())
+            .unwrap();
         build(&mut builder);
         let bytes = builder.into_inner().unwrap();
         let mut file = tempfile_here().unwrap();
@@ -382,12 +400,25 @@ mod tests {
             link(b, "workdir/abs", "/etc/passwd");
         });
         let (written, removed) = apply(a, t, &[PathBuf::from(".git")]).unwrap();
-        assert_eq!((written, removed), (2, 2), "new/deep.sh and abs; old.txt and olddir");
-        assert_eq!(std::fs::read_to_string(t.join("new/deep.sh")).unwrap(), "echo hi\n");
+        assert_eq!(
+            (written, removed),
+            (2, 2),
+            "new/deep.sh and abs; old.txt and olddir"
+        );
+        assert_eq!(
+            std::fs::read_to_string(t.join("new/deep.sh")).unwrap(),
+            "echo hi\n"
+        );
         use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(t.join("new/deep.sh")).unwrap().permissions().mode();
+        let mode = std::fs::metadata(t.join("new/deep.sh"))
+            .unwrap()
+            .permissions()
+            .mode();
         assert_eq!(mode & 0o7777, 0o755, "set-id dropped, exec kept");
-        assert_eq!(std::fs::read_link(t.join("abs")).unwrap(), Path::new("/etc/passwd"));
+        assert_eq!(
+            std::fs::read_link(t.join("abs")).unwrap(),
+            Path::new("/etc/passwd")
+        );
         assert!(!t.join("old.txt").exists() && !t.join("olddir").exists());
         assert!(t.join(".git").exists(), "excluded paths stay");
     }

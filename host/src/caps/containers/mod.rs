@@ -84,11 +84,14 @@ impl From<PodmanError> for ContainerError {
 
 /// (plugin, engine, id or name) already seen to carry the plugin's label,
 /// so an `exec` does not pay for a `podman inspect` every time.
-static OWNED: LazyLock<Mutex<HashSet<(String, String, String)>>> =
-    LazyLock::new(Default::default);
+static OWNED: LazyLock<Mutex<HashSet<(String, String, String)>>> = LazyLock::new(Default::default);
 
 fn owned_key(plugin: &str, engine: &Engine, id: &str) -> (String, String, String) {
-    (plugin.to_string(), engine.name().to_string(), id.to_string())
+    (
+        plugin.to_string(),
+        engine.name().to_string(),
+        id.to_string(),
+    )
 }
 
 fn remember(plugin: &str, engine: &Engine, info: &Inspected) {
@@ -331,7 +334,11 @@ fn check_volume(name: &str) -> Result<(), ContainerError> {
 }
 
 /// Whether the volume `name` exists, and then whether it is the plugin's.
-async fn volume_owned(docker: &Docker, g: &Grants, name: &str) -> Result<Option<bool>, ContainerError> {
+async fn volume_owned(
+    docker: &Docker,
+    g: &Grants,
+    name: &str,
+) -> Result<Option<bool>, ContainerError> {
     match docker.inspect_volume(name).await {
         Ok(found) => Ok(Some(
             found.labels.get(OWNER_LABEL) == Some(&g.plugin)
@@ -609,7 +616,9 @@ impl Host for CallState {
     }
 
     async fn inspect(&mut self, id: String) -> Answer<ContainerInfo> {
-        Ok(container_info(&owned(&self.grants, &self.engine, &id).await?))
+        Ok(container_info(
+            &owned(&self.grants, &self.engine, &id).await?,
+        ))
     }
 
     async fn stop(&mut self, id: String, grace_ms: u32) -> Answer<StopKind> {
@@ -737,7 +746,10 @@ impl Host for CallState {
             Some(true) => {}
         }
         docker
-            .remove_volume(&name, None::<bollard::query_parameters::RemoveVolumeOptions>)
+            .remove_volume(
+                &name,
+                None::<bollard::query_parameters::RemoveVolumeOptions>,
+            )
             .await
             .map_err(failed(&format!("removing volume {name}")))?;
         Ok(true)
@@ -757,12 +769,7 @@ impl Host for CallState {
         let source = confined(&g, &source, &roots, "fs.read")?;
         let paths = relatives("path", &paths)?;
         let exclude = relatives("excluded path", &exclude)?;
-        if !target.starts_with('/') {
-            return Err(ContainerError::Invalid(format!(
-                "target `{target}` must be an absolute path in the container"
-            ))
-            .into());
-        }
+        in_container("target", &target)?;
         let docker = podman::client(&self.engine).await?;
         Ok(files::copy_in(&docker, &info.id, &source, &target, &paths, &exclude).await?)
     }
@@ -779,12 +786,7 @@ impl Host for CallState {
         let info = owned(&g, &self.engine, &id).await?;
         let target = confined(&g, &target, &g.write_roots, "fs.write")?;
         let exclude = relatives("excluded path", &exclude)?;
-        if !source.starts_with('/') {
-            return Err(ContainerError::Invalid(format!(
-                "source `{source}` must be an absolute path in the container"
-            ))
-            .into());
-        }
+        in_container("source", &source)?;
         let docker = podman::client(&self.engine).await?;
         let report =
             files::sync_out(&docker, &info.id, &source, &target, exclude, max_bytes).await?;
@@ -809,7 +811,12 @@ fn owner(info: &Inspected) -> Option<&str> {
 }
 
 /// A host folder the plugin names, inside `roots` (`key` grants them).
-fn confined(g: &Grants, path: &str, roots: &[PathBuf], key: &str) -> Result<PathBuf, ContainerError> {
+fn confined(
+    g: &Grants,
+    path: &str,
+    roots: &[PathBuf],
+    key: &str,
+) -> Result<PathBuf, ContainerError> {
     let found = confine(path, &g.workspace, roots)
         .filter(|_| Path::new(path).is_absolute())
         .ok_or_else(|| {
@@ -825,6 +832,17 @@ fn confined(g: &Grants, path: &str, roots: &[PathBuf], key: &str) -> Result<Path
     Ok(found)
 }
 
+/// A folder in the container: absolute.
+fn in_container(what: &str, path: &str) -> Result<(), ContainerError> {
+    if path.starts_with('/') {
+        Ok(())
+    } else {
+        Err(ContainerError::Invalid(format!(
+            "{what} `{path}` must be an absolute path in the container"
+        )))
+    }
+}
+
 fn relatives(what: &str, paths: &[String]) -> Result<Vec<PathBuf>, ContainerError> {
     paths.iter().map(|p| files::relative(what, p)).collect()
 }
@@ -838,7 +856,11 @@ fn engine_info(engine: &Engine) -> EngineInfo {
 }
 
 /// Stop a running container: SIGTERM, then SIGKILL after the grace period.
-async fn stop(engine: &Engine, info: &Inspected, grace_ms: u32) -> Result<StopKind, ContainerError> {
+async fn stop(
+    engine: &Engine,
+    info: &Inspected,
+    grace_ms: u32,
+) -> Result<StopKind, ContainerError> {
     if info.status != "running" && info.status != "paused" {
         return Ok(StopKind::NotRunning);
     }

@@ -10,8 +10,8 @@ use bollard::models::{EndpointSettings, NetworkConnectRequest, NetworkCreateRequ
 use super::{MACHINE, MACHINE_LABEL, OWNER_LABEL, check_word};
 use crate::bindings::mcphost::plugin::containers::ContainerError;
 use crate::podman::{PodmanError, failed};
-use bollard::Docker;
 use crate::policy::Grants;
+use bollard::Docker;
 
 /// Whether `network` exists, and then whether it is the plugin's own.
 async fn owned(docker: &Docker, g: &Grants, network: &str) -> Result<Option<bool>, ContainerError> {
