@@ -16,17 +16,19 @@
 //! - The environment is cleared: no system or global config, no system
 //!   attributes, none of the caller's `GIT_*` variables.
 //! - [`SAFE`] settings switch off hooks, fsmonitor, signing and every
-//!   transport but local files. On a worktree whose files are hostile, every
-//!   filter driver the repository defines is switched off as well (a filter
-//!   named by `.gitattributes` runs only if config defines it, and config
-//!   can only come from the user's repository and us), and no submodule is
-//!   recursed into (a nested repository's config is the container's).
+//!   transport but local files.
+//! - No git process ever runs on a tree a container writes (issue 34):
+//!   such a tree is a [`Worktree`], which has no way to run git. Its
+//!   commits are built as data ([`snapshot`]); git runs only on the user's
+//!   main working tree, its object store and refs.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
+
+pub mod snapshot;
 
 /// No git operation of ours takes longer on a healthy repository.
 const GIT_TIMEOUT: Duration = Duration::from_secs(120);
@@ -41,15 +43,6 @@ const SAFE: &[&str] = &[
     "core.quotePath=false",
     "protocol.allow=never",
     "protocol.file.allow=always",
-];
-
-/// Added when the work tree's files are hostile: nothing in it may make
-/// git start a process in a nested repository.
-const HOSTILE_TREE: &[&str] = &[
-    "submodule.recurse=false",
-    "diff.ignoreSubmodules=all",
-    "status.submoduleSummary=false",
-    "core.attributesFile=/dev/null",
 ];
 
 /// Variables kept from the host's environment; everything else is cleared.
@@ -75,14 +68,22 @@ pub enum GitError {
     },
 }
 
-/// A work tree and the git directory the host found for it.
+/// A main working tree (the user's) and its git directory, found by the
+/// host.
 #[derive(Debug, Clone)]
 pub struct Repo {
     work_tree: PathBuf,
     git_dir: PathBuf,
-    /// Settings added to every command because someone else (a container)
-    /// writes the work tree's files; empty for a main working tree.
-    hostile: Vec<String>,
+}
+
+/// A linked worktree of a [`Repo`] whose files a container writes. It has
+/// no way to run git: it is committed as data ([`snapshot`]), locked
+/// ([`try_hold`]) and removed by the host itself.
+#[derive(Debug, Clone)]
+pub struct Worktree {
+    work_tree: PathBuf,
+    /// Its admin directory in the main repository (`.git/worktrees/<name>`).
+    git_dir: PathBuf,
 }
 
 impl Repo {
@@ -140,7 +141,6 @@ impl Repo {
             Ok(meta) if meta.is_dir() => Ok(Repo {
                 work_tree: dir.to_path_buf(),
                 git_dir,
-                hostile: Vec::new(),
             }),
             _ => Err(GitError::NotARepository(dir.display().to_string())),
         }
@@ -149,7 +149,7 @@ impl Repo {
     /// The linked worktree of this repository at `path`, whose files are
     /// hostile. Found in this repository's registry; the worktree's own
     /// `.git` is never read.
-    pub async fn linked(&self, path: &Path) -> Result<Repo, GitError> {
+    pub fn linked(&self, path: &Path) -> Result<Worktree, GitError> {
         let path = path
             .canonicalize()
             .map_err(|_| GitError::NotARepository(path.display().to_string()))?;
@@ -164,13 +164,7 @@ impl Repo {
                     self.work_tree.display()
                 ))
             })?;
-        let mut hostile: Vec<String> = HOSTILE_TREE.iter().map(|s| s.to_string()).collect();
-        hostile.extend(self.filters_off().await?);
-        Ok(Repo {
-            work_tree,
-            git_dir,
-            hostile,
-        })
+        Ok(Worktree { work_tree, git_dir })
     }
 
     /// `(admin dir, work tree)` of every linked worktree git has registered.
@@ -195,9 +189,8 @@ impl Repo {
         &self.work_tree
     }
 
-    /// The content git writes into a linked worktree's `.git` file.
-    pub fn gitfile(&self) -> String {
-        format!("gitdir: {}\n", self.git_dir.display())
+    pub fn git_dir(&self) -> &Path {
+        &self.git_dir
     }
 
     /// `git <args>` on this repository for the user's terminal (their
@@ -227,7 +220,6 @@ impl Repo {
     pub async fn run_with(&self, settings: &[String], args: &[&str]) -> Result<String, GitError> {
         let mut all: Vec<String> = SAFE.iter().map(|s| s.to_string()).collect();
         all.push(format!("safe.directory={}", self.work_tree.display()));
-        all.extend_from_slice(&self.hostile);
         all.extend_from_slice(settings);
         let mut command = git_command(&all, args);
         command
@@ -236,38 +228,16 @@ impl Repo {
             .current_dir(&self.work_tree);
         output(command, args, &self.work_tree).await
     }
+}
 
-    /// `-c` settings emptying every filter driver this repository's config
-    /// defines (an empty command is no filter). Read once per worktree
-    /// handle, from the main working tree: its config is the user's.
-    async fn filters_off(&self) -> Result<Vec<String>, GitError> {
-        let defined = match self
-            .run(&["config", "--name-only", "--get-regexp", r"^filter\."])
-            .await
-        {
-            Ok(out) => out,
-            Err(GitError::Failed {
-                exit_code: Some(1), ..
-            }) => String::new(),
-            Err(e) => return Err(e),
-        };
-        let mut drivers: Vec<&str> = defined
-            .lines()
-            .filter_map(|key| {
-                key.strip_prefix("filter.")?
-                    .rsplit_once('.')
-                    .map(|(name, _)| name)
-            })
-            .collect();
-        drivers.sort_unstable();
-        drivers.dedup();
-        Ok(drivers
-            .into_iter()
-            .flat_map(|name| {
-                ["clean=", "smudge=", "process=", "required=false"]
-                    .map(|setting| format!("filter.{name}.{setting}"))
-            })
-            .collect())
+impl Worktree {
+    pub fn work_tree(&self) -> &Path {
+        &self.work_tree
+    }
+
+    /// The content git writes into a linked worktree's `.git` file.
+    pub fn gitfile(&self) -> String {
+        format!("gitdir: {}\n", self.git_dir.display())
     }
 }
 
@@ -415,13 +385,13 @@ pub async fn exclude(repo: &Repo, pattern: &str) -> Result<(), GitError> {
     std::fs::write(&file, text).map_err(failed)
 }
 
-/// `-c user.name=… -c user.email=…` for a commit: the repository's
-/// identity, else the host user's global one, else `name <name@localhost>`
-/// (the plugin's), so a commit works on a machine where git was never
-/// configured. (Global config is read for these two values only;
-/// everything else of it stays off.)
-pub async fn identity(repo: &Repo, name: &str) -> Vec<String> {
-    let mut settings = Vec::new();
+/// Who the host's commits are by: the repository's identity, else the
+/// host user's global one, else `name <name@localhost>` (the plugin's), so
+/// a commit works on a machine where git was never configured. (Global
+/// config is read for these two values only; everything else of it stays
+/// off.)
+pub async fn identity(repo: &Repo, name: &str) -> snapshot::Identity {
+    let mut found = Vec::new();
     let email = format!("{name}@localhost");
     for (key, fallback) in [("user.name", name), ("user.email", email.as_str())] {
         let value = match repo.run(&["config", "--get", key]).await {
@@ -436,10 +406,11 @@ pub async fn identity(repo: &Repo, name: &str) -> Vec<String> {
             }
         };
         let value = value.trim();
-        let value = if value.is_empty() { fallback } else { value };
-        settings.push(format!("{key}={value}"));
+        found.push(if value.is_empty() { fallback } else { value }.to_string());
     }
-    settings
+    let email = found.pop().unwrap_or_default();
+    let name = found.pop().unwrap_or_default();
+    snapshot::Identity { name, email }
 }
 
 /// Build and cache output left out of a worktree's commits when the
@@ -447,30 +418,38 @@ pub async fn identity(repo: &Repo, name: &str) -> Vec<String> {
 const DEFAULT_EXCLUDES: &str = "__pycache__/\n*.py[cod]\n.pytest_cache/\n.mypy_cache/\n.tox/\n\
     .venv/\nnode_modules/\ntarget/\n.gradle/\n.dart_tool/\n.cache/\n";
 
-/// `-c core.excludesFile=…` with [`DEFAULT_EXCLUDES`] for `tree` when its
-/// top has no `.gitignore`; the file lives in the worktree's git directory,
-/// out of the container's reach.
-pub fn default_excludes(tree: &Repo) -> Result<Vec<String>, GitError> {
-    if std::fs::symlink_metadata(tree.work_tree.join(".gitignore")).is_ok() {
-        return Ok(Vec::new());
+/// Remove a linked worktree: its files, then its admin directory, as `git
+/// worktree remove --force` does, without running git (which would read the
+/// worktree's `.git`). A locked worktree (`git worktree lock`) only with
+/// `force`. Links in the tree are removed, never followed.
+pub fn remove_worktree(tree: &Worktree, force: bool) -> Result<(), GitError> {
+    let failed = |what: &Path, e: std::io::Error| GitError::Failed {
+        command: format!("remove {}", what.display()),
+        exit_code: None,
+        stderr: e.to_string(),
+    };
+    if !force && tree.git_dir.join("locked").exists() {
+        return Err(GitError::Refused(format!(
+            "the worktree {} is locked (`git worktree lock`): unlock it, or remove it with force",
+            tree.work_tree.display()
+        )));
     }
-    let file = tree.git_dir.join("mcphost-default-excludes");
-    if std::fs::read_to_string(&file).ok().as_deref() != Some(DEFAULT_EXCLUDES) {
-        std::fs::write(&file, DEFAULT_EXCLUDES).map_err(|e| GitError::Failed {
-            command: format!("write {}", file.display()),
-            exit_code: None,
-            stderr: e.to_string(),
-        })?;
+    for dir in [&tree.work_tree, &tree.git_dir] {
+        match std::fs::remove_dir_all(dir) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(failed(dir, e)),
+            _ => {}
+        }
     }
-    Ok(vec![format!("core.excludesFile={}", file.display())])
+    Ok(())
 }
 
-/// Remove `index.lock` when no git process works on `repo` any more: a
-/// host killed in the middle of a commit leaves it, and every later commit
-/// would fail on it. The warning to report, if one was removed.
-pub fn break_stale_index_lock(repo: &Repo) -> Option<String> {
-    let lock = repo.git_dir.join("index.lock");
-    if !lock.exists() || git_working_on(repo) {
+/// Remove the worktree's `index.lock` when no git process works on it: a
+/// host killed in the middle of a commit leaves it, and the index (the
+/// commits' stat cache) could not be written again. The warning to report,
+/// if one was removed.
+pub fn break_stale_index_lock(tree: &Worktree) -> Option<String> {
+    let lock = tree.git_dir.join("index.lock");
+    if !lock.exists() || git_working_on(tree) {
         return None;
     }
     std::fs::remove_file(&lock).ok()?;
@@ -480,9 +459,9 @@ pub fn break_stale_index_lock(repo: &Repo) -> Option<String> {
     ))
 }
 
-/// Whether a live `git` works on `repo`: ours carry its `GIT_DIR`, a
-/// user's has its cwd in the work tree.
-fn git_working_on(repo: &Repo) -> bool {
+/// Whether a live `git` works on `repo`: one with its cwd in the work
+/// tree (a user's), or with its `GIT_DIR`.
+fn git_working_on(repo: &Worktree) -> bool {
     let Ok(all) = procfs::process::all_processes() else {
         return true;
     };
@@ -506,7 +485,7 @@ pub struct Hold {
 }
 
 /// Hold `tree` if no one else does; `None` when someone does.
-pub fn try_hold(tree: &Repo) -> std::io::Result<Option<Hold>> {
+pub fn try_hold(tree: &Worktree) -> std::io::Result<Option<Hold>> {
     let file = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
@@ -519,15 +498,15 @@ pub fn try_hold(tree: &Repo) -> std::io::Result<Option<Hold>> {
     }
 }
 
-/// One lock per repository: git's lock files make concurrent writers fail
-/// rather than wait.
-pub fn repo_lock(repo: &Repo) -> Arc<tokio::sync::Mutex<()>> {
+/// One lock per work tree (a repository's or a worktree's): git's lock
+/// files make concurrent writers fail rather than wait.
+pub fn repo_lock(work_tree: &Path) -> Arc<tokio::sync::Mutex<()>> {
     static LOCKS: LazyLock<Mutex<HashMap<PathBuf, Arc<tokio::sync::Mutex<()>>>>> =
         LazyLock::new(Default::default);
     LOCKS
         .lock()
         .expect("lock map poisoned")
-        .entry(repo.work_tree.clone())
+        .entry(work_tree.to_path_buf())
         .or_default()
         .clone()
 }

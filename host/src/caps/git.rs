@@ -23,7 +23,7 @@ use crate::bindings::mcphost::plugin::git::{
 use crate::paths::confine;
 use crate::policy::Grants;
 use crate::store::CallState;
-use hostgit::{self as git, GitError as RunError, Hold, Repo};
+use hostgit::{self as git, GitError as RunError, Hold, Repo, Worktree};
 
 type Answer<T> = Result<T, Refusal<GitError>>;
 
@@ -99,7 +99,7 @@ async fn local_remote(g: &Grants, repo: &Repo, remote: &str) -> Result<PathBuf, 
 
 /// Run one git command on `repo` under the repository's lock.
 async fn git_locked(repo: &Repo, args: &[&str]) -> Result<String, GitError> {
-    let lock = git::repo_lock(repo);
+    let lock = git::repo_lock(repo.work_tree());
     let _held = lock.lock().await;
     Ok(repo.run(args).await?)
 }
@@ -108,7 +108,7 @@ async fn git_locked(repo: &Repo, args: &[&str]) -> Result<String, GitError> {
 /// else is there now (a container may have replaced it to redirect git);
 /// the warning to report. `create_new` never follows a link planted
 /// between the removal and the write.
-fn restore_gitfile(tree: &Repo) -> Result<Option<String>, GitError> {
+fn restore_gitfile(tree: &Worktree) -> Result<Option<String>, GitError> {
     let path = tree.work_tree().join(".git");
     let expected = tree.gitfile();
     let failed = |e: std::io::Error| {
@@ -192,7 +192,7 @@ impl Host for CallState {
         let path = git_path(&g, &path)?;
         check_ref_name(&branch)?;
         let path = path.to_string_lossy();
-        let lock = git::repo_lock(&repo);
+        let lock = git::repo_lock(repo.work_tree());
         let _held = lock.lock().await;
         // Parallel checkout (one worker per core): a 10k-file worktree is
         // written 2-4x faster than by git's default single worker.
@@ -206,22 +206,12 @@ impl Host for CallState {
     async fn worktree_remove(&mut self, repo: String, path: String, force: bool) -> Answer<()> {
         let g = self.grants.clone();
         let repo = repository(&g, &repo)?;
-        let path = git_path(&g, &path)?;
-        // git checks that the worktree's `.git` points back before it
-        // removes anything; a replaced one would make every removal fail.
-        if let Ok(tree) = repo.linked(&path).await
-            && let Some(warning) = restore_gitfile(&tree)?
-        {
-            tracing::warn!("{warning}");
-        }
-        let path = path.to_string_lossy();
-        let mut args = vec!["worktree", "remove", "--force"];
-        if force {
-            args.push("--force");
-        }
-        args.extend(["--", &path]);
-        git_locked(&repo, &args).await?;
-        Ok(())
+        let tree = repo.linked(&git_path(&g, &path)?)?;
+        // The host removes it itself: `git worktree remove` would read the
+        // worktree's `.git`, and without --force run `git status` in it.
+        let lock = git::repo_lock(repo.work_tree());
+        let _held = lock.lock().await;
+        Ok(git::remove_worktree(&tree, force)?)
     }
 
     async fn worktree_prune(&mut self, repo: String) -> Answer<()> {
@@ -253,7 +243,7 @@ impl Host for CallState {
     ) -> Answer<Resource<Hold>> {
         let g = self.grants.clone();
         let repo = repository(&g, &repo)?;
-        let tree = repo.linked(&git_path(&g, &worktree)?).await?;
+        let tree = repo.linked(&git_path(&g, &worktree)?)?;
         let started = Instant::now();
         let deadline = (started + Duration::from_millis(timeout_ms)).min(self.call.deadline);
         let failed = |why: String| {
@@ -300,46 +290,31 @@ impl Host for CallState {
             .into());
         }
         let repo = repository(&g, &repo)?;
-        let tree = repo.linked(&git_path(&g, &worktree)?).await?;
-        let lock = git::repo_lock(&tree);
+        let tree = repo.linked(&git_path(&g, &worktree)?)?;
+        let lock = git::repo_lock(tree.work_tree());
         let _held = lock.lock().await;
         let mut warnings: Vec<String> = restore_gitfile(&tree)?.into_iter().collect();
         warnings.extend(git::break_stale_index_lock(&tree));
-        let excludes = git::default_excludes(&tree)?;
-        tree.run_with(&excludes, &["add", "--all"]).await?;
-        let list_staged = [
-            "diff",
-            "--cached",
-            "--name-only",
-            "-z",
-            "--no-ext-diff",
-            "--no-textconv",
-        ];
-        let mut staged = tree.run(&list_staged).await?;
-        let too_large = oversized(&tree, &staged, max_file_bytes);
-        if !too_large.is_empty() {
-            let mut args = vec!["reset", "--quiet", "--"];
-            args.extend(too_large.iter().map(|f| f.path.as_str()));
-            tree.run(&args).await?;
-            staged = tree.run(&list_staged).await?;
-        }
-        if staged.is_empty() {
-            return Ok(CommitOutcome {
-                commit: None,
-                warnings,
-                too_large,
-            });
-        }
-        let identity = git::identity(&tree, &g.plugin).await;
-        tree.run_with(
-            &identity,
-            &["commit", "--quiet", "--no-verify", "-m", &message],
-        )
-        .await?;
+        let who = git::identity(&repo, &g.plugin).await;
+        let snapshot = tokio::task::spawn_blocking(move || {
+            git::snapshot::commit_worktree(&repo, &tree, &message, &who, max_file_bytes)
+        })
+        .await
+        .map_err(|e| {
+            GitError::Failed(GitFailure {
+                command: "commit".into(),
+                exit_code: None,
+                stderr: e.to_string(),
+            })
+        })??;
         Ok(CommitOutcome {
-            commit: git::resolve(&tree, "HEAD").await?,
+            commit: snapshot.commit,
             warnings,
-            too_large,
+            too_large: snapshot
+                .too_large
+                .into_iter()
+                .map(|(path, bytes)| LargeFile { path, bytes })
+                .collect(),
         })
     }
 
@@ -362,7 +337,7 @@ impl Host for CallState {
         let g = self.grants.clone();
         let repo = repository(&g, &repo)?;
         let dir = local_remote(&g, &repo, &remote).await?;
-        let lock = git::repo_lock(&repo);
+        let lock = git::repo_lock(repo.work_tree());
         let _held = lock.lock().await;
         Ok(git::prune_bare(&dir).await?)
     }
@@ -373,7 +348,7 @@ impl Host for CallState {
         if pattern.contains('\n') {
             return Err(GitError::Invalid("an exclude pattern is one line".into()).into());
         }
-        let lock = git::repo_lock(&repo);
+        let lock = git::repo_lock(repo.work_tree());
         let _held = lock.lock().await;
         Ok(git::exclude(&repo, &pattern).await?)
     }
@@ -454,22 +429,6 @@ impl HostHold for CallState {
         self.table.delete(hold)?;
         Ok(())
     }
-}
-
-/// Staged files (NUL-separated `names`) bigger than `limit` bytes, as the
-/// work tree holds them (links are not followed).
-fn oversized(tree: &Repo, names: &str, limit: u64) -> Vec<LargeFile> {
-    names
-        .split('\0')
-        .filter(|name| !name.is_empty())
-        .filter_map(|name| {
-            let meta = std::fs::symlink_metadata(tree.work_tree().join(name)).ok()?;
-            (meta.is_file() && meta.len() > limit).then(|| LargeFile {
-                path: name.to_string(),
-                bytes: meta.len(),
-            })
-        })
-        .collect()
 }
 
 /// Branch names the plugin gives: no options, nothing git would reject late.

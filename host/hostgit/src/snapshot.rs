@@ -1,0 +1,605 @@
+//! An environment's commit, built as data (issue 34).
+//!
+//! A container writes its worktree, so no git process may ever read that
+//! tree: git would take the container's `.gitattributes` filters, a nested
+//! repository's config (a gitlink's work tree is checked by `git add`),
+//! hooks or `core.worktree` from it. Here the host walks the worktree
+//! itself, beneath a directory handle, one component at a time and never
+//! through a symbolic link, and writes blobs, trees and the commit with
+//! gitoxide into the object store of the user's repository (which the host
+//! owns). Nothing from the tree is configuration: `.gitignore` files are
+//! read as patterns, nothing else is read at all.
+//!
+//! What is left out, whatever `.gitignore` says:
+//! - every `.git` at any depth (a nested repository's files are committed
+//!   as plain files, its `.git` never);
+//! - `.cofer` at the top: Cofer's own state is never part of a commit, so
+//!   no checkout of an environment's branch can write it;
+//! - special files (sockets, fifos, devices) and files over the size limit
+//!   (a tracked one keeps its committed version).
+//!
+//! The worktree's index (in its admin directory, out of the container's
+//! reach) is kept as git would: it serves as a stat cache, so an unchanged
+//! file is not read again, and a user running git in the worktree sees it
+//! clean.
+
+use std::collections::{HashMap, HashSet};
+use std::io::Read;
+use std::path::Path;
+
+use cap_fs_ext::{DirExt, FollowSymlinks, OpenOptionsFollowExt};
+use cap_std::fs::{Dir, Metadata, MetadataExt, OpenOptions};
+use gix::bstr::{BStr, BString, ByteSlice, ByteVec};
+use gix::index::entry::{self, Stat};
+use gix::objs::tree::{Entry, EntryKind};
+use gix::ObjectId;
+use gix_ignore::glob::pattern::Case;
+
+use crate::{GitError, Repo, Worktree};
+
+/// Names never committed, compared without case (a checkout on a
+/// case-insensitive file system would write `.GIT` into `.git`).
+const NEVER: &str = ".git";
+/// Never committed at the top of the tree.
+const NEVER_AT_TOP: &str = ".cofer";
+
+/// Who a commit is by.
+pub struct Identity {
+    pub name: String,
+    pub email: String,
+}
+
+/// What [`commit_worktree`] did.
+#[derive(Debug, Default)]
+pub struct Snapshot {
+    /// The new commit, none when the tree did not change.
+    pub commit: Option<String>,
+    /// Files left out for their size: path and bytes.
+    pub too_large: Vec<(String, u64)>,
+}
+
+/// Commit everything in the linked worktree `tree` of `main` onto the
+/// branch its `HEAD` names, with `message` by `who`. Blocking: call it off
+/// the async runtime.
+pub fn commit_worktree(
+    main: &Repo,
+    tree: &Worktree,
+    message: &str,
+    who: &Identity,
+    max_file_bytes: u64,
+) -> Result<Snapshot, GitError> {
+    let failed = |what: &str, e: &dyn std::fmt::Display| GitError::Failed {
+        command: format!("commit {}: {what}", tree.work_tree.display()),
+        exit_code: None,
+        stderr: e.to_string(),
+    };
+    let branch = branch_of(tree)?;
+    let repo = gix::open_opts(&main.git_dir, gix::open::Options::isolated())
+        .map_err(|e| failed("open the repository", &e))?;
+    let parent = repo
+        .try_find_reference(branch.as_str())
+        .map_err(|e| failed("read the branch", &e))?
+        .map(|mut r| r.peel_to_id())
+        .transpose()
+        .map_err(|e| failed("read the branch", &e))?
+        .map(|id| id.detach());
+    let parent_tree = match parent {
+        Some(id) => Some(
+            repo.find_commit(id)
+                .and_then(|c| c.tree_id())
+                .map_err(|e| failed("read the last commit", &e))?
+                .detach(),
+        ),
+        None => None,
+    };
+    let tracked = match parent_tree {
+        Some(id) => Tracked::read(&repo, id).map_err(|e| failed("read the last commit", &e))?,
+        None => Tracked::default(),
+    };
+
+    let root = Dir::open_ambient_dir(&tree.work_tree, cap_std::ambient_authority())
+        .map_err(|e| failed("open the worktree", &e))?;
+    let index_path = tree.git_dir.join("index");
+    let mut walk = Walk {
+        repo: &repo,
+        tracked,
+        cache: StatCache::read(&index_path, repo.object_hash()),
+        ignore: Ignores::new(main, tree),
+        max_file_bytes,
+        too_large: Vec::new(),
+        index: Vec::new(),
+    };
+    let new_tree = walk
+        .dir(&root, BStr::new(""))
+        .map_err(|e| failed("walk the worktree", &e))?
+        .unwrap_or_else(|| ObjectId::empty_tree(repo.object_hash()));
+    let Walk {
+        too_large, index, ..
+    } = walk;
+    // The index is a cache: a failure to write it costs time, not data.
+    if let Err(e) = write_index(&index_path, repo.object_hash(), index) {
+        tracing::debug!("cannot write {}: {e}", index_path.display());
+    }
+    let too_large = too_large
+        .into_iter()
+        .map(|(path, bytes)| (path.to_string(), bytes))
+        .collect();
+    if Some(new_tree) == parent_tree {
+        return Ok(Snapshot {
+            commit: None,
+            too_large,
+        });
+    }
+    let time = gix::date::Time::now_local_or_utc();
+    let mut time_buf = gix::date::parse::TimeBuf::default();
+    let signature = gix::actor::SignatureRef {
+        name: who.name.as_bytes().as_bstr(),
+        email: who.email.as_bytes().as_bstr(),
+        time: time.to_str(&mut time_buf),
+    };
+    let commit = repo
+        .commit_as(signature, signature, branch.as_str(), message, new_tree, parent)
+        .map_err(|e| failed("write the commit", &e))?;
+    Ok(Snapshot {
+        commit: Some(commit.to_string()),
+        too_large,
+    })
+}
+
+/// The branch a linked worktree is on, from its `HEAD` in the admin
+/// directory (which the host owns).
+fn branch_of(tree: &Worktree) -> Result<String, GitError> {
+    let head = std::fs::read_to_string(tree.git_dir.join("HEAD")).unwrap_or_default();
+    head.trim_end()
+        .strip_prefix("ref: ")
+        .filter(|r| r.starts_with("refs/heads/"))
+        .map(str::to_string)
+        .ok_or_else(|| {
+            GitError::Refused(format!(
+                "the worktree {} is not on a branch (its HEAD is `{}`)",
+                tree.work_tree.display(),
+                head.trim()
+            ))
+        })
+}
+
+/// What the last commit holds: files by path, and every directory.
+#[derive(Default)]
+struct Tracked {
+    files: HashMap<BString, (ObjectId, EntryKind)>,
+    dirs: HashSet<BString>,
+}
+
+impl Tracked {
+    fn read(repo: &gix::Repository, root: ObjectId) -> WalkResult<Tracked> {
+        let mut tracked = Tracked::default();
+        let mut pending = vec![(BString::default(), root)];
+        while let Some((prefix, id)) = pending.pop() {
+            let object = repo.find_object(id)?;
+            for entry in gix::objs::TreeRefIter::from_bytes(&object.data, repo.object_hash()).flatten() {
+                let path = join(prefix.as_bstr(), entry.filename);
+                match entry.mode.kind() {
+                    EntryKind::Tree => {
+                        tracked.dirs.insert(path.clone());
+                        pending.push((path, entry.oid.to_owned()));
+                    }
+                    kind => {
+                        tracked.files.insert(path, (entry.oid.to_owned(), kind));
+                    }
+                }
+            }
+        }
+        Ok(tracked)
+    }
+}
+
+/// The worktree's last index: blob ids of files whose stat has not changed.
+struct StatCache(Option<gix::index::File>);
+
+const STAT: gix::index::entry::stat::Options = gix::index::entry::stat::Options {
+    trust_ctime: true,
+    check_stat: true,
+    use_nsec: true,
+    use_stdev: false,
+};
+
+impl StatCache {
+    fn read(path: &Path, hash: gix::hash::Kind) -> StatCache {
+        StatCache(gix::index::File::at(path, hash, false, Default::default()).ok())
+    }
+
+    /// The blob `path` still holds if its stat says it is unchanged (and
+    /// was not changed in the same instant the index was written).
+    fn unchanged(&self, path: &BStr, stat: &Stat, mode: entry::Mode) -> Option<ObjectId> {
+        let index = self.0.as_ref()?;
+        let cached = index.entry_by_path(path)?;
+        (cached.mode == mode
+            && cached.stat.matches(stat, STAT)
+            && !cached.stat.is_racy(index.timestamp(), STAT))
+            .then_some(cached.id)
+    }
+}
+
+/// Ignore patterns in force: the default excludes (when the tree has no
+/// `.gitignore` at its top), `info/exclude`, then each directory's
+/// `.gitignore` on the way down (later lists win, as in git).
+struct Ignores {
+    search: gix_ignore::Search,
+    root: std::path::PathBuf,
+}
+
+impl Ignores {
+    fn new(main: &Repo, tree: &Worktree) -> Ignores {
+        let mut search = gix_ignore::Search::default();
+        let parse = gix_ignore::search::Ignore::default();
+        let root = tree.work_tree.clone();
+        if std::fs::symlink_metadata(root.join(".gitignore")).is_err() {
+            let _ = search.add_patterns_buffer(
+                crate::DEFAULT_EXCLUDES.as_bytes(),
+                root.join(".default-excludes"),
+                Some(&root),
+                parse,
+            );
+        }
+        if let Ok(bytes) = std::fs::read(main.git_dir.join("info/exclude")) {
+            let _ = search.add_patterns_buffer(&bytes, root.join(".info-exclude"), Some(&root), parse);
+        }
+        Ignores { search, root }
+    }
+
+    /// Take `dir`'s `.gitignore` (a regular file, at most 1 MiB) into
+    /// account below `prefix`; whether a list was added.
+    fn enter(&mut self, dir: &Dir, prefix: &BStr) -> bool {
+        let Some(bytes) = read_small(dir, ".gitignore", 1 << 20) else {
+            return false;
+        };
+        let Ok(relative) = gix::path::from_bstr(prefix) else {
+            return false;
+        };
+        let source = self.root.join(relative).join(".gitignore");
+        self.search
+            .add_patterns_buffer(&bytes, source, Some(&self.root), Default::default())
+            .is_ok()
+    }
+
+    fn leave(&mut self) {
+        self.search.patterns.pop();
+    }
+
+    fn ignored(&self, path: &BStr, is_dir: bool) -> bool {
+        self.search
+            .pattern_matching_relative_path(path, Some(is_dir), Case::Sensitive)
+            .is_some_and(|m| !m.pattern.is_negative())
+    }
+}
+
+/// A regular file `name` in `dir` of at most `limit` bytes, never through a
+/// link.
+fn read_small(dir: &Dir, name: &str, limit: u64) -> Option<Vec<u8>> {
+    let meta = dir.symlink_metadata(name).ok()?;
+    if !meta.is_file() || meta.len() > limit {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    open_nofollow(dir, name.as_ref())
+        .ok()?
+        .take(limit)
+        .read_to_end(&mut bytes)
+        .ok()?;
+    Some(bytes)
+}
+
+fn open_nofollow(dir: &Dir, name: &std::ffi::OsStr) -> std::io::Result<cap_std::fs::File> {
+    let mut options = OpenOptions::new();
+    options.read(true).follow(FollowSymlinks::No);
+    dir.open_with(name, &options)
+}
+
+struct Walk<'r> {
+    repo: &'r gix::Repository,
+    tracked: Tracked,
+    cache: StatCache,
+    ignore: Ignores,
+    max_file_bytes: u64,
+    too_large: Vec<(BString, u64)>,
+    /// Entries of the new index: path, stat (none: check next time), blob, mode.
+    index: Vec<(BString, Option<Stat>, ObjectId, entry::Mode)>,
+}
+
+type WalkResult<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
+
+impl Walk<'_> {
+    /// The tree of `dir` (at `prefix`, empty for the top), none when
+    /// nothing in it is committed.
+    fn dir(&mut self, dir: &Dir, prefix: &BStr) -> WalkResult<Option<ObjectId>> {
+        let entered = self.ignore.enter(dir, prefix);
+        let result = self.entries(dir, prefix);
+        if entered {
+            self.ignore.leave();
+        }
+        let mut entries = result?;
+        if entries.is_empty() {
+            return Ok(None);
+        }
+        entries.sort();
+        Ok(Some(self.repo.write_object(&gix::objs::Tree { entries })?.detach()))
+    }
+
+    fn entries(&mut self, dir: &Dir, prefix: &BStr) -> WalkResult<Vec<Entry>> {
+        let mut entries = Vec::new();
+        for item in dir.entries()? {
+            let item = item?;
+            let name = gix::path::os_str_into_bstr(&item.file_name())?.to_owned();
+            if name.eq_ignore_ascii_case(NEVER.as_bytes())
+                || (prefix.is_empty() && name.eq_ignore_ascii_case(NEVER_AT_TOP.as_bytes()))
+            {
+                continue;
+            }
+            let path = join(prefix, name.as_bstr());
+            let meta = item.metadata()?;
+            let file_type = meta.file_type();
+            let ignored = self.ignore.ignored(path.as_bstr(), file_type.is_dir());
+            let found = if file_type.is_dir() {
+                // An ignored directory is entered only for what is tracked in it.
+                if ignored && !self.tracked.dirs.contains(&path) {
+                    continue;
+                }
+                let sub = dir.open_dir_nofollow(item.file_name())?;
+                self.dir(&sub, path.as_bstr())?
+                    .map(|oid| (EntryKind::Tree, oid))
+            } else if ignored && !self.tracked.files.contains_key(&path) {
+                continue;
+            } else if file_type.is_symlink() {
+                let target = dir.read_link_contents(item.file_name())?;
+                let target = gix::path::into_bstr(target)?;
+                let oid = self.repo.write_blob(target.as_ref() as &[u8])?.detach();
+                self.index.push((path.clone(), Some(stat_of(&meta)), oid, entry::Mode::SYMLINK));
+                Some((EntryKind::Link, oid))
+            } else if file_type.is_file() {
+                self.file(dir, &item.file_name(), path.clone(), &meta)?
+            } else {
+                None // sockets, fifos, devices
+            };
+            if let Some((kind, oid)) = found {
+                entries.push(Entry {
+                    mode: kind.into(),
+                    filename: name,
+                    oid,
+                });
+            }
+        }
+        Ok(entries)
+    }
+
+    /// A regular file's blob and kind; a file over the limit keeps its last
+    /// committed version, or is left out.
+    fn file(
+        &mut self,
+        dir: &Dir,
+        name: &std::ffi::OsStr,
+        path: BString,
+        meta: &Metadata,
+    ) -> WalkResult<Option<(EntryKind, ObjectId)>> {
+        let executable = meta.mode() & 0o100 != 0;
+        let (kind, mode) = if executable {
+            (EntryKind::BlobExecutable, entry::Mode::FILE_EXECUTABLE)
+        } else {
+            (EntryKind::Blob, entry::Mode::FILE)
+        };
+        let stat = stat_of(meta);
+        if let Some(oid) = self.cache.unchanged(path.as_bstr(), &stat, mode) {
+            self.index.push((path, Some(stat), oid, mode));
+            return Ok(Some((kind, oid)));
+        }
+        // The size is checked on what is read, not on what stat said: the
+        // container may be writing the file right now.
+        let mut bytes = Vec::new();
+        open_nofollow(dir, name)?
+            .take(self.max_file_bytes.saturating_add(1))
+            .read_to_end(&mut bytes)?;
+        if bytes.len() as u64 > self.max_file_bytes {
+            self.too_large.push((path.clone(), meta.len().max(bytes.len() as u64)));
+            return Ok(self.tracked.files.get(&path).map(|&(oid, kind)| {
+                let mode = match kind {
+                    EntryKind::BlobExecutable => entry::Mode::FILE_EXECUTABLE,
+                    EntryKind::Link => entry::Mode::SYMLINK,
+                    _ => entry::Mode::FILE,
+                };
+                self.index.push((path, None, oid, mode));
+                (kind, oid)
+            }));
+        }
+        let oid = self.repo.write_blob(&bytes)?.detach();
+        self.index.push((path, Some(stat), oid, mode));
+        Ok(Some((kind, oid)))
+    }
+}
+
+fn join(prefix: &BStr, name: &BStr) -> BString {
+    let mut path = BString::from(prefix.to_vec());
+    if !path.is_empty() {
+        path.push_byte(b'/');
+    }
+    path.push_str(name);
+    path
+}
+
+/// The index's view of a file's metadata.
+fn stat_of(meta: &Metadata) -> Stat {
+    let time = |secs: i64, nsecs: i64| entry::stat::Time {
+        secs: secs as u32,
+        nsecs: nsecs as u32,
+    };
+    Stat {
+        mtime: time(meta.mtime(), meta.mtime_nsec()),
+        ctime: time(meta.ctime(), meta.ctime_nsec()),
+        dev: meta.dev() as u32,
+        ino: meta.ino() as u32,
+        uid: meta.uid(),
+        gid: meta.gid(),
+        size: meta.len() as u32,
+    }
+}
+
+fn write_index(
+    path: &Path,
+    hash: gix::hash::Kind,
+    entries: Vec<(BString, Option<Stat>, ObjectId, entry::Mode)>,
+) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    let mut state = gix::index::State::new(hash);
+    for (path, stat, oid, mode) in entries {
+        state.dangerously_push_entry(
+            stat.unwrap_or_default(),
+            oid,
+            entry::Flags::empty(),
+            mode,
+            path.as_bstr(),
+        );
+    }
+    state.sort_entries();
+    gix::index::File::from_state(state, path).write(Default::default())?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::{PermissionsExt, symlink};
+    use std::path::PathBuf;
+    use std::process::Command;
+
+    fn git(dir: &Path, args: &[&str]) -> String {
+        let out = Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main"])
+            .args(args)
+            .current_dir(dir)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    /// A repository with one commit and a worktree on `cofer/t`.
+    fn setup(files: &[(&str, &str)]) -> (tempfile::TempDir, Repo, Worktree) {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("repo");
+        std::fs::create_dir(&root).unwrap();
+        git(&root, &["init", "-q"]);
+        for (name, text) in files {
+            let path = root.join(name);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        git(&root, &["add", "--all", "--force"]);
+        git(&root, &["commit", "-q", "-m", "base"]);
+        git(&root, &["worktree", "add", "-q", "-b", "cofer/t", ".cofer/worktrees/t"]);
+        let repo = Repo::open(&root).unwrap();
+        let tree = repo.linked(&root.join(".cofer/worktrees/t")).unwrap();
+        (dir, repo, tree)
+    }
+
+    fn who() -> Identity {
+        Identity {
+            name: "cofer".into(),
+            email: "cofer@localhost".into(),
+        }
+    }
+
+    fn files_of(repo: &Repo, commit: &str) -> Vec<String> {
+        git(repo.work_tree(), &["ls-tree", "-r", "--name-only", commit])
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+
+    fn wt(tree: &Worktree, name: &str) -> PathBuf {
+        tree.work_tree.join(name)
+    }
+
+    #[test]
+    fn a_commit_holds_what_git_add_all_would_and_nothing_of_gits_or_cofers() {
+        let (_dir, repo, tree) = setup(&[("README", "hi\n"), ("keep/x.log", "tracked\n"), (".gitignore", "*.log\n")]);
+        std::fs::write(wt(&tree, "new.txt"), "new\n").unwrap();
+        std::fs::write(wt(&tree, "ignored.log"), "no\n").unwrap();
+        std::fs::write(wt(&tree, "keep/x.log"), "tracked, changed\n").unwrap();
+        std::fs::write(wt(&tree, "run.sh"), "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(wt(&tree, "run.sh"), std::fs::Permissions::from_mode(0o755)).unwrap();
+        symlink("/etc/passwd", wt(&tree, "link")).unwrap();
+        // A nested repository whose config defines a filter its attributes apply.
+        std::fs::create_dir_all(wt(&tree, "sub/.git")).unwrap();
+        std::fs::write(wt(&tree, "sub/.git/config"), "[filter \"x\"]\n\tclean = touch /tmp/pwned\n").unwrap();
+        std::fs::write(wt(&tree, "sub/.gitattributes"), "* filter=x\n").unwrap();
+        std::fs::write(wt(&tree, "sub/file"), "in sub\n").unwrap();
+        // Cofer's state and git's own names, in any case.
+        for planted in [".cofer/remote.git/hooks/post-receive", ".COFER/x", "a/.GIT/hooks/x", "a/b"] {
+            std::fs::create_dir_all(wt(&tree, planted).parent().unwrap()).unwrap();
+            std::fs::write(wt(&tree, planted), "planted\n").unwrap();
+        }
+        std::fs::write(wt(&tree, ".gitignore"), "*.log\n!/.cofer/\n").unwrap();
+
+        let done = commit_worktree(&repo, &tree, "work", &who(), 1 << 20).unwrap();
+        let commit = done.commit.expect("a commit");
+        assert_eq!(git(repo.work_tree(), &["rev-parse", "cofer/t"]).trim(), commit);
+        let mut files = files_of(&repo, &commit);
+        files.sort();
+        assert_eq!(
+            files,
+            [".gitignore", "README", "a/b", "keep/x.log", "link", "new.txt", "run.sh", "sub/.gitattributes", "sub/file"]
+        );
+        let modes = git(repo.work_tree(), &["ls-tree", "-r", &commit]);
+        assert!(modes.contains("100755 blob") && modes.contains("120000 blob"), "{modes}");
+        assert_eq!(git(repo.work_tree(), &["show", &format!("{commit}:link")]), "/etc/passwd");
+        assert_eq!(git(repo.work_tree(), &["show", &format!("{commit}:keep/x.log")]), "tracked, changed\n");
+        let parent = git(repo.work_tree(), &["rev-parse", &format!("{commit}^")]);
+        assert_eq!(parent.trim(), git(repo.work_tree(), &["rev-parse", "main"]).trim());
+        // git agrees with the index the host wrote: nothing to commit.
+        let status = git(&tree.work_tree, &["status", "--porcelain", "--ignored=no"]);
+        assert!(!status.contains("new.txt") && !status.contains("README"), "{status}");
+        assert!(!Path::new("/tmp/pwned").exists());
+    }
+
+    #[test]
+    fn an_unchanged_tree_makes_no_commit_and_a_change_of_the_same_size_is_seen() {
+        let (_dir, repo, tree) = setup(&[("a.txt", "one\n")]);
+        assert_eq!(commit_worktree(&repo, &tree, "m", &who(), 1 << 20).unwrap().commit, None);
+        std::fs::write(wt(&tree, "a.txt"), "two\n").unwrap();
+        let first = commit_worktree(&repo, &tree, "m", &who(), 1 << 20).unwrap().commit.unwrap();
+        assert_eq!(commit_worktree(&repo, &tree, "m", &who(), 1 << 20).unwrap().commit, None);
+        std::fs::write(wt(&tree, "a.txt"), "six\n").unwrap();
+        let second = commit_worktree(&repo, &tree, "m", &who(), 1 << 20).unwrap().commit.unwrap();
+        assert_ne!(first, second);
+        assert_eq!(git(repo.work_tree(), &["show", &format!("{second}:a.txt")]), "six\n");
+        std::fs::remove_file(wt(&tree, "a.txt")).unwrap();
+        let third = commit_worktree(&repo, &tree, "m", &who(), 1 << 20).unwrap().commit.unwrap();
+        assert!(files_of(&repo, &third).is_empty());
+    }
+
+    #[test]
+    fn a_file_over_the_limit_is_left_out_or_keeps_its_committed_version() {
+        let (_dir, repo, tree) = setup(&[("big.bin", "small\n")]);
+        std::fs::write(wt(&tree, "big.bin"), vec![b'x'; 100]).unwrap();
+        std::fs::write(wt(&tree, "new.bin"), vec![b'y'; 100]).unwrap();
+        std::fs::write(wt(&tree, "ok.txt"), "fine\n").unwrap();
+        let done = commit_worktree(&repo, &tree, "m", &who(), 50).unwrap();
+        let commit = done.commit.unwrap();
+        let mut large: Vec<_> = done.too_large.iter().map(|(p, _)| p.as_str()).collect();
+        large.sort();
+        assert_eq!(large, ["big.bin", "new.bin"]);
+        assert_eq!(files_of(&repo, &commit), ["big.bin", "ok.txt"]);
+        assert_eq!(git(repo.work_tree(), &["show", &format!("{commit}:big.bin")]), "small\n");
+    }
+
+    #[test]
+    fn a_symlinked_directory_is_committed_as_a_link_and_not_followed() {
+        let (_dir, repo, tree) = setup(&[("a", "a\n")]);
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("secret"), "host secret\n").unwrap();
+        symlink(outside.path(), wt(&tree, "out")).unwrap();
+        let commit = commit_worktree(&repo, &tree, "m", &who(), 1 << 20).unwrap().commit.unwrap();
+        assert_eq!(files_of(&repo, &commit), ["a", "out"]);
+        let all = git(repo.work_tree(), &["log", "--all", "-p"]);
+        assert!(!all.contains("host secret"), "{all}");
+    }
+}
