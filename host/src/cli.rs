@@ -170,6 +170,13 @@ impl Common {
         let workspace = workspace
             .canonicalize()
             .with_context(|| format!("workspace {} does not exist", workspace.display()))?;
+        // Found once, never in the workspace: see timebox::find_host_programs.
+        if let Some((_, Some(git))) = timebox::find_host_programs(&workspace)
+            .into_iter()
+            .find(|(name, _)| *name == "git")
+        {
+            hostgit::use_program(git);
+        }
         let places = Places {
             workspace,
             home: home.clone(),
@@ -382,9 +389,18 @@ async fn serve(
     // Nothing a call starts may outlive the host: what an earlier host left
     // is killed now, what this one leaves is the watchdog's.
     crate::watchdog::start_in_background();
+    let programs: Vec<String> = timebox::host_program_list()
+        .into_iter()
+        .map(|(name, path)| match path {
+            Some(path) => format!("{name}={}", path.display()),
+            None => format!("{name}=<not found>"),
+        })
+        .collect();
+    let programs = programs.join(" ");
     match timebox::cgroup::root() {
-        Some(dir) => tracing::info!(cgroup = %dir.display(), "runs are contained in cgroups"),
+        Some(dir) => tracing::info!(cgroup = %dir.display(), programs, "runs are contained in cgroups"),
         None => tracing::info!(
+            programs,
             "runs are contained by sessions and markers (no writable cgroup v2 here)"
         ),
     }

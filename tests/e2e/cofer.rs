@@ -313,7 +313,7 @@ async fn create_run_serve_destroy() {
         &f.repo,
         &[
             "--git-dir",
-            ".cofer/remote.git",
+            ".git/cofer/remote.git",
             "log",
             "--format=%s",
             "cofer/first-env",
@@ -915,7 +915,7 @@ async fn build_output_and_huge_files_stay_out_of_commits() {
     // object store: what only its branch held is pruned.
     let in_remote = |object: &str| {
         std::process::Command::new("git")
-            .args(["--git-dir", ".cofer/remote.git", "cat-file", "-e", object])
+            .args(["--git-dir", ".git/cofer/remote.git", "cat-file", "-e", object])
             .current_dir(&f.repo)
             .status()
             .unwrap()
@@ -1072,7 +1072,7 @@ async fn environments_of_other_machines_and_repositories_are_left_alone() {
     // This repository's first environment gives it an id of its own, which
     // its containers carry.
     f.create(&client, "mine").await;
-    let own_id = std::fs::read_to_string(f.repo.join(".cofer/id")).unwrap();
+    let own_id = std::fs::read_to_string(f.repo.join(".git/cofer/id")).unwrap();
     let own_id = own_id.trim();
     assert_eq!(own_id.len(), 16, "{own_id}");
     let labels = podman(&[

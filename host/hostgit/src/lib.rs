@@ -25,7 +25,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::{Arc, LazyLock, Mutex};
+use std::sync::{Arc, LazyLock, Mutex, OnceLock};
 use std::time::Duration;
 
 pub mod snapshot;
@@ -241,9 +241,22 @@ impl Worktree {
     }
 }
 
+static PROGRAM: OnceLock<PathBuf> = OnceLock::new();
+
+/// Run `git` as this absolute path from now on (the host finds it once at
+/// start, never in a directory a project or container writes); without
+/// it, `git` is looked up on PATH (the `cofer` command, run by the user).
+pub fn use_program(path: PathBuf) {
+    let _ = PROGRAM.set(path);
+}
+
+fn program() -> &'static Path {
+    PROGRAM.get().map_or(Path::new("git"), PathBuf::as_path)
+}
+
 /// `git` with the host's settings and a cleared environment.
 fn git_command(settings: &[String], args: &[&str]) -> tokio::process::Command {
-    let mut command = tokio::process::Command::new("git");
+    let mut command = tokio::process::Command::new(program());
     command
         .args(settings.iter().flat_map(|s| ["-c", s.as_str()]))
         .args(args)
@@ -317,6 +330,21 @@ pub async fn init_bare(dir: &Path) -> Result<(), GitError> {
     let mut command = git_command(&settings, &args);
     command.current_dir(dir);
     output(command, &args, dir).await.map(drop)
+}
+
+/// Force-push `refspecs` to the local remote `remote` of `repo` with no hook
+/// running on either side. On a local push the remote's side is a
+/// `git receive-pack` that reads the remote's own config and hooks, which
+/// `-c` settings given here do not reach: it is started with its own.
+pub async fn push(repo: &Repo, remote: &str, refspecs: &[&str]) -> Result<(), GitError> {
+    let receive = format!(
+        "'{}' -c core.hooksPath=/dev/null -c core.fsmonitor=false -c receive.fsckObjects=false receive-pack",
+        program().display()
+    );
+    let receive = format!("--receive-pack={receive}");
+    let mut args = vec!["push", "--quiet", "--no-verify", "--force", &receive, "--", remote];
+    args.extend_from_slice(refspecs);
+    repo.run(&args).await.map(drop)
 }
 
 /// Drop the objects no ref of the bare repository `dir` reaches any more
@@ -429,10 +457,10 @@ pub fn remove_worktree(tree: &Worktree, force: bool) -> Result<(), GitError> {
         stderr: e.to_string(),
     };
     if !force && tree.git_dir.join("locked").exists() {
-        return Err(GitError::Refused(format!(
-            "the worktree {} is locked (`git worktree lock`): unlock it, or remove it with force",
-            tree.work_tree.display()
-        )));
+        return Err(failed(
+            &tree.work_tree,
+            std::io::Error::other("the worktree is locked (`git worktree lock`)"),
+        ));
     }
     for dir in [&tree.work_tree, &tree.git_dir] {
         match std::fs::remove_dir_all(dir) {

@@ -327,9 +327,10 @@ impl Host for CallState {
                 return Err(GitError::Invalid(format!("refspec `{spec}` starts with '-'")).into());
             }
         }
-        let mut args = vec!["push", "--quiet", "--no-verify", "--force", &remote];
-        args.extend(refspecs.iter().map(String::as_str));
-        git_locked(&repo, &args).await?;
+        let refspecs: Vec<&str> = refspecs.iter().map(String::as_str).collect();
+        let lock = git::repo_lock(repo.work_tree());
+        let _held = lock.lock().await;
+        git::push(&repo, &remote, &refspecs).await?;
         Ok(())
     }
 

@@ -57,8 +57,7 @@ pub enum PodmanError {
 
 /// The podman program on PATH (to start a service of the host's own).
 pub fn program() -> Result<PathBuf, PodmanError> {
-    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
-    timebox::resolve_here("podman", &cwd).ok_or_else(|| {
+    timebox::host_program("podman").ok_or_else(|| {
         PodmanError::Unavailable(format!("`podman` was not found on PATH: {INSTALL_HINT}"))
     })
 }

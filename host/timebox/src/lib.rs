@@ -13,7 +13,7 @@ mod tail;
 mod tree;
 
 pub use lines::{Ended, LineChild, LineEvent};
-pub use program::{allowed, resolve_here};
+pub use program::{allowed, find_host_programs, host_program, host_program_list, resolve_here};
 pub use tail::{Stream, Tail};
 pub use tree::{
     KillReport, MARKER_VAR, carries_marker, instance, instance_alive, kill_tree,

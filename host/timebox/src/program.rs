@@ -3,9 +3,17 @@
 //! On Windows `pi` or `npm` are `.cmd` shims: `pi` must resolve to
 //! `pi.cmd` through PATHEXT the way cmd.exe would. The lookup takes PATHEXT
 //! as a parameter so the Windows rules are unit-tested on every platform.
+//!
+//! Relative PATH entries (`node_modules/.bin`, `.`, an empty entry) are
+//! never searched: they name whatever directory a call runs in, which a
+//! test project or a container writes. The host's own helpers (git, tar,
+//! podman) are found once, at start, and outside the workspace as well
+//! ([`find_host_programs`]).
 
+use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 /// Resolve `program` to a file. Names with a path separator are taken
 /// relative to `cwd`; bare names are searched in `path`. With `pathext`
@@ -42,7 +50,9 @@ pub fn resolve(
     if has_separator(program) {
         return candidates(cwd);
     }
-    std::env::split_paths(path?).find_map(|dir| candidates(&dir))
+    std::env::split_paths(path?)
+        .filter(|dir| dir.is_absolute())
+        .find_map(|dir| candidates(&dir))
 }
 
 fn has_separator(program: &str) -> bool {
@@ -62,6 +72,67 @@ pub fn resolve_here(program: &str, cwd: &Path) -> Option<PathBuf> {
         pathext.as_deref(),
         cwd,
     )
+}
+
+/// The programs the host runs itself.
+pub const HOST_PROGRAMS: &[&str] = &["git", "tar", "podman"];
+
+static FOUND: OnceLock<HashMap<&'static str, Option<PathBuf>>> = OnceLock::new();
+
+/// Find [`HOST_PROGRAMS`] once, on the host's PATH without its relative
+/// entries and without entries inside `workspace` (a project's
+/// `node_modules/.bin` on PATH would otherwise give the host a `git` the
+/// project, or a container working on it, wrote). Later calls keep the
+/// first answer. What was found, for the log.
+pub fn find_host_programs(workspace: &Path) -> Vec<(&'static str, Option<PathBuf>)> {
+    let found = FOUND.get_or_init(|| {
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        let trusted: Vec<PathBuf> = std::env::split_paths(&path)
+            .filter(|dir| dir.is_absolute() && !inside(dir, workspace))
+            .collect();
+        let trusted = std::env::join_paths(trusted).unwrap_or_default();
+        HOST_PROGRAMS
+            .iter()
+            .map(|&name| (name, resolve_with_pathext(name, &trusted)))
+            .collect()
+    });
+    let mut list: Vec<_> = found.iter().map(|(k, v)| (*k, v.clone())).collect();
+    list.sort();
+    list
+}
+
+/// Whether `dir` is `root` or beneath it, compared as resolved paths.
+fn inside(dir: &Path, root: &Path) -> bool {
+    let resolve = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+    resolve(dir).starts_with(resolve(root))
+}
+
+/// The absolute path of the host's helper `name` (one of
+/// [`HOST_PROGRAMS`]), as found at start.
+pub fn host_program(name: &str) -> Option<PathBuf> {
+    host_program_list()
+        .into_iter()
+        .find(|(found, _)| *found == name)?
+        .1
+}
+
+/// Every helper and where it was found at start; found now, with the
+/// current directory as the workspace, if start-up did not look.
+pub fn host_program_list() -> Vec<(&'static str, Option<PathBuf>)> {
+    let cwd = || std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+    match FOUND.get() {
+        Some(_) => find_host_programs(Path::new("/")),
+        None => find_host_programs(&cwd()),
+    }
+}
+
+fn resolve_with_pathext(program: &str, path: &OsStr) -> Option<PathBuf> {
+    let pathext = if cfg!(windows) {
+        std::env::var_os("PATHEXT")
+    } else {
+        None
+    };
+    resolve(program, Some(path), pathext.as_deref(), Path::new("/"))
 }
 
 /// Whether the policy's `programs` list allows `program` (as requested)
@@ -124,6 +195,15 @@ mod tests {
             resolve("tool", Some(&path), None, Path::new("/")),
             Some(first)
         );
+        // A relative PATH entry names the directory a call runs in: never
+        // searched (here relative to this process's own directory).
+        let project = tempfile::tempdir_in(".").unwrap();
+        let bin = project.path().file_name().unwrap();
+        let here = Path::new(bin).join("node_modules/.bin");
+        std::fs::create_dir_all(&here).unwrap();
+        touch(&here, "git");
+        assert!(here.join("git").is_file());
+        assert_eq!(resolve("git", Some(here.as_os_str()), None, b.path()), None);
         let local = touch(b.path(), "script.sh");
         assert_eq!(
             resolve("./script.sh", None, None, b.path()),

@@ -1,7 +1,7 @@
 //! What an environment is made of, and where each part lives:
 //! - a worktree `<repo>/.cofer/worktrees/<id>` on branch `cofer/<id>`,
 //!   pushed to the `cofer` remote (git: survives anything but `destroy`);
-//! - a record `<repo>/.cofer/environments/<id>.json` (title, image, base);
+//! - a record `<repo>/.git/cofer/environments/<id>.json` (title, image, base);
 //! - containers labelled `cofer.env=<id>`, `cofer.source=<repo>`,
 //!   `cofer.repository=<the repository's id>` and `cofer.role=main|service`
 //!   (Podman; the host adds the plugin and the machine).
@@ -43,7 +43,52 @@ pub struct Env {
 /// a repository at a path where another one was (removed, cloned again)
 /// does not take the other's containers for its own.
 fn repository_id_path(repo: &str) -> String {
-    format!("{}/.cofer/id", repo.trim_end_matches('/'))
+    format!("{}/id", state_dir(repo))
+}
+
+/// Where Cofer keeps a repository's state (its remote, records and id):
+/// inside the git directory, which no checkout writes, so no branch an
+/// environment made can change it (issue 34).
+pub fn state_dir(repo: &str) -> String {
+    format!("{}/.git/cofer", repo.trim_end_matches('/'))
+}
+
+/// The bare repository `cofer init` makes as the `cofer` remote.
+pub fn remote_dir(repo: &str) -> String {
+    format!("{}/remote.git", state_dir(repo))
+}
+
+/// The folder of the environments' records.
+pub fn records_dir(repo: &str) -> String {
+    format!("{}/environments", state_dir(repo))
+}
+
+/// Refuse a repository where an older Cofer kept its state in the working
+/// tree (`.cofer/remote.git`, `.cofer/environments`, `.cofer/id`), where a
+/// checkout of an environment's branch could have written it.
+pub fn check_layout(repo: &str) -> Result<(), ToolError> {
+    let old = format!("{}/.cofer", repo.trim_end_matches('/'));
+    let found: Vec<&str> = ["remote.git", "environments", "id"]
+        .into_iter()
+        .filter(|name| std::fs::symlink_metadata(format!("{old}/{name}")).is_ok())
+        .collect();
+    if found.is_empty() {
+        return Ok(());
+    }
+    Err(error(
+        "precondition_failed",
+        format!(
+            "{repo} keeps Cofer's state in its working tree ({}), where a checkout can change it",
+            found
+                .iter()
+                .map(|name| format!(".cofer/{name}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        &format!(
+            "run `cofer init` in {repo} once: it moves the state to .git/cofer/, then call the tool again"
+        ),
+    ))
 }
 
 /// The repository's id, if it has one.
@@ -60,11 +105,13 @@ pub fn ensure_repository_id(repo: &str) -> Result<String, ToolError> {
     }
     let id = format!("{:016x}", plugin_sdk::random_u64());
     let path = repository_id_path(repo);
-    std::fs::write(&path, format!("{id}\n")).map_err(|e| {
+    std::fs::create_dir_all(state_dir(repo))
+        .and_then(|()| std::fs::write(&path, format!("{id}\n")))
+        .map_err(|e| {
         error(
             "step_failed",
             format!("cannot write the repository's id to {path}: {e}"),
-            "check that the plugin may write the repository's .cofer directory (fs.write)",
+            "check that the plugin may write the repository's .git/cofer directory (fs.write)",
         )
     })?;
     Ok(id)
@@ -116,7 +163,7 @@ impl Env {
     }
 
     pub fn record_path(&self) -> String {
-        format!("{}/.cofer/environments/{}.json", self.repo, self.id)
+        format!("{}/{}.json", records_dir(&self.repo), self.id)
     }
 
     /// Container names are machine-wide: the repository's hash keeps two
@@ -235,7 +282,7 @@ impl Env {
         let path = self.record_path();
         let tmp = format!("{path}.tmp");
         let write = || -> std::io::Result<()> {
-            std::fs::create_dir_all(format!("{}/.cofer/environments", self.repo))?;
+            std::fs::create_dir_all(records_dir(&self.repo))?;
             std::fs::write(
                 &tmp,
                 serde_json::to_vec_pretty(record).expect("records serialise"),
@@ -246,7 +293,7 @@ impl Env {
             crate::errors::step_failed(
                 "write environment record",
                 format!("{path}: {e}"),
-                "check that the repository's .cofer directory is writable",
+                "check that the repository's .git/cofer directory is writable",
             )
         })
     }

@@ -338,7 +338,9 @@ pub(crate) fn open_repo(source: &str) -> Result<String, ToolError> {
             "pass the absolute path of the repository",
         ));
     }
-    git::open(source).map_err(|e| from_git("open repository", e))
+    let repo = git::open(source).map_err(|e| from_git("open repository", e))?;
+    env::check_layout(&repo)?;
+    Ok(repo)
 }
 
 /// A log record for the call (the host adds the timestamp and trace id).
@@ -363,7 +365,7 @@ fn text(value: &Value) -> ToolOutput {
 
 fn list(args: args::List) -> Result<ToolOutput, ToolError> {
     let repo = open_repo(&args.common.environment_source)?;
-    let mut ids: Vec<String> = std::fs::read_dir(format!("{}/.cofer/environments", repo))
+    let mut ids: Vec<String> = std::fs::read_dir(env::records_dir(&repo))
         .into_iter()
         .flatten()
         .flatten()

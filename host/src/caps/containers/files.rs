@@ -51,7 +51,12 @@ pub async fn copy_in(
     paths: &[PathBuf],
     exclude: &[PathBuf],
 ) -> Result<(), ContainerError> {
-    let mut tar = tokio::process::Command::new("tar");
+    let Some(program) = timebox::host_program("tar") else {
+        return Err(ContainerError::Unavailable(
+            "GNU tar was not found on PATH (outside the workspace): install it (Debian/Ubuntu: `apt-get install tar`)".into(),
+        ));
+    };
+    let mut tar = tokio::process::Command::new(program);
     tar.arg("-C")
         .arg(source)
         .args(["-c", "--one-file-system", "--no-wildcards"]);

@@ -1,12 +1,16 @@
 //! `cofer`: the user's side of Cofer environments, run in the repository.
 //!
 //! - `cofer init` sets up the `cofer` remote (a bare repository in
-//!   `.cofer/remote.git`) that environments are pushed to, and keeps
-//!   `.cofer/` out of `git status`. Safe to run again.
+//!   `.git/cofer/remote.git`) that environments are pushed to, and keeps
+//!   `.cofer/` (the environments' worktrees) out of `git status`. Safe to
+//!   run again. Cofer's state lives under `.git/cofer/`, which no checkout
+//!   can write (issue 34: a branch an environment made once carried
+//!   `.cofer/remote.git/hooks/`); `init` moves what an older Cofer kept in
+//!   `.cofer/` there.
 //! - `cofer checkout|log|diff <id>` are the commands the environment tools
 //!   tell the user to run.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
@@ -85,22 +89,76 @@ async fn run(cli: Cli) -> Result<ExitCode> {
 }
 
 async fn init(repo: &Repo) -> Result<()> {
-    let bare = repo.work_tree().join(".cofer/remote.git");
+    let state = repo.git_dir().join("cofer");
+    let bare = state.join("remote.git");
+    let old = repo.work_tree().join(".cofer");
     git::exclude(repo, "/.cofer/").await?;
+    if !bare.join("HEAD").exists() {
+        std::fs::create_dir_all(&bare)?;
+        git::init_bare(&bare).await?;
+    }
+    let url = bare.to_string_lossy();
     match git::remote_url(repo, REMOTE).await? {
-        Some(url) => println!("remote `{REMOTE}` already set up ({url}); nothing to do"),
+        Some(current) if Path::new(&current) == bare => {
+            println!("remote `{REMOTE}` already set up ({url}); nothing to do");
+        }
         None => {
-            if !bare.join("HEAD").exists() {
-                std::fs::create_dir_all(&bare)?;
-                git::init_bare(&bare).await?;
-            }
-            let url = bare.to_string_lossy();
             repo.run(&["remote", "add", REMOTE, &url]).await?;
             println!(
                 "added remote `{REMOTE}` -> {url}; environments can now be created in {}",
                 repo.work_tree().display()
             );
         }
+        Some(current) if Path::new(&current) == old.join("remote.git") => {
+            // Everything the old remote held is on the repository's own
+            // cofer/* branches: push those to the new one, drop the old.
+            repo.run(&["remote", "set-url", REMOTE, &url]).await?;
+            let branches = repo
+                .run(&["for-each-ref", "--format=%(refname)", "refs/heads/cofer/"])
+                .await?;
+            if !branches.trim().is_empty() {
+                git::push(repo, REMOTE, &["refs/heads/cofer/*:refs/heads/cofer/*"]).await?;
+            }
+            std::fs::remove_dir_all(old.join("remote.git"))?;
+            println!("moved remote `{REMOTE}` from {current} to {url}");
+        }
+        Some(current) => bail!(
+            "remote `{REMOTE}` points at {current}, not at Cofer's own {url}: remove it \
+             (`git remote remove {REMOTE}`) and run `cofer init` again"
+        ),
+    }
+    move_records(&old, &state)
+}
+
+/// Move the records and the repository id an older Cofer kept in `.cofer/`
+/// to `.git/cofer/` (plain files only; links are dropped).
+fn move_records(old: &Path, state: &Path) -> Result<()> {
+    let records = state.join("environments");
+    std::fs::create_dir_all(&records)?;
+    let mut moved = 0;
+    let old_records = old.join("environments");
+    if let Ok(entries) = std::fs::read_dir(&old_records) {
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let is_record = name.to_string_lossy().ends_with(".json")
+                && entry.file_type().is_ok_and(|t| t.is_file());
+            if is_record && !records.join(&name).exists() {
+                std::fs::rename(entry.path(), records.join(&name))?;
+                moved += 1;
+            }
+        }
+        std::fs::remove_dir_all(&old_records)?;
+    }
+    let id = old.join("id");
+    if std::fs::symlink_metadata(&id).is_ok() {
+        if std::fs::symlink_metadata(&id)?.is_file() && !state.join("id").exists() {
+            std::fs::rename(&id, state.join("id"))?;
+        } else {
+            std::fs::remove_file(&id)?;
+        }
+    }
+    if moved > 0 {
+        println!("moved {moved} environment record(s) to {}", records.display());
     }
     Ok(())
 }
