@@ -4,10 +4,13 @@
 //!
 //! With `COFER_TEST_PLANT=1` (scripts/test runs the suite a second time so)
 //! every command also plants what an attacker in the container would: a
-//! `.gitattributes` naming a filter the repository defines, and a `.git`
-//! file pointing elsewhere. The filter records any run by the host's git
-//! (whose environment is cleared; the tests' own git sets a variable), and
-//! each test fails if it ran.
+//! `.gitattributes` naming a filter the repository defines, a `.git` file
+//! pointing elsewhere, a nested repository `planted/` whose own config
+//! defines a filter its attributes apply, and Cofer's state under
+//! `.cofer/` (a hook in `.cofer/remote.git`, a record). The filters record
+//! any run by the host's git (whose environment is cleared; the tests' own
+//! git sets a variable), and each test fails if one ran or if a branch
+//! holds a `.cofer` path.
 
 use std::path::PathBuf;
 use std::sync::LazyLock;
@@ -103,9 +106,15 @@ impl Fixture {
                               "command": command, "explanation": format!("run {command}")});
         if planting() {
             // On exit, keeping the command's status; the .git write must fail.
+            let ran = self.filter_ran.display();
             args["command"] = json!(format!(
                 "trap 'echo \"* filter=pwn\" > /workdir/.gitattributes; \
-                 echo \"gitdir: /workdir\" 2>/dev/null > /workdir/.git' EXIT\n{command}"
+                 echo \"gitdir: /workdir\" 2>/dev/null > /workdir/.git; \
+                 mkdir -p /workdir/planted/.git /workdir/.cofer/remote.git/hooks /workdir/.cofer/environments; \
+                 printf \"[filter \\\"x\\\"]\\n\\tclean = touch {ran}\\n\" > /workdir/planted/.git/config; \
+                 echo \"* filter=x\" > /workdir/planted/.gitattributes; echo x > /workdir/planted/file; \
+                 printf \"#!/bin/sh\\ntouch {ran}\\n\" > /workdir/.cofer/remote.git/hooks/post-receive; \
+                 echo {{}} > /workdir/.cofer/environments/planted.json' EXIT\n{command}"
             ));
         }
         args
@@ -177,6 +186,11 @@ impl Drop for Fixture {
         }
         if !std::thread::panicking() {
             self.assert_no_filter_ran();
+            let cofer_paths = git(
+                &self.repo,
+                &["log", "--all", "--format=", "--name-only", "--", ".cofer", ":(icase).cofer"],
+            );
+            assert!(cofer_paths.trim().is_empty(), "a branch holds Cofer's state: {cofer_paths}");
         }
     }
 }

@@ -36,9 +36,14 @@ pub fn relative(what: &str, path: &str) -> Result<PathBuf, ContainerError> {
     Ok(p.to_path_buf())
 }
 
-/// Whether `path` is one of `exclude` or beneath one.
+/// Whether `path` is one of `exclude` or beneath one, or passes through a
+/// `.git` (any case) at any depth: a nested repository's config, hooks or
+/// attributes never reach the host's side (issue 34).
 fn excluded(path: &Path, exclude: &[PathBuf]) -> bool {
     exclude.iter().any(|e| path.starts_with(e))
+        || path
+            .components()
+            .any(|c| c.as_os_str().eq_ignore_ascii_case(".git"))
 }
 
 /// Copy `paths` of the host folder `source` (all of it when empty), minus
@@ -135,11 +140,17 @@ pub async fn sync_out(
     let target = target.to_path_buf();
     let applied = tokio::task::spawn_blocking(move || {
         archive.rewind()?;
-        apply(archive, &target, &exclude)
+        apply(archive, &target, &exclude, max_bytes)
     })
     .await
     .map_err(|e| ContainerError::Failed(format!("{what}: {e}")))?;
-    let (written, removed) = applied.map_err(|e| ContainerError::Failed(format!("{what}: {e}")))?;
+    let (written, removed) = applied.map_err(|e| match e.kind() {
+        std::io::ErrorKind::FileTooLarge => ContainerError::Invalid(format!(
+            "{container}:{source}: {e}; nothing was changed on this machine: remove what is not \
+             needed there (build output, caches, hard-linked copies), or allow more"
+        )),
+        _ => ContainerError::Failed(format!("{what}: {e}")),
+    })?;
     Ok(SyncReport {
         written,
         removed,
@@ -160,14 +171,59 @@ fn tempfile_here() -> Result<std::fs::File, ContainerError> {
     Ok(file)
 }
 
+/// The bytes applying the archive would write: every file's, and a hard
+/// link's target again (a link is a full copy here, so 20 MB of archive
+/// can expand to a gigabyte); `FileTooLarge` past `max_bytes`, before
+/// anything is written.
+fn expanded_size(
+    mut archive: &std::fs::File,
+    exclude: &[PathBuf],
+    max_bytes: u64,
+) -> std::io::Result<u64> {
+    archive.rewind()?;
+    let mut sizes: std::collections::HashMap<PathBuf, u64> = Default::default();
+    let mut total = 0u64;
+    for entry in tar::Archive::new(archive).entries()? {
+        let entry = entry?;
+        let Some(rel) = inner_path(&entry.path()?) else {
+            continue;
+        };
+        if excluded(&rel, exclude) {
+            continue;
+        }
+        let size = match entry.header().entry_type() {
+            tar::EntryType::Regular | tar::EntryType::Continuous => entry.size(),
+            tar::EntryType::Link => entry
+                .link_name()?
+                .and_then(|l| inner_path(&l))
+                .and_then(|from| sizes.get(&from).copied())
+                .unwrap_or(0),
+            _ => 0,
+        };
+        sizes.insert(rel, size);
+        total = total.saturating_add(size);
+        if total > max_bytes {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::FileTooLarge,
+                format!("its files come to more than {max_bytes} bytes once hard links are copied"),
+            ));
+        }
+    }
+    archive.rewind()?;
+    Ok(total)
+}
+
 /// Apply the archive (the engine's: its first component is the folder's
-/// own name) beneath `target`; (written, removed).
+/// own name) beneath `target`, at most `max_bytes` written (checked
+/// before anything is); (written, removed).
 fn apply(
     archive: std::fs::File,
     target: &Path,
     exclude: &[PathBuf],
+    max_bytes: u64,
 ) -> std::io::Result<(u32, u32)> {
     let root = Dir::open_ambient_dir(target, cap_std::ambient_authority())?;
+    expanded_size(&archive, exclude, max_bytes)?;
     let store = archive.try_clone()?;
     let mut tar = tar::Archive::new(archive);
     let mut seen = HashSet::new();
@@ -201,20 +257,18 @@ fn apply(
                 None => false,
             },
             tar::EntryType::Link => match entry.link_name()?.and_then(|l| inner_path(&l)) {
-                // A hard link to a file written before: its bytes again.
+                // A hard link to a file written before: its bytes again,
+                // streamed (never held in memory).
                 Some(from) if !excluded(&from, exclude) => {
-                    let mut bytes = Vec::new();
-                    root.open(&from)?.read_to_end(&mut bytes)?;
+                    let open = || root.open(&from);
+                    let size = open()?.metadata()?.len();
                     write_file(
                         &root,
                         &rel,
                         mode,
-                        bytes.len() as u64,
-                        |own| {
-                            let mut have = Vec::new();
-                            Ok(own.read_to_end(&mut have).is_ok() && have == bytes)
-                        },
-                        &mut bytes.as_slice(),
+                        size,
+                        |own| same_stream(&mut open()?.take(size), own),
+                        &mut open()?.take(size),
                     )?
                 }
                 _ => false,
@@ -309,6 +363,33 @@ fn same_bytes(
     Ok(true)
 }
 
+/// Whether two readers hold the same bytes.
+fn same_stream(a: &mut impl Read, b: &mut impl Read) -> std::io::Result<bool> {
+    let (mut x, mut y) = (vec![0u8; 64 * 1024], vec![0u8; 64 * 1024]);
+    loop {
+        let n = read_full(a, &mut x)?;
+        let m = read_full(b, &mut y)?;
+        if n != m || x[..n] != y[..m] {
+            return Ok(false);
+        }
+        if n == 0 {
+            return Ok(true);
+        }
+    }
+}
+
+/// Read until `buf` is full or the reader ends; how much was read.
+fn read_full(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut done = 0;
+    while done < buf.len() {
+        match r.read(&mut buf[done..])? {
+            0 => break,
+            n => done += n,
+        }
+    }
+    Ok(done)
+}
+
 /// A link at `rel` to `to`, as the container has it (it is never
 /// followed here: every later write goes through `root`).
 fn make_link(root: &Dir, rel: &Path, to: &Path) -> std::io::Result<bool> {
@@ -390,6 +471,55 @@ mod tests {
         b.append_link(&mut h, path, to).unwrap();
     }
 
+    fn hard_link(b: &mut tar::Builder<Vec<u8>>, path: &str, to: &str) {
+        let mut h = tar::Header::new_gnu();
+        h.set_entry_type(tar::EntryType::Link);
+        h.set_size(0);
+        b.append_link(&mut h, path, to).unwrap();
+    }
+
+    #[test]
+    fn hard_links_count_as_copies_against_the_limit_and_nothing_is_written_past_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = dir.path();
+        let big = "x".repeat(1000);
+        let make = || {
+            archive(|b| {
+                file(b, "workdir/big", &big, 0o644);
+                for i in 0..9 {
+                    hard_link(b, &format!("workdir/copy{i}"), "workdir/big");
+                }
+            })
+        };
+        let e = apply(make(), t, &[], 5000).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::FileTooLarge, "{e}");
+        assert_eq!(std::fs::read_dir(t).unwrap().count(), 0, "nothing was written");
+        let (written, _) = apply(make(), t, &[], 10_000).unwrap();
+        assert_eq!(written, 10);
+        assert_eq!(std::fs::read_to_string(t.join("copy8")).unwrap(), big);
+        // Applied again: nothing changes.
+        assert_eq!(apply(make(), t, &[], 10_000).unwrap().0, 0);
+    }
+
+    #[test]
+    fn nested_repositories_never_come_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = dir.path();
+        std::fs::create_dir_all(t.join("old/.git")).unwrap();
+        std::fs::write(t.join("old/.git/config"), "[core]\n").unwrap();
+        let a = archive(|b| {
+            file(b, "workdir/sub/.git/config", "[filter \"x\"]\n\tclean = touch /tmp/x\n", 0o644);
+            file(b, "workdir/sub/.GIT/hooks/pre-commit", "#!/bin/sh\n", 0o755);
+            file(b, "workdir/sub/.gitattributes", "* filter=x\n", 0o644);
+            file(b, "workdir/sub/file", "kept\n", 0o644);
+        });
+        apply(a, t, &[PathBuf::from(".git")], u64::MAX).unwrap();
+        assert_eq!(std::fs::read_to_string(t.join("sub/file")).unwrap(), "kept\n");
+        assert!(t.join("sub/.gitattributes").exists());
+        assert!(!t.join("sub/.git").exists() && !t.join("sub/.GIT").exists());
+        assert!(!t.join("old").exists(), "what the container no longer has goes");
+    }
+
     #[test]
     fn changes_arrive_and_what_is_gone_goes() {
         let dir = tempfile::tempdir().unwrap();
@@ -404,7 +534,7 @@ mod tests {
             file(b, "workdir/new/deep.sh", "echo hi\n", 0o4755);
             link(b, "workdir/abs", "/etc/passwd");
         });
-        let (written, removed) = apply(a, t, &[PathBuf::from(".git")]).unwrap();
+        let (written, removed) = apply(a, t, &[PathBuf::from(".git")], u64::MAX).unwrap();
         assert_eq!(
             (written, removed),
             (2, 2),
@@ -447,7 +577,7 @@ mod tests {
             h.set_cksum();
             b.append(&h, &b"y"[..]).unwrap();
         });
-        let result = apply(a, &t, &[]);
+        let result = apply(a, &t, &[], u64::MAX);
         assert!(
             std::fs::read_dir(outside.path()).unwrap().next().is_none(),
             "wrote through the link ({result:?})"
