@@ -214,3 +214,120 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
         })
         .collect()
 }
+
+/// Run `command` in environment `id`; its structured answer, which must
+/// not be an error.
+async fn run_ok(f: &Fixture, client: &Client, id: &str, command: &str) -> Value {
+    let r = client.call("environment_run_cmd", f.run_args(id, command)).await;
+    assert!(!is_error(&r), "{r:?}");
+    structured(&r).clone()
+}
+
+/// Issue 34, class 1: a repository the container unpacks in /workdir, whose
+/// own config defines a clean filter its attributes apply. git add would
+/// check the gitlink's work tree and run the filter on the host.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_nested_repositorys_filter_never_runs_on_the_host() {
+    let Some(f) = Fixture::with_podman(&[], true).await else {
+        return;
+    };
+    let client = f.env.start().await;
+    f.create(&client, "nested").await;
+    let marker = f.env.dir.path().join("pwned-by-nested-filter");
+    let plant = format!(
+        "mkdir -p sub/.git/objects sub/.git/refs/heads && echo 'ref: refs/heads/main' > sub/.git/HEAD && \
+         printf '[core]\\n\\trepositoryformatversion = 0\\n[filter \"x\"]\\n\\tclean = \"touch {m}; cat\"\\n\\tprocess = \"touch {m}\"\\n' > sub/.git/config && \
+         echo '* filter=x' > sub/.gitattributes && echo data > sub/file",
+        m = marker.display()
+    );
+    run_ok(&f, &client, "nested", &plant).await;
+    let out = run_ok(&f, &client, "nested", "echo more >> sub/file && echo top > top.txt").await;
+    assert!(!marker.exists(), "the nested repository's filter ran on the host");
+    let commit = out["commit"].as_str().expect("the change was committed");
+    let tree = git(&f.repo, &["ls-tree", "-r", commit]);
+    assert!(tree.contains("\tsub/file") && tree.contains("\tsub/.gitattributes"), "{tree}");
+    assert!(!tree.contains("sub/.git/") && !tree.contains("160000"), "no nested .git, no gitlink: {tree}");
+    assert_eq!(git(&f.repo, &["show", &format!("{commit}:sub/file")]), "data\nmore\n");
+}
+
+/// Issue 34, class 2: a branch carrying Cofer's own state. The container
+/// un-ignores `.cofer/` and writes a hook where the cofer remote was; the
+/// user checks the branch out as the answer tells them; the next push must
+/// run nothing, and no record of the user's may change.
+#[tokio::test(flavor = "multi_thread")]
+async fn cofer_state_in_a_branch_never_reaches_the_host() {
+    let Some(f) = Fixture::with_podman(&[], true).await else {
+        return;
+    };
+    let client = f.env.start().await;
+    f.create(&client, "hooked").await;
+    f.create(&client, "victim").await;
+    let marker = f.env.dir.path().join("pwned-by-hook");
+    let hook = format!("#!/bin/sh\\ntouch {}\\n", marker.display());
+    let plant = format!(
+        "printf '!/.cofer/\\n' >> .gitignore && \
+         mkdir -p .cofer/remote.git/hooks .cofer/environments .COFER && \
+         printf '{hook}' > .cofer/remote.git/hooks/post-receive && \
+         printf '{hook}' > .cofer/remote.git/hooks/reference-transaction && \
+         chmod +x .cofer/remote.git/hooks/* && echo '{{}}' > .cofer/environments/victim.json && \
+         echo x > .COFER/y && echo work > work.txt"
+    );
+    let out = run_ok(&f, &client, "hooked", &plant).await;
+    let commit = out["commit"].as_str().expect("committed");
+    let files = git(&f.repo, &["ls-tree", "-r", "--name-only", commit]);
+    assert!(files.lines().any(|l| l == "work.txt"), "{files}");
+    assert!(!files.to_lowercase().contains(".cofer"), "Cofer's state is never committed: {files}");
+
+    let out = cofer(&f.repo, &["checkout", "hooked"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!f.repo.join(".cofer/remote.git").exists());
+    let record = f.repo.join(".git/cofer/environments/victim.json");
+    let before = std::fs::read_to_string(&record).unwrap();
+    git(&f.repo, &["checkout", "--quiet", "main"]);
+
+    // Even a hook that got into the real remote some other way runs not.
+    let real_hooks = f.repo.join(".git/cofer/remote.git/hooks");
+    std::fs::create_dir_all(&real_hooks).unwrap();
+    for name in ["pre-receive", "post-receive", "reference-transaction", "update"] {
+        let path = real_hooks.join(name);
+        std::fs::write(&path, format!("#!/bin/sh\ntouch {}\n", marker.display())).unwrap();
+        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    }
+    run_ok(&f, &client, "hooked", "echo again >> work.txt").await;
+    run_ok(&f, &client, "victim", "echo mine > mine.txt").await;
+    assert!(!marker.exists(), "a hook ran on the host");
+    assert_eq!(std::fs::read_to_string(&record).unwrap(), before, "the record is the host's");
+    let open = client.call("environment_open", f.scoped("victim")).await;
+    assert!(!is_error(&open), "{open:?}");
+}
+
+/// Issue 34, class 4: a relative PATH entry (and one inside the workspace)
+/// never gives the host a program the container wrote.
+#[tokio::test(flavor = "multi_thread")]
+async fn programs_planted_on_path_never_run_on_the_host() {
+    let Some(mut f) = Fixture::with_podman(&[], true).await else {
+        return;
+    };
+    let marker = f.env.dir.path().join("pwned-by-path");
+    let planted_bin = f.worktree("pathy").join("node_modules/.bin");
+    let path = format!(
+        "node_modules/.bin:.:{}:{}",
+        planted_bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    f.env.host_vars.push(("PATH".into(), path));
+    let client = f.env.start().await;
+    f.create(&client, "pathy").await;
+    let plant = format!(
+        "mkdir -p node_modules/.bin && for p in git tar podman; do \
+         printf '#!/bin/sh\\ntouch {}\\n' > node_modules/.bin/$p; chmod +x node_modules/.bin/$p; cp node_modules/.bin/$p $p; done",
+        marker.display()
+    );
+    run_ok(&f, &client, "pathy", &plant).await;
+    let out = run_ok(&f, &client, "pathy", "echo after > after.txt").await;
+    assert!(out["commit"].is_string(), "{out}");
+    let destroyed = client.call("environment_destroy", f.scoped("pathy")).await;
+    assert!(!is_error(&destroyed), "{destroyed:?}");
+    assert!(!marker.exists(), "a planted program ran on the host");
+    assert_eq!(f.env.logged("git=/"), 1, "the first log line names the git found");
+}
