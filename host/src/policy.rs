@@ -600,10 +600,23 @@ fn expand_path(template: &str, places: &Places, plugin_cache: &Path) -> PathBuf 
 /// A root setting: a path, or a list of them (`a:b`, as PATH is, so that
 /// `GODOT_DOC_DIR` may name several doc dirs), each as [`expand_path`]
 /// makes it.
+/// The separators are the template's own and those in a variable's value;
+/// a `:` inside `${workspace}`, `${home}` or `${plugin_cache}` is part of
+/// that path (a workspace `proj:v2` must not grant `proj`).
 fn expand_paths(template: &str, places: &Places, plugin_cache: &Path) -> Vec<PathBuf> {
-    let expanded = expand(template, places, plugin_cache);
+    // A private-use character stands for `:` in the fixed paths while the
+    // list is split.
+    const COLON: &str = "\u{E000}";
+    let protected = Places {
+        workspace: PathBuf::from(places.workspace.to_string_lossy().replace(':', COLON)),
+        home: PathBuf::from(places.home.to_string_lossy().replace(':', COLON)),
+        cache_dir: places.cache_dir.clone(),
+    };
+    let cache = PathBuf::from(plugin_cache.to_string_lossy().replace(':', COLON));
+    let expanded = expand(template, &protected, &cache);
     std::env::split_paths(&expanded)
         .filter(|p| !p.as_os_str().is_empty())
+        .map(|p| PathBuf::from(p.to_string_lossy().replace(COLON, ":")))
         .map(|p| normalize(&places.workspace.join(p)))
         .collect()
 }
@@ -743,6 +756,24 @@ mod tests {
         assert_eq!(
             expand("a-${env:MCP_HOST_TEST_UNSET|b}-c", &places(), cache),
             "a-b-c"
+        );
+        // A `:` in a resolved path is part of it: `proj:v2` never grants `proj`.
+        let colon = Places {
+            workspace: PathBuf::from("/src/proj:v2"),
+            home: PathBuf::from("/home/a:b"),
+            cache_dir: PathBuf::from("/cache"),
+        };
+        assert_eq!(
+            expand_paths("${env:MCP_HOST_TEST_UNSET|${workspace}/doc}", &colon, cache),
+            [PathBuf::from("/src/proj:v2/doc")]
+        );
+        assert_eq!(
+            expand_paths("${workspace}:${home}/x", &colon, Path::new("/c:d")),
+            [PathBuf::from("/src/proj:v2"), PathBuf::from("/home/a:b/x")]
+        );
+        assert_eq!(
+            expand_paths("${plugin_cache}/i", &colon, Path::new("/c:d")),
+            [PathBuf::from("/c:d/i")]
         );
         let config = Config::load(None).unwrap();
         let godot = config.grants("godot", &places(), "cfg.toml");

@@ -145,14 +145,31 @@ pub fn check_input(input: &str) -> Result<(), ToolError> {
 
 /// What a prompt typed into a Copilot session does beyond `-p`: a line
 /// starting with `!` runs in the local shell, and `@path` pulls a file
-/// into the context. Neither may reach the terminal fallback.
+/// into the context. Neither may reach the terminal fallback. Every
+/// control and format character (Unicode Cc, Cf: a byte-order mark or a
+/// zero-width space before `!` hides it from a check, not from the CLI) is
+/// refused outright, not listed one by one.
 pub fn check_terminal_input(input: &str) -> Result<(), ToolError> {
+    use unicode_properties::{GeneralCategory, UnicodeGeneralCategory};
     let refuse = |why: &str| {
         Err(ToolError::new("invalid_request", format!("input refused in terminal mode: {why}"))
             .with_details(json!({
-                "remediation": "rephrase without a line starting with '!' and without '@' before a word (write 'the file src/x' instead of '@src/x')",
+                "remediation": "rephrase without a line starting with '!', without '@' before a word (write 'the file src/x' instead of '@src/x') and without invisible characters",
             })))
     };
+    let invisible = input.chars().find(|&c| {
+        c != '\n'
+            && matches!(
+                c.general_category(),
+                GeneralCategory::Control | GeneralCategory::Format
+            )
+    });
+    if let Some(c) = invisible {
+        return refuse(&format!(
+            "it contains U+{:04X}, a control or format character a terminal may act on unseen",
+            c as u32
+        ));
+    }
     if input.lines().any(|line| line.trim_start().starts_with('!')) {
         return refuse("a line starts with '!', which a Copilot session runs as a shell command");
     }
@@ -329,6 +346,12 @@ mod tests {
             "hi\n  !id",
             "explain @/etc/passwd",
             "@src/main.rs?",
+            "\u{feff}!id",
+            "x\n\u{200b}!id",
+            "\u{2066}!id\u{2069}",
+            "\u{e0021}!id",
+            "tab\there",
+            "\u{1b}[2J",
         ] {
             let e = check_terminal_input(bad).unwrap_err();
             assert_eq!(e.code, "invalid_request", "{bad:?}");
