@@ -471,13 +471,7 @@ fn tool_icons(value: Value) -> Result<Vec<rmcp::model::Icon>> {
     let icons: Vec<rmcp::model::Icon> = serde_json::from_value(value)
         .context("not a list of MCP icons ({src, mimeType, sizes})")?;
     for icon in &icons {
-        let src = icon.src.to_ascii_lowercase();
-        if !(src.starts_with("https://") || src.starts_with("data:image/")) {
-            bail!(
-                "icon `{}` is neither an https: URL nor a data:image/ URI",
-                icon.src
-            );
-        }
+        crate::caps::content::icon_src(&icon.src).map_err(|e| anyhow!(e))?;
     }
     Ok(icons)
 }

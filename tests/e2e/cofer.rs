@@ -1292,7 +1292,8 @@ pub fn files_by_message(repo: &std::path::Path, branch: &str) -> Vec<(String, Ve
             let (hash, subject) = line.split_once('\t').unwrap();
             let files = git(repo, &["show", "--name-only", "--format=", hash])
                 .lines()
-                .filter(|f| !f.is_empty() && *f != ".gitattributes")
+                // What plant mode writes in every command is not the command's.
+                .filter(|f| !f.is_empty() && *f != ".gitattributes" && !f.starts_with("planted/"))
                 .map(str::to_string)
                 .collect();
             (subject.to_string(), files)

@@ -512,9 +512,15 @@ impl ServerHandler for McpFront {
             let data = data(&f.code);
             asked_error(f, data, McpError::invalid_params)
         })?;
+        let own_scheme = self
+            .service
+            .catalog()
+            .prompts
+            .get(&request.name)
+            .and_then(|p| p.scheme.clone());
         let mut messages = Vec::with_capacity(filled.messages.len());
         for m in filled.messages {
-            let content = crate::caps::content::to_mcp(m.content).map_err(|e| {
+            let content = crate::caps::content::to_mcp(m.content, own_scheme.as_deref()).map_err(|e| {
                 McpError::internal_error(
                     format!("the plugin's prompt is malformed: {e:?}"),
                     Some(data("invalid_plugin_output")),
