@@ -6,6 +6,14 @@
 //! constant time) and rmcp's `Host` and `Origin` checks, which keep a web
 //! page from reaching the server through a rebound DNS name. `/health`
 //! answers without a token so that a supervisor can probe it.
+//!
+//! Connections are accepted by our own loop, not `axum::serve`, for two
+//! bounds an unauthenticated client must not get past (issue 34): a request
+//! whose headers are not all there within [`HEADER_TIMEOUT`] is dropped
+//! (the token is only read once they are), and at most [`MAX_CONNECTIONS`]
+//! are open at once (one more is closed at once, so the host never runs out
+//! of file descriptors and a client with the token can still get in when
+//! the flood's connections time out).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -28,6 +36,12 @@ use tokio_util::task::TaskTracker;
 
 use crate::mcp::McpFront;
 use crate::service::Service;
+
+/// How long a client may take to send a request's headers.
+const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Connections open at once.
+const MAX_CONNECTIONS: usize = 512;
 
 /// How `serve --http` was asked to listen.
 pub struct Options {
@@ -129,23 +143,66 @@ pub async fn serve(service: Arc<Service>, options: Options, stop: CancellationTo
         .route("/health", axum::routing::get(health))
         .with_state(service.clone());
     service.log_serving(&format!("at http://{addr}/mcp"));
-    let server =
-        axum::serve(listener, app).with_graceful_shutdown(sessions.clone().cancelled_owned());
-    let mut server = tokio::spawn(async move { server.await });
-    tokio::select! {
-        () = stop.cancelled() => {}
-        ended = &mut server => return ended.context("the HTTP server task")?.context("the HTTP server failed"),
+    raise_fd_limit();
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let open = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+    let mut refused_logged = false;
+    loop {
+        let (stream, _) = tokio::select! {
+            () = stop.cancelled() => break,
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                // Out of descriptors or a connection reset before accept:
+                // not the server's end.
+                Err(e) => {
+                    tracing::warn!("accepting a connection failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+        };
+        let Ok(permit) = open.clone().try_acquire_owned() else {
+            if !refused_logged {
+                tracing::warn!(
+                    "{MAX_CONNECTIONS} connections are open: new ones are closed until some end"
+                );
+                refused_logged = true;
+            }
+            continue;
+        };
+        refused_logged = false;
+        let connection = hyper::server::conn::http1::Builder::new()
+            .timer(hyper_util::rt::TokioTimer::new())
+            .header_read_timeout(HEADER_TIMEOUT)
+            .serve_connection(
+                hyper_util::rt::TokioIo::new(stream),
+                hyper_util::service::TowerToHyperService::new(app.clone()),
+            );
+        let connection = graceful.watch(connection);
+        tokio::spawn(async move {
+            let _ = connection.await;
+            drop(permit);
+        });
     }
     // The calls have ended; their answers go out before the sessions end.
     answers.close();
     let _ = tokio::time::timeout(Duration::from_secs(1), answers.wait()).await;
     sessions.cancel();
     // A client that keeps its connection open is not waited for long.
-    match tokio::time::timeout(Duration::from_secs(1), server).await {
-        Ok(served) => served
-            .context("the HTTP server task")?
-            .context("the HTTP server failed"),
-        Err(_) => Ok(()),
+    let _ = tokio::time::timeout(Duration::from_secs(1), graceful.shutdown()).await;
+    Ok(())
+}
+
+/// Raise the open-file limit to its hard limit: each connection is a
+/// descriptor, and the soft default (often 1024) is reached long before
+/// the connection cap on a busy host.
+fn raise_fd_limit() {
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
+    if let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE)
+        && soft < hard
+        && let Err(e) = setrlimit(Resource::RLIMIT_NOFILE, hard, hard)
+    {
+        tracing::debug!("cannot raise the open-file limit from {soft} to {hard}: {e}");
     }
 }
 

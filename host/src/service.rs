@@ -539,6 +539,10 @@ async fn ask<T>(
     result
 }
 
+/// The most a tool's result (its text and structured content together) may
+/// hold: every result waits in the host's memory until the client reads it.
+const MAX_RESULT_BYTES: usize = 16 << 20;
+
 fn reply_from(
     outcome: Result<Result<crate::bindings::ToolOutput, crate::bindings::ToolError>, CallFailure>,
     has_output_schema: bool,
@@ -549,6 +553,22 @@ fn reply_from(
         details
     };
     match outcome {
+        Ok(Ok(output))
+            if output.text.len() + output.structured.as_ref().map_or(0, String::len)
+                > MAX_RESULT_BYTES =>
+        {
+            Reply::error(
+                "result_too_large",
+                &format!(
+                    "the tool's result holds {} bytes, more than the {} MiB a result may: ask for less \
+                     (a narrower query, a smaller range), or have the plugin write it to a file",
+                    output.text.len() + output.structured.as_ref().map_or(0, String::len),
+                    MAX_RESULT_BYTES >> 20
+                ),
+                false,
+                with_trace(Map::new()),
+            )
+        }
         Ok(Ok(output)) => {
             let structured = output
                 .structured

@@ -25,6 +25,7 @@ async fn tools_list_shows_every_plugin_with_schemas() {
         [
             "chatty",
             "dotted.echo",
+            "fault_huge",
             "fault_loop",
             "fault_oom",
             "fault_trap",
@@ -183,6 +184,20 @@ async fn loop_trap_and_oom_fail_alone() {
         let ok = host.call("noop", json!({"after": tool})).await;
         assert!(!is_error(&ok), "the host keeps serving after {tool}");
     }
+}
+
+/// Issue 34, class 5: a result is held in the host until the client reads
+/// it, so its size is bounded.
+#[tokio::test]
+async fn a_result_over_the_cap_is_refused_and_the_host_keeps_serving() {
+    let env = Env::new(&["faulty"], "[plugins.faulty.limits]\nmemory_mb = 128\n");
+    let host = env.start().await;
+    let fine = host.call("fault_huge", json!({"bytes": 1 << 20})).await;
+    assert!(!is_error(&fine), "1 MiB is fine");
+    let huge = host.call("fault_huge", json!({"bytes": 17 << 20})).await;
+    assert!(is_error(&huge), "17 MiB is refused");
+    assert_eq!(structured(&huge)["code"], "result_too_large");
+    assert!(!is_error(&host.call("noop", json!({})).await));
 }
 
 #[tokio::test]

@@ -288,3 +288,48 @@ async fn client_config_for_an_http_host_connects() {
     let r = client.call("hello", json!({"name": "Ada"})).await;
     assert!(!is_error(&r), "{r:?}");
 }
+
+/// Issue 34, class 5: unauthenticated clients that send half a request
+/// cannot hold the host. Each is dropped once the header timeout passes,
+/// at most a fixed number are open at once (more are closed at once), and
+/// a client with the token gets in meanwhile or right after.
+#[tokio::test]
+async fn half_sent_requests_are_dropped_and_cannot_lock_out_the_token_holder() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let env = Env::new(&["hello"], "");
+    let token_file = env.dir.path().join("token");
+    std::fs::write(&token_file, "s3cret-token\n").unwrap();
+    let host = env
+        .start_http(&["--token-file", token_file.to_str().unwrap()])
+        .await;
+    let addr = host
+        .url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_string();
+    let started = std::time::Instant::now();
+    let mut flood = Vec::new();
+    for _ in 0..600 {
+        let Ok(mut stream) = tokio::net::TcpStream::connect(&addr).await else {
+            break;
+        };
+        let _ = stream
+            .write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 10\r\n")
+            .await;
+        flood.push(stream);
+    }
+    assert_eq!(flood.len(), 600, "connections are accepted (and the extra ones closed)");
+    // Every half-sent request ends: closed at once past the cap, or when
+    // its headers are overdue.
+    for stream in &mut flood {
+        let mut buf = [0u8; 256];
+        let ended = tokio::time::timeout(Duration::from_secs(60), stream.read(&mut buf)).await;
+        assert!(
+            matches!(ended, Ok(Ok(_)) | Ok(Err(_))),
+            "a half-sent request was held for {:?}",
+            started.elapsed()
+        );
+    }
+    let right = [("authorization", "Bearer s3cret-token")];
+    assert_eq!(post(&host, &right).await, 200, "the token holder gets in");
+}

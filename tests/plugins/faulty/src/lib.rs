@@ -63,6 +63,17 @@ impl McpTool for Noop {
     }
 }
 
+struct FaultHuge;
+impl McpTool for FaultHuge {
+    const NAME: &'static str = "fault_huge";
+    const DESCRIPTION: &'static str = "Answers with `bytes` bytes of text.";
+    type Args = Anything;
+    fn call(args: Anything) -> Result<ToolOutput, ToolError> {
+        let bytes = args.get("bytes").and_then(Value::as_u64).unwrap_or(0);
+        Ok(text_output("x".repeat(bytes as usize)))
+    }
+}
+
 struct DottedEcho;
 impl McpTool for DottedEcho {
     const NAME: &'static str = "dotted.echo";
@@ -183,5 +194,5 @@ impl McpTool for PtyScript {
 }
 
 plugin_sdk::export! {
-    tools: [FaultLoop, FaultTrap, FaultOom, Noop, Chatty, DottedEcho, PtyScript, Spawn],
+    tools: [FaultLoop, FaultTrap, FaultOom, FaultHuge, Noop, Chatty, DottedEcho, PtyScript, Spawn],
 }
