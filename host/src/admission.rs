@@ -4,9 +4,12 @@
 //! of its calls run, up to `limits.queue` more wait their turn in arrival
 //! order, and a call past that is refused at once with a retryable
 //! [`Busy`] — so one plugin's slow calls cannot starve the others. Under
-//! all plugins, [`instance_slot`] hands out the pooling allocator's
-//! instance slots, so a burst waits for a slot instead of failing inside
-//! wasmtime ("maximum concurrent limit of 128").
+//! all plugins, a [`Reserve`] hands out the pooling allocator's instance
+//! slots, so a burst waits for a slot instead of failing inside wasmtime
+//! ("maximum concurrent limit of 128"). Each plugin keeps [`RESERVED`] of
+//! those slots for itself and shares the rest: plugins that fill the shared
+//! slots never leave another one waiting (four plugins at 32 calls each
+//! held all 128, and a fifth plugin's trivial call waited 37 s).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -81,10 +84,66 @@ impl Drop for LeaveQueue<'_> {
     }
 }
 
-/// One of the engine's instance slots, held while an instance lives.
-pub async fn instance_slot() -> SemaphorePermit<'static> {
-    static SLOTS: Semaphore = Semaphore::const_new(MAX_CONCURRENT_CALLS as usize);
-    SLOTS.acquire().await.expect("slots never closed")
+/// Instance slots each plugin keeps for itself.
+pub const RESERVED: usize = 2;
+
+/// The engine's instance slots: what no plugin has reserved is shared.
+pub struct Pool {
+    shared: Semaphore,
+}
+
+impl Pool {
+    pub const fn new(slots: usize) -> Pool {
+        Pool {
+            shared: Semaphore::const_new(slots),
+        }
+    }
+
+    /// The host's pool.
+    pub fn engine() -> &'static Pool {
+        static POOL: Pool = Pool::new(MAX_CONCURRENT_CALLS as usize);
+        &POOL
+    }
+
+    /// A plugin's reserve: [`RESERVED`] slots taken out of the shared ones
+    /// (fewer if they are in use right now), given back when it is dropped.
+    pub fn reserve(&'static self) -> Reserve {
+        let taken = self.shared.forget_permits(RESERVED);
+        Reserve {
+            pool: self,
+            own: Semaphore::new(taken),
+            taken,
+        }
+    }
+}
+
+/// One plugin's slots: its own, then the shared ones.
+pub struct Reserve {
+    pool: &'static Pool,
+    own: Semaphore,
+    taken: usize,
+}
+
+impl Reserve {
+    /// An instance slot, held while an instance lives: one of the plugin's
+    /// own if free, else whichever frees first.
+    pub async fn slot(&self) -> SemaphorePermit<'_> {
+        if let Ok(permit) = self.own.try_acquire() {
+            return permit;
+        }
+        tokio::select! {
+            biased;
+            permit = self.own.acquire() => permit,
+            permit = self.pool.shared.acquire() => permit,
+        }
+        .expect("slots never closed")
+    }
+}
+
+impl Drop for Reserve {
+    fn drop(&mut self) {
+        self.pool.shared.add_permits(self.taken);
+    }
 }
 
 #[cfg(test)]
@@ -116,6 +175,34 @@ mod tests {
         );
         drop(third);
         assert!(again.await.is_ok());
+    }
+
+    #[tokio::test]
+    async fn plugins_filling_the_shared_slots_never_starve_another() {
+        let pool: &'static Pool = Box::leak(Box::new(Pool::new(8)));
+        let (busy, quiet) = (pool.reserve(), pool.reserve());
+        // The busy plugin takes its own slots and every shared one.
+        let mut held = Vec::new();
+        for _ in 0..(8 - RESERVED) {
+            held.push(busy.slot().await);
+        }
+        let mut more = Box::pin(busy.slot());
+        assert!(futures_poll(&mut more).is_none(), "the busy plugin waits");
+        let first = futures_poll(&mut Box::pin(quiet.slot()));
+        assert!(first.is_some(), "the quiet plugin gets its own slot at once");
+        drop(first);
+        drop(more);
+        drop(held);
+        // A dropped reserve gives its slots back to everyone.
+        drop(quiet);
+        let all: Vec<_> = {
+            let mut v = Vec::new();
+            for _ in 0..(8 - RESERVED) {
+                v.push(busy.slot().await);
+            }
+            v
+        };
+        assert_eq!(all.len(), 8 - RESERVED);
     }
 
     /// Poll once; `Some` when ready.

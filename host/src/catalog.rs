@@ -326,7 +326,11 @@ impl Loader {
         let exports = Exports::find(&pre)
             .map_err(anyhow::Error::from)
             .context("the component does not export the mcphost:plugin/tools interface")?;
-        let prepared = Prepared { pre, exports };
+        let prepared = Prepared {
+            pre,
+            exports,
+            slots: crate::admission::Pool::engine().reserve(),
+        };
         let grants = Arc::new(self.grants(name));
         let call = CallContext::new(
             "describe",

@@ -50,6 +50,8 @@ impl CallFailure {
 pub struct Prepared {
     pub pre: InstancePre<CallState>,
     pub exports: Exports,
+    /// Its instance slots (see [`crate::admission`]).
+    pub slots: crate::admission::Reserve,
 }
 
 /// Instantiate the plugin in a fresh store, run `f` on the instance, and
@@ -61,7 +63,7 @@ async fn in_fresh_instance<R>(
     f: impl AsyncFnOnce(&mut Store<CallState>, &Instance) -> wasmtime::Result<R>,
 ) -> Result<R, CallFailure> {
     // Declared first, so released after the store (and its instance) is gone.
-    let _slot = crate::admission::instance_slot().await;
+    let _slot = prepared.slots.slot().await;
     let mut store = new_store(&prepared.pre, grants, call);
     let result = async {
         let instance = prepared.pre.instantiate_async(&mut store).await?;
