@@ -189,7 +189,10 @@ mod tests {
         let mut more = Box::pin(busy.slot());
         assert!(futures_poll(&mut more).is_none(), "the busy plugin waits");
         let first = futures_poll(&mut Box::pin(quiet.slot()));
-        assert!(first.is_some(), "the quiet plugin gets its own slot at once");
+        assert!(
+            first.is_some(),
+            "the quiet plugin gets its own slot at once"
+        );
         drop(first);
         drop(more);
         drop(held);

@@ -398,7 +398,9 @@ async fn serve(
         .collect();
     let programs = programs.join(" ");
     match timebox::cgroup::root() {
-        Some(dir) => tracing::info!(cgroup = %dir.display(), programs, "runs are contained in cgroups"),
+        Some(dir) => {
+            tracing::info!(cgroup = %dir.display(), programs, "runs are contained in cgroups")
+        }
         None => tracing::info!(
             programs,
             "runs are contained by sessions and markers (no writable cgroup v2 here)"

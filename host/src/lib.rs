@@ -32,6 +32,7 @@ pub mod http;
 pub mod logging;
 pub mod mcp;
 pub mod paths;
+pub mod pin;
 pub mod podman;
 pub mod policy;
 pub mod runtime;

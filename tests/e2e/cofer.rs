@@ -188,9 +188,20 @@ impl Drop for Fixture {
             self.assert_no_filter_ran();
             let cofer_paths = git(
                 &self.repo,
-                &["log", "--all", "--format=", "--name-only", "--", ".cofer", ":(icase).cofer"],
+                &[
+                    "log",
+                    "--all",
+                    "--format=",
+                    "--name-only",
+                    "--",
+                    ".cofer",
+                    ":(icase).cofer",
+                ],
             );
-            assert!(cofer_paths.trim().is_empty(), "a branch holds Cofer's state: {cofer_paths}");
+            assert!(
+                cofer_paths.trim().is_empty(),
+                "a branch holds Cofer's state: {cofer_paths}"
+            );
         }
     }
 }
@@ -929,7 +940,13 @@ async fn build_output_and_huge_files_stay_out_of_commits() {
     // object store: what only its branch held is pruned.
     let in_remote = |object: &str| {
         std::process::Command::new("git")
-            .args(["--git-dir", ".git/cofer/remote.git", "cat-file", "-e", object])
+            .args([
+                "--git-dir",
+                ".git/cofer/remote.git",
+                "cat-file",
+                "-e",
+                object,
+            ])
             .current_dir(&f.repo)
             .status()
             .unwrap()

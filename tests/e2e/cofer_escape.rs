@@ -218,7 +218,9 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
 /// Run `command` in environment `id`; its structured answer, which must
 /// not be an error.
 async fn run_ok(f: &Fixture, client: &Client, id: &str, command: &str) -> Value {
-    let r = client.call("environment_run_cmd", f.run_args(id, command)).await;
+    let r = client
+        .call("environment_run_cmd", f.run_args(id, command))
+        .await;
     assert!(!is_error(&r), "{r:?}");
     structured(&r).clone()
 }
@@ -241,13 +243,31 @@ async fn a_nested_repositorys_filter_never_runs_on_the_host() {
         m = marker.display()
     );
     run_ok(&f, &client, "nested", &plant).await;
-    let out = run_ok(&f, &client, "nested", "echo more >> sub/file && echo top > top.txt").await;
-    assert!(!marker.exists(), "the nested repository's filter ran on the host");
+    let out = run_ok(
+        &f,
+        &client,
+        "nested",
+        "echo more >> sub/file && echo top > top.txt",
+    )
+    .await;
+    assert!(
+        !marker.exists(),
+        "the nested repository's filter ran on the host"
+    );
     let commit = out["commit"].as_str().expect("the change was committed");
     let tree = git(&f.repo, &["ls-tree", "-r", commit]);
-    assert!(tree.contains("\tsub/file") && tree.contains("\tsub/.gitattributes"), "{tree}");
-    assert!(!tree.contains("sub/.git/") && !tree.contains("160000"), "no nested .git, no gitlink: {tree}");
-    assert_eq!(git(&f.repo, &["show", &format!("{commit}:sub/file")]), "data\nmore\n");
+    assert!(
+        tree.contains("\tsub/file") && tree.contains("\tsub/.gitattributes"),
+        "{tree}"
+    );
+    assert!(
+        !tree.contains("sub/.git/") && !tree.contains("160000"),
+        "no nested .git, no gitlink: {tree}"
+    );
+    assert_eq!(
+        git(&f.repo, &["show", &format!("{commit}:sub/file")]),
+        "data\nmore\n"
+    );
 }
 
 /// Issue 34, class 2: a branch carrying Cofer's own state. The container
@@ -276,10 +296,17 @@ async fn cofer_state_in_a_branch_never_reaches_the_host() {
     let commit = out["commit"].as_str().expect("committed");
     let files = git(&f.repo, &["ls-tree", "-r", "--name-only", commit]);
     assert!(files.lines().any(|l| l == "work.txt"), "{files}");
-    assert!(!files.to_lowercase().contains(".cofer"), "Cofer's state is never committed: {files}");
+    assert!(
+        !files.to_lowercase().contains(".cofer"),
+        "Cofer's state is never committed: {files}"
+    );
 
     let out = cofer(&f.repo, &["checkout", "hooked"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(!f.repo.join(".cofer/remote.git").exists());
     let record = f.repo.join(".git/cofer/environments/victim.json");
     let before = std::fs::read_to_string(&record).unwrap();
@@ -288,15 +315,25 @@ async fn cofer_state_in_a_branch_never_reaches_the_host() {
     // Even a hook that got into the real remote some other way runs not.
     let real_hooks = f.repo.join(".git/cofer/remote.git/hooks");
     std::fs::create_dir_all(&real_hooks).unwrap();
-    for name in ["pre-receive", "post-receive", "reference-transaction", "update"] {
+    for name in [
+        "pre-receive",
+        "post-receive",
+        "reference-transaction",
+        "update",
+    ] {
         let path = real_hooks.join(name);
         std::fs::write(&path, format!("#!/bin/sh\ntouch {}\n", marker.display())).unwrap();
-        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
     }
     run_ok(&f, &client, "hooked", "echo again >> work.txt").await;
     run_ok(&f, &client, "victim", "echo mine > mine.txt").await;
     assert!(!marker.exists(), "a hook ran on the host");
-    assert_eq!(std::fs::read_to_string(&record).unwrap(), before, "the record is the host's");
+    assert_eq!(
+        std::fs::read_to_string(&record).unwrap(),
+        before,
+        "the record is the host's"
+    );
     let open = client.call("environment_open", f.scoped("victim")).await;
     assert!(!is_error(&open), "{open:?}");
 }
@@ -329,5 +366,9 @@ async fn programs_planted_on_path_never_run_on_the_host() {
     let destroyed = client.call("environment_destroy", f.scoped("pathy")).await;
     assert!(!is_error(&destroyed), "{destroyed:?}");
     assert!(!marker.exists(), "a planted program ran on the host");
-    assert_eq!(f.env.logged("git=/"), 1, "the first log line names the git found");
+    assert_eq!(
+        f.env.logged("git=/"),
+        1,
+        "the first log line names the git found"
+    );
 }

@@ -318,7 +318,11 @@ async fn half_sent_requests_are_dropped_and_cannot_lock_out_the_token_holder() {
             .await;
         flood.push(stream);
     }
-    assert_eq!(flood.len(), 600, "connections are accepted (and the extra ones closed)");
+    assert_eq!(
+        flood.len(),
+        600,
+        "connections are accepted (and the extra ones closed)"
+    );
     // Every half-sent request ends: closed at once past the cap, or when
     // its headers are overdue.
     for stream in &mut flood {

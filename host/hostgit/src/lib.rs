@@ -342,7 +342,15 @@ pub async fn push(repo: &Repo, remote: &str, refspecs: &[&str]) -> Result<(), Gi
         program().display()
     );
     let receive = format!("--receive-pack={receive}");
-    let mut args = vec!["push", "--quiet", "--no-verify", "--force", &receive, "--", remote];
+    let mut args = vec![
+        "push",
+        "--quiet",
+        "--no-verify",
+        "--force",
+        &receive,
+        "--",
+        remote,
+    ];
     args.extend_from_slice(refspecs);
     repo.run(&args).await.map(drop)
 }

@@ -29,10 +29,10 @@ use std::path::Path;
 
 use cap_fs_ext::{DirExt, FollowSymlinks, OpenOptionsFollowExt};
 use cap_std::fs::{Dir, Metadata, MetadataExt, OpenOptions};
+use gix::ObjectId;
 use gix::bstr::{BStr, BString, ByteSlice, ByteVec};
 use gix::index::entry::{self, Stat};
 use gix::objs::tree::{Entry, EntryKind};
-use gix::ObjectId;
 use gix_ignore::glob::pattern::Case;
 
 use crate::{GitError, Repo, Worktree};
@@ -138,7 +138,14 @@ pub fn commit_worktree(
         time: time.to_str(&mut time_buf),
     };
     let commit = repo
-        .commit_as(signature, signature, branch.as_str(), message, new_tree, parent)
+        .commit_as(
+            signature,
+            signature,
+            branch.as_str(),
+            message,
+            new_tree,
+            parent,
+        )
         .map_err(|e| failed("write the commit", &e))?;
     Ok(Snapshot {
         commit: Some(commit.to_string()),
@@ -176,7 +183,9 @@ impl Tracked {
         let mut pending = vec![(BString::default(), root)];
         while let Some((prefix, id)) = pending.pop() {
             let object = repo.find_object(id)?;
-            for entry in gix::objs::TreeRefIter::from_bytes(&object.data, repo.object_hash()).flatten() {
+            for entry in
+                gix::objs::TreeRefIter::from_bytes(&object.data, repo.object_hash()).flatten()
+            {
                 let path = join(prefix.as_bstr(), entry.filename);
                 match entry.mode.kind() {
                     EntryKind::Tree => {
@@ -216,7 +225,7 @@ impl StatCache {
         (cached.mode == mode
             && cached.stat.matches(stat, STAT)
             && !cached.stat.is_racy(index.timestamp(), STAT))
-            .then_some(cached.id)
+        .then_some(cached.id)
     }
 }
 
@@ -242,7 +251,8 @@ impl Ignores {
             );
         }
         if let Ok(bytes) = std::fs::read(main.git_dir.join("info/exclude")) {
-            let _ = search.add_patterns_buffer(&bytes, root.join(".info-exclude"), Some(&root), parse);
+            let _ =
+                search.add_patterns_buffer(&bytes, root.join(".info-exclude"), Some(&root), parse);
         }
         Ignores { search, root }
     }
@@ -322,7 +332,11 @@ impl Walk<'_> {
             return Ok(None);
         }
         entries.sort();
-        Ok(Some(self.repo.write_object(&gix::objs::Tree { entries })?.detach()))
+        Ok(Some(
+            self.repo
+                .write_object(&gix::objs::Tree { entries })?
+                .detach(),
+        ))
     }
 
     fn entries(&mut self, dir: &Dir, prefix: &BStr) -> WalkResult<Vec<Entry>> {
@@ -353,7 +367,12 @@ impl Walk<'_> {
                 let target = dir.read_link_contents(item.file_name())?;
                 let target = gix::path::into_bstr(target)?;
                 let oid = self.repo.write_blob(target.as_ref() as &[u8])?.detach();
-                self.index.push((path.clone(), Some(stat_of(&meta)), oid, entry::Mode::SYMLINK));
+                self.index.push((
+                    path.clone(),
+                    Some(stat_of(&meta)),
+                    oid,
+                    entry::Mode::SYMLINK,
+                ));
                 Some((EntryKind::Link, oid))
             } else if file_type.is_file() {
                 self.file(dir, &item.file_name(), path.clone(), &meta)?
@@ -398,7 +417,8 @@ impl Walk<'_> {
             .take(self.max_file_bytes.saturating_add(1))
             .read_to_end(&mut bytes)?;
         if bytes.len() as u64 > self.max_file_bytes {
-            self.too_large.push((path.clone(), meta.len().max(bytes.len() as u64)));
+            self.too_large
+                .push((path.clone(), meta.len().max(bytes.len() as u64)));
             return Ok(self.tracked.files.get(&path).map(|&(oid, kind)| {
                 let mode = match kind {
                     EntryKind::BlobExecutable => entry::Mode::FILE_EXECUTABLE,
@@ -470,14 +490,25 @@ mod tests {
 
     fn git(dir: &Path, args: &[&str]) -> String {
         let out = Command::new("git")
-            .args(["-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main"])
+            .args([
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "-c",
+                "init.defaultBranch=main",
+            ])
             .args(args)
             .current_dir(dir)
             .env("GIT_CONFIG_GLOBAL", "/dev/null")
             .env("GIT_CONFIG_NOSYSTEM", "1")
             .output()
             .unwrap();
-        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         String::from_utf8(out.stdout).unwrap()
     }
 
@@ -494,7 +525,17 @@ mod tests {
         }
         git(&root, &["add", "--all", "--force"]);
         git(&root, &["commit", "-q", "-m", "base"]);
-        git(&root, &["worktree", "add", "-q", "-b", "cofer/t", ".cofer/worktrees/t"]);
+        git(
+            &root,
+            &[
+                "worktree",
+                "add",
+                "-q",
+                "-b",
+                "cofer/t",
+                ".cofer/worktrees/t",
+            ],
+        );
         let repo = Repo::open(&root).unwrap();
         let tree = repo.linked(&root.join(".cofer/worktrees/t")).unwrap();
         (dir, repo, tree)
@@ -520,20 +561,34 @@ mod tests {
 
     #[test]
     fn a_commit_holds_what_git_add_all_would_and_nothing_of_gits_or_cofers() {
-        let (_dir, repo, tree) = setup(&[("README", "hi\n"), ("keep/x.log", "tracked\n"), (".gitignore", "*.log\n")]);
+        let (_dir, repo, tree) = setup(&[
+            ("README", "hi\n"),
+            ("keep/x.log", "tracked\n"),
+            (".gitignore", "*.log\n"),
+        ]);
         std::fs::write(wt(&tree, "new.txt"), "new\n").unwrap();
         std::fs::write(wt(&tree, "ignored.log"), "no\n").unwrap();
         std::fs::write(wt(&tree, "keep/x.log"), "tracked, changed\n").unwrap();
         std::fs::write(wt(&tree, "run.sh"), "#!/bin/sh\n").unwrap();
-        std::fs::set_permissions(wt(&tree, "run.sh"), std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::set_permissions(wt(&tree, "run.sh"), std::fs::Permissions::from_mode(0o755))
+            .unwrap();
         symlink("/etc/passwd", wt(&tree, "link")).unwrap();
         // A nested repository whose config defines a filter its attributes apply.
         std::fs::create_dir_all(wt(&tree, "sub/.git")).unwrap();
-        std::fs::write(wt(&tree, "sub/.git/config"), "[filter \"x\"]\n\tclean = touch /tmp/pwned\n").unwrap();
+        std::fs::write(
+            wt(&tree, "sub/.git/config"),
+            "[filter \"x\"]\n\tclean = touch /tmp/pwned\n",
+        )
+        .unwrap();
         std::fs::write(wt(&tree, "sub/.gitattributes"), "* filter=x\n").unwrap();
         std::fs::write(wt(&tree, "sub/file"), "in sub\n").unwrap();
         // Cofer's state and git's own names, in any case.
-        for planted in [".cofer/remote.git/hooks/post-receive", ".COFER/x", "a/.GIT/hooks/x", "a/b"] {
+        for planted in [
+            ".cofer/remote.git/hooks/post-receive",
+            ".COFER/x",
+            "a/.GIT/hooks/x",
+            "a/b",
+        ] {
             std::fs::create_dir_all(wt(&tree, planted).parent().unwrap()).unwrap();
             std::fs::write(wt(&tree, planted), "planted\n").unwrap();
         }
@@ -541,38 +596,88 @@ mod tests {
 
         let done = commit_worktree(&repo, &tree, "work", &who(), 1 << 20).unwrap();
         let commit = done.commit.expect("a commit");
-        assert_eq!(git(repo.work_tree(), &["rev-parse", "cofer/t"]).trim(), commit);
+        assert_eq!(
+            git(repo.work_tree(), &["rev-parse", "cofer/t"]).trim(),
+            commit
+        );
         let mut files = files_of(&repo, &commit);
         files.sort();
         assert_eq!(
             files,
-            [".gitignore", "README", "a/b", "keep/x.log", "link", "new.txt", "run.sh", "sub/.gitattributes", "sub/file"]
+            [
+                ".gitignore",
+                "README",
+                "a/b",
+                "keep/x.log",
+                "link",
+                "new.txt",
+                "run.sh",
+                "sub/.gitattributes",
+                "sub/file"
+            ]
         );
         let modes = git(repo.work_tree(), &["ls-tree", "-r", &commit]);
-        assert!(modes.contains("100755 blob") && modes.contains("120000 blob"), "{modes}");
-        assert_eq!(git(repo.work_tree(), &["show", &format!("{commit}:link")]), "/etc/passwd");
-        assert_eq!(git(repo.work_tree(), &["show", &format!("{commit}:keep/x.log")]), "tracked, changed\n");
+        assert!(
+            modes.contains("100755 blob") && modes.contains("120000 blob"),
+            "{modes}"
+        );
+        assert_eq!(
+            git(repo.work_tree(), &["show", &format!("{commit}:link")]),
+            "/etc/passwd"
+        );
+        assert_eq!(
+            git(repo.work_tree(), &["show", &format!("{commit}:keep/x.log")]),
+            "tracked, changed\n"
+        );
         let parent = git(repo.work_tree(), &["rev-parse", &format!("{commit}^")]);
-        assert_eq!(parent.trim(), git(repo.work_tree(), &["rev-parse", "main"]).trim());
+        assert_eq!(
+            parent.trim(),
+            git(repo.work_tree(), &["rev-parse", "main"]).trim()
+        );
         // git agrees with the index the host wrote: nothing to commit.
         let status = git(&tree.work_tree, &["status", "--porcelain", "--ignored=no"]);
-        assert!(!status.contains("new.txt") && !status.contains("README"), "{status}");
+        assert!(
+            !status.contains("new.txt") && !status.contains("README"),
+            "{status}"
+        );
         assert!(!Path::new("/tmp/pwned").exists());
     }
 
     #[test]
     fn an_unchanged_tree_makes_no_commit_and_a_change_of_the_same_size_is_seen() {
         let (_dir, repo, tree) = setup(&[("a.txt", "one\n")]);
-        assert_eq!(commit_worktree(&repo, &tree, "m", &who(), 1 << 20).unwrap().commit, None);
+        assert_eq!(
+            commit_worktree(&repo, &tree, "m", &who(), 1 << 20)
+                .unwrap()
+                .commit,
+            None
+        );
         std::fs::write(wt(&tree, "a.txt"), "two\n").unwrap();
-        let first = commit_worktree(&repo, &tree, "m", &who(), 1 << 20).unwrap().commit.unwrap();
-        assert_eq!(commit_worktree(&repo, &tree, "m", &who(), 1 << 20).unwrap().commit, None);
+        let first = commit_worktree(&repo, &tree, "m", &who(), 1 << 20)
+            .unwrap()
+            .commit
+            .unwrap();
+        assert_eq!(
+            commit_worktree(&repo, &tree, "m", &who(), 1 << 20)
+                .unwrap()
+                .commit,
+            None
+        );
         std::fs::write(wt(&tree, "a.txt"), "six\n").unwrap();
-        let second = commit_worktree(&repo, &tree, "m", &who(), 1 << 20).unwrap().commit.unwrap();
+        let second = commit_worktree(&repo, &tree, "m", &who(), 1 << 20)
+            .unwrap()
+            .commit
+            .unwrap();
         assert_ne!(first, second);
-        assert_eq!(git(repo.work_tree(), &["show", &format!("{second}:a.txt")]), "six\n");
+        assert_eq!(
+            git(repo.work_tree(), &["show", &format!("{second}:a.txt")]),
+            "six\n"
+        );
         std::fs::remove_file(wt(&tree, "a.txt")).unwrap();
-        let third = commit_worktree(&repo, &tree, "m", &who(), 1 << 20).unwrap().commit.unwrap();
+        let third = commit_worktree(&repo, &tree, "m", &who(), 1 << 20)
+            .unwrap()
+            .commit
+            .unwrap();
         assert!(files_of(&repo, &third).is_empty());
     }
 
@@ -588,7 +693,10 @@ mod tests {
         large.sort();
         assert_eq!(large, ["big.bin", "new.bin"]);
         assert_eq!(files_of(&repo, &commit), ["big.bin", "ok.txt"]);
-        assert_eq!(git(repo.work_tree(), &["show", &format!("{commit}:big.bin")]), "small\n");
+        assert_eq!(
+            git(repo.work_tree(), &["show", &format!("{commit}:big.bin")]),
+            "small\n"
+        );
     }
 
     #[test]
@@ -597,7 +705,10 @@ mod tests {
         let outside = tempfile::tempdir().unwrap();
         std::fs::write(outside.path().join("secret"), "host secret\n").unwrap();
         symlink(outside.path(), wt(&tree, "out")).unwrap();
-        let commit = commit_worktree(&repo, &tree, "m", &who(), 1 << 20).unwrap().commit.unwrap();
+        let commit = commit_worktree(&repo, &tree, "m", &who(), 1 << 20)
+            .unwrap()
+            .commit
+            .unwrap();
         assert_eq!(files_of(&repo, &commit), ["a", "out"]);
         let all = git(repo.work_tree(), &["log", "--all", "-p"]);
         assert!(!all.contains("host secret"), "{all}");

@@ -80,7 +80,10 @@ pub fn to_mcp(block: Block, own_scheme: Option<&str>) -> Result<ContentBlock, Ca
             inert_if_svg(&mime, &m.data)?;
             ContentBlock::image(BASE64.encode(&m.data), mime)
         }
-        Block::Audio(m) => ContentBlock::audio(BASE64.encode(&m.data), shown_mime(Shown::Audio, m.mime_type)?),
+        Block::Audio(m) => ContentBlock::audio(
+            BASE64.encode(&m.data),
+            shown_mime(Shown::Audio, m.mime_type)?,
+        ),
         Block::ResourceLink(link) => {
             shown_uri(&link.uri, own_scheme)?;
             let mut resource = Resource::new(link.uri, link.name);
@@ -93,7 +96,10 @@ pub fn to_mcp(block: Block, own_scheme: Option<&str>) -> Result<ContentBlock, Ca
         }
         Block::Embedded(e) => {
             shown_uri(&e.uri, own_scheme)?;
-            let mime = e.mime_type.map(|m| shown_mime(Shown::Resource, m)).transpose()?;
+            let mime = e
+                .mime_type
+                .map(|m| shown_mime(Shown::Resource, m))
+                .transpose()?;
             if let (Some(mime), ResourceBody::Blob(data)) = (&mime, &e.body) {
                 inert_if_svg(mime, data)?;
             }
@@ -130,7 +136,12 @@ enum Shown {
 /// misread) that blocks of `kind` may carry.
 fn shown_mime(kind: Shown, m: String) -> Result<String, CapabilityError> {
     let m = mime(m)?;
-    let essence = m.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    let essence = m
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
     let (top, sub) = essence.split_once('/').unwrap_or(("", ""));
     let allowed = match kind {
         Shown::Image => top == "image",
@@ -143,8 +154,18 @@ fn shown_mime(kind: Shown, m: String) -> Result<String, CapabilityError> {
                 sub.ends_with("+json")
                     || matches!(
                         sub,
-                        "json" | "x-ndjson" | "yaml" | "toml" | "octet-stream" | "pdf" | "zip"
-                            | "gzip" | "x-tar" | "x-yaml" | "wasm" | "csv"
+                        "json"
+                            | "x-ndjson"
+                            | "yaml"
+                            | "toml"
+                            | "octet-stream"
+                            | "pdf"
+                            | "zip"
+                            | "gzip"
+                            | "x-tar"
+                            | "x-yaml"
+                            | "wasm"
+                            | "csv"
                     )
             }
             _ => false,
@@ -177,7 +198,10 @@ fn shown_uri(uri: &str, own_scheme: Option<&str>) -> Result<(), CapabilityError>
     let scheme = uri.split_once(':').map(|(s, _)| s.to_ascii_lowercase());
     let ok = match scheme.as_deref() {
         Some("https") | Some("http") => true,
-        Some(s) => own_scheme.is_some_and(|own| own.eq_ignore_ascii_case(s)) && uri[s.len()..].starts_with("://"),
+        Some(s) => {
+            own_scheme.is_some_and(|own| own.eq_ignore_ascii_case(s))
+                && uri[s.len()..].starts_with("://")
+        }
         None => false,
     };
     if ok {
@@ -218,8 +242,15 @@ pub fn inert_svg(data: &[u8]) -> bool {
     let text = String::from_utf8_lossy(data).to_ascii_lowercase();
     let squeezed: String = text.chars().filter(|c| !c.is_whitespace()).collect();
     let active = [
-        "<script", "javascript:", "<foreignobject", "<iframe", "<embed", "<object", "<!entity",
-        "@import", "url(",
+        "<script",
+        "javascript:",
+        "<foreignobject",
+        "<iframe",
+        "<embed",
+        "<object",
+        "<!entity",
+        "@import",
+        "url(",
     ];
     !active.iter().any(|a| squeezed.contains(a))
         && !HANDLER.is_match(&text)
@@ -233,7 +264,12 @@ pub fn icon_src(src: &str) -> Result<(), String> {
     if lower.starts_with("https://") {
         return Ok(());
     }
-    let refuse = || Err(format!("icon `{}` is neither an https: URL nor a data:image/ URI with an inert image", src.chars().take(80).collect::<String>()));
+    let refuse = || {
+        Err(format!(
+            "icon `{}` is neither an https: URL nor a data:image/ URI with an inert image",
+            src.chars().take(80).collect::<String>()
+        ))
+    };
     let Some(rest) = lower.strip_prefix("data:") else {
         return refuse();
     };
@@ -288,20 +324,46 @@ mod tests {
         assert!(shown_mime(Shown::Image, "text/html".into()).is_err());
         assert!(shown_mime(Shown::Audio, "text/html".into()).is_err());
         assert!(shown_mime(Shown::Audio, "audio/wav".into()).is_ok());
-        for good in ["text/plain", "text/markdown; charset=utf-8", "application/json", "application/vnd.x+json", "image/png"] {
+        for good in [
+            "text/plain",
+            "text/markdown; charset=utf-8",
+            "application/json",
+            "application/vnd.x+json",
+            "image/png",
+        ] {
             assert!(shown_mime(Shown::Resource, good.into()).is_ok(), "{good}");
         }
-        for bad in ["text/html", "TEXT/HTML", "application/xhtml+xml", "text/javascript", "application/javascript", "application/x-sh"] {
+        for bad in [
+            "text/html",
+            "TEXT/HTML",
+            "application/xhtml+xml",
+            "text/javascript",
+            "application/javascript",
+            "application/x-sh",
+        ] {
             assert!(shown_mime(Shown::Resource, bad.into()).is_err(), "{bad}");
         }
     }
 
     #[test]
     fn links_go_to_the_web_or_the_plugins_own_resources() {
-        for good in ["https://example.org/x", "http://127.0.0.1:8/x", "godot://class/Node"] {
+        for good in [
+            "https://example.org/x",
+            "http://127.0.0.1:8/x",
+            "godot://class/Node",
+        ] {
             assert!(shown_uri(good, Some("godot")).is_ok(), "{good}");
         }
-        for bad in ["javascript:alert(1)", "JavaScript:alert(1)", "vbscript:x", "file:///etc/passwd", "data:text/html,<script>", "other://x", "godot:x", "relative/path"] {
+        for bad in [
+            "javascript:alert(1)",
+            "JavaScript:alert(1)",
+            "vbscript:x",
+            "file:///etc/passwd",
+            "data:text/html,<script>",
+            "other://x",
+            "godot:x",
+            "relative/path",
+        ] {
             assert!(shown_uri(bad, Some("godot")).is_err(), "{bad}");
         }
         assert!(shown_uri("godot://x", None).is_err());

@@ -135,16 +135,25 @@ impl CallState {
         let allowed =
             self.allowed_program("process", &request.program, &request.cwd, request.env)?;
         let log = match &request.log_path {
-            Some(p) => Some(LogFile {
-                path: confine(p, &g.workspace, &g.write_roots).ok_or_else(|| {
+            Some(p) => {
+                let path = confine(p, &g.workspace, &g.write_roots).ok_or_else(|| {
                     CapabilityError::Denied(g.denial(
                         &format!("writing the log file `{p}`"),
                         "fs.write",
                         "a root containing it",
                     ))
-                })?,
-                max_bytes: g.log_bytes,
-            }),
+                })?;
+                // Opened now, beneath its root: the plugin could make the
+                // path a link before the run writes it.
+                let file = crate::pin::create_file(&path, &g.write_roots).map_err(|e| {
+                    CapabilityError::Denied(format!("cannot write the log file `{p}`: {e}"))
+                })?;
+                Some(LogFile {
+                    file: std::sync::Arc::new(file),
+                    path,
+                    max_bytes: g.log_bytes,
+                })
+            }
             None => None,
         };
         let remaining = self.call.deadline.saturating_duration_since(Instant::now());

@@ -520,12 +520,13 @@ impl ServerHandler for McpFront {
             .and_then(|p| p.scheme.clone());
         let mut messages = Vec::with_capacity(filled.messages.len());
         for m in filled.messages {
-            let content = crate::caps::content::to_mcp(m.content, own_scheme.as_deref()).map_err(|e| {
-                McpError::internal_error(
-                    format!("the plugin's prompt is malformed: {e:?}"),
-                    Some(data("invalid_plugin_output")),
-                )
-            })?;
+            let content =
+                crate::caps::content::to_mcp(m.content, own_scheme.as_deref()).map_err(|e| {
+                    McpError::internal_error(
+                        format!("the plugin's prompt is malformed: {e:?}"),
+                        Some(data("invalid_plugin_output")),
+                    )
+                })?;
             let role = match m.role {
                 PluginRole::User => Role::User,
                 PluginRole::Assistant => Role::Assistant,

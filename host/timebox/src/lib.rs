@@ -47,6 +47,10 @@ pub struct Spawn {
 /// Where the complete output goes, and how much of it at most.
 #[derive(Debug, Clone)]
 pub struct LogFile {
+    /// Opened by the caller (beneath a directory handle, for a plugin: the
+    /// path could be a link by the time it is written).
+    pub file: std::sync::Arc<std::fs::File>,
+    /// For messages.
     pub path: PathBuf,
     /// Past this the log keeps its head, and the tail is appended at the
     /// end with a note of what was cut.
@@ -306,14 +310,11 @@ async fn open_log(spec: &Spawn) -> Result<Option<TaggedLog>, String> {
         return Ok(None);
     };
     let path = &log.path;
-    if let Some(dir) = path.parent() {
-        tokio::fs::create_dir_all(dir)
-            .await
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    }
-    let file = tokio::fs::File::create(path)
-        .await
-        .map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+    let file = log
+        .file
+        .try_clone()
+        .map(tokio::fs::File::from_std)
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     Ok(Some(TaggedLog {
         out: BufWriter::with_capacity(256 * 1024, file),
         path: path.clone(),

@@ -18,12 +18,18 @@ pub fn create(args: Create) -> Result<ToolOutput, ToolError> {
     let repo = open_repo(&args.common.environment_source)?;
     // Read before anything changes: the warning is about the user's own work.
     let status = git::status(&repo).map_err(|e| from_git("read the repository's status", e))?;
-    let remote = git::remote_url(&repo, env::REMOTE)
-        .map_err(|e| from_git("look up the cofer remote", e))?;
+    let remote =
+        git::remote_url(&repo, env::REMOTE).map_err(|e| from_git("look up the cofer remote", e))?;
     if remote.as_deref() != Some(env::remote_dir(&repo).as_str()) {
         let what = match remote {
-            Some(url) => format!("its `{}` remote points at {url}, not at Cofer's own", env::REMOTE),
-            None => format!("it has no `{}` remote, which environments are pushed to", env::REMOTE),
+            Some(url) => format!(
+                "its `{}` remote points at {url}, not at Cofer's own",
+                env::REMOTE
+            ),
+            None => format!(
+                "it has no `{}` remote, which environments are pushed to",
+                env::REMOTE
+            ),
         };
         return Err(error(
             "precondition_failed",

@@ -108,12 +108,12 @@ pub fn ensure_repository_id(repo: &str) -> Result<String, ToolError> {
     std::fs::create_dir_all(state_dir(repo))
         .and_then(|()| std::fs::write(&path, format!("{id}\n")))
         .map_err(|e| {
-        error(
-            "step_failed",
-            format!("cannot write the repository's id to {path}: {e}"),
-            "check that the plugin may write the repository's .git/cofer directory (fs.write)",
-        )
-    })?;
+            error(
+                "step_failed",
+                format!("cannot write the repository's id to {path}: {e}"),
+                "check that the plugin may write the repository's .git/cofer directory (fs.write)",
+            )
+        })?;
     Ok(id)
 }
 

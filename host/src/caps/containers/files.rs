@@ -493,7 +493,11 @@ mod tests {
         };
         let e = apply(make(), t, &[], 5000).unwrap_err();
         assert_eq!(e.kind(), std::io::ErrorKind::FileTooLarge, "{e}");
-        assert_eq!(std::fs::read_dir(t).unwrap().count(), 0, "nothing was written");
+        assert_eq!(
+            std::fs::read_dir(t).unwrap().count(),
+            0,
+            "nothing was written"
+        );
         let (written, _) = apply(make(), t, &[], 10_000).unwrap();
         assert_eq!(written, 10);
         assert_eq!(std::fs::read_to_string(t.join("copy8")).unwrap(), big);
@@ -508,16 +512,27 @@ mod tests {
         std::fs::create_dir_all(t.join("old/.git")).unwrap();
         std::fs::write(t.join("old/.git/config"), "[core]\n").unwrap();
         let a = archive(|b| {
-            file(b, "workdir/sub/.git/config", "[filter \"x\"]\n\tclean = touch /tmp/x\n", 0o644);
+            file(
+                b,
+                "workdir/sub/.git/config",
+                "[filter \"x\"]\n\tclean = touch /tmp/x\n",
+                0o644,
+            );
             file(b, "workdir/sub/.GIT/hooks/pre-commit", "#!/bin/sh\n", 0o755);
             file(b, "workdir/sub/.gitattributes", "* filter=x\n", 0o644);
             file(b, "workdir/sub/file", "kept\n", 0o644);
         });
         apply(a, t, &[PathBuf::from(".git")], u64::MAX).unwrap();
-        assert_eq!(std::fs::read_to_string(t.join("sub/file")).unwrap(), "kept\n");
+        assert_eq!(
+            std::fs::read_to_string(t.join("sub/file")).unwrap(),
+            "kept\n"
+        );
         assert!(t.join("sub/.gitattributes").exists());
         assert!(!t.join("sub/.git").exists() && !t.join("sub/.GIT").exists());
-        assert!(!t.join("old").exists(), "what the container no longer has goes");
+        assert!(
+            !t.join("old").exists(),
+            "what the container no longer has goes"
+        );
     }
 
     #[test]

@@ -31,8 +31,8 @@ use bollard::models::{
     VolumeCreateRequest,
 };
 use bollard::query_parameters::{
-    CreateContainerOptions, CreateImageOptions, DownloadFromContainerOptionsBuilder,
-    ListContainersOptions, RemoveContainerOptions, RenameContainerOptions, StopContainerOptions,
+    CreateContainerOptions, CreateImageOptions, ListContainersOptions, RemoveContainerOptions,
+    RenameContainerOptions, StopContainerOptions,
 };
 use futures_util::TryStreamExt;
 
@@ -51,6 +51,7 @@ use timebox::MARKER_VAR;
 
 mod commit;
 mod files;
+mod mounts;
 mod network;
 
 /// The label that ties a container to the plugin that made it.
@@ -389,77 +390,6 @@ async fn ensure_volumes(
     Ok(())
 }
 
-/// Files placed in the sources of a container's writable folder mounts,
-/// to see that the engine mounts the host's folders and not folders of its
-/// own: an engine on another machine (`CONTAINER_HOST`) makes a missing
-/// bind source as an empty folder, and the container would go on working
-/// in it while the host's files stay untouched. Removed when dropped.
-struct Probes {
-    /// (the file on the host, where the container sees it)
-    placed: Vec<(PathBuf, String)>,
-}
-
-impl Probes {
-    fn place(body: &ContainerCreateBody) -> Result<Probes, ContainerError> {
-        let mounts = body.host_config.as_ref().and_then(|h| h.mounts.as_ref());
-        let mut probes = Probes { placed: Vec::new() };
-        for mount in mounts.into_iter().flatten() {
-            let (Some(source), Some(target)) = (&mount.source, &mount.target) else {
-                continue;
-            };
-            if mount.typ != Some(MountType::BIND)
-                || mount.read_only == Some(true)
-                || !Path::new(source).is_dir()
-            {
-                continue;
-            }
-            let name = format!(".mcphost-probe-{}", uuid::Uuid::new_v4().simple());
-            let file = Path::new(source).join(&name);
-            std::fs::write(&file, b"").map_err(|e| {
-                ContainerError::Failed(format!("cannot write {}: {e}", file.display()))
-            })?;
-            probes
-                .placed
-                .push((file, format!("{}/{name}", target.trim_end_matches('/'))));
-        }
-        Ok(probes)
-    }
-
-    /// Whether the started container `id` sees every probe, asked of the
-    /// engine (its archive API: nothing is needed in the image).
-    async fn seen(&self, docker: &Docker, id: &str) -> Result<(), ContainerError> {
-        for (file, inside) in &self.placed {
-            let options = DownloadFromContainerOptionsBuilder::new()
-                .path(inside)
-                .build();
-            let found = docker
-                .download_from_container(id, Some(options))
-                .try_next()
-                .await;
-            if found.is_err() {
-                let folder = file.parent().unwrap_or(file).display();
-                return Err(ContainerError::Unavailable(format!(
-                    "the Podman engine does not see this machine's files: {folder} would be an empty \
-                     folder of the engine's own at {}. Mounting the host's folders needs an engine on \
-                     this machine: unset CONTAINER_HOST, or point it at a local socket",
-                    Path::new(inside)
-                        .parent()
-                        .map_or("/".into(), |p| p.display().to_string())
-                )));
-            }
-        }
-        Ok(())
-    }
-}
-
-impl Drop for Probes {
-    fn drop(&mut self) {
-        for (file, _) in &self.placed {
-            let _ = std::fs::remove_file(file);
-        }
-    }
-}
-
 /// Make sure `image` is in local storage: pulled if the policy allows
 /// that, else refused with how to get it.
 async fn ensure_image(docker: &Docker, g: &Grants, image: &str) -> Result<(), ContainerError> {
@@ -526,13 +456,14 @@ impl Host for CallState {
         let g = self.grants.clone();
         let engine = self.engine.clone();
         granted(&g)?;
-        let body = create_body(&g, &engine, &request)?;
+        let mut body = create_body(&g, &engine, &request)?;
         let docker = podman::client(&engine).await?;
         ensure_image(&docker, &g, &request.image).await?;
         ensure_volumes(&docker, &g, &body).await?;
-        // Placed only now: a pull can take minutes, and the probes sit in
-        // the caller's folders meanwhile.
-        let probes = Probes::place(&body)?;
+        // Pinned and probed only now: a pull can take minutes. Held until
+        // the container has started (it then has mounts of its own).
+        let pins = mounts::Pins::take(&g, engine.name() == LOCAL_ENGINE, &mut body)?;
+        let probes = mounts::Probes::place(&pins)?;
         let options = CreateContainerOptions {
             name: request.name.clone(),
             ..Default::default()
@@ -549,6 +480,7 @@ impl Host for CallState {
             Ok(()) => probes.seen(&docker, &id).await,
             Err(e) => Err(failed(&format!("starting container {id}"))(e).into()),
         };
+        drop(pins);
         if let Err(e) = started {
             // Nothing half-made stays behind.
             let _ = docker.remove_container(&id, Some(force_removal())).await;

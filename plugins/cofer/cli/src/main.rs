@@ -158,7 +158,10 @@ fn move_records(old: &Path, state: &Path) -> Result<()> {
         }
     }
     if moved > 0 {
-        println!("moved {moved} environment record(s) to {}", records.display());
+        println!(
+            "moved {moved} environment record(s) to {}",
+            records.display()
+        );
     }
     Ok(())
 }

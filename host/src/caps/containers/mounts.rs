@@ -1,0 +1,292 @@
+//! A container's folder and file mounts, pinned before Podman sees them
+//! (issue 34, class 3), and probed once it runs.
+//!
+//! `create_body` checks that each source is inside the plugin's roots, but
+//! Podman (runc) resolves the source path only when the container starts,
+//! and the plugin can swap a checked folder for a link to `/` in between.
+//! So each source is opened beneath its root with no link on the way
+//! ([`crate::pin`]), and Podman gets a bind of that open handle at a path
+//! of the host's own, which the plugin cannot change; the binds go once the
+//! container has started (it has mounts of its own by then). Making a bind
+//! takes the right to mount (a root host); without it Podman gets the
+//! checked path, and the probes, written through the open handles, fail
+//! the start of a container that sees anything else.
+
+use std::path::{Path, PathBuf};
+
+use bollard::Docker;
+use bollard::models::{ContainerCreateBody, MountType};
+use bollard::query_parameters::DownloadFromContainerOptionsBuilder;
+use futures_util::TryStreamExt;
+
+use crate::bindings::mcphost::plugin::containers::ContainerError;
+use crate::pin::{self, Pinned};
+use crate::policy::Grants;
+
+/// The pinned sources of one container's bind mounts.
+pub struct Pins {
+    held: Vec<Pin>,
+}
+
+struct Pin {
+    pinned: Pinned,
+    /// Where the container sees it.
+    target: String,
+    /// The host's own bind of it, given to Podman; none without the right
+    /// to mount.
+    bound: Option<PathBuf>,
+}
+
+impl Pins {
+    /// Pin every bind mount of `body`, giving a local engine the host's
+    /// binds of them where the host may mount (an engine on another
+    /// machine sees neither: its probes fail).
+    pub fn take(
+        g: &Grants,
+        local: bool,
+        body: &mut ContainerCreateBody,
+    ) -> Result<Pins, ContainerError> {
+        let mut pins = Pins { held: Vec::new() };
+        let mounts = body.host_config.as_mut().and_then(|h| h.mounts.as_mut());
+        for mount in mounts.into_iter().flatten() {
+            let (Some(source), Some(target)) = (&mount.source, &mount.target) else {
+                continue;
+            };
+            if mount.typ != Some(MountType::BIND) {
+                continue;
+            }
+            let roots: Vec<PathBuf> = if mount.read_only == Some(true) {
+                g.read_roots.iter().chain(&g.write_roots).cloned().collect()
+            } else {
+                g.write_roots.clone()
+            };
+            let pinned = pin::open(Path::new(source), &roots).map_err(|e| {
+                ContainerError::Denied(format!("plugin `{}` cannot mount {source}: {e}", g.plugin))
+            })?;
+            let bound = if local { bind(&pinned) } else { None };
+            if let Some(bound) = &bound {
+                mount.source = Some(bound.to_string_lossy().into_owned());
+            }
+            pins.held.push(Pin {
+                pinned,
+                target: target.clone(),
+                bound,
+            });
+        }
+        Ok(pins)
+    }
+}
+
+impl Drop for Pins {
+    fn drop(&mut self) {
+        for bound in self.held.iter().filter_map(|p| p.bound.as_ref()) {
+            let _ = nix::mount::umount2(bound, nix::mount::MntFlags::MNT_DETACH);
+            let _ = std::fs::remove_dir(bound).or_else(|_| std::fs::remove_file(bound));
+        }
+    }
+}
+
+/// Where this host makes its binds: a folder of its own, out of every
+/// plugin's reach.
+fn binds_dir() -> PathBuf {
+    std::env::temp_dir().join(format!("mcp-host-binds-{}", timebox::instance()))
+}
+
+/// A bind of the open handle at a fresh path in [`binds_dir`]; none when
+/// the host may not mount (not root) or the bind fails.
+fn bind(pinned: &Pinned) -> Option<PathBuf> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::DirBuilderExt;
+    if !nix::unistd::geteuid().is_root() {
+        return None;
+    }
+    let dir = binds_dir();
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&dir)
+        .ok()?;
+    let at = dir.join(uuid::Uuid::new_v4().simple().to_string());
+    let fd = match pinned {
+        Pinned::Dir(d) => {
+            std::fs::create_dir(&at).ok()?;
+            d.as_raw_fd()
+        }
+        Pinned::File(f) => {
+            std::fs::File::create_new(&at).ok()?;
+            f.as_raw_fd()
+        }
+    };
+    let source = format!("/proc/self/fd/{fd}");
+    match nix::mount::mount(
+        Some(source.as_str()),
+        &at,
+        None::<&str>,
+        nix::mount::MsFlags::MS_BIND,
+        None::<&str>,
+    ) {
+        Ok(()) => Some(at),
+        Err(e) => {
+            tracing::debug!("cannot bind {source} at {}: {e}", at.display());
+            let _ = std::fs::remove_dir(&at).or_else(|_| std::fs::remove_file(&at));
+            None
+        }
+    }
+}
+
+/// Files placed, through the pinned handles, in every folder a container
+/// mounts, to see that it got those folders: not folders of an engine on
+/// another machine (`CONTAINER_HOST` makes a missing bind source as an
+/// empty folder of its own, and the container would go on working in it
+/// while the host's files stay untouched), nor what a path swapped after
+/// the check leads to. Removed when dropped.
+pub struct Probes {
+    /// (the folder, the file's name, the folder's path for messages, where
+    /// the container sees the file)
+    placed: Vec<(cap_std::fs::Dir, String, String, String)>,
+}
+
+impl Probes {
+    pub fn place(pins: &Pins) -> Result<Probes, ContainerError> {
+        let mut probes = Probes { placed: Vec::new() };
+        for pin in &pins.held {
+            let Pinned::Dir(dir) = &pin.pinned else {
+                continue;
+            };
+            let name = format!(".mcphost-probe-{}", uuid::Uuid::new_v4().simple());
+            let placed = dir
+                .try_clone()
+                .and_then(|dir| dir.create(&name).map(|_| dir));
+            let dir = match placed {
+                Ok(dir) => dir,
+                // A read-only grant the host cannot write either: the
+                // pinned bind (where there is one) still holds.
+                Err(_) if pin.bound.is_some() => continue,
+                Err(e) => {
+                    return Err(ContainerError::Failed(format!(
+                        "cannot place a probe in the folder mounted at {}: {e}",
+                        pin.target
+                    )));
+                }
+            };
+            let inside = format!("{}/{name}", pin.target.trim_end_matches('/'));
+            probes.placed.push((dir, name, pin.target.clone(), inside));
+        }
+        Ok(probes)
+    }
+
+    /// Whether the started container `id` sees every probe, asked of the
+    /// engine (its archive API: nothing is needed in the image).
+    pub async fn seen(&self, docker: &Docker, id: &str) -> Result<(), ContainerError> {
+        for (_, _, target, inside) in &self.placed {
+            let options = DownloadFromContainerOptionsBuilder::new()
+                .path(inside)
+                .build();
+            let found = docker
+                .download_from_container(id, Some(options))
+                .try_next()
+                .await;
+            if found.is_err() {
+                return Err(ContainerError::Unavailable(format!(
+                    "the Podman engine does not see this machine's files at {target}: it is on another \
+                     machine (an empty folder of its own would be mounted there; unset CONTAINER_HOST, \
+                     or point it at a local socket), or the folder was replaced after it was checked"
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Probes {
+    fn drop(&mut self) {
+        for (dir, name, _, _) in &self.placed {
+            let _ = dir.remove_file(name);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bollard::models::{HostConfig, Mount};
+
+    fn body(source: &Path, target: &str, read_only: bool) -> ContainerCreateBody {
+        ContainerCreateBody {
+            host_config: Some(HostConfig {
+                mounts: Some(vec![Mount {
+                    typ: Some(MountType::BIND),
+                    source: Some(source.to_string_lossy().into_owned()),
+                    target: Some(target.into()),
+                    read_only: Some(read_only),
+                    ..Default::default()
+                }]),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    fn grants(root: &Path) -> Grants {
+        let places = crate::policy::Places {
+            workspace: root.to_path_buf(),
+            home: root.to_path_buf(),
+            cache_dir: root.join("cache"),
+        };
+        let mut g = crate::policy::Config::load(None)
+            .unwrap()
+            .grants("p", &places, "test");
+        g.write_roots = vec![root.to_path_buf()];
+        g
+    }
+
+    #[test]
+    fn a_source_through_a_link_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::os::unix::fs::symlink("/", root.join("up")).unwrap();
+        let e = Pins::take(&grants(&root), true, &mut body(&root.join("up/etc"), "/x", false))
+            .err()
+            .expect("refused");
+        assert!(matches!(e, ContainerError::Denied(_)), "{e:?}");
+    }
+
+    /// Swapping a checked folder for a link after the check changes nothing:
+    /// what the container mounts is the folder that was checked (real
+    /// Podman; needs root to bind).
+    #[test]
+    fn a_folder_swapped_after_the_check_is_not_what_is_mounted() {
+        let image = std::env::var("COFER_TEST_IMAGE").unwrap_or("localhost/cofer-test".into());
+        let ready = nix::unistd::geteuid().is_root()
+            && std::process::Command::new("podman")
+                .args(["image", "exists", &image])
+                .status()
+                .is_ok_and(|s| s.success());
+        if !ready {
+            assert!(std::env::var("CI").as_deref() != Ok("true"), "podman, root and {image} are needed");
+            eprintln!("skipped: needs root, podman and the image {image} (scripts/test-image)");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir(root.join("sub")).unwrap();
+        std::fs::write(root.join("sub/marker"), "checked\n").unwrap();
+        let mut b = body(&root.join("sub"), "/x", false);
+        let pins = Pins::take(&grants(&root), true, &mut b).unwrap();
+        let source = b.host_config.unwrap().mounts.unwrap()[0].source.clone().unwrap();
+        assert_ne!(Path::new(&source), root.join("sub"), "Podman gets the host's bind");
+        std::fs::rename(root.join("sub"), root.join("moved")).unwrap();
+        std::os::unix::fs::symlink("/etc", root.join("sub")).unwrap();
+        let out = std::process::Command::new("podman")
+            .args(["run", "--rm", "--mount", &format!("type=bind,source={source},target=/x")])
+            .arg(&image)
+            .args(["sh", "-c", "cat /x/marker; ls /x | head -3"])
+            .output()
+            .unwrap();
+        let seen = String::from_utf8_lossy(&out.stdout);
+        assert!(seen.starts_with("checked"), "{seen} {}", String::from_utf8_lossy(&out.stderr));
+        assert!(!seen.contains("passwd"));
+        drop(pins);
+        assert!(!Path::new(&source).exists(), "the bind is gone with the pins");
+    }
+}
