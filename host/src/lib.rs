@@ -28,6 +28,9 @@ pub mod cli;
 pub mod client;
 pub mod client_config;
 pub mod engine;
+/// Entry points for the fuzz targets in tests/fuzz (`--cfg fuzzing` only).
+#[cfg(fuzzing)]
+pub mod fuzzing;
 pub mod http;
 pub mod logging;
 pub mod mcp;

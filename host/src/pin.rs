@@ -125,6 +125,18 @@ pub fn create_file(path: &Path, roots: &[PathBuf]) -> io::Result<std::fs::File> 
         .into_std())
 }
 
+/// A path to the open `dir` that another program of this host can use
+/// (`/proc/<pid>/fd/<n>`): it leads to the folder that was opened,
+/// whatever its path leads to now.
+pub fn proc_path(dir: &Dir) -> PathBuf {
+    use std::os::fd::AsRawFd;
+    PathBuf::from(format!(
+        "/proc/{}/fd/{}",
+        std::process::id(),
+        dir.as_raw_fd()
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

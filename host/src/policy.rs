@@ -419,13 +419,26 @@ impl Grants {
 impl Config {
     /// The shipped default merged with the user's file, if any.
     pub fn load(user_file: Option<&Path>) -> Result<Config> {
+        let user = match user_file {
+            Some(path) => Some((
+                path,
+                std::fs::read_to_string(path)
+                    .with_context(|| format!("cannot read config file {}", path.display()))?,
+            )),
+            None => None,
+        };
+        Config::parse(user.as_ref().map(|(path, text)| (*path, text.as_str())))
+    }
+
+    /// The shipped default merged with `user`: a config file's path (for
+    /// messages) and its text.
+    pub fn parse(user: Option<(&Path, &str)>) -> Result<Config> {
+        let user_file = user.map(|(path, _)| path);
         let mut merged: toml::Table = DEFAULT_POLICY
             .parse()
             .context("the built-in default policy is not valid TOML")?;
         let mut user_tables = Vec::new();
-        if let Some(path) = user_file {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("cannot read config file {}", path.display()))?;
+        if let Some((path, text)) = user {
             let user: toml::Table = text
                 .parse()
                 .with_context(|| format!("config file {} is not valid TOML", path.display()))?;

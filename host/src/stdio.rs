@@ -207,7 +207,7 @@ fn trim(line: &[u8]) -> &[u8] {
 
 /// The `id` member of the top-level object, found without parsing the
 /// whole (too big, too deep) text: only depth and strings are tracked.
-fn top_level_id(text: &[u8]) -> Option<Value> {
+pub(crate) fn top_level_id(text: &[u8]) -> Option<Value> {
     if text.first() != Some(&b'{') {
         return None;
     }
@@ -253,7 +253,7 @@ fn string_end(text: &[u8], start: usize) -> Option<usize> {
 }
 
 /// A message with a `method` near its start and no `id` at all.
-fn looks_like_notification(text: &[u8]) -> bool {
+pub(crate) fn looks_like_notification(text: &[u8]) -> bool {
     let has = |needle: &[u8]| text.windows(needle.len()).any(|w| w == needle);
     has(b"\"method\"") && !has(b"\"id\"")
 }

@@ -10,7 +10,7 @@
 
 mod excerpt;
 mod request;
-mod results;
+pub mod results;
 mod template;
 
 use plugin_sdk::process::{self, RunRequest, RunResult, Status, Stream};

@@ -70,7 +70,7 @@ pub async fn commit(
         .filter(|m| (m.kind == "bind" || m.kind == "volume") && m.rw)
         .collect();
     if !writable.is_empty() {
-        id = with_mounts_copied(docker, image, &info.id, &writable, &info.mounts).await?;
+        id = with_mounts_copied(docker, g, image, info, &writable).await?;
     }
     // The image this name held before, now untagged, goes (if unused).
     if let Some(old) = before.and_then(|i| i.id).filter(|old| *old != id) {
@@ -118,11 +118,12 @@ async fn commit_as(
 /// `image` and commit it as `image` again; the new id.
 async fn with_mounts_copied(
     docker: &Docker,
+    g: &Grants,
     image: &str,
-    container: &str,
+    info: &Inspected,
     writable: &[&InspectedMount],
-    all: &[InspectedMount],
 ) -> Result<String, ContainerError> {
+    let (container, all) = (&info.id, &info.mounts);
     let body = ContainerCreateBody {
         image: Some(image.to_string()),
         ..Default::default()
@@ -148,8 +149,24 @@ async fn with_mounts_copied(
                         .filter(|r| !r.as_os_str().is_empty())
                 })
                 .collect();
-            let source = Path::new(&mount.source);
-            files::copy_in(docker, &staging, source, &mount.destination, &[], &exclude).await?;
+            // Pinned like the mount itself: tar reads the open folder.
+            let source = super::mounts::source_of(&info.labels, &mount.source, &mount.destination);
+            let pinned = crate::pin::open(Path::new(source), &g.write_roots).map_err(|e| {
+                ContainerError::Denied(format!("cannot copy {source} into the checkpoint: {e}"))
+            })?;
+            let crate::pin::Pinned::Dir(dir) = &pinned else {
+                continue;
+            };
+            let through = crate::pin::proc_path(dir);
+            files::copy_in(
+                docker,
+                &staging,
+                &through,
+                &mount.destination,
+                &[],
+                &exclude,
+            )
+            .await?;
         }
         commit_as(docker, &staging, image, None).await
     }

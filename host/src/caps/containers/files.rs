@@ -113,7 +113,7 @@ pub async fn sync_out(
     docker: &Docker,
     container: &str,
     source: &str,
-    target: &Path,
+    target: Dir,
     exclude: Vec<PathBuf>,
     max_bytes: u64,
 ) -> Result<SyncReport, ContainerError> {
@@ -137,7 +137,6 @@ pub async fn sync_out(
             .write_all(&chunk)
             .map_err(|e| ContainerError::Failed(format!("{what}: {e}")))?;
     }
-    let target = target.to_path_buf();
     let applied = tokio::task::spawn_blocking(move || {
         archive.rewind()?;
         apply(archive, &target, &exclude, max_bytes)
@@ -216,13 +215,12 @@ fn expanded_size(
 /// Apply the archive (the engine's: its first component is the folder's
 /// own name) beneath `target`, at most `max_bytes` written (checked
 /// before anything is); (written, removed).
-fn apply(
+pub(crate) fn apply(
     archive: std::fs::File,
-    target: &Path,
+    root: &Dir,
     exclude: &[PathBuf],
     max_bytes: u64,
 ) -> std::io::Result<(u32, u32)> {
-    let root = Dir::open_ambient_dir(target, cap_std::ambient_authority())?;
     expanded_size(&archive, exclude, max_bytes)?;
     let store = archive.try_clone()?;
     let mut tar = tar::Archive::new(archive);
@@ -239,12 +237,12 @@ fn apply(
         seen.extend(rel.ancestors().map(Path::to_path_buf));
         let mode = entry.header().mode().unwrap_or(0o644) & 0o777;
         let changed = match entry.header().entry_type() {
-            tar::EntryType::Directory => make_dir(&root, &rel, mode)?,
+            tar::EntryType::Directory => make_dir(root, &rel, mode)?,
             tar::EntryType::Regular | tar::EntryType::Continuous => {
                 let at = entry.raw_file_position();
                 let size = entry.size();
                 write_file(
-                    &root,
+                    root,
                     &rel,
                     mode,
                     size,
@@ -253,7 +251,7 @@ fn apply(
                 )?
             }
             tar::EntryType::Symlink => match entry.link_name()? {
-                Some(to) => make_link(&root, &rel, &to)?,
+                Some(to) => make_link(root, &rel, &to)?,
                 None => false,
             },
             tar::EntryType::Link => match entry.link_name()?.and_then(|l| inner_path(&l)) {
@@ -263,7 +261,7 @@ fn apply(
                     let open = || root.open(&from);
                     let size = open()?.metadata()?.len();
                     write_file(
-                        &root,
+                        root,
                         &rel,
                         mode,
                         size,
@@ -278,7 +276,7 @@ fn apply(
         };
         written += changed as u32;
     }
-    let removed = remove_unseen(&root, Path::new(""), &seen, exclude)?;
+    let removed = remove_unseen(root, Path::new(""), &seen, exclude)?;
     Ok((written, removed))
 }
 
@@ -438,6 +436,10 @@ fn remove_unseen(
 mod tests {
     use super::*;
 
+    fn open(path: &Path) -> Dir {
+        Dir::open_ambient_dir(path, cap_std::ambient_authority()).unwrap()
+    }
+
     /// An archive as an engine sends it: `workdir/` first.
     fn archive(build: impl FnOnce(&mut tar::Builder<Vec<u8>>)) -> std::fs::File {
         let mut builder = tar::Builder::new(Vec::new());
@@ -491,18 +493,18 @@ mod tests {
                 }
             })
         };
-        let e = apply(make(), t, &[], 5000).unwrap_err();
+        let e = apply(make(), &open(t), &[], 5000).unwrap_err();
         assert_eq!(e.kind(), std::io::ErrorKind::FileTooLarge, "{e}");
         assert_eq!(
             std::fs::read_dir(t).unwrap().count(),
             0,
             "nothing was written"
         );
-        let (written, _) = apply(make(), t, &[], 10_000).unwrap();
+        let (written, _) = apply(make(), &open(t), &[], 10_000).unwrap();
         assert_eq!(written, 10);
         assert_eq!(std::fs::read_to_string(t.join("copy8")).unwrap(), big);
         // Applied again: nothing changes.
-        assert_eq!(apply(make(), t, &[], 10_000).unwrap().0, 0);
+        assert_eq!(apply(make(), &open(t), &[], 10_000).unwrap().0, 0);
     }
 
     #[test]
@@ -522,7 +524,7 @@ mod tests {
             file(b, "workdir/sub/.gitattributes", "* filter=x\n", 0o644);
             file(b, "workdir/sub/file", "kept\n", 0o644);
         });
-        apply(a, t, &[PathBuf::from(".git")], u64::MAX).unwrap();
+        apply(a, &open(t), &[PathBuf::from(".git")], u64::MAX).unwrap();
         assert_eq!(
             std::fs::read_to_string(t.join("sub/file")).unwrap(),
             "kept\n"
@@ -549,7 +551,7 @@ mod tests {
             file(b, "workdir/new/deep.sh", "echo hi\n", 0o4755);
             link(b, "workdir/abs", "/etc/passwd");
         });
-        let (written, removed) = apply(a, t, &[PathBuf::from(".git")], u64::MAX).unwrap();
+        let (written, removed) = apply(a, &open(t), &[PathBuf::from(".git")], u64::MAX).unwrap();
         assert_eq!(
             (written, removed),
             (2, 2),
@@ -592,7 +594,7 @@ mod tests {
             h.set_cksum();
             b.append(&h, &b"y"[..]).unwrap();
         });
-        let result = apply(a, &t, &[], u64::MAX);
+        let result = apply(a, &open(&t), &[], u64::MAX);
         assert!(
             std::fs::read_dir(outside.path()).unwrap().next().is_none(),
             "wrote through the link ({result:?})"

@@ -50,7 +50,7 @@ use crate::store::CallState;
 use timebox::MARKER_VAR;
 
 mod commit;
-mod files;
+pub(crate) mod files;
 mod mounts;
 mod network;
 
@@ -702,8 +702,11 @@ impl Host for CallState {
         let paths = relatives("path", &paths)?;
         let exclude = relatives("excluded path", &exclude)?;
         in_container("target", &target)?;
+        // tar reads the folder that was checked, through its open handle.
+        let folder = pinned_dir(&g, &source, &roots)?;
         let docker = podman::client(&self.engine).await?;
-        Ok(files::copy_in(&docker, &info.id, &source, &target, &paths, &exclude).await?)
+        let through = crate::pin::proc_path(&folder);
+        Ok(files::copy_in(&docker, &info.id, &through, &target, &paths, &exclude).await?)
     }
 
     async fn sync_out(
@@ -719,14 +722,37 @@ impl Host for CallState {
         let target = confined(&g, &target, &g.write_roots, "fs.write")?;
         let exclude = relatives("excluded path", &exclude)?;
         in_container("source", &source)?;
+        // Applied beneath the folder that was checked, opened now.
+        let folder = pinned_dir(&g, &target, &g.write_roots)?;
         let docker = podman::client(&self.engine).await?;
         let report =
-            files::sync_out(&docker, &info.id, &source, &target, exclude, max_bytes).await?;
+            files::sync_out(&docker, &info.id, &source, folder, exclude, max_bytes).await?;
         tracing::debug!(
             plugin = %g.plugin, container = %info.name, written = report.written,
             removed = report.removed, bytes = report.bytes, "synced out"
         );
         Ok(report)
+    }
+}
+
+/// The folder at `path` (already confined), opened beneath its root with
+/// no link on the way ([`crate::pin`]).
+fn pinned_dir(
+    g: &Grants,
+    path: &Path,
+    roots: &[PathBuf],
+) -> Result<cap_std::fs::Dir, ContainerError> {
+    match crate::pin::open(path, roots) {
+        Ok(crate::pin::Pinned::Dir(dir)) => Ok(dir),
+        Ok(crate::pin::Pinned::File(_)) => Err(ContainerError::Invalid(format!(
+            "{} is a file, not a folder",
+            path.display()
+        ))),
+        Err(e) => Err(ContainerError::Denied(format!(
+            "plugin `{}` cannot use {}: {e}",
+            g.plugin,
+            path.display()
+        ))),
     }
 }
 

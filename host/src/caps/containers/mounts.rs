@@ -23,6 +23,24 @@ use crate::bindings::mcphost::plugin::containers::ContainerError;
 use crate::pin::{self, Pinned};
 use crate::policy::Grants;
 
+/// The label naming, for the mount at `<target>`, the host folder whose
+/// bind Podman was given (`<label><target>`): the bind is gone once the
+/// container runs, and a checkpoint copies the folder itself.
+pub const SOURCE_LABEL: &str = "mcphost.source:";
+
+/// The folder or file a container's bind mount at `target` shows: the
+/// path it was asked for (the source Podman reports is the host's bind of
+/// it, gone by now).
+pub fn source_of<'a>(
+    labels: &'a std::collections::BTreeMap<String, String>,
+    source: &'a str,
+    target: &str,
+) -> &'a str {
+    labels
+        .get(&format!("{SOURCE_LABEL}{target}"))
+        .map_or(source, String::as_str)
+}
+
 /// The pinned sources of one container's bind mounts.
 pub struct Pins {
     held: Vec<Pin>,
@@ -47,6 +65,7 @@ impl Pins {
         body: &mut ContainerCreateBody,
     ) -> Result<Pins, ContainerError> {
         let mut pins = Pins { held: Vec::new() };
+        let mut labels = Vec::new();
         let mounts = body.host_config.as_mut().and_then(|h| h.mounts.as_mut());
         for mount in mounts.into_iter().flatten() {
             let (Some(source), Some(target)) = (&mount.source, &mount.target) else {
@@ -65,6 +84,7 @@ impl Pins {
             })?;
             let bound = if local { bind(&pinned) } else { None };
             if let Some(bound) = &bound {
+                labels.push((format!("{SOURCE_LABEL}{target}"), source.clone()));
                 mount.source = Some(bound.to_string_lossy().into_owned());
             }
             pins.held.push(Pin {
@@ -73,6 +93,7 @@ impl Pins {
                 bound,
             });
         }
+        body.labels.get_or_insert_default().extend(labels);
         Ok(pins)
     }
 }
@@ -245,9 +266,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().canonicalize().unwrap();
         std::os::unix::fs::symlink("/", root.join("up")).unwrap();
-        let e = Pins::take(&grants(&root), true, &mut body(&root.join("up/etc"), "/x", false))
-            .err()
-            .expect("refused");
+        let e = Pins::take(
+            &grants(&root),
+            true,
+            &mut body(&root.join("up/etc"), "/x", false),
+        )
+        .err()
+        .expect("refused");
         assert!(matches!(e, ContainerError::Denied(_)), "{e:?}");
     }
 
@@ -263,7 +288,10 @@ mod tests {
                 .status()
                 .is_ok_and(|s| s.success());
         if !ready {
-            assert!(std::env::var("CI").as_deref() != Ok("true"), "podman, root and {image} are needed");
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "podman, root and {image} are needed"
+            );
             eprintln!("skipped: needs root, podman and the image {image} (scripts/test-image)");
             return;
         }
@@ -273,20 +301,43 @@ mod tests {
         std::fs::write(root.join("sub/marker"), "checked\n").unwrap();
         let mut b = body(&root.join("sub"), "/x", false);
         let pins = Pins::take(&grants(&root), true, &mut b).unwrap();
-        let source = b.host_config.unwrap().mounts.unwrap()[0].source.clone().unwrap();
-        assert_ne!(Path::new(&source), root.join("sub"), "Podman gets the host's bind");
+        let source = b.host_config.unwrap().mounts.unwrap()[0]
+            .source
+            .clone()
+            .unwrap();
+        assert_ne!(
+            Path::new(&source),
+            root.join("sub"),
+            "Podman gets the host's bind"
+        );
         std::fs::rename(root.join("sub"), root.join("moved")).unwrap();
         std::os::unix::fs::symlink("/etc", root.join("sub")).unwrap();
+        // The repository's settings for machines where Podman's defaults fail (README).
+        let conf = std::env::var("CONTAINERS_CONF")
+            .unwrap_or(concat!(env!("CARGO_MANIFEST_DIR"), "/../config/containers.conf").into());
         let out = std::process::Command::new("podman")
-            .args(["run", "--rm", "--mount", &format!("type=bind,source={source},target=/x")])
+            .env("CONTAINERS_CONF", conf)
+            .args([
+                "run",
+                "--rm",
+                "--mount",
+                &format!("type=bind,source={source},target=/x"),
+            ])
             .arg(&image)
             .args(["sh", "-c", "cat /x/marker; ls /x | head -3"])
             .output()
             .unwrap();
         let seen = String::from_utf8_lossy(&out.stdout);
-        assert!(seen.starts_with("checked"), "{seen} {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            seen.starts_with("checked"),
+            "{seen} {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         assert!(!seen.contains("passwd"));
         drop(pins);
-        assert!(!Path::new(&source).exists(), "the bind is gone with the pins");
+        assert!(
+            !Path::new(&source).exists(),
+            "the bind is gone with the pins"
+        );
     }
 }
