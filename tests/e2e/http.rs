@@ -146,14 +146,18 @@ async fn post(host: &HttpHost, headers: &[(&str, &str)]) -> reqwest::StatusCode 
         .status()
 }
 
+/// `serve --http` with a token file holding `token`.
+async fn with_token(env: &Env, token: &str) -> HttpHost {
+    let token_file = env.dir.path().join("token");
+    std::fs::write(&token_file, format!("{token}\n")).unwrap();
+    env.start_http(&["--token-file", token_file.to_str().unwrap()])
+        .await
+}
+
 #[tokio::test]
 async fn with_a_token_file_every_request_needs_the_token() {
     let env = Env::new(&["hello"], "");
-    let token_file = env.dir.path().join("token");
-    std::fs::write(&token_file, "s3cret-token\n").unwrap();
-    let host = env
-        .start_http(&["--token-file", token_file.to_str().unwrap()])
-        .await;
+    let host = with_token(&env, "s3cret-token").await;
 
     assert_eq!(post(&host, &[]).await, 401, "no token");
     let wrong = [("authorization", "Bearer s3cret-tokem")];
@@ -297,11 +301,7 @@ async fn client_config_for_an_http_host_connects() {
 async fn half_sent_requests_are_dropped_and_cannot_lock_out_the_token_holder() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let env = Env::new(&["hello"], "");
-    let token_file = env.dir.path().join("token");
-    std::fs::write(&token_file, "s3cret-token\n").unwrap();
-    let host = env
-        .start_http(&["--token-file", token_file.to_str().unwrap()])
-        .await;
+    let host = with_token(&env, "s3cret-token").await;
     let addr = host
         .url
         .trim_start_matches("http://")

@@ -548,6 +548,13 @@ mod tests {
         }
     }
 
+    /// Commit the worktree with a 1 MiB limit; the new commit, if any.
+    fn commit(repo: &Repo, tree: &Worktree) -> Option<String> {
+        commit_worktree(repo, tree, "m", &who(), 1 << 20)
+            .unwrap()
+            .commit
+    }
+
     fn files_of(repo: &Repo, commit: &str) -> Vec<String> {
         git(repo.work_tree(), &["ls-tree", "-r", "--name-only", commit])
             .lines()
@@ -646,38 +653,19 @@ mod tests {
     #[test]
     fn an_unchanged_tree_makes_no_commit_and_a_change_of_the_same_size_is_seen() {
         let (_dir, repo, tree) = setup(&[("a.txt", "one\n")]);
-        assert_eq!(
-            commit_worktree(&repo, &tree, "m", &who(), 1 << 20)
-                .unwrap()
-                .commit,
-            None
-        );
+        assert_eq!(commit(&repo, &tree), None);
         std::fs::write(wt(&tree, "a.txt"), "two\n").unwrap();
-        let first = commit_worktree(&repo, &tree, "m", &who(), 1 << 20)
-            .unwrap()
-            .commit
-            .unwrap();
-        assert_eq!(
-            commit_worktree(&repo, &tree, "m", &who(), 1 << 20)
-                .unwrap()
-                .commit,
-            None
-        );
+        let first = commit(&repo, &tree).unwrap();
+        assert_eq!(commit(&repo, &tree), None);
         std::fs::write(wt(&tree, "a.txt"), "six\n").unwrap();
-        let second = commit_worktree(&repo, &tree, "m", &who(), 1 << 20)
-            .unwrap()
-            .commit
-            .unwrap();
+        let second = commit(&repo, &tree).unwrap();
         assert_ne!(first, second);
         assert_eq!(
             git(repo.work_tree(), &["show", &format!("{second}:a.txt")]),
             "six\n"
         );
         std::fs::remove_file(wt(&tree, "a.txt")).unwrap();
-        let third = commit_worktree(&repo, &tree, "m", &who(), 1 << 20)
-            .unwrap()
-            .commit
-            .unwrap();
+        let third = commit(&repo, &tree).unwrap();
         assert!(files_of(&repo, &third).is_empty());
     }
 
@@ -705,10 +693,7 @@ mod tests {
         let outside = tempfile::tempdir().unwrap();
         std::fs::write(outside.path().join("secret"), "host secret\n").unwrap();
         symlink(outside.path(), wt(&tree, "out")).unwrap();
-        let commit = commit_worktree(&repo, &tree, "m", &who(), 1 << 20)
-            .unwrap()
-            .commit
-            .unwrap();
+        let commit = commit(&repo, &tree).unwrap();
         assert_eq!(files_of(&repo, &commit), ["a", "out"]);
         let all = git(repo.work_tree(), &["log", "--all", "-p"]);
         assert!(!all.contains("host secret"), "{all}");
