@@ -323,9 +323,11 @@ async fn run(command: Command) -> Result<ExitCode> {
             };
             let made = crate::scaffold::new_plugin(&name, &parent)?;
             println!("{}", made.display());
+            let plugin = crate::scaffold::plugin_name(&name);
             eprintln!(
                 "made {}: `cargo test` there, then `cargo build --release --target wasm32-wasip2` \
-                 (or `cargo component build --release`); see its src/lib.rs",
+                 (or `cargo component build --release`), which writes {plugin}.wasm; its grants go \
+                 under [plugins.{plugin}]; see its src/lib.rs",
                 made.display()
             );
             Ok(ExitCode::SUCCESS)

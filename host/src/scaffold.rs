@@ -13,16 +13,24 @@ const TOOLS_JSON: &str = include_str!("../../examples/hello/tools.json");
 /// built (a checkout): a path dependency; else the git one.
 const SDK_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../plugins/sdk");
 
+/// The plugin a crate `name` builds: cargo writes `hello-bar` as
+/// `hello_bar.wasm`, and the file's name is the plugin's (its policy key).
+pub fn plugin_name(crate_name: &str) -> String {
+    crate_name.replace('-', "_")
+}
+
 /// Make the crate `name` in `parent/name`; the directory made.
 pub fn new_plugin(name: &str, parent: &Path) -> Result<PathBuf> {
     let valid = name.starts_with(|c: char| c.is_ascii_lowercase())
+        && !name.ends_with('-')
         && name
             .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-');
     if !valid || name.len() > 64 {
         bail!(
-            "`{name}` cannot name a plugin: use lower-case letters, digits and `_`, starting with a \
-             letter (it is the crate's name, the tool's, and the key of its policy)"
+            "`{name}` cannot name a plugin: use lower-case letters, digits, `_` and `-`, starting \
+             with a letter (it is the crate's name and the tool's; the policy key is the name with \
+             `_` for `-`)"
         );
     }
     let dir = parent.join(name);
@@ -90,6 +98,7 @@ strip = true
 
 /// The example's source under `name`, with a header for a crate of its own.
 fn lib_rs(name: &str) -> String {
+    let plugin = plugin_name(name);
     let body = LIB_RS
         .split_once("\nuse ")
         .map(|(_, rest)| format!("use {rest}"))
@@ -99,14 +108,14 @@ fn lib_rs(name: &str) -> String {
          //!\n\
          //! ```sh\n\
          //! cargo test                                      # after changing a tool: rewrites tools.json\n\
-         //! cargo build --release --target wasm32-wasip2    # target/wasm32-wasip2/release/{name}.wasm\n\
-         //! cargo component build --release                 # target/wasm32-wasip1/release/{name}.wasm\n\
-         //! cp target/wasm32-wasip2/release/{name}.wasm ~/.local/share/mcp-host/plugins/\n\
+         //! cargo build --release --target wasm32-wasip2    # target/wasm32-wasip2/release/{plugin}.wasm\n\
+         //! cargo component build --release                 # target/wasm32-wasip1/release/{plugin}.wasm\n\
+         //! cp target/wasm32-wasip2/release/{plugin}.wasm ~/.local/share/mcp-host/plugins/\n\
          //! host call {name} '{{\"name\": \"Ada\"}}'\n\
          //! ```\n\
          //!\n\
          //! It needs no capability, so the default policy (deny everything)\n\
-         //! serves it as it is; grants go under `[plugins.{name}]`.\n\n"
+         //! serves it as it is; grants go under `[plugins.{plugin}]`.\n\n"
     );
     header
         + &body.replace(
@@ -118,6 +127,17 @@ fn lib_rs(name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_hyphenated_crate_name_is_taken_and_its_policy_key_said() {
+        let parent = tempfile::tempdir().unwrap();
+        let dir = new_plugin("hello-bar", parent.path()).unwrap();
+        let lib = std::fs::read_to_string(dir.join("src/lib.rs")).unwrap();
+        assert!(lib.contains("[plugins.hello_bar]") && lib.contains("hello_bar.wasm"), "{lib}");
+        for bad in ["-x", "x-", "X", "1x", "a b"] {
+            assert!(new_plugin(bad, parent.path()).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn the_crate_is_the_example_under_a_new_name() {
@@ -140,7 +160,7 @@ mod tests {
             .as_str()
             .unwrap();
         assert!(Path::new(sdk).join("Cargo.toml").is_file(), "{sdk}");
-        for bad in ["Weather", "1x", "a-b", "", "x y"] {
+        for bad in ["Weather", "1x", "a-", "", "x y"] {
             assert!(new_plugin(bad, parent.path()).is_err(), "{bad}");
         }
         assert!(new_plugin("weather", parent.path()).is_err(), "exists");

@@ -4,6 +4,12 @@
 use jsonschema::Validator;
 use serde_json::Value;
 
+/// Problems reported for one call, at most.
+const MAX_PROBLEMS: usize = 10;
+
+/// The longest argument value quoted back in a problem.
+const SHOWN_VALUE: usize = 80;
+
 pub struct ArgsSchema {
     validator: Validator,
 }
@@ -27,6 +33,7 @@ impl ArgsSchema {
         let problems: Vec<Problem> = self
             .validator
             .iter_errors(arguments)
+            .take(MAX_PROBLEMS)
             .map(|e| {
                 let path = e.instance_path().to_string();
                 let at = if path.is_empty() {
@@ -34,8 +41,18 @@ impl ArgsSchema {
                 } else {
                     format!("at `{path}`: ")
                 };
+                // A long value is not echoed back (a 1 MB argument made a
+                // 3 MB answer): its size and first characters stand for it.
+                let value = e.instance().to_string();
+                let message = if value.len() <= SHOWN_VALUE {
+                    e.to_string()
+                } else {
+                    let start: String = value.chars().take(SHOWN_VALUE / 2).collect();
+                    e.masked_with(format!("the value ({} bytes, starting {start}…)", value.len()))
+                        .to_string()
+                };
                 Problem {
-                    message: format!("{at}{e}"),
+                    message: format!("{at}{message}"),
                     path,
                 }
             })
@@ -52,6 +69,20 @@ impl ArgsSchema {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_long_bad_value_is_not_echoed_back() {
+        let schema = ArgsSchema::compile(&json!({
+            "type": "object",
+            "properties": {"name": {"type": "string", "maxLength": 10}, "n": {"type": "integer"}},
+        }))
+        .unwrap();
+        let big = "x".repeat(1 << 20);
+        let problems = schema.check(&json!({"name": big, "n": big})).unwrap_err();
+        let total: usize = problems.iter().map(|p| p.message.len()).sum();
+        assert!(total < 1000, "{problems:?}");
+        assert!(problems.iter().all(|p| p.message.contains("1048578 bytes")), "{problems:?}");
+    }
 
     #[test]
     fn names_missing_and_wrong_keys() {

@@ -133,6 +133,13 @@ async fn arguments_are_validated_before_the_plugin_runs() {
         .await;
     let err = structured(&wrong);
     assert_eq!(err["problems"][0]["path"], "/runner", "{err}");
+    // A huge bad value is not echoed back (it came back three times).
+    let huge = host
+        .call("run_test", run_test_args(&"m".repeat(1 << 20), json!({})))
+        .await;
+    let answer = serde_json::to_string(&huge).unwrap();
+    assert!(answer.len() < 8192, "{} bytes", answer.len());
+    assert_eq!(structured(&huge)["problems"][0]["path"], "/runner");
     let extra = host
         .call(
             "run_test",
