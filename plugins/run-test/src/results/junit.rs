@@ -26,7 +26,13 @@ pub fn read(xml: &str, dialect: Dialect, repo: &str) -> Result<Results, String> 
             .find(|c| c.has_tag_name("failure") || c.has_tag_name("error"));
         let outcome = match failed {
             Some(f) => {
-                let text: String = f.descendants().filter_map(|t| t.text()).collect();
+                // Text nodes only: an element's text() is its first child's,
+                // which would count that text twice.
+                let text: String = f
+                    .descendants()
+                    .filter(|t| t.is_text())
+                    .filter_map(|t| t.text())
+                    .collect();
                 Outcome::Failed(failure(
                     &case,
                     f.attribute("message").unwrap_or_default(),
@@ -112,6 +118,13 @@ E       AssertionError: subtraction is off
 E       assert (2 - 1) == 3
 
 test_calc.py:5: AssertionError</failure></testcase><testcase classname="pkg.test_shapes.TestSquare" name="test_area" file="pkg/test_shapes.py" line="9" time="0.001"><error message="fixture 'db' not found">file pkg/test_shapes.py, line 10</error></testcase><testcase classname="test_calc" name="test_mul" file="test_calc.py" line="7" time="0.000"><skipped type="pytest.skip" message="later">/tmp/pt2/test_calc.py:8: later</skipped></testcase></testsuite></testsuites>"#;
+
+    #[test]
+    fn a_failures_text_is_read_once() {
+        let r = read(PYTEST, Dialect::Pytest, "/tmp/pt2").unwrap();
+        let f = &r.failures[0];
+        assert_eq!(format!("{f:?}").matches("def test_sub():").count(), 1, "{f:?}");
+    }
 
     #[test]
     fn pytest_reports_name_file_line_and_message() {
