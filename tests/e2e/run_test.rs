@@ -1004,3 +1004,27 @@ async fn a_full_disk_gets_a_truthful_reply() {
         "{excerpt}"
     );
 }
+
+/// Issue 42, item 1: runs started in the same second each get a report
+/// directory of their own (they shared one: one raw.log survived, and a
+/// passing run pointed at a failing run's summary).
+#[tokio::test]
+async fn parallel_runs_never_share_a_report_dir() {
+    let Some(env) = npm_env("echo ran; sleep 1") else {
+        return;
+    };
+    let host = env.start().await;
+    let calls = (0..4).map(|_| run(&host, "npm", json!({})));
+    let outs = futures_util::future::join_all(calls).await;
+    let mut dirs: Vec<&str> = outs
+        .iter()
+        .map(|out| out["report_dir"].as_str().unwrap())
+        .collect();
+    dirs.sort();
+    dirs.dedup();
+    assert_eq!(dirs.len(), 4, "{outs:?}");
+    for out in &outs {
+        check_reports(&env, out, "passed");
+        assert!(raw_log(&env, out).contains("ran"));
+    }
+}

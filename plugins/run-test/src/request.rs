@@ -84,7 +84,12 @@ pub fn check(args: &Args, repo: &Path, timestamp: &str) -> Result<Checked, ToolE
         Some(dir) => inside_repo(dir).map_err(|why| {
             invalid(format!("report_dir `{dir}` {why}: give a relative path inside the repository, e.g. \"{DEFAULT_REPORTS}/mine\""))
         })?,
-        None => fresh_report_dir(repo, timestamp),
+        None => fresh_report_dir(repo, timestamp).map_err(|e| {
+            ToolError::new(
+                codes::INVALID_REQUEST,
+                format!("cannot make a report directory under {DEFAULT_REPORTS}: {e}"),
+            )
+        })?,
     };
     let report = report_rel.to_string_lossy().into_owned();
     let command = template::command(args.runner, args.scope, project, &targets, &report)
@@ -108,18 +113,22 @@ fn failed_targets(runner: Runner, project: Project, repo: &Path) -> Result<Vec<S
         return Err(no_failed_scope(runner));
     }
     let root = repo.join(DEFAULT_REPORTS);
-    let mut dirs: Vec<String> = std::fs::read_dir(&root)
+    // The run of this runner that finished last: its summary.json, written
+    // when a run ends, is the newest (runs in parallel end in any order).
+    let last = std::fs::read_dir(&root)
         .into_iter()
         .flatten()
         .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect();
-    dirs.sort();
-    let last = dirs.iter().rev().find_map(|dir| {
-        let text = std::fs::read_to_string(root.join(dir).join("summary.json")).ok()?;
-        let summary: serde_json::Value = serde_json::from_str(&text).ok()?;
-        (summary["runner"] == runner.name()).then_some((dir, summary))
-    });
+        .filter_map(|e| {
+            let dir = e.file_name().to_string_lossy().into_owned();
+            let file = root.join(&dir).join("summary.json");
+            let written = std::fs::metadata(&file).and_then(|m| m.modified()).ok()?;
+            let summary: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(&file).ok()?).ok()?;
+            (summary["runner"] == runner.name()).then_some((written, dir, summary))
+        })
+        .max_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)))
+        .map(|(_, dir, summary)| (dir, summary));
     let Some((dir, summary)) = last else {
         return Err(invalid(format!(
             "there is no earlier {} run in {DEFAULT_REPORTS}: run scope `all` first",
@@ -284,19 +293,25 @@ fn file_target(runner: Runner, target: &str, repo: &Path) -> Result<String, Tool
     Ok(argument)
 }
 
-/// `.cache/mcp-test-timebox/reports/<timestamp>`, suffixed if it exists.
-fn fresh_report_dir(repo: &Path, timestamp: &str) -> PathBuf {
+/// `.cache/mcp-test-timebox/reports/<timestamp>`, suffixed if it exists;
+/// made here, so that runs started in the same second (in parallel) never
+/// share one: whoever makes a name first has it.
+fn fresh_report_dir(repo: &Path, timestamp: &str) -> std::io::Result<PathBuf> {
     let base = Path::new(DEFAULT_REPORTS);
-    (0..)
-        .map(|n| {
-            if n == 0 {
-                base.join(timestamp)
-            } else {
-                base.join(format!("{timestamp}_{n}"))
-            }
-        })
-        .find(|p| !repo.join(p).exists())
-        .expect("an unused name exists")
+    std::fs::create_dir_all(repo.join(base))?;
+    for n in 0.. {
+        let dir = if n == 0 {
+            base.join(timestamp)
+        } else {
+            base.join(format!("{timestamp}_{n}"))
+        };
+        match std::fs::create_dir(repo.join(&dir)) {
+            Ok(()) => return Ok(dir),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    unreachable!("an unused name exists")
 }
 
 /// Seconds since the epoch as `YYYYMMDD_HHMMSS` (UTC).
