@@ -133,7 +133,10 @@ mod tests {
         let parent = tempfile::tempdir().unwrap();
         let dir = new_plugin("hello-bar", parent.path()).unwrap();
         let lib = std::fs::read_to_string(dir.join("src/lib.rs")).unwrap();
-        assert!(lib.contains("[plugins.hello_bar]") && lib.contains("hello_bar.wasm"), "{lib}");
+        assert!(
+            lib.contains("[plugins.hello_bar]") && lib.contains("hello_bar.wasm"),
+            "{lib}"
+        );
         for bad in ["-x", "x-", "X", "1x", "a b"] {
             assert!(new_plugin(bad, parent.path()).is_err(), "{bad}");
         }

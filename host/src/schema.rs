@@ -48,8 +48,11 @@ impl ArgsSchema {
                     e.to_string()
                 } else {
                     let start: String = value.chars().take(SHOWN_VALUE / 2).collect();
-                    e.masked_with(format!("the value ({} bytes, starting {start}…)", value.len()))
-                        .to_string()
+                    e.masked_with(format!(
+                        "the value ({} bytes, starting {start}…)",
+                        value.len()
+                    ))
+                    .to_string()
                 };
                 Problem {
                     message: format!("{at}{message}"),
@@ -81,7 +84,10 @@ mod tests {
         let problems = schema.check(&json!({"name": big, "n": big})).unwrap_err();
         let total: usize = problems.iter().map(|p| p.message.len()).sum();
         assert!(total < 1000, "{problems:?}");
-        assert!(problems.iter().all(|p| p.message.contains("1048578 bytes")), "{problems:?}");
+        assert!(
+            problems.iter().all(|p| p.message.contains("1048578 bytes")),
+            "{problems:?}"
+        );
     }
 
     #[test]

@@ -16,6 +16,7 @@
 
 use std::os::fd::AsFd;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rmcp::RoleServer;
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
@@ -31,6 +32,11 @@ type Writer = Box<dyn AsyncWrite + Send + Unpin>;
 
 /// The longest request line read (rmcp's limit, and its HTTP client's).
 pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
+/// What may wait for a client that does not read its stdout: rmcp sends
+/// every response from a task of its own, so without a bound the answers
+/// of a client that never reads pile up in the host (3.2 GB was seen). A
+/// message past it is dropped, and said so on stderr.
+pub const MAX_UNREAD_BYTES: usize = 256 * 1024 * 1024;
 /// Of a line over the limit, the beginning kept to find its `id` in.
 const KEPT_HEAD: usize = 64 * 1024;
 
@@ -45,6 +51,8 @@ pub struct Stdio {
     /// Bytes of the current line beyond `line`, when it is over the limit.
     dropped: usize,
     write: Arc<Mutex<Writer>>,
+    /// Bytes serialised and waiting for the client to read them.
+    unread: Arc<AtomicUsize>,
     /// Cancelled when stdin ends: the client is gone, and so must its
     /// calls be (rmcp would wait for them before it reports the end).
     closed: CancellationToken,
@@ -67,6 +75,7 @@ impl Stdio {
             line: Vec::new(),
             dropped: 0,
             write: Arc::new(Mutex::new(writer)),
+            unread: Arc::default(),
             closed: CancellationToken::new(),
         }
     }
@@ -117,9 +126,22 @@ impl Transport<RoleServer> for Stdio {
         item: TxJsonRpcMessage<RoleServer>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         let write = self.write.clone();
+        let unread = self.unread.clone();
         async move {
             let mut bytes = serde_json::to_vec(&item)?;
+            drop(item);
             bytes.push(b'\n');
+            let waiting = unread.fetch_add(bytes.len(), Ordering::AcqRel) + bytes.len();
+            let _counted = Uncount(&unread, bytes.len());
+            if waiting > MAX_UNREAD_BYTES {
+                tracing::error!(
+                    bytes = bytes.len(),
+                    waiting,
+                    "the client has not read {} MiB of answers: this message is dropped",
+                    MAX_UNREAD_BYTES >> 20
+                );
+                return Ok(());
+            }
             let mut write = write.lock().await;
             write.write_all(&bytes).await?;
             write.flush().await
@@ -179,6 +201,15 @@ impl Transport<RoleServer> for Stdio {
 }
 
 /// Answer a request the host could not take, unless it is a notification.
+/// Takes a message's bytes off the unread count however its send ends.
+struct Uncount<'a>(&'a AtomicUsize, usize);
+
+impl Drop for Uncount<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(self.1, Ordering::AcqRel);
+    }
+}
+
 async fn refuse(write: &Mutex<Writer>, head: &[u8], why: String) {
     let id = top_level_id(head);
     if id.is_none() && looks_like_notification(head) {

@@ -917,3 +917,34 @@ async fn client_config_speaks_each_clients_format() {
         );
     }
 }
+
+/// Issue 34, class 5: a client that never reads its stdout does not make
+/// the host hold every answer (3.2 GB was seen): past a bound, answers
+/// are dropped and the host says so on stderr.
+#[tokio::test]
+async fn a_client_that_never_reads_does_not_fill_the_host() {
+    let config = "[plugins.faulty.limits]\nmemory_mb = 128\nconcurrency = 2\n";
+    let env = Env::new(&["faulty"], config);
+    let mut child = serve_raw(&env, std::process::Stdio::piped());
+    let _unread = child.stdout.take().unwrap();
+    let pid = child.id().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(handshake().as_bytes()).await.unwrap();
+    env.wait_for_log("plugin loaded", 1).await;
+    let (before, _) = rss_kib(pid);
+    for id in 10..70 {
+        let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "fault_huge", "arguments": {"bytes": 15 << 20}}});
+        stdin
+            .write_all(format!("{call}\n").as_bytes())
+            .await
+            .unwrap();
+    }
+    env.wait_for_log("this message is dropped", 20).await;
+    let (_, peak) = rss_kib(pid);
+    let growth_mib = peak.saturating_sub(before) / 1024;
+    assert!(
+        growth_mib < 700,
+        "host memory grew by {growth_mib} MiB for 900 MB of unread answers"
+    );
+}

@@ -1024,7 +1024,7 @@ async fn parallel_runs_never_share_a_report_dir() {
     dirs.dedup();
     assert_eq!(dirs.len(), 4, "{outs:?}");
     for out in &outs {
-        check_reports(&env, out, "passed");
+        check_reports(&env, out, "pass");
         assert!(raw_log(&env, out).contains("ran"));
     }
 }

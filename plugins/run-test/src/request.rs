@@ -84,12 +84,7 @@ pub fn check(args: &Args, repo: &Path, timestamp: &str) -> Result<Checked, ToolE
         Some(dir) => inside_repo(dir).map_err(|why| {
             invalid(format!("report_dir `{dir}` {why}: give a relative path inside the repository, e.g. \"{DEFAULT_REPORTS}/mine\""))
         })?,
-        None => fresh_report_dir(repo, timestamp).map_err(|e| {
-            ToolError::new(
-                codes::INVALID_REQUEST,
-                format!("cannot make a report directory under {DEFAULT_REPORTS}: {e}"),
-            )
-        })?,
+        None => fresh_report_dir(repo, timestamp),
     };
     let report = report_rel.to_string_lossy().into_owned();
     let command = template::command(args.runner, args.scope, project, &targets, &report)
@@ -295,23 +290,22 @@ fn file_target(runner: Runner, target: &str, repo: &Path) -> Result<String, Tool
 
 /// `.cache/mcp-test-timebox/reports/<timestamp>`, suffixed if it exists;
 /// made here, so that runs started in the same second (in parallel) never
-/// share one: whoever makes a name first has it.
-fn fresh_report_dir(repo: &Path, timestamp: &str) -> std::io::Result<PathBuf> {
+/// share one: whoever makes a name first has it. One that cannot be made
+/// is still the answer: writing the reports there fails, and the run says
+/// why as it does for any report it cannot write.
+fn fresh_report_dir(repo: &Path, timestamp: &str) -> PathBuf {
     let base = Path::new(DEFAULT_REPORTS);
-    std::fs::create_dir_all(repo.join(base))?;
-    for n in 0.. {
-        let dir = if n == 0 {
-            base.join(timestamp)
-        } else {
-            base.join(format!("{timestamp}_{n}"))
-        };
-        match std::fs::create_dir(repo.join(&dir)) {
-            Ok(()) => return Ok(dir),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(e),
-        }
-    }
-    unreachable!("an unused name exists")
+    let _ = std::fs::create_dir_all(repo.join(base));
+    (0..)
+        .map(|n| match n {
+            0 => base.join(timestamp),
+            n => base.join(format!("{timestamp}_{n}")),
+        })
+        .find(|dir| match std::fs::create_dir(repo.join(dir)) {
+            Err(e) => e.kind() != std::io::ErrorKind::AlreadyExists,
+            Ok(()) => true,
+        })
+        .expect("an unused name exists")
 }
 
 /// Seconds since the epoch as `YYYYMMDD_HHMMSS` (UTC).

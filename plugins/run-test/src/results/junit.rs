@@ -123,7 +123,11 @@ test_calc.py:5: AssertionError</failure></testcase><testcase classname="pkg.test
     fn a_failures_text_is_read_once() {
         let r = read(PYTEST, Dialect::Pytest, "/tmp/pt2").unwrap();
         let f = &r.failures[0];
-        assert_eq!(format!("{f:?}").matches("def test_sub():").count(), 1, "{f:?}");
+        assert_eq!(
+            format!("{f:?}").matches("def test_sub():").count(),
+            1,
+            "{f:?}"
+        );
     }
 
     #[test]
