@@ -948,3 +948,49 @@ async fn a_client_that_never_reads_does_not_fill_the_host() {
         "host memory grew by {growth_mib} MiB for 900 MB of unread answers"
     );
 }
+
+/// Issue 42, item 16: every string argument of every bundled tool has a
+/// length bound in its schema, so the host refuses a 1 MB name before the
+/// plugin spends its deadline on it.
+#[tokio::test]
+async fn every_string_argument_of_every_bundled_tool_is_bounded() {
+    fn unbounded(schema: &Value, at: String, found: &mut Vec<String>) {
+        match schema {
+            Value::Object(map) => {
+                let is_string = match map.get("type") {
+                    Some(Value::String(t)) => t == "string",
+                    Some(Value::Array(types)) => types.iter().any(|t| t == "string"),
+                    _ => false,
+                };
+                let fixed = map.contains_key("enum") || map.contains_key("const");
+                if is_string && !fixed && !map.contains_key("maxLength") {
+                    found.push(at.clone());
+                }
+                for (key, value) in map {
+                    unbounded(value, format!("{at}/{key}"), found);
+                }
+            }
+            Value::Array(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    unbounded(item, format!("{at}/{i}"), found);
+                }
+            }
+            _ => {}
+        }
+    }
+    let env = Env::new(&["run_test", "godot", "cofer", "copilot", "pi"], "");
+    let host = env.start().await;
+    let tools = host.tools().await;
+    assert!(tools.len() >= 20, "{} tools", tools.len());
+    let mut found = Vec::new();
+    for tool in &tools {
+        let schema = Value::Object((*tool.input_schema).clone());
+        unbounded(&schema, tool.name.to_string(), &mut found);
+    }
+    assert!(found.is_empty(), "unbounded strings: {found:?}");
+    let huge = host
+        .call("godot.get_class", json!({"name": "N".repeat(1 << 20)}))
+        .await;
+    assert!(is_error(&huge));
+    assert_eq!(structured(&huge)["code"], "INVALID_ARGUMENT");
+}

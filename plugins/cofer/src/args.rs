@@ -134,6 +134,10 @@ pub struct List {
 /// An environment id: lowercase letters, digits and '-', at most 48.
 const ID_PATTERN: &str = "^[a-z0-9][a-z0-9-]{0,47}$";
 
+/// The most a file tool's text may hold: the file tools read files of up
+/// to 4 MB.
+const MAX_FILE_CHARS: u64 = 4 << 20;
+
 #[derive(Debug, Deserialize, JsonSchema)]
 #[schemars(extend("additionalProperties" = false, "x-error-code" = "invalid_request"))]
 pub struct FileRead {
@@ -181,6 +185,7 @@ pub struct FileWrite {
     #[schemars(length(min = 1))]
     pub target_file: String,
     /// Full text content of the file you want to write.
+    #[schemars(length(max = MAX_FILE_CHARS))]
     pub contents: String,
 }
 
@@ -196,9 +201,10 @@ pub struct FileEdit {
     #[schemars(length(min = 1))]
     pub target_file: String,
     /// The text to find and replace.
-    #[schemars(length(min = 1))]
+    #[schemars(length(min = 1, max = MAX_FILE_CHARS))]
     pub search_text: String,
     /// The text to insert.
+    #[schemars(length(max = MAX_FILE_CHARS))]
     pub replace_text: String,
     /// The ID of the match to replace, if there were multiple matches.
     pub which_match: Option<String>,

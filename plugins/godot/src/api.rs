@@ -71,6 +71,9 @@ fn plain_words(query: &str, words: &[&str]) -> bool {
 /// A question is a name or a few words; anything longer is not one, and
 /// would only cost the host memory (every word becomes query clauses).
 pub const MAX_QUERY_CHARS: usize = 256;
+/// The longest class or qualified member name taken (Godot's longest are
+/// under 60 characters; a longer one only costs time to look up).
+pub const MAX_NAME_CHARS: usize = 256;
 pub const MAX_QUERY_WORDS: usize = 32;
 
 pub fn search(

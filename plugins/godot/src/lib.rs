@@ -103,7 +103,7 @@ struct GetClass;
 #[schemars(extend("x-error-code" = "INVALID_ARGUMENT"))]
 struct ClassArgs {
     /// Class name, e.g. `Node2D`.
-    #[schemars(length(min = 1))]
+    #[schemars(length(min = 1, max = api::MAX_NAME_CHARS))]
     name: String,
     /// Also list what it inherits, grouped by ancestor (nearest first),
     /// each member without its description.
@@ -139,7 +139,7 @@ struct GetSymbol;
 #[schemars(extend("x-error-code" = "INVALID_ARGUMENT"))]
 struct SymbolArgs {
     /// `<Class>.<member>`; split at the first dot.
-    #[schemars(length(min = 1))]
+    #[schemars(length(min = 1, max = api::MAX_NAME_CHARS))]
     qname: String,
     /// Which kind, when the name is used by several (e.g. Button.pressed).
     #[schemars(extend("enum" = &KINDS[1..]))]

@@ -23,7 +23,7 @@ use serde_json::{Value, json};
 #[schemars(extend("x-error-code" = "invalid_request"))]
 struct Args {
     /// What pi should do or answer.
-    #[schemars(length(min = 1))]
+    #[schemars(length(min = 1, max = 1_000_000))]
     prompt: String,
     /// Give up after this long (default PI_TIMEOUT_MS, 600000).
     #[schemars(range(min = 1000))]

@@ -122,9 +122,36 @@ pub fn schema_for<T: JsonSchema>() -> Value {
     schema
 }
 
+/// The longest string an argument may be unless its field says otherwise
+/// (`#[schemars(length(max = N))]`): an unbounded one let a 1 MB name pin
+/// a core for a whole deadline.
+pub const MAX_STRING_CHARS: u64 = 65_536;
+
+/// Give every string in `schema` that has no `maxLength` (and is not an
+/// enum or a constant) [`MAX_STRING_CHARS`].
+fn bound_strings(schema: &mut Value) {
+    match schema {
+        Value::Object(map) => {
+            let is_string = match map.get("type") {
+                Some(Value::String(t)) => t == "string",
+                Some(Value::Array(types)) => types.iter().any(|t| t == "string"),
+                _ => false,
+            };
+            let fixed = map.contains_key("enum") || map.contains_key("const");
+            if is_string && !fixed && !map.contains_key("maxLength") {
+                map.insert("maxLength".into(), json!(MAX_STRING_CHARS));
+            }
+            map.values_mut().for_each(bound_strings);
+        }
+        Value::Array(items) => items.iter_mut().for_each(bound_strings),
+        _ => {}
+    }
+}
+
 /// The WIT declaration of tool `T`.
 pub fn declare<T: McpTool>() -> Tool {
     let mut input = schema_for::<T::Args>();
+    bound_strings(&mut input);
     if let Some(h) = T::HINTS {
         input["x-annotations"] = json!({
             "readOnlyHint": h.read_only,
