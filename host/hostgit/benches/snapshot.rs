@@ -1,0 +1,98 @@
+//! An environment's commit built as data (hostgit::snapshot) against what
+//! it replaced, `git add --all && git commit` on the worktree, in one run
+//! on the same 10,000-file repository, alternating:
+//!
+//! ```sh
+//! cargo bench -p hostgit --bench snapshot
+//! ```
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use hostgit::Repo;
+use hostgit::snapshot::{Identity, commit_worktree};
+
+const FILES: usize = 10_000;
+const ROUNDS: usize = 15;
+
+fn git(dir: &Path, args: &[&str]) {
+    let status = Command::new("git")
+        .args(["-c", "user.name=b", "-c", "user.email=b@b", "-c", "init.defaultBranch=main"])
+        .args(["-c", "core.hooksPath=/dev/null"])
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .status()
+        .unwrap();
+    assert!(status.success(), "git {args:?}");
+}
+
+fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+fn main() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("repo");
+    for i in 0..FILES {
+        let path = root.join(format!("src/m{}/f{i}.txt", i % 100));
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, format!("file {i}\n").repeat(20)).unwrap();
+    }
+    git(&root, &["init", "-q"]);
+    git(&root, &["add", "--all"]);
+    git(&root, &["commit", "-q", "-m", "base"]);
+    git(&root, &["worktree", "add", "-q", "-b", "cofer/data", ".cofer/worktrees/data"]);
+    git(&root, &["worktree", "add", "-q", "-b", "cofer/git", ".cofer/worktrees/git"]);
+    let repo = Repo::open(&root).unwrap();
+    let data = repo.linked(&root.join(".cofer/worktrees/data")).unwrap();
+    let by_git = root.join(".cofer/worktrees/git");
+    let who = Identity {
+        name: "b".into(),
+        email: "b@b".into(),
+    };
+    // The first commit of each fills its stat cache (the index).
+    commit_worktree(&repo, &data, "warm", &who, 10 << 20).unwrap();
+    std::thread::sleep(Duration::from_millis(1100));
+
+    let (mut ours_same, mut git_same, mut ours_one, mut git_one) = (vec![], vec![], vec![], vec![]);
+    for round in 0..ROUNDS {
+        let started = Instant::now();
+        commit_worktree(&repo, &data, "nothing", &who, 10 << 20).unwrap();
+        ours_same.push(started.elapsed());
+        let started = Instant::now();
+        git(&by_git, &["add", "--all"]);
+        let _ = Command::new("git")
+            .args(["-c", "user.name=b", "-c", "user.email=b@b", "commit", "-q", "-m", "nothing"])
+            .current_dir(&by_git)
+            .output();
+        git_same.push(started.elapsed());
+
+        let file = format!("src/m7/f{}.txt", 7 + 100 * round);
+        std::fs::write(data.work_tree().join(&file), format!("changed {round}\n")).unwrap();
+        std::fs::write(by_git.join(&file), format!("changed {round}\n")).unwrap();
+        let started = Instant::now();
+        let made = commit_worktree(&repo, &data, "one", &who, 10 << 20).unwrap();
+        ours_one.push(started.elapsed());
+        assert!(made.commit.is_some());
+        let started = Instant::now();
+        git(&by_git, &["add", "--all"]);
+        git(&by_git, &["commit", "-q", "-m", "one"]);
+        git_one.push(started.elapsed());
+    }
+    let row = |what: &str, ours: Vec<Duration>, theirs: Vec<Duration>| {
+        let (ours, theirs) = (median(ours), median(theirs));
+        println!(
+            "{what:<34} built as data {:>7.1} ms   git add+commit {:>7.1} ms   ratio {:.2}",
+            ours.as_secs_f64() * 1e3,
+            theirs.as_secs_f64() * 1e3,
+            ours.as_secs_f64() / theirs.as_secs_f64()
+        );
+    };
+    println!("{FILES} files, medians of {ROUNDS} rounds, alternating");
+    row("nothing changed", ours_same, git_same);
+    row("one file changed", ours_one, git_one);
+}
