@@ -371,10 +371,10 @@ async fn create_run_serve_destroy() {
         "{diff:?}"
     );
     let log_cmd = cofer(&f.repo, &["log", "first-env"]);
-    assert!(
-        String::from_utf8_lossy(&log_cmd.stdout).contains("run echo served"),
-        "{log_cmd:?}"
-    );
+    let log_text = String::from_utf8_lossy(&log_cmd.stdout);
+    assert!(log_text.contains("run echo served"), "{log_cmd:?}");
+    // Only the environment's commits, not the user's history (issue 42).
+    assert!(!log_text.contains("    first\n"), "{log_text}");
     std::fs::remove_file(f.repo.join("scratch.txt")).unwrap();
     let checkout = cofer(&f.repo, &["checkout", "first-env"]);
     assert!(checkout.status.success(), "{checkout:?}");

@@ -376,6 +376,24 @@ async fn checkpoint_makes_a_local_image_with_the_workdir() {
         ""
     );
 
+    // A name that is not an image reference is refused before Podman
+    // hears of it (issue 42).
+    for bad in [
+        "localhost/../x",
+        "localhost/a..b:t",
+        "-x",
+        "localhost/x:../../t",
+    ] {
+        let r = client
+            .call(
+                "environment_checkpoint",
+                on(&f, "snap", json!({"destination": bad})),
+            )
+            .await;
+        assert!(is_error(&r), "{bad}");
+        assert_eq!(structured(&r)["code"], "invalid_request", "{bad}: {r:?}");
+    }
+
     // Only names the policy allows (containers.commit: localhost/*), and
     // never over an image the plugin did not make.
     let e = error_of(

@@ -18,7 +18,14 @@ const ROUNDS: usize = 15;
 
 fn git(dir: &Path, args: &[&str]) {
     let status = Command::new("git")
-        .args(["-c", "user.name=b", "-c", "user.email=b@b", "-c", "init.defaultBranch=main"])
+        .args([
+            "-c",
+            "user.name=b",
+            "-c",
+            "user.email=b@b",
+            "-c",
+            "init.defaultBranch=main",
+        ])
         .args(["-c", "core.hooksPath=/dev/null"])
         .args(args)
         .current_dir(dir)
@@ -45,8 +52,28 @@ fn main() {
     git(&root, &["init", "-q"]);
     git(&root, &["add", "--all"]);
     git(&root, &["commit", "-q", "-m", "base"]);
-    git(&root, &["worktree", "add", "-q", "-b", "cofer/data", ".cofer/worktrees/data"]);
-    git(&root, &["worktree", "add", "-q", "-b", "cofer/git", ".cofer/worktrees/git"]);
+    git(
+        &root,
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "-b",
+            "cofer/data",
+            ".cofer/worktrees/data",
+        ],
+    );
+    git(
+        &root,
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "-b",
+            "cofer/git",
+            ".cofer/worktrees/git",
+        ],
+    );
     let repo = Repo::open(&root).unwrap();
     let data = repo.linked(&root.join(".cofer/worktrees/data")).unwrap();
     let by_git = root.join(".cofer/worktrees/git");
@@ -66,7 +93,16 @@ fn main() {
         let started = Instant::now();
         git(&by_git, &["add", "--all"]);
         let _ = Command::new("git")
-            .args(["-c", "user.name=b", "-c", "user.email=b@b", "commit", "-q", "-m", "nothing"])
+            .args([
+                "-c",
+                "user.name=b",
+                "-c",
+                "user.email=b@b",
+                "commit",
+                "-q",
+                "-m",
+                "nothing",
+            ])
             .current_dir(&by_git)
             .output();
         git_same.push(started.elapsed());

@@ -285,6 +285,10 @@ pub struct Config {
 }
 
 /// A service name: what the environment resolves it by (a DNS label).
+/// An image reference as OCI names them: `[host[:port]/]path[:tag]`, each
+/// part plain words joined by `.`, `_` or `-` (no `..`, no option).
+const IMAGE_PATTERN: &str = r"^(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*(?::[0-9]+)?/)?[a-z0-9]+(?:(?:\.|_|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:\.|_|__|-+)[a-z0-9]+)*)*(?::[A-Za-z0-9_][A-Za-z0-9._-]{0,127})?$";
+
 const SERVICE_NAME_PATTERN: &str = "^[a-z0-9][a-z0-9-]{0,30}$";
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -322,6 +326,6 @@ pub struct Checkpoint {
     #[schemars(regex(pattern = ID_PATTERN))]
     pub environment_id: String,
     /// Local image name to checkpoint to (e.g. localhost/myproject:checkpoint). Names the host's policy allows only (containers.commit; by default localhost/*).
-    #[schemars(length(min = 1))]
+    #[schemars(length(min = 1, max = 255), regex(pattern = IMAGE_PATTERN))]
     pub destination: String,
 }

@@ -79,7 +79,12 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Log { id } => {
             let remote_ref = fetch(&repo, &id).await?;
-            show(&repo, &["log", "--patch", &remote_ref])
+            // The environment's own commits: from where it was made.
+            let range = match base_commit(&repo, &id) {
+                Some(base) => format!("{base}..{remote_ref}"),
+                None => remote_ref,
+            };
+            show(&repo, &["log", "--patch", &range])
         }
         Command::Diff { id } => {
             let remote_ref = fetch(&repo, &id).await?;
@@ -179,6 +184,20 @@ async fn fetch(repo: &Repo, id: &str) -> Result<String> {
         .await
         .with_context(|| format!("there is no environment `{id}` on the `{REMOTE}` remote"))?;
     Ok(format!("{REMOTE}/cofer/{id}"))
+}
+
+/// The commit environment `id` was made from, from its record.
+fn base_commit(repo: &Repo, id: &str) -> Option<String> {
+    let record = repo
+        .git_dir()
+        .join("cofer/environments")
+        .join(format!("{id}.json"));
+    let record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(record).ok()?).ok()?;
+    let base = record["base_commit"].as_str()?;
+    base.chars()
+        .all(|c| c.is_ascii_hexdigit())
+        .then(|| base.to_string())
 }
 
 /// Run a git command with the user's terminal (their pager, colours).
