@@ -129,13 +129,18 @@ async fn run(host: &Client, runner: &str, extra: Value) -> Value {
     structured(&host.call("run_test", run_test_args(runner, extra)).await)
 }
 
-fn raw_log(env: &Env, out: &Value) -> String {
+/// A file of the run's report directory.
+fn report(env: &Env, out: &Value, file: &str) -> String {
     std::fs::read_to_string(
         env.workspace
             .join(out["report_dir"].as_str().unwrap())
-            .join("raw.log"),
+            .join(file),
     )
     .unwrap()
+}
+
+fn raw_log(env: &Env, out: &Value) -> String {
+    report(env, out, "raw.log")
 }
 
 #[tokio::test]
@@ -684,6 +689,12 @@ async fn hang_with_output_times_out_with_progress() {
     );
     assert!(out["excerpt"].as_str().unwrap().contains("tick"));
     assert!(raw_log(&env, out).contains("[stdout] tick"));
+    // summary.md says why the run was killed (issue 42).
+    let md = report(&env, out, "summary.md");
+    assert!(
+        md.contains("- ended: killed: still running when timeout_ms (2500 ms) passed"),
+        "{md}"
+    );
     let progress = host
         .drain_notes()
         .await
@@ -711,6 +722,11 @@ async fn silent_hang_ends_as_no_output() {
         .await;
     let out = &structured(&result);
     check_reports(&env, out, "no_output");
+    let md = report(&env, out, "summary.md");
+    assert!(
+        md.contains("- ended: killed: no output for no_output_timeout_ms (1500 ms)"),
+        "{md}"
+    );
     assert!(
         started.elapsed() < Duration::from_secs(10),
         "returned after {:?}",

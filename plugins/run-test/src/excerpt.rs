@@ -71,6 +71,8 @@ pub struct Header<'a> {
     pub command: &'a str,
     pub started_at: &'a str,
     pub error: Option<&'a str>,
+    /// Why the run ended (`exited with code 1`, `killed: …`).
+    pub ended: &'a str,
     pub tests: Option<&'a crate::results::Counts>,
     pub failures: &'a [crate::results::Failure],
 }
@@ -179,10 +181,11 @@ impl Summary {
 
     pub fn markdown(&self, h: &Header) -> String {
         let mut md = format!(
-            "# Test run: {}\n\n- command: `{}`\n- status: **{}**\n- exit code: {}\n- duration: {} ms\n- started: {} (UTC)\n",
+            "# Test run: {}\n\n- command: `{}`\n- status: **{}**\n- ended: {}\n- exit code: {}\n- duration: {} ms\n- started: {} (UTC)\n",
             h.status,
             h.command,
             h.status,
+            h.ended,
             h.exit_code
                 .map(|c| c.to_string())
                 .unwrap_or_else(|| "none".into()),

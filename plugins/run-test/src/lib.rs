@@ -17,7 +17,7 @@ use plugin_sdk::process::{self, RunRequest, RunResult, Status, Stream};
 use plugin_sdk::{Hints, McpTool, ToolError, ToolOutput};
 use serde_json::json;
 
-use request::Checked;
+use request::{Args, Checked};
 use results::Results;
 use results::junit::Dialect;
 use template::{Project, Runner};
@@ -64,7 +64,7 @@ fn run(args: &request::Args, checked: &Checked) -> serde_json::Value {
         .tail_bytes(args.max_output_bytes)
         .log_path(raw_log.to_string_lossy());
     let outcome = match process::run(&request) {
-        Ok(result) => Outcome::from_run(result),
+        Ok(result) => Outcome::from_run(result, args),
         Err(e) => {
             let why = ToolError::from(e).message;
             // The host wrote nothing: leave a raw.log that says why.
@@ -79,6 +79,7 @@ fn run(args: &request::Args, checked: &Checked) -> serde_json::Value {
                 stderr: String::new(),
                 truncated: false,
                 error: Some(why),
+                ended: "not started".into(),
             }
         }
     };
@@ -106,6 +107,7 @@ fn run(args: &request::Args, checked: &Checked) -> serde_json::Value {
         "started_at": checked.started_at,
         "report_dir": report_dir,
         "limits": {"timeout_ms": args.timeout_ms, "no_output_timeout_ms": args.no_output_timeout_ms, "max_output_bytes": args.max_output_bytes},
+        "ended": outcome.ended,
         "output_truncated_for_summary": outcome.truncated,
         "error": outcome.error,
         "tests": tests,
@@ -121,6 +123,7 @@ fn run(args: &request::Args, checked: &Checked) -> serde_json::Value {
         command: &checked.command.display(),
         started_at: &checked.started_at,
         error: outcome.error.as_deref(),
+        ended: &outcome.ended,
         tests,
         failures,
     });
@@ -256,10 +259,12 @@ struct Outcome {
     stderr: String,
     truncated: bool,
     error: Option<String>,
+    /// Why it ended, in words (summary.md, summary.json).
+    ended: String,
 }
 
 impl Outcome {
-    fn from_run(r: RunResult) -> Outcome {
+    fn from_run(r: RunResult, args: &Args) -> Outcome {
         let status = match r.status {
             Status::Exited if r.exit_code == Some(0) => "pass",
             Status::Exited => "fail",
@@ -279,6 +284,21 @@ impl Outcome {
                 .collect()
         };
         let (stdout, stderr) = (only(Stream::Stdout), only(Stream::Stderr));
+        let ended = match (r.status, r.exit_code, r.signal) {
+            (Status::Timeout, ..) => format!(
+                "killed: still running when timeout_ms ({} ms) passed",
+                args.timeout_ms
+            ),
+            (Status::NoOutput, ..) => format!(
+                "killed: no output for no_output_timeout_ms ({} ms)",
+                args.no_output_timeout_ms
+            ),
+            (Status::Cancelled, ..) => "killed: the call was cancelled".to_string(),
+            (Status::SpawnFailed, ..) => "not started".to_string(),
+            (_, Some(code), _) => format!("exited with code {code}"),
+            (_, None, Some(signal)) => format!("killed by {}", signal_name(signal)),
+            (_, None, None) => "ended without an exit code".to_string(),
+        };
         Outcome {
             status,
             exit_code: r.exit_code,
@@ -288,8 +308,31 @@ impl Outcome {
             stderr,
             truncated: r.truncated,
             error,
+            ended,
         }
     }
+}
+
+/// A signal's name (Linux numbering, which the host reports).
+fn signal_name(signal: i32) -> String {
+    let name = match signal {
+        1 => "SIGHUP",
+        2 => "SIGINT",
+        3 => "SIGQUIT",
+        4 => "SIGILL",
+        6 => "SIGABRT",
+        7 => "SIGBUS",
+        8 => "SIGFPE",
+        9 => "SIGKILL",
+        11 => "SIGSEGV",
+        13 => "SIGPIPE",
+        14 => "SIGALRM",
+        15 => "SIGTERM",
+        24 => "SIGXCPU",
+        25 => "SIGXFSZ",
+        _ => return format!("signal {signal}"),
+    };
+    format!("{name} (signal {signal})")
 }
 
 fn output_schema() -> serde_json::Value {
