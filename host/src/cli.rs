@@ -210,7 +210,8 @@ pub fn main() -> ExitCode {
     if let Command::Watchdog { instance } = &cli.command {
         return crate::watchdog::run(instance);
     }
-    if let Err(e) = crate::logging::init() {
+    let one_shot = matches!(cli.command, Command::List { .. } | Command::Call { .. });
+    if let Err(e) = crate::logging::init(one_shot) {
         eprintln!("error: {e:#}");
         return ExitCode::from(2);
     }
@@ -221,6 +222,9 @@ pub fn main() -> ExitCode {
     let result = runtime.block_on(run(cli.command));
     // Blocking threads (a file watcher, a reader) must not hold the exit.
     runtime.shutdown_timeout(Duration::from_millis(100));
+    if one_shot {
+        crate::logging::say_hidden_warnings();
+    }
     match result {
         Ok(code) => code,
         Err(e) => {

@@ -994,3 +994,27 @@ async fn every_string_argument_of_every_bundled_tool_is_bounded() {
     assert!(is_error(&huge));
     assert_eq!(structured(&huge)["code"], "INVALID_ARGUMENT");
 }
+
+/// Issue 42, item 21: a newcomer's one-shot command prints what was asked
+/// for; no INFO record per plugin, no warning on every run: at most one
+/// line pointing to `host check`.
+#[tokio::test]
+async fn a_one_shot_command_prints_what_was_asked_for() {
+    let env = Env::new(&["run_test", "godot"], "");
+    let out = env
+        .host(&["list", "tools"])
+        .env_remove("MCP_SERVER_LOG")
+        .env_remove("RUST_LOG")
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stdout.contains("godot.search") && stdout.contains("run_test"), "{stdout}");
+    assert!(!stderr.contains(" INFO ") && !stderr.contains(" WARN "), "{stderr}");
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert!(lines.len() <= 1, "{stderr}");
+    if let Some(line) = lines.first() {
+        assert!(line.contains("host check"), "{line}");
+    }
+}
