@@ -43,7 +43,8 @@ pub fn say_hidden_warnings() {
 }
 
 pub fn init(one_shot: bool) -> Result<()> {
-    let chosen = std::env::var_os("MCP_SERVER_LOG").is_some() || std::env::var_os("RUST_LOG").is_some();
+    let chosen =
+        std::env::var_os("MCP_SERVER_LOG").is_some() || std::env::var_os("RUST_LOG").is_some();
     if one_shot && !chosen {
         tracing_subscriber::registry()
             .with(

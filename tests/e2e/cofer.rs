@@ -989,6 +989,16 @@ async fn hundred_megabytes_of_output_in_bounded_memory() {
         growth_mib < 48,
         "host memory grew by {growth_mib} MiB for 100 MB of output"
     );
+    // Output under 64 KB but over 512 lines is cut too, and says so
+    // (issue 42: `truncated` was false).
+    let r = client
+        .call("environment_run_cmd", f.run_args("loud", "seq 600"))
+        .await;
+    let out = structured(&r);
+    assert_eq!(out["truncated"], true, "{out}");
+    assert_eq!(out["lines_omitted"]["stdout"], 88, "{out}");
+    assert!(out["stdout"].as_str().unwrap().starts_with("89\n"));
+    assert!(text(&r).contains("88 lines of stdout"), "{}", text(&r));
     client.call("environment_destroy", f.scoped("loud")).await;
 }
 

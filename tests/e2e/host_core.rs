@@ -1010,8 +1010,14 @@ async fn a_one_shot_command_prints_what_was_asked_for() {
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stdout.contains("godot.search") && stdout.contains("run_test"), "{stdout}");
-    assert!(!stderr.contains(" INFO ") && !stderr.contains(" WARN "), "{stderr}");
+    assert!(
+        stdout.contains("godot.search") && stdout.contains("run_test"),
+        "{stdout}"
+    );
+    assert!(
+        !stderr.contains(" INFO ") && !stderr.contains(" WARN "),
+        "{stderr}"
+    );
     let lines: Vec<&str> = stderr.lines().collect();
     assert!(lines.len() <= 1, "{stderr}");
     if let Some(line) = lines.first() {

@@ -34,7 +34,8 @@ pub fn output_schema() -> Value {
             "stderr": {"type": "string"},
             "stdout_bytes": {"type": "integer"},
             "stderr_bytes": {"type": "integer"},
-            "truncated": {"type": "boolean", "description": "Older output was dropped: only the last 64 KB were kept."},
+            "truncated": {"type": "boolean", "description": "Not all output is here: older output beyond the last 64 KB was dropped, or lines beyond the last 512 of a stream (lines_omitted)."},
+            "lines_omitted": {"type": "object", "properties": {"stdout": {"type": "integer"}, "stderr": {"type": "integer"}}, "description": "Lines of the kept output left out before the last 512 of each stream."},
             "duration_ms": {"type": "integer"},
             "commit": {"type": ["string", "null"], "description": "The commit of the workdir's changes, if any."},
             "background_changes_commit": {"type": ["string", "null"], "description": "The commit of what background services wrote since the previous command, made before this one ran."},
@@ -105,7 +106,7 @@ pub fn run_cmd(args: RunCmd) -> Result<ToolOutput, ToolError> {
         }
         Ok(result)
     })?;
-    let (stdout, stderr) = split_tail(&result);
+    let ((stdout, out_omitted), (stderr, err_omitted)) = split_tail(&result);
     // A command the host killed (timeout, silence, cancellation) has no exit
     // code of its own, whatever Podman reported.
     let killed = matches!(
@@ -124,7 +125,8 @@ pub fn run_cmd(args: RunCmd) -> Result<ToolOutput, ToolError> {
         "stderr": stderr,
         "stdout_bytes": result.stdout_bytes,
         "stderr_bytes": result.stderr_bytes,
-        "truncated": result.truncated,
+        "truncated": result.truncated || out_omitted + err_omitted > 0,
+        "lines_omitted": {"stdout": out_omitted, "stderr": err_omitted},
         "duration_ms": result.duration_ms,
         "commit": commit,
         "background_changes_commit": background_commit,
@@ -335,17 +337,19 @@ fn commit(env: &Env, message: &str) -> Result<(Option<String>, Vec<String>), Too
     Ok((outcome.commit, warnings))
 }
 
-/// The tail's stdout and stderr, each cut to its last 512 lines.
-fn split_tail(result: &RunResult) -> (String, String) {
+/// The tail's stdout and stderr, each cut to its last 512 lines, with how
+/// many lines each left out.
+fn split_tail(result: &RunResult) -> ((String, usize), (String, usize)) {
     let (out, err) = result.streams();
     (last_lines(&out, TAIL_LINES), last_lines(&err, TAIL_LINES))
 }
 
-fn last_lines(text: &str, n: usize) -> String {
+/// The last `n` lines of `text`, and how many came before them.
+fn last_lines(text: &str, n: usize) -> (String, usize) {
     let body = text.strip_suffix('\n').unwrap_or(text);
     match body.rmatch_indices('\n').nth(n - 1) {
-        Some((cut, _)) => text[cut + 1..].to_string(),
-        None => text.to_string(),
+        Some((cut, _)) => (text[cut + 1..].to_string(), text[..=cut].lines().count()),
+        None => (text.to_string(), 0),
     }
 }
 
@@ -370,9 +374,11 @@ fn foreground_text(env: &Env, report: &Value) -> String {
         text.push('\n');
     }
     if report["truncated"] == json!(true) {
+        let omitted = &report["lines_omitted"];
         text.push_str(&format!(
-            "(output truncated: {} bytes of stdout and {} of stderr; the last 64 KB were kept, shown up to {TAIL_LINES} lines each)\n",
-            report["stdout_bytes"], report["stderr_bytes"]
+            "(output truncated: {} bytes of stdout and {} of stderr; the last 64 KB were kept, and of \
+             those the last {TAIL_LINES} lines of each are shown: {} lines of stdout and {} of stderr omitted)\n",
+            report["stdout_bytes"], report["stderr_bytes"], omitted["stdout"], omitted["stderr"]
         ));
     }
     text.push_str(&format!("exit code: {}\n", report["exit_code"]));
@@ -406,12 +412,13 @@ mod tests {
 
     #[test]
     fn last_lines_keeps_the_end() {
-        assert_eq!(last_lines("a\nb\nc\n", 2), "b\nc\n");
-        assert_eq!(last_lines("a\nb\nc", 2), "b\nc");
-        assert_eq!(last_lines("a\nb\n", 5), "a\nb\n");
-        assert_eq!(last_lines("", 5), "");
+        assert_eq!(last_lines("a\nb\nc\n", 2), ("b\nc\n".into(), 1));
+        assert_eq!(last_lines("a\nb\nc", 2), ("b\nc".into(), 1));
+        assert_eq!(last_lines("a\nb\n", 5), ("a\nb\n".into(), 0));
+        assert_eq!(last_lines("", 5), (String::new(), 0));
         let many: String = (0..1000).map(|i| format!("{i}\n")).collect();
-        let kept = last_lines(&many, 512);
+        let (kept, omitted) = last_lines(&many, 512);
+        assert_eq!(omitted, 488);
         assert_eq!(kept.lines().count(), 512);
         assert!(kept.starts_with("488\n") && kept.ends_with("999\n"));
     }
@@ -442,6 +449,9 @@ mod tests {
             truncated: false,
             error: None,
         };
-        assert_eq!(split_tail(&result), ("out1\nout2\n".into(), "err\n".into()));
+        assert_eq!(
+            split_tail(&result),
+            (("out1\nout2\n".into(), 0), ("err\n".into(), 0))
+        );
     }
 }
