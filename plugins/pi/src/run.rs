@@ -67,6 +67,9 @@ struct Run {
     error: Option<String>,
     /// An attempt ended; waiting to hear whether pi retries.
     attempt_over: bool,
+    /// Each running tool call's arguments, by id: pi gives them at the
+    /// start of the call only.
+    args: std::collections::HashMap<String, Value>,
 }
 
 pub fn run(
@@ -202,11 +205,21 @@ impl Run {
         }
         match kind {
             "turn_start" => self.outcome.turns += 1,
-            "tool_execution_end" => self.outcome.tool_calls.push(json!({
-                "toolCallId": event["toolCallId"], "toolName": event["toolName"],
-                "args": event.get("args").cloned().unwrap_or(Value::Null),
-                "isError": event["isError"].as_bool().unwrap_or(false),
-            })),
+            "tool_execution_start" => {
+                if let (Some(id), Some(args)) = (event["toolCallId"].as_str(), event.get("args")) {
+                    self.args.insert(id.to_string(), args.clone());
+                }
+            }
+            "tool_execution_end" => {
+                let started = event["toolCallId"]
+                    .as_str()
+                    .and_then(|id| self.args.remove(id));
+                self.outcome.tool_calls.push(json!({
+                    "toolCallId": event["toolCallId"], "toolName": event["toolName"],
+                    "args": event.get("args").cloned().or(started).unwrap_or(Value::Null),
+                    "isError": event["isError"].as_bool().unwrap_or(false),
+                }))
+            }
             "message_end" if event["message"]["role"] == "assistant" => {
                 self.assistant(&event["message"])
             }
@@ -355,6 +368,7 @@ mod tests {
         let events = [
             json!({"type": "turn_start"}),
             json!({"type": "message_end", "message": {"role": "assistant", "stopReason": "toolUse", "content": [], "usage": usage}}),
+            json!({"type": "tool_execution_start", "toolCallId": "c1", "toolName": "bash", "args": {"command": "ls"}}),
             json!({"type": "tool_execution_end", "toolCallId": "c1", "toolName": "bash", "isError": false}),
             json!({"type": "turn_start"}),
             json!({"type": "message_end", "message": {"role": "assistant", "stopReason": "stop",
@@ -368,6 +382,11 @@ mod tests {
         assert_eq!(outcome.stop_reason, "stop");
         assert_eq!(outcome.turns, 2);
         assert_eq!(outcome.tool_calls[0]["toolCallId"], "c1");
+        assert_eq!(
+            outcome.tool_calls[0]["args"],
+            json!({"command": "ls"}),
+            "the start's arguments"
+        );
         assert_eq!(outcome.usage.total_tokens, 24);
     }
 
