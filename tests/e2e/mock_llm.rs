@@ -21,6 +21,8 @@ pub enum Script {
     },
     /// Read the request and never answer.
     Hang,
+    /// Refuse the key, as OpenAI's API does (HTTP 401).
+    Unauthorized,
 }
 
 pub struct MockLlm {
@@ -100,6 +102,17 @@ async fn serve(
         .is_some_and(|m| m.iter().any(|m| m["role"] == "tool"));
     seen.lock().unwrap().push(request);
     let events: Vec<Value> = match script {
+        Script::Unauthorized => {
+            let error = json!({"error": {"message": "Incorrect API key provided: sk-mock***",
+                "type": "invalid_request_error", "param": null, "code": "invalid_api_key"}})
+            .to_string();
+            let head = format!(
+                "HTTP/1.1 401 Unauthorized\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                error.len()
+            );
+            stream.write_all(head.as_bytes()).await?;
+            return stream.write_all(error.as_bytes()).await;
+        }
         Script::Hang => {
             // Hold the connection open until the client gives up.
             let mut sink = [0u8; 1024];

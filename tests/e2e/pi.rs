@@ -234,6 +234,22 @@ async fn a_provider_that_is_down_is_a_retryable_error_with_a_terminal_event() {
     nothing_left(&env, client.pid).await;
 }
 
+/// Issue 42, item 7: a key the provider refuses is not worth retrying.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_refused_key_is_a_non_retryable_auth_error() {
+    let Some(pi) = pi_cli() else { return };
+    let mock = MockLlm::start(Script::Unauthorized).await;
+    let env = host_env(pi.parent().unwrap(), &custom(&mock.base_url()));
+    let client = env.start().await;
+    let (r, events) = call_with_token(&client, json!({"prompt": "hello"})).await;
+    assert!(is_error(&r), "{r:?}");
+    let e = structured(&r);
+    assert_eq!(e["code"], "provider_auth_failed", "{e}");
+    assert_eq!(e["retryable"], false, "{e}");
+    assert_eq!(*names(&events).last().unwrap(), "call_end");
+    nothing_left(&env, client.pid).await;
+}
+
 /// A stand-in `pi` that records being started: none of the refusals may
 /// start it.
 fn tripwire(dir: &Path) -> PathBuf {

@@ -274,6 +274,15 @@ impl Run {
     /// The run is over: its answer, or the provider's error.
     fn finish(&mut self) -> Result<Outcome, ToolError> {
         match self.error.take() {
+            Some(why) if refused_credentials(&why) => Err(failure(
+                "provider_auth_failed",
+                format!("the model provider refused the credentials: {why}"),
+                false,
+            )
+            .with_details(json!({
+                "stop_reason": "error",
+                "remediation": "check the provider's API key (or log in again for an OAuth provider); retrying as it is will fail the same way",
+            }))),
             Some(why) => Err(failure(
                 "provider_error",
                 format!("the model provider failed after pi's retries: {why}"),
@@ -283,6 +292,25 @@ impl Run {
             None => Ok(std::mem::take(&mut self.outcome)),
         }
     }
+}
+
+/// Whether a provider's error says the credentials were refused (HTTP 401
+/// or 403, a bad or missing key): retrying cannot help.
+fn refused_credentials(why: &str) -> bool {
+    let why = why.to_ascii_lowercase();
+    [
+        "401",
+        "403",
+        "unauthorized",
+        "forbidden",
+        "invalid api key",
+        "incorrect api key",
+        "invalid x-api-key",
+        "authentication",
+        "api key",
+    ]
+    .iter()
+    .any(|sign| why.contains(sign))
 }
 
 /// What goes to the client for an event: its type and ids, small. Token
@@ -359,6 +387,16 @@ mod tests {
         let e = done.unwrap().unwrap_err();
         assert_eq!(e.code, "provider_error");
         assert!(e.retryable);
+    }
+
+    #[test]
+    fn refused_credentials_are_not_retryable() {
+        let mut run = Run::default();
+        let done = run.see(&json!({"type": "auto_retry_end", "success": false,
+            "finalError": "401 Incorrect API key provided: sk-***"}));
+        let e = done.unwrap().unwrap_err();
+        assert_eq!(e.code, "provider_auth_failed");
+        assert!(!e.retryable);
     }
 
     #[test]
