@@ -366,6 +366,8 @@ async fn npm_with_nodes_test_runner_reports_each_test() {
     let out = &run(&host, "npm", json!({"scope": "failed"})).await;
     assert_eq!(out["tests"]["failed"], 1, "{out:#}");
     assert_eq!(out["tests"]["passed"], 0, "{out:#}");
+    // What node's filter left out is not counted (issue 42: total was 2).
+    assert_eq!(out["tests"]["total"], 1, "{out:#}");
     assert_eq!(out["failures"][0]["name"], "subtracts");
     // A name pattern goes to node's own filter.
     let out = &run(&host, "npm", json!({"scope": "pattern", "target": "adds"})).await;

@@ -41,6 +41,15 @@ pub fn read(xml: &str, dialect: Dialect, repo: &str) -> Result<Results, String> 
                     repo,
                 ))
             }
+            // node reports the tests its name filter left out as skipped;
+            // they were not asked for, so they are not counted at all.
+            None if case.children().any(|c| {
+                c.has_tag_name("skipped")
+                    && c.attribute("message") == Some("test name does not match pattern")
+            }) =>
+            {
+                continue;
+            }
             None if case.children().any(|c| c.has_tag_name("skipped")) => Outcome::Skipped,
             None => Outcome::Passed,
         };
@@ -118,6 +127,14 @@ E       AssertionError: subtraction is off
 E       assert (2 - 1) == 3
 
 test_calc.py:5: AssertionError</failure></testcase><testcase classname="pkg.test_shapes.TestSquare" name="test_area" file="pkg/test_shapes.py" line="9" time="0.001"><error message="fixture 'db' not found">file pkg/test_shapes.py, line 10</error></testcase><testcase classname="test_calc" name="test_mul" file="test_calc.py" line="7" time="0.000"><skipped type="pytest.skip" message="later">/tmp/pt2/test_calc.py:8: later</skipped></testcase></testsuite></testsuites>"#;
+
+    #[test]
+    fn tests_left_out_by_a_name_filter_are_not_counted() {
+        // node 20 --test-name-pattern, junit reporter.
+        let xml = r#"<testsuites><testcase name="adds" classname="test"><skipped type="skipped" message="test name does not match pattern"/></testcase><testcase name="later" classname="test"><skipped type="skipped" message="SKIP"/></testcase><testcase name="subtracts" classname="test"><failure type="testCodeFailure" message="1 !== 3">x</failure></testcase></testsuites>"#;
+        let r = read(xml, Dialect::Node, "/r").unwrap();
+        assert_eq!(r.counts, crate::results::counts(0, 1, 1));
+    }
 
     #[test]
     fn a_failures_text_is_read_once() {
