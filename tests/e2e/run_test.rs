@@ -1046,3 +1046,32 @@ async fn parallel_runs_never_share_a_report_dir() {
         assert!(raw_log(&env, out).contains("ran"));
     }
 }
+
+/// Issue 42, item 2: a timeout_ms beyond the policy's deadline still ends
+/// as run_test's own timeout, with every report written and the answer
+/// saying why (it ended as plugin_timeout with raw.log only).
+#[tokio::test]
+async fn a_timeout_beyond_the_policys_deadline_still_writes_the_reports() {
+    if !require_program("npm", "install Node.js and npm (.ci/run does)") {
+        return;
+    }
+    let env = Env::new(
+        &["run_test"],
+        "[plugins.run_test.limits]\ntimeout_ms = 20000\n",
+    );
+    npm_project(
+        &env.workspace,
+        "node -e \"setInterval(() => console.log('tick'), 500)\"",
+    );
+    let host = env.start().await;
+    let out = &run(
+        &host,
+        "npm",
+        json!({"timeout_ms": 600_000, "no_output_timeout_ms": 60_000}),
+    )
+    .await;
+    check_reports(&env, out, "timeout");
+    let excerpt = out["excerpt"].as_str().unwrap();
+    assert!(excerpt.starts_with("[killed at "), "{excerpt}");
+    assert!(excerpt.contains("limits.timeout_ms"), "{excerpt}");
+}

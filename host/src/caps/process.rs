@@ -156,14 +156,13 @@ impl CallState {
             }
             None => None,
         };
-        let remaining = self.call.deadline.saturating_duration_since(Instant::now());
         Ok(Spawn {
             program: allowed.program,
             args: request.args,
             cwd: allowed.cwd,
             env: allowed.env,
             stdin: request.stdin,
-            timeout: Duration::from_millis(request.timeout_ms).min(remaining),
+            timeout: crate::caps::spawn::run_budget(self.call.deadline, request.timeout_ms),
             no_output_timeout: request.no_output_timeout_ms.map(Duration::from_millis),
             tail_bytes: request.tail_bytes as usize,
             log,

@@ -17,6 +17,17 @@ use crate::store::CallState;
 /// Output tails above this are refused: the tail lives in host memory.
 pub const MAX_TAIL_BYTES: u64 = 16 * 1024 * 1024;
 
+/// How long a run may take: what it asked for, but ending a tenth of the
+/// call's remaining time (at most 10 s) before the call's deadline, so
+/// that the plugin's own timebox fires first and it still has time to
+/// write its reports and answer (a run_test timeout above the policy's
+/// deadline ended as plugin_timeout with no summary).
+pub fn run_budget(deadline: std::time::Instant, requested_ms: u64) -> Duration {
+    let remaining = deadline.saturating_duration_since(std::time::Instant::now());
+    let answer = (remaining / 10).min(Duration::from_secs(10));
+    Duration::from_millis(requested_ms).min(remaining - answer)
+}
+
 /// A program start the policy allows: the resolved program, the confined
 /// working directory, and the complete environment of the child.
 pub struct Allowed {

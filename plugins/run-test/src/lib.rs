@@ -159,6 +159,9 @@ fn run(args: &request::Args, checked: &Checked) -> serde_json::Value {
         };
     }
     let mut excerpt = excerpt;
+    if outcome.ended.contains("before timeout_ms") {
+        excerpt = format!("[{}]\n{excerpt}", outcome.ended);
+    }
     if !not_written.is_empty() {
         let missing: Vec<String> = not_written
             .iter()
@@ -285,6 +288,13 @@ impl Outcome {
         };
         let (stdout, stderr) = (only(Stream::Stdout), only(Stream::Stderr));
         let ended = match (r.status, r.exit_code, r.signal) {
+            // The host ends a run before the call's own deadline, which
+            // can come before timeout_ms (the policy's limits.timeout_ms).
+            (Status::Timeout, ..) if r.duration_ms + 1000 < args.timeout_ms => format!(
+                "killed at {} ms, before timeout_ms ({} ms): the call's deadline (limits.timeout_ms \
+                 under [plugins.run_test]) is shorter; ask for less, or raise it",
+                r.duration_ms, args.timeout_ms
+            ),
             (Status::Timeout, ..) => format!(
                 "killed: still running when timeout_ms ({} ms) passed",
                 args.timeout_ms

@@ -517,8 +517,7 @@ impl Host for CallState {
             _ => Vec::new(),
         };
         argv.extend(request.argv.iter().cloned());
-        let remaining = call.deadline.saturating_duration_since(Instant::now());
-        let timeout = Duration::from_millis(request.timeout_ms).min(remaining);
+        let timeout = crate::caps::spawn::run_budget(call.deadline, request.timeout_ms);
         let no_output_timeout = request.no_output_timeout_ms.map(Duration::from_millis);
         let tail_bytes = request.tail_bytes.min(MAX_TAIL_BYTES) as usize;
         let progress = RunProgress::new(
