@@ -1160,6 +1160,21 @@ async fn two_environments_at_once() {
     );
     created(&a);
     created(&b);
+    // Made at once in a new repository, both carry its one id (two ids
+    // were written once, and destroy missed the container of the other).
+    let id = std::fs::read_to_string(f.repo.join(".git/cofer/id")).unwrap();
+    let labels = podman(&[
+        "ps",
+        "-a",
+        "--format",
+        "{{index .Labels \"cofer.repository\"}}",
+        "--filter",
+        &format!("label=cofer.source={}", f.source()),
+    ]);
+    assert!(
+        labels.lines().count() == 2 && labels.lines().all(|l| l == id.trim()),
+        "{labels} vs {id}"
+    );
     let (a, b) = tokio::join!(
         client.call(
             "environment_run_cmd",

@@ -98,23 +98,41 @@ pub fn repository_id(repo: &str) -> Option<String> {
     (!id.is_empty() && id.chars().all(|c| c.is_ascii_hexdigit())).then(|| id.to_string())
 }
 
-/// The repository's id, made now if it has none.
+/// The repository's id, made now if it has none. Made whole before it is
+/// put in place (a hard link, which fails if one is there), so two
+/// environments created at once in a new repository get the same id:
+/// the one that was there first.
 pub fn ensure_repository_id(repo: &str) -> Result<String, ToolError> {
     if let Some(id) = repository_id(repo) {
         return Ok(id);
     }
     let id = format!("{:016x}", plugin_sdk::random_u64());
     let path = repository_id_path(repo);
-    std::fs::create_dir_all(state_dir(repo))
-        .and_then(|()| std::fs::write(&path, format!("{id}\n")))
-        .map_err(|e| {
-            error(
-                "step_failed",
-                format!("cannot write the repository's id to {path}: {e}"),
-                "check that the plugin may write the repository's .git/cofer directory (fs.write)",
-            )
-        })?;
-    Ok(id)
+    let fresh = format!("{path}.{id}");
+    let placed = std::fs::create_dir_all(state_dir(repo))
+        .and_then(|()| std::fs::write(&fresh, format!("{id}\n")))
+        .and_then(|()| {
+            let linked = std::fs::hard_link(&fresh, &path);
+            let _ = std::fs::remove_file(&fresh);
+            match linked {
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+                other => other,
+            }
+        });
+    placed.map_err(|e| {
+        error(
+            "step_failed",
+            format!("cannot write the repository's id to {path}: {e}"),
+            "check that the plugin may write the repository's .git/cofer directory (fs.write)",
+        )
+    })?;
+    repository_id(repo).ok_or_else(|| {
+        error(
+            "step_failed",
+            format!("{path} holds no repository id"),
+            "remove the file; the next environment makes a new one",
+        )
+    })
 }
 
 /// Whether container `c` belongs to the repository whose id is `repo_id`:
