@@ -291,3 +291,43 @@ async fn falls_back_to_a_terminal_when_the_cli_has_no_prompt_flag() {
         );
     }
 }
+
+/// Issue 42, item 9: a model added to models.json while the host runs is
+/// taken at once (the listed schema's enum refused it until a restart),
+/// and `model: null` means the default. No copilot on PATH: passing the
+/// checks ends at `not_installed`.
+#[tokio::test(flavor = "multi_thread")]
+async fn models_are_read_at_each_call_and_null_is_the_default() {
+    let empty = tempfile::tempdir().unwrap();
+    let mut env = host_env(&path_with(empty.path()), &[]);
+    let file = env.workspace.join("my-models.json");
+    std::fs::write(&file, r#"{"models": ["alpha"], "default": "alpha"}"#).unwrap();
+    env.host_vars.push((
+        "COPILOT_MODELS_FILE".into(),
+        file.to_string_lossy().into_owned(),
+    ));
+    let client = env.start().await;
+    client.tools().await;
+    std::fs::write(
+        &file,
+        r#"{"models": ["alpha", "beta"], "default": "alpha"}"#,
+    )
+    .unwrap();
+    for args in [
+        json!({"input": "hello", "model": "beta"}),
+        json!({"input": "hello", "model": null}),
+    ] {
+        let e = error(&client.call("copilot.chat", args.clone()).await);
+        assert_eq!(e["code"], "not_installed", "{args}: {e}");
+    }
+    let e = error(
+        &client
+            .call("copilot.chat", json!({"input": "hello", "model": "gamma"}))
+            .await,
+    );
+    assert_eq!(e["code"], "invalid_request", "{e}");
+    assert!(
+        e["message"].as_str().unwrap().contains("beta"),
+        "names the models: {e}"
+    );
+}

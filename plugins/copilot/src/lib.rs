@@ -51,8 +51,10 @@ impl McpTool for Chat {
     });
     type Args = Args;
 
-    /// The model enum is a snapshot of models.json when the tools are
-    /// listed; each call checks the file again.
+    /// The models of models.json when the tools are listed, named in the
+    /// description only: each call reads the file again, so a model added
+    /// since is taken at once (an enum in the schema refused it until the
+    /// host listed the tools again), and `null` means the default.
     fn when_listed(tool: &mut Tool) {
         let (Ok(models), Ok(mut schema)) = (
             models::load(),
@@ -60,7 +62,11 @@ impl McpTool for Chat {
         ) else {
             return;
         };
-        schema["properties"]["model"]["enum"] = json!(models.models);
+        let default = models.default.as_deref().unwrap_or(&models.models[0]);
+        schema["properties"]["model"]["description"] = json!(format!(
+            "Model name from config/models.json (read at each call); now: {}. Default (omitted or null): {default}.",
+            models.models.join(", ")
+        ));
         tool.input_schema = schema.to_string();
     }
     fn output_schema() -> Option<Value> {
@@ -306,10 +312,14 @@ mod tests {
         let model = |t: &Tool| {
             serde_json::from_str::<Value>(&t.input_schema).unwrap()["properties"]["model"].clone()
         };
-        // tools.json holds no enum: the models are read when listed.
+        // No enum, then or when listed: each call reads models.json.
         assert!(model(&tool).get("enum").is_none(), "{}", model(&tool));
         Chat::when_listed(&mut tool);
-        assert_eq!(model(&tool)["enum"], json!(models::load().unwrap().models));
+        assert!(model(&tool).get("enum").is_none(), "{}", model(&tool));
+        let description = model(&tool)["description"].as_str().unwrap().to_string();
+        for name in models::load().unwrap().models {
+            assert!(description.contains(&name), "{description}");
+        }
     }
 
     #[test]
