@@ -300,6 +300,11 @@ async fn client_config_for_an_http_host_connects() {
 #[tokio::test]
 async fn half_sent_requests_are_dropped_and_cannot_lock_out_the_token_holder() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    // This process holds the flood's 600 sockets beside other tests' files.
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
+    if let Ok((_, hard)) = getrlimit(Resource::RLIMIT_NOFILE) {
+        let _ = setrlimit(Resource::RLIMIT_NOFILE, hard, hard);
+    }
     let env = Env::new(&["hello"], "");
     let host = with_token(&env, "s3cret-token").await;
     let addr = host
