@@ -1200,6 +1200,31 @@ async fn two_environments_at_once() {
     );
 }
 
+/// Issue 42, item 15: two creates of one id at once: one makes it, the
+/// other answers `conflict` (it was `step_failed`) and leaves it alone.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_concurrent_create_of_the_same_id_is_a_conflict() {
+    let Some(f) = Fixture::with_podman(&[], true).await else {
+        return;
+    };
+    let client = f.env.start().await;
+    let (a, b) = tokio::join!(
+        client.call("environment_create", f.create_args("twin")),
+        client.call("environment_create", f.create_args("twin")),
+    );
+    let (won, lost) = if is_error(&a) { (b, a) } else { (a, b) };
+    created(&won);
+    assert_eq!(error_of(&lost)["code"], "conflict", "{lost:?}");
+    let r = client
+        .call(
+            "environment_run_cmd",
+            f.run_args("twin", "echo still > here.txt"),
+        )
+        .await;
+    assert!(!is_error(&r), "the environment that was made works: {r:?}");
+    assert_eq!(git(&f.repo, &["show", "cofer/twin:here.txt"]), "still\n");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn force_destroy_of_a_locked_worktree() {
     let Some(f) = Fixture::with_podman(&[], true).await else {

@@ -98,8 +98,21 @@ pub fn create(args: Create) -> Result<ToolOutput, ToolError> {
         args.common.explanation.as_deref().unwrap_or("")
     ));
 
-    git::worktree_add(&repo, &env.worktree(), &env.branch(), &base)
-        .map_err(|e| from_git("create the worktree", e))?;
+    git::worktree_add(&repo, &env.worktree(), &env.branch(), &base).map_err(|e| {
+        // Another create of the same id got there first (its branch or
+        // worktree exists now): that is a conflict, not a failed step.
+        match &e {
+            git::GitError::Failed(f) if f.stderr.contains("already exists") => error(
+                "conflict",
+                format!(
+                    "environment `{}` was created in {} meanwhile; it was left as it is",
+                    env.id, repo
+                ),
+                "choose another environment_id, or use environment_open",
+            ),
+            _ => from_git("create the worktree", e),
+        }
+    })?;
     let made = (|| {
         push(&env)?;
         let record = Record {
