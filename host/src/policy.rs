@@ -394,6 +394,20 @@ impl Grants {
         self.capabilities.iter().any(|c| c == capability)
     }
 
+    /// The roots a use may reach: every root it may read (`fs.read` and
+    /// `fs.write`), or, when it `writes`, the `fs.write` roots only.
+    pub fn roots(&self, writes: bool) -> Vec<PathBuf> {
+        if writes {
+            self.write_roots.clone()
+        } else {
+            self.read_roots
+                .iter()
+                .chain(&self.write_roots)
+                .cloned()
+                .collect()
+        }
+    }
+
     /// The standard denial text: plugin, capability, and the key to set.
     pub fn denial(&self, capability: &str, key: &str, value: &str) -> String {
         format!(

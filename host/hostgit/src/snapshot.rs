@@ -104,7 +104,7 @@ pub fn commit_worktree(
         repo: &repo,
         tracked,
         cache: StatCache::read(&index_path, repo.object_hash()),
-        ignore: Ignores::new(main, tree),
+        ignore: Ignores::new(main, tree, &root),
         max_file_bytes,
         too_large: Vec::new(),
         index: Vec::new(),
@@ -238,11 +238,11 @@ struct Ignores {
 }
 
 impl Ignores {
-    fn new(main: &Repo, tree: &Worktree) -> Ignores {
+    fn new(main: &Repo, tree: &Worktree, top: &Dir) -> Ignores {
         let mut search = gix_ignore::Search::default();
         let parse = gix_ignore::search::Ignore::default();
         let root = tree.work_tree.clone();
-        if std::fs::symlink_metadata(root.join(".gitignore")).is_err() {
+        if top.symlink_metadata(".gitignore").is_err() {
             let _ = search.add_patterns_buffer(
                 crate::DEFAULT_EXCLUDES.as_bytes(),
                 root.join(".default-excludes"),

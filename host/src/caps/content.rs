@@ -100,11 +100,12 @@ pub fn to_mcp(block: Block, own_scheme: Option<&str>) -> Result<ContentBlock, Ca
                 .mime_type
                 .map(|m| shown_mime(Shown::Resource, m))
                 .transpose()?;
-            if let (Some(mime), ResourceBody::Blob(data)) = (&mime, &e.body) {
-                inert_if_svg(mime, data)?;
-            }
-            if let (Some(mime), ResourceBody::Text(text)) = (&mime, &e.body) {
-                inert_if_svg(mime, text.as_bytes())?;
+            if let Some(mime) = &mime {
+                let bytes = match &e.body {
+                    ResourceBody::Text(text) => text.as_bytes(),
+                    ResourceBody::Blob(data) => data,
+                };
+                inert_if_svg(mime, bytes)?;
             }
             let contents = match e.body {
                 ResourceBody::Text(text) => ResourceContents::TextResourceContents {
@@ -174,19 +175,16 @@ fn shown_mime(kind: Shown, m: String) -> Result<String, CapabilityError> {
     if allowed {
         Ok(m)
     } else {
+        let (block, remedy) = match kind {
+            Shown::Image => ("image", "give an image/* type"),
+            Shown::Audio => ("audio", "give an audio/* type"),
+            Shown::Resource => (
+                "resource",
+                "give plain data (text/plain, text/markdown, application/json, image/*, ...); HTML and script are not shown",
+            ),
+        };
         Err(CapabilityError::Invalid(format!(
-            "`{m}` is not a type a {} block may carry: {}",
-            match kind {
-                Shown::Image => "image",
-                Shown::Audio => "audio",
-                Shown::Resource => "resource",
-            },
-            match kind {
-                Shown::Image => "give an image/* type",
-                Shown::Audio => "give an audio/* type",
-                Shown::Resource =>
-                    "give plain data (text/plain, text/markdown, application/json, image/*, ...); HTML and script are not shown",
-            }
+            "`{m}` is not a type a {block} block may carry: {remedy}"
         )))
     }
 }

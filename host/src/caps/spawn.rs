@@ -50,8 +50,7 @@ impl CallState {
     ) -> Result<Allowed, CapabilityError> {
         let g = &self.grants;
         g.require(capability).map_err(CapabilityError::Denied)?;
-        let roots: Vec<PathBuf> = g.read_roots.iter().chain(&g.write_roots).cloned().collect();
-        let cwd = confine(cwd, &g.workspace, &roots).ok_or_else(|| {
+        let cwd = confine(cwd, &g.workspace, &g.roots(false)).ok_or_else(|| {
             CapabilityError::Denied(g.denial(
                 &format!("access to cwd `{cwd}`"),
                 "fs.read",

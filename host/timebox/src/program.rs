@@ -59,17 +59,21 @@ fn has_separator(program: &str) -> bool {
     program.contains('/') || (cfg!(windows) && program.contains('\\'))
 }
 
-/// Resolve with this platform's rules and the host's own PATH.
-pub fn resolve_here(program: &str, cwd: &Path) -> Option<PathBuf> {
-    let pathext = if cfg!(windows) {
+/// PATHEXT where this platform has it (Windows), else none.
+fn pathext() -> Option<std::ffi::OsString> {
+    if cfg!(windows) {
         std::env::var_os("PATHEXT")
     } else {
         None
-    };
+    }
+}
+
+/// Resolve with this platform's rules and the host's own PATH.
+pub fn resolve_here(program: &str, cwd: &Path) -> Option<PathBuf> {
     resolve(
         program,
         std::env::var_os("PATH").as_deref(),
-        pathext.as_deref(),
+        pathext().as_deref(),
         cwd,
     )
 }
@@ -79,26 +83,36 @@ pub const HOST_PROGRAMS: &[&str] = &["git", "tar", "podman"];
 
 static FOUND: OnceLock<HashMap<&'static str, Option<PathBuf>>> = OnceLock::new();
 
-/// Find [`HOST_PROGRAMS`] once, on the host's PATH without its relative
-/// entries and without entries inside `workspace` (a project's
-/// `node_modules/.bin` on PATH would otherwise give the host a `git` the
-/// project, or a container working on it, wrote). Later calls keep the
-/// first answer. What was found, for the log.
-pub fn find_host_programs(workspace: &Path) -> Vec<(&'static str, Option<PathBuf>)> {
+/// [`HOST_PROGRAMS`], found the first time this is asked, on the host's
+/// PATH without its relative entries and without entries inside the
+/// workspace (a project's `node_modules/.bin` on PATH would otherwise give
+/// the host a `git` the project, or a container working on it, wrote).
+fn found(workspace: impl FnOnce() -> PathBuf) -> Vec<(&'static str, Option<PathBuf>)> {
     let found = FOUND.get_or_init(|| {
+        let workspace = workspace();
         let path = std::env::var_os("PATH").unwrap_or_default();
         let trusted: Vec<PathBuf> = std::env::split_paths(&path)
-            .filter(|dir| dir.is_absolute() && !inside(dir, workspace))
+            .filter(|dir| dir.is_absolute() && !inside(dir, &workspace))
             .collect();
         let trusted = std::env::join_paths(trusted).unwrap_or_default();
+        let pathext = pathext();
         HOST_PROGRAMS
             .iter()
-            .map(|&name| (name, resolve_with_pathext(name, &trusted)))
+            .map(|&name| {
+                let at = resolve(name, Some(&trusted), pathext.as_deref(), Path::new("/"));
+                (name, at)
+            })
             .collect()
     });
     let mut list: Vec<_> = found.iter().map(|(k, v)| (*k, v.clone())).collect();
     list.sort();
     list
+}
+
+/// Find [`HOST_PROGRAMS`] once, for the host serving `workspace`; later
+/// calls keep the first answer. What was found, for the log.
+pub fn find_host_programs(workspace: &Path) -> Vec<(&'static str, Option<PathBuf>)> {
+    found(|| workspace.to_path_buf())
 }
 
 /// Whether `dir` is `root` or beneath it, compared as resolved paths.
@@ -119,20 +133,7 @@ pub fn host_program(name: &str) -> Option<PathBuf> {
 /// Every helper and where it was found at start; found now, with the
 /// current directory as the workspace, if start-up did not look.
 pub fn host_program_list() -> Vec<(&'static str, Option<PathBuf>)> {
-    let cwd = || std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
-    match FOUND.get() {
-        Some(_) => find_host_programs(Path::new("/")),
-        None => find_host_programs(&cwd()),
-    }
-}
-
-fn resolve_with_pathext(program: &str, path: &OsStr) -> Option<PathBuf> {
-    let pathext = if cfg!(windows) {
-        std::env::var_os("PATHEXT")
-    } else {
-        None
-    };
-    resolve(program, Some(path), pathext.as_deref(), Path::new("/"))
+    found(|| std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")))
 }
 
 /// Whether the policy's `programs` list allows `program` (as requested)

@@ -246,7 +246,16 @@ pub(crate) fn apply(
                     &rel,
                     mode,
                     size,
-                    |own| same_bytes(&store, at, size, own),
+                    |own| {
+                        same_stream(
+                            &mut At {
+                                file: &store,
+                                pos: at,
+                            }
+                            .take(size),
+                            own,
+                        )
+                    },
                     &mut entry,
                 )?
             }
@@ -340,25 +349,19 @@ fn write_file(
     Ok(true)
 }
 
-/// Whether `size` bytes of `store` at `at` equal what `own` holds.
-fn same_bytes(
-    store: &std::fs::File,
-    at: u64,
-    size: u64,
-    own: &mut cap_std::fs::File,
-) -> std::io::Result<bool> {
-    let (mut theirs, mut mine) = (vec![0u8; 64 * 1024], vec![0u8; 64 * 1024]);
-    let mut done = 0u64;
-    while done < size {
-        let n = (size - done).min(theirs.len() as u64) as usize;
-        store.read_exact_at(&mut theirs[..n], at + done)?;
-        own.read_exact(&mut mine[..n])?;
-        if theirs[..n] != mine[..n] {
-            return Ok(false);
-        }
-        done += n as u64;
+/// The archive's bytes from `pos` on, read in place (the archive is also
+/// being read by the tar reader, so its own offset is not touched).
+struct At<'a> {
+    file: &'a std::fs::File,
+    pos: u64,
+}
+
+impl Read for At<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.file.read_at(buf, self.pos)?;
+        self.pos += n as u64;
+        Ok(n)
     }
-    Ok(true)
 }
 
 /// Whether two readers hold the same bytes.

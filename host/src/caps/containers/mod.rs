@@ -220,11 +220,7 @@ fn create_body(
             });
             continue;
         }
-        let roots: Vec<PathBuf> = if mount.read_only {
-            g.read_roots.iter().chain(&g.write_roots).cloned().collect()
-        } else {
-            g.write_roots.clone()
-        };
+        let roots = g.roots(!mount.read_only);
         let key = if mount.read_only {
             "fs.read"
         } else {
@@ -696,7 +692,7 @@ impl Host for CallState {
     ) -> Answer<()> {
         let g = self.grants.clone();
         let info = owned(&g, &self.engine, &id).await?;
-        let roots: Vec<PathBuf> = g.read_roots.iter().chain(&g.write_roots).cloned().collect();
+        let roots = g.roots(false);
         let source = confined(&g, &source, &roots, "fs.read")?;
         let paths = relatives("path", &paths)?;
         let exclude = relatives("excluded path", &exclude)?;

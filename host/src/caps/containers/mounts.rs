@@ -74,11 +74,7 @@ impl Pins {
             if mount.typ != Some(MountType::BIND) {
                 continue;
             }
-            let roots: Vec<PathBuf> = if mount.read_only == Some(true) {
-                g.read_roots.iter().chain(&g.write_roots).cloned().collect()
-            } else {
-                g.write_roots.clone()
-            };
+            let roots = g.roots(mount.read_only != Some(true));
             let pinned = pin::open(Path::new(source), &roots).map_err(|e| {
                 ContainerError::Denied(format!("plugin `{}` cannot mount {source}: {e}", g.plugin))
             })?;
