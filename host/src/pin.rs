@@ -13,6 +13,9 @@ use std::path::{Component, Path, PathBuf};
 use cap_fs_ext::{DirExt, FollowSymlinks, OpenOptionsFollowExt};
 use cap_std::fs::{Dir, File, OpenOptions};
 
+/// A path another program of this host can use for an open folder.
+pub use hostgit::proc_path;
+
 /// What a pinned path is.
 pub enum Pinned {
     Dir(Dir),
@@ -94,6 +97,27 @@ pub fn open(path: &Path, roots: &[PathBuf]) -> io::Result<Pinned> {
     }
 }
 
+/// The folder at `path` (inside one of `roots`), made with the folders it
+/// needs if missing, none of it through a link.
+pub fn create_dirs(path: &Path, roots: &[PathBuf]) -> io::Result<Dir> {
+    let (root, names) = beneath(path, roots)?;
+    made_dirs(&root, &names, path)
+}
+
+/// `root`, then each of `names` beneath it, made if missing.
+fn made_dirs(root: &Path, names: &[std::ffi::OsString], path: &Path) -> io::Result<Dir> {
+    let mut dir = open_root(root)?;
+    for name in names {
+        match dir.create_dir(name) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(e),
+        }
+        dir = child_dir(&dir, name, path)?;
+    }
+    Ok(dir)
+}
+
 /// Create (or truncate) the file at `path` (inside one of `roots`),
 /// making the folders it needs, none of it through a link.
 pub fn create_file(path: &Path, roots: &[PathBuf]) -> io::Result<std::fs::File> {
@@ -104,15 +128,7 @@ pub fn create_file(path: &Path, roots: &[PathBuf]) -> io::Result<std::fs::File> 
             format!("{} is a root, not a file", path.display()),
         ));
     };
-    let mut dir = open_root(&root)?;
-    for name in parents {
-        match dir.create_dir(name) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-            Err(e) => return Err(e),
-        }
-        dir = child_dir(&dir, name, path)?;
-    }
+    let dir = made_dirs(&root, parents, path)?;
     let mut options = OpenOptions::new();
     options
         .write(true)
@@ -123,18 +139,6 @@ pub fn create_file(path: &Path, roots: &[PathBuf]) -> io::Result<std::fs::File> 
         .open_with(last, &options)
         .map_err(no_link(path))?
         .into_std())
-}
-
-/// A path to the open `dir` that another program of this host can use
-/// (`/proc/<pid>/fd/<n>`): it leads to the folder that was opened,
-/// whatever its path leads to now.
-pub fn proc_path(dir: &Dir) -> PathBuf {
-    use std::os::fd::AsRawFd;
-    PathBuf::from(format!(
-        "/proc/{}/fd/{}",
-        std::process::id(),
-        dir.as_raw_fd()
-    ))
 }
 
 #[cfg(test)]

@@ -696,6 +696,20 @@ fn merge(base: &mut toml::Table, over: toml::Table) {
     }
 }
 
+/// Grants for unit tests: plugin `p` with `capabilities`, writing `root`.
+#[cfg(test)]
+pub fn test_grants(root: &Path, capabilities: &[&str]) -> Grants {
+    let places = Places {
+        workspace: root.to_path_buf(),
+        home: root.to_path_buf(),
+        cache_dir: root.join("cache"),
+    };
+    let mut g = Config::load(None).unwrap().grants("p", &places, "test");
+    g.write_roots = vec![root.to_path_buf()];
+    g.capabilities = capabilities.iter().map(|c| c.to_string()).collect();
+    g
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

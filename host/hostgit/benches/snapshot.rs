@@ -75,7 +75,9 @@ fn main() {
         ],
     );
     let repo = Repo::open(&root).unwrap();
-    let data = repo.linked(&root.join(".cofer/worktrees/data")).unwrap();
+    let path = root.join(".cofer/worktrees/data");
+    let dir = cap_std::fs::Dir::open_ambient_dir(&path, cap_std::ambient_authority()).unwrap();
+    let data = repo.linked(&path, dir).unwrap();
     let by_git = root.join(".cofer/worktrees/git");
     let who = Identity {
         name: "b".into(),

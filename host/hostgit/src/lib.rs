@@ -21,12 +21,20 @@
 //!   such a tree is a [`Worktree`], which has no way to run git. Its
 //!   commits are built as data ([`snapshot`]); git runs only on the user's
 //!   main working tree, its object store and refs.
+//! - Paths are looked up once: a [`Repo`] and a [`Worktree`] hold open
+//!   handles of their folders (pinned beneath a plugin's root by the host,
+//!   [`Repo::pinned_to`]), and git and the host's own file work go through
+//!   those handles (`/proc/<pid>/fd/<n>`), so a folder swapped for a link
+//!   after the check changes nothing.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::{Arc, LazyLock, Mutex, OnceLock};
 use std::time::Duration;
+
+use cap_fs_ext::DirExt;
+use cap_std::fs::Dir;
 
 pub mod snapshot;
 
@@ -74,6 +82,14 @@ pub enum GitError {
 pub struct Repo {
     work_tree: PathBuf,
     git_dir: PathBuf,
+    handles: Arc<Handles>,
+}
+
+/// The open folders of a [`Repo`]: what git and the host work on.
+#[derive(Debug)]
+struct Handles {
+    tree: Dir,
+    git: Dir,
 }
 
 /// A linked worktree of a [`Repo`] whose files a container writes. It has
@@ -84,6 +100,28 @@ pub struct Worktree {
     work_tree: PathBuf,
     /// Its admin directory in the main repository (`.git/worktrees/<name>`).
     git_dir: PathBuf,
+    /// The worktree and its admin directory, open.
+    tree: Arc<Dir>,
+    admin: Arc<Dir>,
+}
+
+/// A path to the open `handle` that another program of this host can use
+/// (`/proc/<pid>/fd/<n>`): it leads to what was opened, whatever its path
+/// leads to now.
+pub fn proc_path(handle: &impl std::os::fd::AsRawFd) -> PathBuf {
+    PathBuf::from(format!(
+        "/proc/{}/fd/{}",
+        std::process::id(),
+        handle.as_raw_fd()
+    ))
+}
+
+fn io_failed(what: &Path) -> impl FnOnce(std::io::Error) -> GitError + '_ {
+    move |e| GitError::Failed {
+        command: format!("open {}", what.display()),
+        exit_code: None,
+        stderr: e.to_string(),
+    }
 }
 
 impl Repo {
@@ -113,11 +151,11 @@ impl Repo {
             )));
         }
         for outer in work_tree.ancestors().skip(1) {
-            let Ok(outer) = Repo::main(outer) else {
+            let git_dir = outer.join(".git");
+            if !std::fs::symlink_metadata(&git_dir).is_ok_and(|m| m.is_dir()) {
                 continue;
-            };
-            if let Some(linked) = outer
-                .linked_worktrees()
+            }
+            if let Some(linked) = linked_worktrees(&git_dir)
                 .into_iter()
                 .find(|(_, tree)| work_tree.starts_with(tree))
             {
@@ -126,35 +164,50 @@ impl Repo {
                      may be written by a container; use {}",
                     path.display(),
                     linked.1.display(),
-                    outer.work_tree.display(),
-                    outer.work_tree.display()
+                    outer.display(),
+                    outer.display()
                 )));
             }
         }
-        Ok(Repo::main(&work_tree).expect("checked above"))
+        let tree = Dir::open_ambient_dir(&work_tree, cap_std::ambient_authority())
+            .map_err(io_failed(&work_tree))?;
+        Repo::with_tree(work_tree, tree)
     }
 
-    /// `dir` itself as a main working tree, if it has a `.git` directory.
-    fn main(dir: &Path) -> Result<Repo, GitError> {
-        let git_dir = dir.join(".git");
-        match std::fs::symlink_metadata(&git_dir) {
-            Ok(meta) if meta.is_dir() => Ok(Repo {
-                work_tree: dir.to_path_buf(),
-                git_dir,
-            }),
-            _ => Err(GitError::NotARepository(dir.display().to_string())),
-        }
+    /// `work_tree` (the path, for messages) open as `tree`, with its `.git`
+    /// directory.
+    fn with_tree(work_tree: PathBuf, tree: Dir) -> Result<Repo, GitError> {
+        let git_dir = work_tree.join(".git");
+        let git = tree.open_dir_nofollow(".git").map_err(|_| {
+            GitError::Refused(format!(
+                "{} is not a directory (a link or a file now): the host does not follow it",
+                git_dir.display()
+            ))
+        })?;
+        Ok(Repo {
+            work_tree,
+            git_dir,
+            handles: Arc::new(Handles { tree, git }),
+        })
+    }
+
+    /// This repository, working on `tree` from now on: the host opened it
+    /// beneath the plugin's root without following a link (after `open`
+    /// checked the path), so git works on that folder whatever the path
+    /// leads to later.
+    pub fn pinned_to(self, tree: Dir) -> Result<Repo, GitError> {
+        Repo::with_tree(self.work_tree, tree)
     }
 
     /// The linked worktree of this repository at `path`, whose files are
-    /// hostile. Found in this repository's registry; the worktree's own
-    /// `.git` is never read.
-    pub fn linked(&self, path: &Path) -> Result<Worktree, GitError> {
+    /// hostile, open as `tree` (by the host, beneath the plugin's root).
+    /// Found in this repository's registry; the worktree's own `.git` is
+    /// never read.
+    pub fn linked(&self, path: &Path, tree: Dir) -> Result<Worktree, GitError> {
         let path = path
             .canonicalize()
             .map_err(|_| GitError::NotARepository(path.display().to_string()))?;
-        let (git_dir, work_tree) = self
-            .linked_worktrees()
+        let (admin_name, work_tree) = linked_worktrees(&self.git())
             .into_iter()
             .find(|(_, tree)| *tree == path)
             .ok_or_else(|| {
@@ -164,25 +217,24 @@ impl Repo {
                     self.work_tree.display()
                 ))
             })?;
-        Ok(Worktree { work_tree, git_dir })
+        let git_dir = self.git_dir.join("worktrees").join(&admin_name);
+        let admin = self
+            .handles
+            .git
+            .open_dir_nofollow("worktrees")
+            .and_then(|dir| dir.open_dir_nofollow(&admin_name))
+            .map_err(io_failed(&git_dir))?;
+        Ok(Worktree {
+            work_tree,
+            git_dir,
+            tree: Arc::new(tree),
+            admin: Arc::new(admin),
+        })
     }
 
-    /// `(admin dir, work tree)` of every linked worktree git has registered.
-    fn linked_worktrees(&self) -> Vec<(PathBuf, PathBuf)> {
-        let Ok(entries) = std::fs::read_dir(self.git_dir.join("worktrees")) else {
-            return Vec::new();
-        };
-        entries
-            .flatten()
-            .filter_map(|entry| {
-                let admin = entry.path();
-                let gitfile = std::fs::read_to_string(admin.join("gitdir")).ok()?;
-                let tree = Path::new(gitfile.trim_end_matches('\n')).parent()?;
-                // Compare resolved paths, as `open` and `linked` do.
-                let tree = tree.canonicalize().unwrap_or_else(|_| tree.to_path_buf());
-                Some((admin, tree))
-            })
-            .collect()
+    /// The git directory, through its handle.
+    fn git(&self) -> PathBuf {
+        proc_path(&self.handles.git)
     }
 
     pub fn work_tree(&self) -> &Path {
@@ -216,17 +268,63 @@ impl Repo {
         self.run_with(&[], args).await
     }
 
+    /// Like [`Repo::run_with`] with every filter driver the repository's
+    /// config defines switched off (an empty command is no filter), for
+    /// commands that check files out or read them (`worktree add`,
+    /// `status`): whoever may write the repository's config, a plugin
+    /// among them, would otherwise choose a program those run on the host.
+    /// (The config is read just before; one written between the two reads
+    /// is the limit README's security model names.)
+    pub async fn run_unfiltered(
+        &self,
+        settings: &[String],
+        args: &[&str],
+    ) -> Result<String, GitError> {
+        let defined = match self
+            .run(&["config", "--name-only", "--get-regexp", r"^filter\."])
+            .await
+        {
+            Ok(out) => out,
+            Err(GitError::Failed {
+                exit_code: Some(1), ..
+            }) => String::new(),
+            Err(e) => return Err(e),
+        };
+        let mut drivers: Vec<&str> = defined
+            .lines()
+            .filter_map(|key| {
+                key.strip_prefix("filter.")?
+                    .rsplit_once('.')
+                    .map(|(name, _)| name)
+            })
+            .collect();
+        drivers.sort_unstable();
+        drivers.dedup();
+        let mut all: Vec<String> = drivers
+            .into_iter()
+            .flat_map(|name| {
+                ["clean=", "smudge=", "process=", "required=false"]
+                    .map(|setting| format!("filter.{name}.{setting}"))
+            })
+            .collect();
+        all.extend_from_slice(settings);
+        self.run_with(&all, args).await
+    }
+
     /// Like [`Repo::run`] with extra `-c name=value` settings.
     pub async fn run_with(&self, settings: &[String], args: &[&str]) -> Result<String, GitError> {
         let mut all: Vec<String> = SAFE.iter().map(|s| s.to_string()).collect();
         all.push(format!("safe.directory={}", self.work_tree.display()));
         all.extend_from_slice(settings);
         let mut command = git_command(&all, args);
+        // Git is given the open folders, not their paths; it takes the work
+        // tree's path from its working directory (getcwd), never walking it.
+        let tree = proc_path(&self.handles.tree);
         command
-            .env("GIT_DIR", &self.git_dir)
-            .env("GIT_WORK_TREE", &self.work_tree)
-            .current_dir(&self.work_tree);
-        output(command, args, &self.work_tree).await
+            .env("GIT_DIR", self.git())
+            .env("GIT_WORK_TREE", ".")
+            .current_dir(&tree);
+        output(command, args, &tree).await
     }
 }
 
@@ -235,10 +333,33 @@ impl Worktree {
         &self.work_tree
     }
 
+    /// The worktree, open.
+    pub fn dir(&self) -> &Dir {
+        &self.tree
+    }
+
     /// The content git writes into a linked worktree's `.git` file.
     pub fn gitfile(&self) -> String {
         format!("gitdir: {}\n", self.git_dir.display())
     }
+}
+
+/// `(admin dir name, work tree)` of every linked worktree registered in the
+/// git directory `git_dir`.
+fn linked_worktrees(git_dir: &Path) -> Vec<(std::ffi::OsString, PathBuf)> {
+    let Ok(entries) = std::fs::read_dir(git_dir.join("worktrees")) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|entry| {
+            let gitfile = std::fs::read_to_string(entry.path().join("gitdir")).ok()?;
+            let tree = Path::new(gitfile.trim_end_matches('\n')).parent()?;
+            // Compare resolved paths, as `open` and `linked` do.
+            let tree = tree.canonicalize().unwrap_or_else(|_| tree.to_path_buf());
+            Some((entry.file_name(), tree))
+        })
+        .collect()
 }
 
 static PROGRAM: OnceLock<PathBuf> = OnceLock::new();
@@ -399,18 +520,10 @@ pub async fn remote_url(repo: &Repo, name: &str) -> Result<Option<String>, GitEr
 
 /// Add `pattern` to the repository's `info/exclude` unless it is there.
 pub async fn exclude(repo: &Repo, pattern: &str) -> Result<(), GitError> {
-    let file = repo.git_dir.join("info/exclude");
-    let current = std::fs::read_to_string(&file).unwrap_or_default();
+    let git = &repo.handles.git;
+    let current = git.read_to_string("info/exclude").unwrap_or_default();
     if current.lines().any(|line| line.trim() == pattern) {
         return Ok(());
-    }
-    let failed = |e: std::io::Error| GitError::Failed {
-        command: format!("append to {}", file.display()),
-        exit_code: None,
-        stderr: e.to_string(),
-    };
-    if let Some(dir) = file.parent() {
-        std::fs::create_dir_all(dir).map_err(failed)?;
     }
     let mut text = current;
     if !text.is_empty() && !text.ends_with('\n') {
@@ -418,7 +531,13 @@ pub async fn exclude(repo: &Repo, pattern: &str) -> Result<(), GitError> {
     }
     text.push_str(pattern);
     text.push('\n');
-    std::fs::write(&file, text).map_err(failed)
+    git.create_dir_all("info")
+        .and_then(|()| git.write("info/exclude", text))
+        .map_err(|e| GitError::Failed {
+            command: format!("append to {}", repo.git_dir.join("info/exclude").display()),
+            exit_code: None,
+            stderr: e.to_string(),
+        })
 }
 
 /// Who the host's commits are by: the repository's identity, else the
@@ -464,15 +583,17 @@ pub fn remove_worktree(tree: &Worktree, force: bool) -> Result<(), GitError> {
         exit_code: None,
         stderr: e.to_string(),
     };
-    if !force && tree.git_dir.join("locked").exists() {
+    if !force && tree.admin.exists("locked") {
         return Err(failed(
             &tree.work_tree,
             std::io::Error::other("the worktree is locked (`git worktree lock`)"),
         ));
     }
-    for dir in [&tree.work_tree, &tree.git_dir] {
-        match std::fs::remove_dir_all(dir) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(failed(dir, e)),
+    // Through the handles: a folder renamed or swapped for a link since
+    // it was opened is not what gets removed.
+    for (dir, path) in [(&tree.tree, &tree.work_tree), (&tree.admin, &tree.git_dir)] {
+        match dir.try_clone().and_then(Dir::remove_open_dir_all) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(failed(path, e)),
             _ => {}
         }
     }
@@ -484,14 +605,13 @@ pub fn remove_worktree(tree: &Worktree, force: bool) -> Result<(), GitError> {
 /// commits' stat cache) could not be written again. The warning to report,
 /// if one was removed.
 pub fn break_stale_index_lock(tree: &Worktree) -> Option<String> {
-    let lock = tree.git_dir.join("index.lock");
-    if !lock.exists() || git_working_on(tree) {
+    if !tree.admin.exists("index.lock") || git_working_on(tree) {
         return None;
     }
-    std::fs::remove_file(&lock).ok()?;
+    tree.admin.remove_file("index.lock").ok()?;
     Some(format!(
         "removed {}, left by a commit that was cut off (the host ended mid-commit); nothing else was lost",
-        lock.display()
+        tree.git_dir.join("index.lock").display()
     ))
 }
 
@@ -522,11 +642,12 @@ pub struct Hold {
 
 /// Hold `tree` if no one else does; `None` when someone does.
 pub fn try_hold(tree: &Worktree) -> std::io::Result<Option<Hold>> {
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(tree.git_dir.join("mcphost-hold.lock"))?;
+    let mut options = cap_std::fs::OpenOptions::new();
+    options.create(true).truncate(false).write(true);
+    let file = tree
+        .admin
+        .open_with("mcphost-hold.lock", &options)?
+        .into_std();
     match file.try_lock() {
         Ok(()) => Ok(Some(Hold { _locked: file })),
         Err(std::fs::TryLockError::WouldBlock) => Ok(None),
@@ -545,4 +666,75 @@ pub fn repo_lock(work_tree: &Path) -> Arc<tokio::sync::Mutex<()>> {
         .entry(work_tree.to_path_buf())
         .or_default()
         .clone()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A filter driver written into the repository's config (by a plugin
+    /// that may write it) never runs for a checkout or a status; run
+    /// plainly, the same command does run it, so the test can fail.
+    #[tokio::test]
+    async fn filters_in_the_repository_config_never_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let mark = root.join("ran");
+        let git = |args: &[&str]| {
+            let out = std::process::Command::new("git")
+                .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+                .args(args)
+                .current_dir(&root)
+                .env("GIT_CONFIG_GLOBAL", "/dev/null")
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        };
+        git(&["init", "-q", "repo"]);
+        let repo_dir = root.join("repo");
+        std::fs::write(repo_dir.join("a.txt"), "a\n").unwrap();
+        git(&["-C", "repo", "add", "a.txt"]);
+        git(&["-C", "repo", "commit", "-q", "-m", "base"]);
+        std::fs::write(repo_dir.join(".git/info/attributes"), "* filter=evil\n").unwrap();
+        let program = format!("sh -c 'touch {}; cat'", mark.display());
+        for key in ["clean", "smudge"] {
+            git(&[
+                "-C",
+                "repo",
+                "config",
+                &format!("filter.evil.{key}"),
+                &program,
+            ]);
+        }
+        // Same size, so status must read the file through the filter.
+        std::fs::write(repo_dir.join("a.txt"), "b\n").unwrap();
+        let repo = Repo::open(&repo_dir).unwrap();
+
+        repo.run_unfiltered(&[], &["status", "--porcelain"])
+            .await
+            .unwrap();
+        let tree = root.join("wt");
+        let tree = tree.to_string_lossy();
+        repo.run_unfiltered(
+            &[],
+            &["worktree", "add", "-q", "-b", "w", "--", &tree, "HEAD"],
+        )
+        .await
+        .unwrap();
+        assert!(!mark.exists(), "a filter ran");
+
+        let again = root.join("wt2");
+        let again = again.to_string_lossy();
+        repo.run(&["worktree", "add", "-q", "-b", "w2", "--", &again, "HEAD"])
+            .await
+            .unwrap();
+        assert!(
+            mark.exists(),
+            "the filter should run without run_unfiltered"
+        );
+    }
 }

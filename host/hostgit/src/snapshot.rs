@@ -74,7 +74,7 @@ pub fn commit_worktree(
         stderr: e.to_string(),
     };
     let branch = branch_of(tree)?;
-    let repo = gix::open_opts(&main.git_dir, gix::open::Options::isolated())
+    let repo = gix::open_opts(main.git(), gix::open::Options::isolated())
         .map_err(|e| failed("open the repository", &e))?;
     let parent = repo
         .try_find_reference(branch.as_str())
@@ -97,9 +97,11 @@ pub fn commit_worktree(
         None => Tracked::default(),
     };
 
-    let root = Dir::open_ambient_dir(&tree.work_tree, cap_std::ambient_authority())
+    let root = tree
+        .tree
+        .try_clone()
         .map_err(|e| failed("open the worktree", &e))?;
-    let index_path = tree.git_dir.join("index");
+    let index_path = crate::proc_path(&*tree.admin).join("index");
     let mut walk = Walk {
         repo: &repo,
         tracked,
@@ -156,7 +158,7 @@ pub fn commit_worktree(
 /// The branch a linked worktree is on, from its `HEAD` in the admin
 /// directory (which the host owns).
 fn branch_of(tree: &Worktree) -> Result<String, GitError> {
-    let head = std::fs::read_to_string(tree.git_dir.join("HEAD")).unwrap_or_default();
+    let head = tree.admin.read_to_string("HEAD").unwrap_or_default();
     head.trim_end()
         .strip_prefix("ref: ")
         .filter(|r| r.starts_with("refs/heads/"))
@@ -250,7 +252,7 @@ impl Ignores {
                 parse,
             );
         }
-        if let Ok(bytes) = std::fs::read(main.git_dir.join("info/exclude")) {
+        if let Ok(bytes) = main.handles.git.read("info/exclude") {
             let _ =
                 search.add_patterns_buffer(&bytes, root.join(".info-exclude"), Some(&root), parse);
         }
@@ -537,7 +539,9 @@ mod tests {
             ],
         );
         let repo = Repo::open(&root).unwrap();
-        let tree = repo.linked(&root.join(".cofer/worktrees/t")).unwrap();
+        let path = root.join(".cofer/worktrees/t");
+        let open = Dir::open_ambient_dir(&path, cap_std::ambient_authority()).unwrap();
+        let tree = repo.linked(&path, open).unwrap();
         (dir, repo, tree)
     }
 

@@ -21,8 +21,10 @@ use crate::bindings::mcphost::plugin::git::{
     CommitOutcome, GitError, GitFailure, Host, HostHold, LargeFile,
 };
 use crate::paths::confine;
+use crate::pin::{self, Pinned};
 use crate::policy::Grants;
 use crate::store::CallState;
+use cap_std::fs::Dir;
 use hostgit::{self as git, GitError as RunError, Hold, Repo, Worktree};
 
 type Answer<T> = Result<T, Refusal<GitError>>;
@@ -63,18 +65,45 @@ fn git_path(g: &Grants, path: &str) -> Result<PathBuf, GitError> {
     })
 }
 
-/// The repository containing `path`, all of it inside a writable root.
+/// The folder at `path` (checked by [`git_path`]), opened beneath the
+/// plugin's writable root without following a link: what git and the host
+/// then work on, whatever the path leads to later.
+fn pinned_dir(g: &Grants, path: &Path) -> Result<Dir, GitError> {
+    match pin::open(path, &g.write_roots) {
+        Ok(Pinned::Dir(dir)) => Ok(dir),
+        Ok(Pinned::File(_)) => Err(GitError::Invalid(format!(
+            "{} is a file, not a folder",
+            path.display()
+        ))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Err(GitError::NotARepository(path.display().to_string()))
+        }
+        Err(e) => Err(GitError::Denied(e.to_string())),
+    }
+}
+
+/// The repository containing `path`, all of it inside a writable root,
+/// pinned there.
 fn repository(g: &Grants, path: &str) -> Result<Repo, GitError> {
     let repo = Repo::open(&git_path(g, path)?)?;
     // The whole repository must be writable, not just `path` in it.
-    git_path(g, &repo.work_tree().to_string_lossy())?;
-    Ok(repo)
+    let top = git_path(g, &repo.work_tree().to_string_lossy())?;
+    let tree = pinned_dir(g, &top)?;
+    Ok(repo.pinned_to(tree)?)
+}
+
+/// The linked worktree of `repo` at `path`, pinned beneath a writable root.
+fn linked_worktree(g: &Grants, repo: &Repo, path: &str) -> Result<Worktree, GitError> {
+    let path = git_path(g, path)?;
+    let tree = pinned_dir(g, &path)?;
+    Ok(repo.linked(&path, tree)?)
 }
 
 /// The directory of remote `remote` of `repo`, which must be a local path
-/// inside a writable root (a push or a prune writes there); `host:path`
-/// (scp-like) and `scheme://` other than file:// are network remotes.
-async fn local_remote(g: &Grants, repo: &Repo, remote: &str) -> Result<PathBuf, GitError> {
+/// inside a writable root (a push or a prune writes there), pinned there;
+/// `host:path` (scp-like) and `scheme://` other than file:// are network
+/// remotes.
+async fn local_remote(g: &Grants, repo: &Repo, remote: &str) -> Result<Dir, GitError> {
     let Some(url) = git::remote_url(repo, remote).await? else {
         return Err(GitError::Invalid(format!(
             "the repository has no remote `{remote}`"
@@ -94,7 +123,10 @@ async fn local_remote(g: &Grants, repo: &Repo, remote: &str) -> Result<PathBuf, 
         }
         None => &url,
     };
-    git_path(g, &repo.work_tree().join(local).to_string_lossy())
+    pinned_dir(
+        g,
+        &git_path(g, &repo.work_tree().join(local).to_string_lossy())?,
+    )
 }
 
 /// Run one git command on `repo` under the repository's lock.
@@ -109,6 +141,7 @@ async fn git_locked(repo: &Repo, args: &[&str]) -> Result<String, GitError> {
 /// the warning to report. `create_new` never follows a link planted
 /// between the removal and the write.
 fn restore_gitfile(tree: &Worktree) -> Result<Option<String>, GitError> {
+    let dir = tree.dir();
     let path = tree.work_tree().join(".git");
     let expected = tree.gitfile();
     let failed = |e: std::io::Error| {
@@ -118,29 +151,31 @@ fn restore_gitfile(tree: &Worktree) -> Result<Option<String>, GitError> {
             stderr: e.to_string(),
         })
     };
-    let found = match std::fs::symlink_metadata(&path) {
+    let found = match dir.symlink_metadata(".git") {
         Ok(meta) if meta.is_file() => {
-            if std::fs::read_to_string(&path).is_ok_and(|text| text == expected) {
+            if dir
+                .read_to_string(".git")
+                .is_ok_and(|text| text == expected)
+            {
                 return Ok(None);
             }
-            std::fs::remove_file(&path).map_err(failed)?;
+            dir.remove_file(".git").map_err(failed)?;
             "a different .git file"
         }
         Ok(meta) if meta.is_dir() => {
-            std::fs::remove_dir_all(&path).map_err(failed)?;
+            dir.remove_dir_all(".git").map_err(failed)?;
             "a .git directory"
         }
         Ok(_) => {
-            std::fs::remove_file(&path).map_err(failed)?;
+            dir.remove_file(".git").map_err(failed)?;
             "a .git link"
         }
         Err(_) => "no .git",
     };
     use std::io::Write;
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&path)
+    let mut options = cap_std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    dir.open_with(".git", &options)
         .and_then(|mut file| file.write_all(expected.as_bytes()))
         .map_err(failed)?;
     Ok(Some(format!(
@@ -164,7 +199,12 @@ impl Host for CallState {
     async fn status(&mut self, repo: String) -> Answer<Vec<String>> {
         let g = self.grants.clone();
         let repo = repository(&g, &repo)?;
-        let out = git_locked(&repo, &["status", "--porcelain", "--untracked-files=all"]).await?;
+        let lock = git::repo_lock(repo.work_tree());
+        let held = lock.lock().await;
+        let out = repo
+            .run_unfiltered(&[], &["status", "--porcelain", "--untracked-files=all"])
+            .await?;
+        drop(held);
         Ok(out.lines().map(str::to_string).collect())
     }
 
@@ -191,13 +231,21 @@ impl Host for CallState {
         let repo = repository(&g, &repo)?;
         let path = git_path(&g, &path)?;
         check_ref_name(&branch)?;
+        let name = path
+            .file_name()
+            .ok_or_else(|| GitError::Invalid(format!("`{}` names no folder", path.display())))?;
+        // Git gets the new worktree beneath its parent's open handle: the
+        // parent made and pinned here cannot lead elsewhere by then.
+        let parent = pin::create_dirs(path.parent().unwrap_or(&path), &g.write_roots)
+            .map_err(|e| GitError::Denied(e.to_string()))?;
+        let path = hostgit::proc_path(&parent).join(name);
         let path = path.to_string_lossy();
         let lock = git::repo_lock(repo.work_tree());
         let _held = lock.lock().await;
         // Parallel checkout (one worker per core): a 10k-file worktree is
         // written 2-4x faster than by git's default single worker.
         let args = ["worktree", "add", "-b", &branch, "--", &path, &start];
-        repo.run_with(&["checkout.workers=0".into()], &args)
+        repo.run_unfiltered(&["checkout.workers=0".into()], &args)
             .await
             .map(drop)
             .map_err(Into::into)
@@ -206,7 +254,7 @@ impl Host for CallState {
     async fn worktree_remove(&mut self, repo: String, path: String, force: bool) -> Answer<()> {
         let g = self.grants.clone();
         let repo = repository(&g, &repo)?;
-        let tree = repo.linked(&git_path(&g, &path)?)?;
+        let tree = linked_worktree(&g, &repo, &path)?;
         // The host removes it itself: `git worktree remove` would read the
         // worktree's `.git`, and without --force run `git status` in it.
         let lock = git::repo_lock(repo.work_tree());
@@ -243,7 +291,7 @@ impl Host for CallState {
     ) -> Answer<Resource<Hold>> {
         let g = self.grants.clone();
         let repo = repository(&g, &repo)?;
-        let tree = repo.linked(&git_path(&g, &worktree)?)?;
+        let tree = linked_worktree(&g, &repo, &worktree)?;
         let started = Instant::now();
         let deadline = (started + Duration::from_millis(timeout_ms)).min(self.call.deadline);
         let failed = |why: String| {
@@ -290,7 +338,7 @@ impl Host for CallState {
             .into());
         }
         let repo = repository(&g, &repo)?;
-        let tree = repo.linked(&git_path(&g, &worktree)?)?;
+        let tree = linked_worktree(&g, &repo, &worktree)?;
         let lock = git::repo_lock(tree.work_tree());
         let _held = lock.lock().await;
         let mut warnings: Vec<String> = restore_gitfile(&tree)?.into_iter().collect();
@@ -321,7 +369,7 @@ impl Host for CallState {
     async fn push(&mut self, repo: String, remote: String, refspecs: Vec<String>) -> Answer<()> {
         let g = self.grants.clone();
         let repo = repository(&g, &repo)?;
-        local_remote(&g, &repo, &remote).await?;
+        let to = local_remote(&g, &repo, &remote).await?;
         for spec in &refspecs {
             if spec.starts_with('-') {
                 return Err(GitError::Invalid(format!("refspec `{spec}` starts with '-'")).into());
@@ -330,7 +378,8 @@ impl Host for CallState {
         let refspecs: Vec<&str> = refspecs.iter().map(String::as_str).collect();
         let lock = git::repo_lock(repo.work_tree());
         let _held = lock.lock().await;
-        git::push(&repo, &remote, &refspecs).await?;
+        // To the open folder, not the remote's URL: the one checked.
+        git::push(&repo, &hostgit::proc_path(&to).to_string_lossy(), &refspecs).await?;
         Ok(())
     }
 
@@ -340,7 +389,7 @@ impl Host for CallState {
         let dir = local_remote(&g, &repo, &remote).await?;
         let lock = git::repo_lock(repo.work_tree());
         let _held = lock.lock().await;
-        Ok(git::prune_bare(&dir).await?)
+        Ok(git::prune_bare(&hostgit::proc_path(&dir)).await?)
     }
 
     async fn exclude(&mut self, repo: String, pattern: String) -> Answer<()> {
@@ -458,6 +507,86 @@ mod tests {
         assert_eq!(cut("short".into(), 10), "short");
         let cut_text = cut("ab\u{e9}cd".into(), 3); // é is 2 bytes: 3 falls inside it
         assert_eq!(cut_text, "ab\n[cut: 4 more bytes]\n");
+    }
+
+    fn git(dir: &Path, args: &[&str]) -> String {
+        let out = std::process::Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+            .args(args)
+            .current_dir(dir)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    fn repo_with_commit(dir: &Path, subject: &str) {
+        std::fs::create_dir_all(dir).unwrap();
+        git(dir, &["init", "-q"]);
+        git(dir, &["commit", "-q", "--allow-empty", "-m", subject]);
+    }
+
+    /// A plugin that swaps its checked repository for a link to another
+    /// one (outside its roots) changes nothing: git and the host work on
+    /// the folder opened at the check (issue 34, class 3).
+    #[tokio::test]
+    async fn a_repository_swapped_for_a_link_after_the_check_is_not_what_git_works_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().canonicalize().unwrap();
+        let (root, outside) = (base.join("root"), base.join("outside"));
+        repo_with_commit(&root.join("a"), "inside");
+        repo_with_commit(&outside, "outside");
+        let g = crate::policy::test_grants(&root, &["git"]);
+
+        let repo = repository(&g, &root.join("a").to_string_lossy()).unwrap();
+        std::fs::rename(root.join("a"), root.join("moved")).unwrap();
+        std::os::unix::fs::symlink(&outside, root.join("a")).unwrap();
+
+        let subjects = repo.run(&["log", "--format=%s"]).await.unwrap();
+        assert_eq!(subjects.trim(), "inside");
+        git::exclude(&repo, "/x/").await.unwrap();
+        assert!(
+            std::fs::read_to_string(root.join("moved/.git/info/exclude"))
+                .unwrap()
+                .contains("/x/")
+        );
+        let outside_exclude = std::fs::read_to_string(outside.join(".git/info/exclude"));
+        assert!(!outside_exclude.unwrap_or_default().contains("/x/"));
+
+        // Asked again now, the link is refused.
+        let e = repository(&g, &root.join("a").to_string_lossy()).unwrap_err();
+        assert!(matches!(e, GitError::Denied(_)), "{e:?}");
+    }
+
+    /// A remote swapped for a link after the check gets no push: the push
+    /// goes to the folder that was checked.
+    #[tokio::test]
+    async fn a_push_goes_to_the_remote_that_was_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().canonicalize().unwrap();
+        let (root, outside) = (base.join("root"), base.join("outside.git"));
+        repo_with_commit(&root.join("a"), "inside");
+        for bare in [root.join("remote.git"), outside.clone()] {
+            git(&base, &["init", "-q", "--bare", &bare.to_string_lossy()]);
+        }
+        git(&root.join("a"), &["remote", "add", "r", "../remote.git"]);
+        let g = crate::policy::test_grants(&root, &["git"]);
+        let repo = repository(&g, &root.join("a").to_string_lossy()).unwrap();
+        let to = local_remote(&g, &repo, "r").await.unwrap();
+        std::fs::rename(root.join("remote.git"), root.join("moved.git")).unwrap();
+        std::os::unix::fs::symlink(&outside, root.join("remote.git")).unwrap();
+
+        let url = hostgit::proc_path(&to);
+        git::push(&repo, &url.to_string_lossy(), &["HEAD:refs/heads/x"])
+            .await
+            .unwrap();
+        assert!(root.join("moved.git/refs/heads/x").exists());
+        assert!(!outside.join("refs/heads/x").exists());
     }
 
     #[test]

@@ -244,26 +244,13 @@ mod tests {
         }
     }
 
-    fn grants(root: &Path) -> Grants {
-        let places = crate::policy::Places {
-            workspace: root.to_path_buf(),
-            home: root.to_path_buf(),
-            cache_dir: root.join("cache"),
-        };
-        let mut g = crate::policy::Config::load(None)
-            .unwrap()
-            .grants("p", &places, "test");
-        g.write_roots = vec![root.to_path_buf()];
-        g
-    }
-
     #[test]
     fn a_source_through_a_link_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().canonicalize().unwrap();
         std::os::unix::fs::symlink("/", root.join("up")).unwrap();
         let e = Pins::take(
-            &grants(&root),
+            &crate::policy::test_grants(&root, &["containers"]),
             true,
             &mut body(&root.join("up/etc"), "/x", false),
         )
@@ -296,7 +283,12 @@ mod tests {
         std::fs::create_dir(root.join("sub")).unwrap();
         std::fs::write(root.join("sub/marker"), "checked\n").unwrap();
         let mut b = body(&root.join("sub"), "/x", false);
-        let pins = Pins::take(&grants(&root), true, &mut b).unwrap();
+        let pins = Pins::take(
+            &crate::policy::test_grants(&root, &["containers"]),
+            true,
+            &mut b,
+        )
+        .unwrap();
         let source = b.host_config.unwrap().mounts.unwrap()[0]
             .source
             .clone()
