@@ -131,7 +131,10 @@ pub async fn serve(service: Arc<Service>, options: Options, stop: CancellationTo
             options.rmcp_config(sessions.clone()),
         )
     };
-    let answers = TaskTracker::new();
+    let answers = Answers {
+        in_flight: TaskTracker::new(),
+        unread: crate::mcp::unread::Budget::default(),
+    };
     let token = Arc::new(options.token);
     let app = Router::new()
         .nest_service("/mcp", mcp)
@@ -185,8 +188,8 @@ pub async fn serve(service: Arc<Service>, options: Options, stop: CancellationTo
         });
     }
     // The calls have ended; their answers go out before the sessions end.
-    answers.close();
-    let _ = tokio::time::timeout(Duration::from_secs(1), answers.wait()).await;
+    answers.in_flight.close();
+    let _ = tokio::time::timeout(Duration::from_secs(1), answers.in_flight.wait()).await;
     sessions.cancel();
     // A client that keeps its connection open is not waited for long.
     let _ = tokio::time::timeout(Duration::from_secs(1), graceful.shutdown()).await;
@@ -206,19 +209,30 @@ fn raise_fd_limit() {
     }
 }
 
-/// A POST's answer is in flight until its response stream has ended.
+/// The answers of POSTs: in flight until their response streams end, and
+/// what they hold until then.
+#[derive(Clone)]
+struct Answers {
+    in_flight: TaskTracker,
+    unread: crate::mcp::unread::Budget,
+}
+
+/// A POST's answer is in flight, and its result counted as unread, until
+/// its response stream has ended.
 async fn track_answers(
-    State(answers): State<TaskTracker>,
-    request: Request,
+    State(answers): State<Answers>,
+    mut request: Request,
     next: Next,
 ) -> Response {
     if request.method() != Method::POST {
         return next.run(request).await;
     }
-    let in_flight = answers.token();
+    let in_flight = answers.in_flight.token();
+    let ledger = answers.unread.ledger();
+    request.extensions_mut().insert(ledger.clone());
     next.run(request).await.map(|body| {
         Body::from_stream(body.into_data_stream().map(move |chunk| {
-            let _ = &in_flight;
+            let _ = (&in_flight, &ledger);
             chunk
         }))
     })

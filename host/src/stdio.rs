@@ -27,16 +27,17 @@ use tokio::net::unix::pipe;
 use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 
+// What may wait for a client that does not read its stdout: rmcp sends
+// every response from a task of its own, so without a bound the answers of
+// a client that never reads pile up in the host (3.2 GB was seen). A
+// message past it is dropped, and said so on stderr.
+use crate::mcp::unread::MAX_UNREAD_BYTES;
+
 type Reader = Box<dyn AsyncRead + Send + Unpin>;
 type Writer = Box<dyn AsyncWrite + Send + Unpin>;
 
 /// The longest request line read (rmcp's limit, and its HTTP client's).
 pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
-/// What may wait for a client that does not read its stdout: rmcp sends
-/// every response from a task of its own, so without a bound the answers
-/// of a client that never reads pile up in the host (3.2 GB was seen). A
-/// message past it is dropped, and said so on stderr.
-pub const MAX_UNREAD_BYTES: usize = 256 * 1024 * 1024;
 /// Of a line over the limit, the beginning kept to find its `id` in.
 const KEPT_HEAD: usize = 64 * 1024;
 

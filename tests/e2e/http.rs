@@ -342,3 +342,104 @@ async fn half_sent_requests_are_dropped_and_cannot_lock_out_the_token_holder() {
     let right = [("authorization", "Bearer s3cret-token")];
     assert_eq!(post(&host, &right).await, 200, "the token holder gets in");
 }
+
+/// A raw stateless `tools/call` of `fault_huge` for `bytes`, as a
+/// 2026-07-28 client POSTs it.
+fn huge_call(id: u32, bytes: usize) -> String {
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+        "name": "fault_huge", "arguments": {"bytes": bytes}, "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+            "io.modelcontextprotocol/clientCapabilities": {}}}})
+    .to_string();
+    format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-type: application/json\r\n\
+         accept: application/json, text/event-stream\r\nmcp-protocol-version: 2026-07-28\r\n\
+         mcp-method: tools/call\r\nmcp-name: fault_huge\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+/// Issue 34, class 5: HTTP clients that never read their answers do not
+/// make the host hold them all. What waits unread is bounded over every
+/// connection: a new result past the bound is a short `clients_not_reading`
+/// error, and once those connections end the budget is free again.
+#[tokio::test]
+async fn clients_that_never_read_their_answers_do_not_fill_the_host() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let config = "[plugins.faulty.limits]\nmemory_mb = 128\nconcurrency = 4\n";
+    let env = Env::new(&["faulty"], config);
+    let host = env.start_http(&[]).await;
+    let addr = host
+        .url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_string();
+    // 24 connections that never read a 15 MiB answer: 360 MiB unread.
+    let mut silent = Vec::new();
+    for id in 0..24 {
+        let mut stream = tokio::net::TcpStream::connect(&addr).await.unwrap();
+        stream
+            .write_all(huge_call(id, 15 << 20).as_bytes())
+            .await
+            .unwrap();
+        silent.push(stream);
+    }
+    // A client that reads: its big answer is refused once the unread ones
+    // fill the budget (they are answered one plugin slot at a time).
+    let reading = |id| {
+        let addr = addr.clone();
+        async move {
+            let mut stream = tokio::net::TcpStream::connect(&addr).await.unwrap();
+            stream
+                .write_all(huge_call(id, 1 << 20).as_bytes())
+                .await
+                .unwrap();
+            let mut head = vec![0u8; 4096];
+            let mut got = Vec::new();
+            while got.len() < 2048 {
+                let n = stream.read(&mut head).await.unwrap();
+                if n == 0 {
+                    break;
+                }
+                got.extend_from_slice(&head[..n]);
+            }
+            String::from_utf8_lossy(&got).into_owned()
+        }
+    };
+    let started = std::time::Instant::now();
+    let refused = loop {
+        let answer = reading(100).await;
+        if answer.contains("clients_not_reading") {
+            break answer;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "no answer was refused with 360 MiB unread: {}",
+            &answer[..answer.len().min(300)]
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert!(refused.contains("have not read"), "{refused}");
+    let (rss, _) = crate::harness::rss_kib(host.pid);
+    assert!(
+        rss / 1024 < 700,
+        "the host holds {} MiB with 360 MiB of answers unread",
+        rss / 1024
+    );
+    // The silent clients go away: their answers are given back.
+    drop(silent);
+    let started = std::time::Instant::now();
+    loop {
+        let answer = reading(101).await;
+        if answer.contains("xxxx") {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the budget was not given back: {}",
+            &answer[..answer.len().min(300)]
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}

@@ -42,6 +42,7 @@ use crate::client::Level;
 
 mod link;
 mod rounds;
+pub mod unread;
 
 use crate::service::{AskFailure, Reply, Service};
 use link::{Levels, McpLink, level_of};
@@ -621,7 +622,7 @@ impl ServerHandler for McpFront {
                 None,
             ));
         };
-        Ok(to_result(reply).into())
+        Ok(held_for_reading(to_result(reply), &context).into())
     }
 
     async fn set_level(
@@ -659,6 +660,37 @@ fn missing_capabilities(needed: Vec<Value>) -> McpError {
 
 /// The reply's text, unless it is empty and blocks were added, then the
 /// blocks.
+/// `result`, counted against what HTTP clients have not read yet, or a
+/// short error when that is full ([`unread`]).
+fn held_for_reading(
+    result: CallToolResult,
+    context: &RequestContext<RoleServer>,
+) -> CallToolResult {
+    let ledger = context
+        .extensions
+        .get::<axum::http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<Arc<unread::Ledger>>());
+    let Some(ledger) = ledger else {
+        return result;
+    };
+    let bytes = serde_json::to_vec(&result).map_or(0, |json| json.len());
+    match ledger.hold(bytes) {
+        Ok(()) => result,
+        Err(waiting) => to_result(Reply::error(
+            "clients_not_reading",
+            &format!(
+                "this result ({bytes} bytes) is dropped: {} MiB of earlier answers still wait for \
+                 HTTP clients that have not read them (the most the host keeps is {} MiB); read \
+                 those responses, or end the connections that stopped reading",
+                waiting >> 20,
+                unread::MAX_UNREAD_BYTES >> 20
+            ),
+            true,
+            serde_json::Map::new(),
+        )),
+    }
+}
+
 fn to_result(reply: Reply) -> CallToolResult {
     let mut content = Vec::with_capacity(1 + reply.content.len());
     if !reply.text.is_empty() || reply.content.is_empty() {
