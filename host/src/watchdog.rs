@@ -94,6 +94,7 @@ fn end_instance(instance: &str) -> usize {
     let killed = kill_marked(|owner| owner == instance);
     // The socket of the Podman service it started (killed just now).
     let _ = std::fs::remove_dir_all(crate::podman::service_dir(instance));
+    crate::caps::containers::mounts::remove_binds(instance);
     killed + end_remote_runs(instance)
 }
 
@@ -140,6 +141,9 @@ fn sweep() {
         .map(|instance| end_remote_runs(instance))
         .sum::<usize>();
     remove_dead_service_dirs();
+    for instance in dead_instances(crate::caps::containers::mounts::BINDS_PREFIX) {
+        crate::caps::containers::mounts::remove_binds(&instance);
+    }
     if processes > 0 || !cgroups.is_empty() {
         tracing::warn!(
             processes,
@@ -165,6 +169,33 @@ fn dead_instances(prefix: &str) -> Vec<String> {
     entries
         .flatten()
         .filter_map(|e| Some(e.file_name().to_str()?.strip_prefix(prefix)?.to_string()))
-        .filter(|instance| !instance.contains(['/', '.']) && !timebox::instance_alive(instance))
+        .filter(|instance| is_instance(instance) && !timebox::instance_alive(instance))
         .collect()
+}
+
+/// Whether `name` is a host instance as [`timebox::instance`] writes it
+/// (`<pid>.<start time>`), nothing else.
+fn is_instance(name: &str) -> bool {
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    name.split_once('.')
+        .is_some_and(|(pid, started)| digits(pid) && digits(started))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_instances_that_are_gone_left_is_found_by_their_name() {
+        assert!(is_instance("12.345"));
+        for not in ["12", "12.", ".5", "1.2.3", "a.b", "../x"] {
+            assert!(!is_instance(not), "{not}");
+        }
+        let gone = format!("1.{}", std::process::id());
+        let dir = std::env::temp_dir().join(format!("mcp-host-sweep-test-{gone}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let found = dead_instances("mcp-host-sweep-test-");
+        let _ = std::fs::remove_dir(&dir);
+        assert!(found.contains(&gone), "{found:?}");
+    }
 }

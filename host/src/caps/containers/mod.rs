@@ -51,7 +51,7 @@ use timebox::MARKER_VAR;
 
 mod commit;
 pub(crate) mod files;
-mod mounts;
+pub mod mounts;
 mod network;
 
 /// The label that ties a container to the plugin that made it.

@@ -103,10 +103,35 @@ impl Drop for Pins {
     }
 }
 
-/// Where this host makes its binds: a folder of its own, out of every
-/// plugin's reach.
+/// Where host instance `instance` makes its binds: a folder of its own,
+/// out of every plugin's reach.
+fn binds_dir_of(instance: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("{BINDS_PREFIX}{instance}"))
+}
+
+/// The start of a binds folder's name; the host instance follows.
+pub const BINDS_PREFIX: &str = "mcp-host-binds-";
+
 fn binds_dir() -> PathBuf {
-    std::env::temp_dir().join(format!("mcp-host-binds-{}", timebox::instance()))
+    binds_dir_of(timebox::instance())
+}
+
+/// Undo what the host instance `instance`, now gone, left of its binds
+/// (one killed between a container's create and its start keeps a bind of
+/// a plugin's folder): each is unmounted, then its empty mount point
+/// removed. Nothing is removed recursively: a bind still mounted stays,
+/// with the folder it shows.
+pub fn remove_binds(instance: &str) {
+    let dir = binds_dir_of(instance);
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let at = entry.path();
+        let _ = nix::mount::umount2(&at, nix::mount::MntFlags::MNT_DETACH);
+        let _ = std::fs::remove_dir(&at).or_else(|_| std::fs::remove_file(&at));
+    }
+    let _ = std::fs::remove_dir(&dir);
 }
 
 /// A bind of the open handle at a fresh path in [`binds_dir`]; none when
@@ -257,6 +282,47 @@ mod tests {
         .err()
         .expect("refused");
         assert!(matches!(e, ContainerError::Denied(_)), "{e:?}");
+    }
+
+    /// A host killed between a container's create and its start leaves a
+    /// bind of a plugin's folder: for a host that is gone, it is unmounted
+    /// and its mount point removed, and the folder keeps its files (needs
+    /// root to bind).
+    #[test]
+    fn the_binds_of_a_host_that_is_gone_are_undone() {
+        if !nix::unistd::geteuid().is_root() {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "root is needed"
+            );
+            eprintln!("skipped: needs root to bind");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let folder = dir.path().join("folder");
+        std::fs::create_dir(&folder).unwrap();
+        std::fs::write(folder.join("file"), "kept\n").unwrap();
+        // Process 1 started at another time: an instance that is gone.
+        let instance = format!("1.{}", std::process::id());
+        let binds = binds_dir_of(&instance);
+        let at = binds.join("b");
+        std::fs::create_dir_all(&at).unwrap();
+        nix::mount::mount(
+            Some(&folder),
+            &at,
+            None::<&str>,
+            nix::mount::MsFlags::MS_BIND,
+            None::<&str>,
+        )
+        .unwrap();
+        assert!(at.join("file").exists());
+
+        remove_binds(&instance);
+        assert!(!binds.exists(), "the binds folder is gone");
+        assert_eq!(
+            std::fs::read_to_string(folder.join("file")).unwrap(),
+            "kept\n"
+        );
     }
 
     /// Swapping a checked folder for a link after the check changes nothing:
