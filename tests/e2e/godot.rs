@@ -846,6 +846,67 @@ async fn without_a_doc_dir_the_engines_own_reference_is_dumped_once_and_served()
     assert!(log.contains("dumped before"), "{log}");
 }
 
+/// Issue 42, item 19: with two engines of one version on PATH, one that
+/// cannot dump its reference (Debian's `godot3` editor without a display)
+/// does not hide one that can (`godot3-server`). The failing one is a
+/// stand-in tried first, printing the real engine's version.
+#[tokio::test]
+async fn an_engine_that_cannot_dump_does_not_hide_one_that_can() {
+    let Some(engine) = godot_engine() else {
+        return;
+    };
+    let version = std::process::Command::new(&engine)
+        .arg("--version")
+        .output()
+        .unwrap();
+    let version = String::from_utf8_lossy(&version.stdout)
+        .lines()
+        .last()
+        .unwrap_or_default()
+        .trim()
+        .to_string();
+    let mut env = Env::new(&["godot"], "");
+    let bin = env.dir.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let editor = bin.join("godot3");
+    std::fs::write(
+        &editor,
+        format!(
+            "#!/bin/sh\nif [ \"$1\" = --version ]; then echo {version}; exit 255; fi\n\
+             echo 'ERROR: Could not open display' >&2; exit 1\n"
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&editor, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let real = std::fs::canonicalize(which(&engine)).unwrap();
+    let path = format!(
+        "{}:{}:{}",
+        bin.display(),
+        real.parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    env.host_vars.push(("PATH".into(), path));
+    env.host_vars.push(("GODOT_BIN".into(), String::new()));
+    env.host_vars.push(("GODOT_DOC_DIR".into(), String::new()));
+    let (reply, log) = one_call(&env, "KinematicBody2D").await;
+    assert_eq!(
+        fields(&reply)["results"][0]["uri"],
+        "godot://class/KinematicBody2D",
+        "{reply:#}\n{log}"
+    );
+}
+
+/// `program` as PATH finds it (or itself, when a path).
+fn which(program: &str) -> PathBuf {
+    if program.contains('/') {
+        return PathBuf::from(program);
+    }
+    std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+        .map(|dir| dir.join(program))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| panic!("{program} is not on PATH"))
+}
+
 #[tokio::test]
 async fn without_a_doc_dir_or_an_engine_the_error_gives_both_ways() {
     let mut env = Env::new(&["godot"], "");

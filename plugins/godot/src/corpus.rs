@@ -155,18 +155,36 @@ fn from_engines(in_workspace: &Path) -> Result<Vec<DocDir>, ToolError> {
             tried.join("; ")
         )));
     }
-    engines
-        .iter()
-        .map(|engine| {
-            let (path, dumped) = engine::docs(engine)?;
-            let when = if dumped { "just now" } else { "before" };
-            let source = format!(
-                "engine `{}` {} (reference dumped {when})",
-                engine.program, engine.version
-            );
-            Ok(DocDir::new(path, source, Some(&engine.version)))
-        })
-        .collect()
+    // One reference per version, from the first engine of that version
+    // that can dump it: an editor that cannot start without a display must
+    // not hide a server build of the same version.
+    let (mut dirs, mut failed) = (Vec::<(String, DocDir)>::new(), Vec::new());
+    for engine in &engines {
+        if dirs.iter().any(|(version, _)| *version == engine.version) {
+            continue;
+        }
+        match engine::docs(engine) {
+            Ok((path, dumped)) => {
+                let when = if dumped { "just now" } else { "before" };
+                let source = format!(
+                    "engine `{}` {} (reference dumped {when})",
+                    engine.program, engine.version
+                );
+                let dir = DocDir::new(path, source, Some(&engine.version));
+                dirs.push((engine.version.clone(), dir));
+            }
+            Err(e) => failed.push(e.message),
+        }
+    }
+    if dirs.is_empty() {
+        return Err(config_error(format!(
+            "no Godot engine found could dump its class reference: {}. Name one that can \
+             (`GODOT_BIN=/path/to/godot`; Godot 3 editors need a display, `godot3-server` does not), \
+             or set GODOT_DOC_DIR to the `doc` folder of a Godot source tree",
+            failed.join("; ")
+        )));
+    }
+    Ok(dirs.into_iter().map(|(_, dir)| dir).collect())
 }
 
 /// `4.6` of `4.6.3.stable.official`.

@@ -58,8 +58,9 @@ pub fn dumps() -> Vec<PathBuf> {
     found
 }
 
-/// Every engine that answers (one per version), and what each of the
-/// others said.
+/// Every engine that answers, in the order tried (two may carry one
+/// version: Debian's `godot3` editor and `godot3-server`), and what each
+/// of the others said.
 pub fn find_all() -> (Vec<Engine>, Vec<String>) {
     let configured = std::env::var("GODOT_BIN").ok().filter(|b| !b.is_empty());
     let candidates: Vec<String> = match configured {
@@ -82,7 +83,6 @@ pub fn find_all() -> (Vec<Engine>, Vec<String>) {
                     .map(str::trim)
                     .find(|l| looks_like_version(l))
                 {
-                    Some(version) if found.iter().any(|e: &Engine| e.version == version) => {}
                     Some(version) => found.push(Engine {
                         program,
                         version: version.to_string(),
