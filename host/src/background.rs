@@ -3,7 +3,8 @@
 //! directories it asked to watch (only directories its policy lets it
 //! read). One task per plugin, so refreshes of a plugin never overlap; a
 //! replaced or removed plugin's task is stopped, which drops whatever it
-//! was building.
+//! was building. The plugin's calls wait for its first refresh (within
+//! their deadline), not for later ones: those swap in what they built.
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
@@ -59,6 +60,8 @@ impl Background {
         });
         for plugin in &catalog.plugins {
             if plugin.prepared.exports.lifecycle.is_some() && !tasks.contains_key(&plugin.path) {
+                // Set before the task runs: a call that comes first waits.
+                plugin.first_refresh.send_replace(true);
                 let task = tokio::spawn(refresh_loop(plugin.clone()));
                 tasks.insert(plugin.path.clone(), (plugin.hash.clone(), task));
             }
@@ -95,7 +98,17 @@ impl Drop for Background {
     }
 }
 
+/// Ends a plugin's first refresh however its task ends (aborted too).
+struct FirstRefreshEnds(Arc<Plugin>);
+
+impl Drop for FirstRefreshEnds {
+    fn drop(&mut self) {
+        self.0.first_refresh.send_replace(false);
+    }
+}
+
 async fn refresh_loop(plugin: Arc<Plugin>) {
+    let _ends = FirstRefreshEnds(plugin.clone());
     let (tx, mut rx) = mpsc::unbounded_channel::<PathBuf>();
     let mut watcher: Option<notify::RecommendedWatcher> = None;
     let mut watched: Vec<PathBuf> = Vec::new();
@@ -110,7 +123,10 @@ async fn refresh_loop(plugin: Arc<Plugin>) {
         .announcing(&plugin.announcer);
         let trace_id = call.trace_id.clone();
         let elapsed_ms = || started.elapsed().as_millis() as u64;
-        match runtime::refresh(&plugin.prepared, plugin.grants.clone(), call, &changed).await {
+        let refreshed =
+            runtime::refresh(&plugin.prepared, plugin.grants.clone(), call, &changed).await;
+        plugin.first_refresh.send_replace(false);
+        match refreshed {
             None => return,
             Some(Ok(Ok(dirs))) => {
                 tracing::info!(plugin = %plugin.name, changed = changed.len(), elapsed_ms = elapsed_ms(), %trace_id, "background refresh done");

@@ -54,6 +54,19 @@ pub struct Plugin {
     pub prompts: Vec<crate::bindings::Prompt>,
     /// What it tells agents about its tools (see [`Declared`]).
     pub instructions: Option<String>,
+    /// Whether its first background refresh after loading is under way
+    /// ([`crate::background`]): its calls wait for that one, so the first
+    /// answers after a restart with changed files are not the old ones.
+    pub first_refresh: tokio::sync::watch::Sender<bool>,
+}
+
+impl Plugin {
+    /// Wait (at most `limit`) until the plugin's first refresh after
+    /// loading has ended; at once when there is none under way.
+    pub async fn first_refresh_done(&self, limit: Duration) {
+        let mut running = self.first_refresh.subscribe();
+        let _ = tokio::time::timeout(limit, running.wait_for(|running| !running)).await;
+    }
 }
 
 /// A plugin file after the compile step of a (re)load.
@@ -437,6 +450,7 @@ impl Loader {
             scheme,
             prompts: offer.prompts,
             instructions,
+            first_refresh: tokio::sync::watch::Sender::new(false),
         })
     }
 }

@@ -246,6 +246,15 @@ async fn run_call(
         );
         return Reply::error(code, &message, false, details);
     }
+    // After a (re)load, the plugin's first refresh brings its data up to
+    // date (e.g. an index of files changed while the host was down).
+    tokio::select! {
+        biased;
+        _ = cancel.cancelled() => {
+            return reply_from(Err(CallFailure::Cancelled), false, trace_id);
+        }
+        () = plugin.first_refresh_done(Duration::from_millis(plugin.grants.timeout_ms)) => {}
+    }
     // Wait for a turn (or be told the plugin is busy) before the deadline
     // starts; a client following progress hears that the call is queued.
     let queued = |place: usize| {

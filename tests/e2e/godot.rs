@@ -632,6 +632,41 @@ async fn changed_xml_is_rebuilt_in_the_background_and_swapped_in() {
     assert!(log.contains("background refresh done"), "{log}");
 }
 
+/// Issue 42, item 20: the first calls after a restart with changed XML
+/// answer from the new files, not the index of the old ones (the refresh
+/// after loading is waited for).
+#[tokio::test]
+async fn after_a_restart_with_changed_xml_the_first_call_sees_the_change() {
+    let env = Env::new(&["godot"], "");
+    let docs = env.dir.path().join("doc");
+    copy_dir(&fixture_docs(), &docs);
+    std::fs::write(&env.config, godot_config(&docs)).unwrap();
+    let client = env.start().await;
+    let first = results(
+        &client
+            .call("godot.search", json!({ "query": "sprocket" }))
+            .await,
+    );
+    assert!(first.is_empty(), "{first:?}");
+    drop(client);
+    let widget = std::fs::read_to_string(docs.join("classes/Widget.xml")).unwrap();
+    let sprocket = widget
+        .replace("name=\"Widget\"", "name=\"Sprocket\"")
+        .replace("A widget for tests", "A sprocket for tests");
+    std::fs::write(docs.join("classes/Sprocket.xml"), sprocket).unwrap();
+    let client = env.start().await;
+    let found = results(
+        &client
+            .call("godot.search", json!({ "query": "sprocket" }))
+            .await,
+    );
+    assert_eq!(
+        found.first().map(|r| r["uri"].clone()),
+        Some(json!("godot://class/Sprocket")),
+        "the first call after the restart answered from the old index: {found:?}"
+    );
+}
+
 #[tokio::test]
 async fn missing_doc_dir_and_broken_files_are_explained() {
     let env = Env::new(&["godot"], "");
