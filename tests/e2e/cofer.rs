@@ -1225,6 +1225,54 @@ async fn a_concurrent_create_of_the_same_id_is_a_conflict() {
     assert_eq!(git(&f.repo, &["show", "cofer/twin:here.txt"]), "still\n");
 }
 
+/// Issue 42, item 15: an empty `command` runs the image's default
+/// command, as container-use does (it was refused).
+#[tokio::test(flavor = "multi_thread")]
+async fn an_empty_command_runs_the_images_default_command() {
+    let Some(f) = Fixture::with_podman(&[], true).await else {
+        return;
+    };
+    let image = "localhost/cofer-test-default-cmd:latest";
+    let made = std::process::Command::new("podman")
+        .args([
+            "create",
+            "--name",
+            "cofer-default-cmd-src",
+            "localhost/cofer-test",
+            "true",
+        ])
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "{made:?}");
+    let committed = std::process::Command::new("podman")
+        .args([
+            "commit",
+            "--change",
+            r#"CMD ["sh", "-c", "echo the default command ran > ran.txt; echo said so"]"#,
+            "cofer-default-cmd-src",
+            image,
+        ])
+        .output()
+        .unwrap();
+    let _ = std::process::Command::new("podman")
+        .args(["rm", "-f", "cofer-default-cmd-src"])
+        .output();
+    assert!(committed.status.success(), "{committed:?}");
+    let client = f.env.start().await;
+    let mut args = f.create_args("plain");
+    args["image"] = json!(image);
+    created(&client.call("environment_create", args).await);
+    let r = client
+        .call("environment_run_cmd", f.run_args("plain", ""))
+        .await;
+    assert!(!is_error(&r), "{r:?}");
+    assert!(text(&r).contains("said so"), "{}", text(&r));
+    assert_eq!(
+        git(&f.repo, &["show", "cofer/plain:ran.txt"]),
+        "the default command ran\n"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn force_destroy_of_a_locked_worktree() {
     let Some(f) = Fixture::with_podman(&[], true).await else {

@@ -79,7 +79,7 @@ pub struct RunCmd {
     #[schemars(regex(pattern = ID_PATTERN))]
     pub environment_id: String,
     /// The terminal command to execute. If empty, the environment's default command is used.
-    #[schemars(length(min = 1))]
+    #[serde(default)]
     pub command: String,
     /// The shell that will be interpreting this command (default: sh)
     #[serde(default = "default_shell")]

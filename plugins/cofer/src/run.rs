@@ -83,7 +83,7 @@ pub fn run_cmd(args: RunCmd) -> Result<ToolOutput, ToolError> {
     }
     let timeout_ms = setting("COHERRA_TIMEOUT_RUN", DEFAULT_TIMEOUT_MS);
     let request = ExecRequest {
-        argv: vec![args.shell.clone(), "-c".into(), args.command.clone()],
+        argv: shell_argv(&args.shell, &args.command),
         workdir: Some(env::WORKDIR.into()),
         env: Vec::new(),
         use_entrypoint: args.use_entrypoint,
@@ -93,7 +93,11 @@ pub fn run_cmd(args: RunCmd) -> Result<ToolOutput, ToolError> {
         tail_bytes: TAIL_BYTES,
     };
     // Whatever the command changed is kept, even when it timed out.
-    let message = args.common.message_or(format!("Run {}", args.command));
+    let message = args.common.message_or(if args.command.trim().is_empty() {
+        "Run the image's default command".to_string()
+    } else {
+        format!("Run {}", args.command)
+    });
     let Turn {
         value: result,
         background_commit,
@@ -256,7 +260,20 @@ fn background(env: &Env, record: &Record, args: &RunCmd) -> Result<ToolOutput, T
 /// The service runs as a child of a shell that passes SIGTERM on: run as
 /// PID 1 itself, it would ignore SIGTERM and every destroy would wait out
 /// the grace period before SIGKILL.
+/// `shell -c command`; none for an empty command, which runs the image's
+/// default command (as container-use does).
+fn shell_argv(shell: &str, command: &str) -> Vec<String> {
+    if command.trim().is_empty() {
+        Vec::new()
+    } else {
+        vec![shell.into(), "-c".into(), command.into()]
+    }
+}
+
 fn service_command(shell: &str, command: &str) -> Vec<String> {
+    if command.trim().is_empty() {
+        return Vec::new();
+    }
     vec![
         "sh".into(),
         "-c".into(),

@@ -495,24 +495,36 @@ impl Host for CallState {
             .lock()
             .expect("owned set poisoned")
             .contains(&owned_key(&g.plugin, &engine, &id));
-        let image = if request.use_entrypoint || !known {
+        // An empty argv runs the image's default command, as create does.
+        let needs_image = request.use_entrypoint || request.argv.is_empty();
+        let image = if needs_image || !known {
             Some(owned(&g, &engine, &id).await?.image_name)
         } else {
             None
         };
-        if request.argv.is_empty() {
-            return Err(ContainerError::Invalid("argv is empty".into()).into());
-        }
         let env = env_list(&request.env)?;
         let docker = podman::client(&engine).await?;
-        let mut argv = match (request.use_entrypoint, &image) {
-            (true, Some(image)) => podman::image(&docker, image)
-                .await?
-                .and_then(|i| i.config?.entrypoint)
-                .unwrap_or_default(),
-            _ => Vec::new(),
+        let config = match (needs_image, &image) {
+            (true, Some(image)) => podman::image(&docker, image).await?.and_then(|i| i.config),
+            _ => None,
         };
-        argv.extend(request.argv.iter().cloned());
+        let (entrypoint, default) = config.map_or((None, None), |c| (c.entrypoint, c.cmd));
+        let mut argv = if request.use_entrypoint {
+            entrypoint.unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        if request.argv.is_empty() {
+            argv.extend(default.unwrap_or_default());
+        } else {
+            argv.extend(request.argv.iter().cloned());
+        }
+        if argv.is_empty() {
+            return Err(ContainerError::Invalid(
+                "argv is empty and the image has no default command: give a command".into(),
+            )
+            .into());
+        }
         let timeout = crate::caps::spawn::run_budget(call.deadline, request.timeout_ms);
         let no_output_timeout = request.no_output_timeout_ms.map(Duration::from_millis);
         let tail_bytes = request.tail_bytes.min(MAX_TAIL_BYTES) as usize;
