@@ -1291,13 +1291,20 @@ async fn force_destroy_of_a_locked_worktree() {
     assert_eq!(e["code"], "step_failed");
     assert_eq!(e["step"], "remove the worktree");
     assert!(
-        f.containers().is_empty(),
-        "containers go before the worktree"
-    );
-    assert!(
         e["remediation"].as_str().unwrap().contains("force=true"),
         "{e}"
     );
+    // Issue 42, item 15: refused before anything was removed, so the
+    // environment still works (its containers were gone, its record
+    // `missing`).
+    assert!(!f.containers().is_empty(), "nothing was removed");
+    let r = client
+        .call(
+            "environment_run_cmd",
+            f.run_args("stuck", "echo still here"),
+        )
+        .await;
+    assert!(!is_error(&r), "{r:?}");
 
     let mut force = f.scoped("stuck");
     force["force"] = json!(true);

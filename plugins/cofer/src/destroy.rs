@@ -60,6 +60,22 @@ pub fn destroy(args: Destroy) -> Result<ToolOutput, ToolError> {
 /// Remove every part of `env` that exists. Fails (after `force`'s retries)
 /// only when the worktree cannot be removed, saying what was done so far.
 pub fn remove_all(env: &Env, force: bool) -> Result<Value, ToolError> {
+    // Refused before anything is removed: a destroy that stops half-way
+    // would leave an environment with no containers and its worktree.
+    if !force && env.has_worktree() && env.worktree_locked() {
+        return Err(ToolError::new(
+            "step_failed",
+            format!(
+                "the worktree {} is locked (`git worktree lock`)",
+                env.worktree()
+            ),
+        )
+        .with_details(json!({
+            "step": "remove the worktree",
+            "remediation": "call environment_destroy again with force=true (removes locked \
+                worktrees), or run `git worktree unlock` first; nothing was removed",
+        })));
+    }
     let mut removed_containers = Vec::new();
     for info in env.containers()? {
         let role = info

@@ -320,6 +320,21 @@ impl Env {
         std::fs::metadata(self.worktree()).is_ok()
     }
 
+    /// Whether git has the worktree locked (`git worktree lock`): its
+    /// admin directory, the one whose `gitdir` names it, holds `locked`.
+    pub fn worktree_locked(&self) -> bool {
+        let Ok(admins) = std::fs::read_dir(format!("{}/.git/worktrees", self.repo)) else {
+            return false;
+        };
+        let gitfile = format!("{}/.git", self.worktree());
+        admins.flatten().any(|admin| {
+            let admin = admin.path();
+            std::fs::read_to_string(admin.join("gitdir"))
+                .is_ok_and(|named| named.trim_end() == gitfile)
+                && admin.join("locked").exists()
+        })
+    }
+
     /// The error when the worktree is gone (removed by hand).
     pub fn require_worktree(&self) -> Result<(), ToolError> {
         if self.has_worktree() {
