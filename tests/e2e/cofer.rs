@@ -1225,6 +1225,31 @@ async fn a_concurrent_create_of_the_same_id_is_a_conflict() {
     assert_eq!(git(&f.repo, &["show", "cofer/twin:here.txt"]), "still\n");
 }
 
+/// Issue 42, item 11: a background command that dies at start is
+/// `service_exited` with its exit code and last output, not "started" with
+/// endpoints (nor a wrong diagnosis of Podman), and nothing is left.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_background_command_that_dies_at_start_says_so() {
+    let Some(f) = Fixture::with_podman(&[], true).await else {
+        return;
+    };
+    let client = f.env.start().await;
+    f.create(&client, "dies").await;
+    let before = f.containers().len();
+    let mut args = f.run_args("dies", "echo getting ready; no-such-server --port 8080");
+    args["background"] = json!(true);
+    let r = client.call("environment_run_cmd", args).await;
+    let e = error_of(&r);
+    assert_eq!(e["code"], "service_exited", "{r:?}");
+    assert_eq!(e["exit_code"], 127, "{e}");
+    let message = e["message"].as_str().unwrap();
+    assert!(
+        message.contains("exit code 127") && message.contains("getting ready"),
+        "{message}"
+    );
+    assert_eq!(f.containers().len(), before, "its container is removed");
+}
+
 /// Issue 42, item 15: an empty `command` runs the image's default
 /// command, as container-use does (it was refused).
 #[tokio::test(flavor = "multi_thread")]

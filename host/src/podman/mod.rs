@@ -219,11 +219,56 @@ pub fn processes_naming(names: &[&str]) -> Vec<i32> {
 
 /// The container `id` (an id or a name).
 pub async fn inspect(docker: &Docker, id: &str) -> Result<Inspected, PodmanError> {
-    docker
-        .inspect_container(id, None)
+    settled(|| docker.inspect_container(id, None))
         .await
         .map(Inspected::from)
         .map_err(failed(&format!("inspecting container {id}")))
+}
+
+/// The last `keep` bytes of container `id`'s output (stdout and stderr as
+/// they came), read as a stream so a long log is never held whole.
+pub async fn logs_tail(docker: &Docker, id: &str, keep: usize) -> Result<String, PodmanError> {
+    use futures_util::StreamExt;
+    let options = bollard::query_parameters::LogsOptionsBuilder::new()
+        .stdout(true)
+        .stderr(true)
+        .build();
+    let mut stream = docker.logs(id, Some(options));
+    let mut tail = std::collections::VecDeque::with_capacity(keep.min(1 << 16));
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(failed(&format!("reading the output of container {id}")))?;
+        tail.extend(chunk.into_bytes().iter());
+        let over = tail.len().saturating_sub(keep);
+        tail.drain(..over);
+    }
+    Ok(String::from_utf8_lossy(tail.make_contiguous()).into_owned())
+}
+
+/// `ask` once the engine's answer fits the Docker API's model. Podman 4.3
+/// reports a container that has just exited as `stopped` until its
+/// cleanup has run (a few hundred milliseconds), a state the model lacks
+/// (`unknown variant`); asked again it says `exited`. Asked again for up
+/// to 2 s; after that the error stands.
+pub async fn settled<T, F, Fut>(mut ask: F) -> Result<T, bollard::errors::Error>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, bollard::errors::Error>>,
+{
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(2);
+    loop {
+        match ask().await {
+            Err(e) if unknown_state(&e) && std::time::Instant::now() < until => {
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+            answer => return answer,
+        }
+    }
+}
+
+fn unknown_state(e: &bollard::errors::Error) -> bool {
+    use bollard::errors::Error::{JsonDataError, JsonSerdeError};
+    matches!(e, JsonDataError { .. } | JsonSerdeError { .. })
+        && e.to_string().contains("unknown variant")
 }
 
 /// The image `image`, if it is in local storage.
@@ -240,6 +285,30 @@ pub async fn image(docker: &Docker, image: &str) -> Result<Option<ImageInspect>,
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_state_the_model_lacks_is_asked_again_until_it_settles() {
+        let unknown = || bollard::errors::Error::JsonDataError {
+            message: "unknown variant `stopped`, expected one of `created`, `exited`".into(),
+            column: 1,
+        };
+        let mut asked = 0;
+        let answer = settled(|| {
+            asked += 1;
+            let answer = if asked < 3 { Err(unknown()) } else { Ok(asked) };
+            async move { answer }
+        })
+        .await;
+        assert_eq!(answer.unwrap(), 3);
+        let other = settled(|| async {
+            Err::<(), _>(bollard::errors::Error::DockerResponseServerError {
+                status_code: 500,
+                message: "boom".into(),
+            })
+        })
+        .await;
+        assert!(other.is_err(), "other errors are not asked again");
+    }
 
     #[test]
     fn failures_are_sorted() {

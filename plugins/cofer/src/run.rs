@@ -239,6 +239,7 @@ fn background(env: &Env, record: &Record, args: &RunCmd) -> Result<ToolOutput, T
             }
         }
     };
+    exited_at_start(&info.id)?;
     let internal_host = info.ip_address.clone().unwrap_or_else(|| info.name.clone());
     let endpoints = crate::services::endpoints(&info, &args.ports, &internal_host);
     let endpoints = Value::Object(endpoints);
@@ -260,6 +261,39 @@ fn background(env: &Env, record: &Record, args: &RunCmd) -> Result<ToolOutput, T
 /// The service runs as a child of a shell that passes SIGTERM on: run as
 /// PID 1 itself, it would ignore SIGTERM and every destroy would wait out
 /// the grace period before SIGKILL.
+/// How long a background command must stay up to be reported started.
+const STARTUP_CHECK_MS: u64 = 500;
+
+/// A background command that is gone again right after its start (a
+/// typo, a missing program, a port in use) is `service_exited`, with its
+/// exit code and last output, and its container is removed; it was
+/// reported started, with endpoints nobody answers on.
+fn exited_at_start(id: &str) -> Result<(), ToolError> {
+    std::thread::sleep(std::time::Duration::from_millis(STARTUP_CHECK_MS));
+    let now =
+        containers::inspect(id).map_err(|e| from_container("check the background container", e))?;
+    if now.state == "running" {
+        return Ok(());
+    }
+    let output = containers::logs(id, 4096).unwrap_or_default();
+    let _ = containers::remove(id, 0);
+    let last: Vec<&str> = output.lines().rev().take(20).collect();
+    let last: Vec<&str> = last.into_iter().rev().collect();
+    Err(ToolError::new(
+        "service_exited",
+        format!(
+            "the background command ended within {STARTUP_CHECK_MS} ms of its start ({}); its last output:\n{}",
+            plugin_sdk::exit_text(now.exit_code),
+            last.join("\n")
+        ),
+    )
+    .with_details(json!({
+        "exit_code": now.exit_code,
+        "output": output,
+        "remediation": "fix the command (run it in the foreground to try it), then start it again",
+    })))
+}
+
 /// `shell -c command`; none for an empty command, which runs the image's
 /// default command (as container-use does).
 fn shell_argv(shell: &str, command: &str) -> Vec<String> {

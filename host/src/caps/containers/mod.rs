@@ -473,7 +473,21 @@ impl Host for CallState {
             )))?
             .id;
         let started = match docker.start_container(&id, None).await {
-            Ok(()) => probes.seen(&docker, &id).await,
+            Ok(()) => match probes.seen(&docker, &id).await {
+                // A container whose process has already ended has no
+                // mounts left to look in: what it did is done, and its
+                // exit is the answer (it was taken for an engine that does
+                // not see this machine's files).
+                Err(_)
+                    if podman::inspect(&docker, &id)
+                        .await
+                        .is_ok_and(|i| i.status != "running") =>
+                {
+                    tracing::debug!(container = %id, "ended before its mounts could be probed");
+                    Ok(())
+                }
+                seen => seen,
+            },
             Err(e) => Err(failed(&format!("starting container {id}"))(e).into()),
         };
         drop(pins);
@@ -560,6 +574,13 @@ impl Host for CallState {
         ))
     }
 
+    async fn logs(&mut self, id: String, tail_bytes: u64) -> Answer<String> {
+        let info = owned(&self.grants, &self.engine, &id).await?;
+        let docker = podman::client(&self.engine).await?;
+        let keep = tail_bytes.min(MAX_TAIL_BYTES) as usize;
+        Ok(podman::logs_tail(&docker, &info.id, keep).await?)
+    }
+
     async fn stop(&mut self, id: String, grace_ms: u32) -> Answer<StopKind> {
         let g = self.grants.clone();
         let info = owned(&g, &self.engine, &id).await?;
@@ -608,8 +629,7 @@ impl Host for CallState {
             filters: Some(HashMap::from([("label".to_string(), filters)])),
             ..Default::default()
         };
-        let listed = docker
-            .list_containers(Some(options))
+        let listed = podman::settled(|| docker.list_containers(Some(options.clone())))
             .await
             .map_err(failed("listing containers"))?;
         let mut found = Vec::new();
@@ -896,6 +916,9 @@ fn container_info(info: &Inspected) -> ContainerInfo {
             })
             .collect(),
         ip_address: info.address(),
+        exit_code: (!matches!(info.status.as_str(), "running" | "created" | "paused"))
+            .then(|| i32::try_from(info.exit_code).ok())
+            .flatten(),
     }
 }
 
