@@ -262,17 +262,58 @@ fn flags_unsupported(stderr: &str) -> bool {
             .any(|flag| s.contains(flag))
 }
 
-/// The CLI's authentication messages, as `not_logged_in`.
+/// The CLI's authentication messages: a classic token it refuses
+/// (`unsupported_token`), a token it could not check for want of a
+/// network (`github_unreachable`, worth a retry), or no usable login
+/// (`not_logged_in`).
 pub fn auth_error(stdout: &str, stderr: &str) -> Option<ToolError> {
     let said = format!("{stdout}\n{stderr}");
+    if said.contains("Classic Personal Access Tokens") {
+        return Some(
+            ToolError::new(
+                "unsupported_token",
+                "the Copilot CLI does not take classic personal access tokens (ghp_…)",
+            )
+            .with_details(json!({
+                "stderr": stderr,
+                "remediation": "replace the token in COPILOT_GITHUB_TOKEN / GH_TOKEN / GITHUB_TOKEN with a \
+                                fine-grained personal access token (Copilot Requests permission), or unset it \
+                                and use `copilot` /login or `gh auth login`",
+            })),
+        );
+    }
+    let unchecked = said.contains("could not be validated");
+    let no_network = [
+        "network fetch failed",
+        "error sending request",
+        "ENOTFOUND",
+        "ECONNREFUSED",
+        "ETIMEDOUT",
+    ]
+    .iter()
+    .any(|sign| said.contains(sign));
+    if unchecked && no_network {
+        let mut unreachable = ToolError::new(
+            "github_unreachable",
+            "the Copilot CLI has a token but could not reach GitHub to check it",
+        );
+        unreachable.retryable = true;
+        return Some(
+            unreachable.with_details(json!({
+                "stderr": stderr,
+                "remediation": "check the host's network; behind a proxy, set HTTPS_PROXY for the host (the \
+                                policy lets it through to copilot); or use bring-your-own-key mode \
+                                (COPILOT_PROVIDER_BASE_URL), which needs no GitHub",
+            })),
+        );
+    }
     let signs = [
         "No authentication information found",
-        "Authentication token found but could not be validated",
         "run the '/login' command",
         "Please log in",
         "not logged in",
     ];
-    signs.iter().any(|s| said.contains(s)).then(|| {
+    (unchecked || signs.iter().any(|s| said.contains(s))).then(|| {
         ToolError::new("not_logged_in", "the Copilot CLI is not logged in").with_details(json!({
             "stderr": stderr,
             "remediation": "run `copilot` and use /login, or set COPILOT_GITHUB_TOKEN (or GH_TOKEN / GITHUB_TOKEN) \
@@ -376,6 +417,16 @@ mod tests {
         let stderr =
             "Error: No authentication information found.\n\nCopilot can be authenticated ...";
         assert_eq!(auth_error("", stderr).unwrap().code, "not_logged_in");
+        // As the real CLI (1.0.x) says them.
+        let classic = "Error: Classic Personal Access Tokens (ghp_) are not supported by Copilot.\n\n\
+                       The COPILOT_GITHUB_TOKEN environment variable contains a classic PAT.";
+        assert_eq!(auth_error("", classic).unwrap().code, "unsupported_token");
+        let offline = "Error: Authentication token found but could not be validated.\n\n  Failed to fetch \
+                       PAT user login: network fetch failed: request failed: error sending request for url";
+        let e = auth_error("", offline).unwrap();
+        assert_eq!((e.code.as_str(), e.retryable), ("github_unreachable", true));
+        let rejected = "Error: Authentication token found but could not be validated.";
+        assert_eq!(auth_error("", rejected).unwrap().code, "not_logged_in");
         assert!(auth_error("fine", "").is_none());
         assert!(flags_unsupported("error: unknown option '-p'"));
         assert!(!flags_unsupported("error: unknown option '--frobnicate'"));
