@@ -109,6 +109,7 @@ pub fn run(
 
     let started = std::time::Instant::now();
     let mut run = Run::default();
+    let mut updates = Coalesce::default();
     loop {
         let left = timeout_ms.saturating_sub(started.elapsed().as_millis() as u64);
         let wait = if run.attempt_over {
@@ -121,7 +122,7 @@ pub fn run(
                 let Ok(event) = serde_json::from_str::<Value>(&line) else {
                     continue;
                 };
-                if let Some(relayed) = relay(&event) {
+                if let Some(relayed) = relay(&event).and_then(|r| updates.pass(r)) {
                     notify::event(
                         event["type"].as_str().unwrap_or_default(),
                         &relayed.to_string(),
@@ -313,6 +314,49 @@ fn refused_credentials(why: &str) -> bool {
     .any(|sign| why.contains(sign))
 }
 
+/// The most `tool_execution_update` events relayed per tool call: a tool
+/// streaming its output sends thousands (20,000 became 6 MB of
+/// notifications).
+const UPDATE_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// Passes at most one `tool_execution_update` per tool call every
+/// [`UPDATE_EVERY`]; the one passed says how many were left out before it
+/// (`coalesced`). Every other event passes.
+#[derive(Default)]
+struct Coalesce {
+    /// Per tool call id: when an update was last passed, and how many were
+    /// left out since.
+    last: std::collections::HashMap<String, (std::time::Instant, u64)>,
+}
+
+impl Coalesce {
+    fn pass(&mut self, mut relayed: Value) -> Option<Value> {
+        if relayed["type"] != "tool_execution_update" {
+            return Some(relayed);
+        }
+        let id = relayed["toolCallId"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        let now = std::time::Instant::now();
+        match self.last.get_mut(&id) {
+            Some((at, left_out)) if now.duration_since(*at) < UPDATE_EVERY => {
+                *left_out += 1;
+                None
+            }
+            Some((at, left_out)) => {
+                relayed["coalesced"] = json!(*left_out);
+                (*at, *left_out) = (now, 0);
+                Some(relayed)
+            }
+            None => {
+                self.last.insert(id, (now, 0));
+                Some(relayed)
+            }
+        }
+    }
+}
+
 /// What goes to the client for an event: its type and ids, small. Token
 /// deltas (`message_update`) are not relayed; whole messages neither.
 fn relay(event: &Value) -> Option<Value> {
@@ -426,6 +470,27 @@ mod tests {
             "the start's arguments"
         );
         assert_eq!(outcome.usage.total_tokens, 24);
+    }
+
+    #[test]
+    fn a_tool_calls_updates_are_coalesced_and_other_events_pass() {
+        let mut updates = Coalesce::default();
+        let update = |id: &str| json!({"type": "tool_execution_update", "toolCallId": id});
+        let passed = (0..1000)
+            .filter(|_| updates.pass(update("a")).is_some())
+            .count();
+        assert_eq!(passed, 1, "a burst passes once");
+        assert!(
+            updates.pass(update("b")).is_some(),
+            "another call's first passes"
+        );
+        let end = json!({"type": "tool_execution_end", "toolCallId": "a"});
+        assert!(updates.pass(end).is_some());
+        std::thread::sleep(UPDATE_EVERY);
+        let next = updates
+            .pass(update("a"))
+            .expect("passes again after the interval");
+        assert_eq!(next["coalesced"], 999);
     }
 
     #[test]
