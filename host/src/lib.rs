@@ -5,7 +5,8 @@
 //!   ([`stdio`]) or Streamable HTTP ([`http`]).
 //! - [`mcp`]: the MCP front (rmcp): tools/list, tools/call, notifications.
 //! - [`service`]: one tool call: validate ([`schema`]), wait for a turn
-//!   ([`admission`]), run ([`runtime`]), reply, log.
+//!   ([`admission`]), run ([`runtime`]), reply (a plugin's WASI error
+//!   numbers named, [`wasi_errno`]), log.
 //! - [`catalog`]: the plugin loader and the tool catalog; [`watch`] reloads
 //!   it when the plugins folder changes; [`engine`] compiles and caches.
 //! - [`runtime`]: a fresh instance per call with memory, deadline and
@@ -44,5 +45,6 @@ pub mod schema;
 pub mod service;
 pub mod stdio;
 pub mod store;
+pub mod wasi_errno;
 pub mod watch;
 pub mod watchdog;

@@ -603,7 +603,8 @@ fn reply_from(
                 Some(Ok(Value::Object(map))) => map,
                 _ => Map::new(),
             };
-            Reply::error(&e.code, &e.message, e.retryable, with_trace(details))
+            let message = crate::wasi_errno::named(&e.message);
+            Reply::error(&e.code, &message, e.retryable, with_trace(details))
         }
         Err(failure) => {
             let retryable = matches!(failure, CallFailure::Timeout(_) | CallFailure::Cancelled);

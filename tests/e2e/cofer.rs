@@ -1250,6 +1250,89 @@ async fn a_background_command_that_dies_at_start_says_so() {
     assert_eq!(f.containers().len(), before, "its container is removed");
 }
 
+/// Issue 42, item 14: what a foreground command leaves running (`cmd &`,
+/// `setsid`) ends when the command returns, and is counted; nothing is
+/// left for destroy.
+#[tokio::test(flavor = "multi_thread")]
+async fn what_a_foreground_command_leaves_running_ends_with_it() {
+    let Some(f) = Fixture::with_podman(&[], true).await else {
+        return;
+    };
+    let client = f.env.start().await;
+    f.create(&client, "strays").await;
+    let r = client
+        .call(
+            "environment_run_cmd",
+            f.run_args(
+                "strays",
+                "sleep 301 >/dev/null 2>&1 & setsid sleep 302 >/dev/null 2>&1 & echo started",
+            ),
+        )
+        .await;
+    assert!(!is_error(&r), "{r:?}");
+    assert_eq!(structured(&r)["leftover_processes_killed"], 2, "{r:?}");
+    assert!(text(&r).contains("background=true"), "{}", text(&r));
+    let r = client
+        .call(
+            "environment_run_cmd",
+            f.run_args("strays", "ps -o args | grep -c 'sleep 30[12]' || true"),
+        )
+        .await;
+    assert_eq!(structured(&r)["stdout"], "0\n", "{r:?}");
+    let r = client.call("environment_destroy", f.scoped("strays")).await;
+    let leftovers: u64 = structured(&r)["containers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["leftover_processes_killed"].as_u64().unwrap())
+        .sum();
+    assert_eq!(leftovers, 0, "{r:?}");
+}
+
+/// Issue 42, item 12: a background command's state, exit code and output
+/// can be read later, by the `container_name` its start returned.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_background_commands_output_and_exit_are_read_later() {
+    let Some(f) = Fixture::with_podman(&[], true).await else {
+        return;
+    };
+    let client = f.env.start().await;
+    f.create(&client, "jobs").await;
+    let mut args = f.run_args("jobs", "echo hello from the job; sleep 1; echo bye; exit 3");
+    args["background"] = json!(true);
+    let started = client.call("environment_run_cmd", args).await;
+    assert!(!is_error(&started), "{started:?}");
+    let name = structured(&started)["container_name"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut logs_args = f.scoped("jobs");
+    logs_args["service"] = json!(name);
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let service = loop {
+        let r = client
+            .call("environment_service_logs", logs_args.clone())
+            .await;
+        assert!(!is_error(&r), "{r:?}");
+        let service = structured(&r)["services"][0].clone();
+        if service["state"] != "running" || std::time::Instant::now() > deadline {
+            break service;
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    };
+    assert_eq!(service["exit_code"], 3, "{service}");
+    let output = service["output"].as_str().unwrap();
+    assert!(
+        output.contains("hello from the job") && output.contains("bye"),
+        "{output}"
+    );
+    logs_args["service"] = json!("no-such-service");
+    let r = client.call("environment_service_logs", logs_args).await;
+    let e = error_of(&r);
+    assert_eq!(e["code"], "not_found", "{e}");
+    assert!(e["remediation"].as_str().unwrap().contains(&name), "{e}");
+}
+
 /// Issue 42, item 15: an empty `command` runs the image's default
 /// command, as container-use does (it was refused).
 #[tokio::test(flavor = "multi_thread")]

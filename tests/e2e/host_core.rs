@@ -26,6 +26,7 @@ async fn tools_list_shows_every_plugin_with_schemas() {
             "chatty",
             "dotted.echo",
             "fault_huge",
+            "fault_io",
             "fault_loop",
             "fault_oom",
             "fault_trap",
@@ -725,7 +726,7 @@ async fn every_bundled_tool_is_annotated_honestly() {
     let tools = client.tools().await;
     assert_eq!(
         tools.len(),
-        24,
+        25,
         "{:?}",
         tools.iter().map(|t| &t.name).collect::<Vec<_>>()
     );
@@ -742,6 +743,7 @@ async fn every_bundled_tool_is_annotated_honestly() {
                 "environment_file_list",
                 "environment_log",
                 "environment_diff",
+                "environment_service_logs",
                 "copilot.chat",
             ]
             .contains(&tool.name.as_ref());
@@ -946,6 +948,23 @@ async fn a_client_that_never_reads_does_not_fill_the_host() {
     assert!(
         growth_mib < 700,
         "host memory grew by {growth_mib} MiB for 900 MB of unread answers"
+    );
+}
+
+/// Issue 42, item 18: an I/O error a plugin reports names the error, not
+/// WASI's number for it ("(os error 44)" is ENOENT there, not on the host).
+#[tokio::test]
+async fn a_plugins_io_errors_name_the_error_not_wasis_number() {
+    let env = Env::new(&["faulty"], "");
+    let host = env.start().await;
+    let r = host
+        .call("fault_io", json!({"path": "/no/such/file/anywhere"}))
+        .await;
+    assert!(is_error(&r));
+    let message = structured(&r)["message"].as_str().unwrap().to_string();
+    assert!(
+        message.contains("(ENOENT)") && !message.contains("os error"),
+        "{message}"
     );
 }
 

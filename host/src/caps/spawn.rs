@@ -117,6 +117,10 @@ pub fn run_result(outcome: timebox::Outcome) -> RunResult {
         stdout_bytes: outcome.stdout_bytes,
         stderr_bytes: outcome.stderr_bytes,
         truncated: outcome.tail.truncated(),
+        leftovers_killed: match (&outcome.ending, &outcome.kill) {
+            (Ending::Exited, Some(kill)) => kill.killed as u32,
+            _ => 0,
+        },
         error: outcome.error,
     }
 }

@@ -174,14 +174,12 @@ pub async fn exec(
         }
         Err(_) => {}
     }
-    // Background descendants that closed their output but live on.
+    // Background descendants that closed their output but live on (`cmd
+    // &`, `setsid`), found by the marker they carry: the leader may have
+    // been gone before its pid was known.
     if ending.is_none() {
-        if !tree.local {
-            let report = tree.kill(&marker).await;
-            outcome.kill = (report.killed > 0).then_some(report);
-        } else if leader.is_some_and(|l| !timebox::members(l, &marker).is_empty()) {
-            outcome.kill = Some(tree.kill(&marker).await);
-        }
+        let report = tree.kill(&marker).await;
+        outcome.kill = (report.killed > 0).then_some(report);
     }
     guard.marker = None;
     drop(in_flight);

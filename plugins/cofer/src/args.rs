@@ -250,6 +250,29 @@ pub struct Log {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[schemars(extend("additionalProperties" = false, "x-error-code" = "invalid_request"))]
+pub struct ServiceLogs {
+    #[serde(flatten)]
+    pub common: Common,
+    /// The ID of the environment whose services to show.
+    #[schemars(regex(pattern = ID_PATTERN))]
+    pub environment_id: String,
+    /// One service: its name (environment_add_service) or its container's
+    /// name (a background command's `container_name`). Default: all.
+    #[serde(default)]
+    #[schemars(length(max = 256))]
+    pub service: Option<String>,
+    /// How many of the last output lines to show per service.
+    #[serde(default = "default_log_lines")]
+    #[schemars(range(min = 1, max = 2000))]
+    pub lines: u32,
+}
+
+fn default_log_lines() -> u32 {
+    100
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(extend("additionalProperties" = false, "x-error-code" = "invalid_request"))]
 pub struct Diff {
     #[serde(flatten)]
     pub common: Common,

@@ -227,6 +227,22 @@ impl McpTool for AddService {
     }
 }
 
+/// `environment_service_logs`.
+struct ServiceLogs;
+
+impl McpTool for ServiceLogs {
+    const NAME: &'static str = "environment_service_logs";
+    const DESCRIPTION: &'static str = "The state, exit code and last output lines of an environment's services: those of \
+        environment_add_service and the background commands of environment_run_cmd. Use it to see why a server \
+        does not answer, or what a background job printed.";
+    const HINTS: Option<Hints> = Some(Hints::READ_ONLY);
+    type Args = args::ServiceLogs;
+
+    fn call(args: args::ServiceLogs) -> Result<ToolOutput, ToolError> {
+        services::logs(args)
+    }
+}
+
 /// `environment_checkpoint`.
 struct Checkpoint;
 
@@ -515,7 +531,7 @@ longer need with environment_destroy.";
 
 plugin_sdk::export! {
     tools: [
-        Create, RunCmd, Destroy, List, Open, UpdateMetadata, Config, AddService, Checkpoint,
+        Create, RunCmd, Destroy, List, Open, UpdateMetadata, Config, AddService, ServiceLogs, Checkpoint,
         Log, Diff, FileRead, FileList, FileWrite, FileEdit, FileDelete,
     ],
     instructions: INSTRUCTIONS,

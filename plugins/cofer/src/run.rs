@@ -37,6 +37,7 @@ pub fn output_schema() -> Value {
             "truncated": {"type": "boolean", "description": "Not all output is here: older output beyond the last 64 KB was dropped, or lines beyond the last 512 of a stream (lines_omitted)."},
             "lines_omitted": {"type": "object", "properties": {"stdout": {"type": "integer"}, "stderr": {"type": "integer"}}, "description": "Lines of the kept output left out before the last 512 of each stream."},
             "duration_ms": {"type": "integer"},
+            "leftover_processes_killed": {"type": "integer", "description": "Processes the command left running when it returned (`cmd &`, `setsid`), killed then: a foreground command's processes end with it; start servers with background=true."},
             "commit": {"type": ["string", "null"], "description": "The commit of the workdir's changes, if any."},
             "background_changes_commit": {"type": ["string", "null"], "description": "The commit of what background services wrote since the previous command, made before this one ran."},
             "remote_ref": {"type": "string"},
@@ -132,6 +133,7 @@ pub fn run_cmd(args: RunCmd) -> Result<ToolOutput, ToolError> {
         "truncated": result.truncated || out_omitted + err_omitted > 0,
         "lines_omitted": {"stdout": out_omitted, "stderr": err_omitted},
         "duration_ms": result.duration_ms,
+        "leftover_processes_killed": result.leftovers_killed,
         "commit": commit,
         "background_changes_commit": background_commit,
         "remote_ref": env.remote_ref(),
@@ -433,6 +435,15 @@ fn foreground_text(env: &Env, report: &Value) -> String {
         ));
     }
     text.push_str(&format!("exit code: {}\n", report["exit_code"]));
+    if let Some(left) = report["leftover_processes_killed"]
+        .as_u64()
+        .filter(|n| *n > 0)
+    {
+        text.push_str(&format!(
+            "{left} process(es) the command left running were killed when it returned: run servers and \
+             other long-lived processes with background=true.\n"
+        ));
+    }
     match report["commit"].as_str() {
         Some(commit) => text.push_str(&format!(
             "Changes committed to {} ({}) and pushed to the cofer remote.",
@@ -498,6 +509,7 @@ mod tests {
             stdout_bytes: 10,
             stderr_bytes: 4,
             truncated: false,
+            leftovers_killed: 0,
             error: None,
         };
         assert_eq!(

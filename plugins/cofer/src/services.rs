@@ -14,7 +14,7 @@ use plugin_sdk::containers::{self, ContainerInfo, CreateRequest};
 use plugin_sdk::{ToolError, ToolOutput};
 use serde_json::{Map, Value, json};
 
-use crate::args::AddService;
+use crate::args::{AddService, ServiceLogs};
 use crate::env::{self, Env, Record, ServiceConfig, env_pairs};
 use crate::errors::{error, from_container};
 use crate::note;
@@ -54,6 +54,80 @@ pub fn endpoints(info: &ContainerInfo, ports: &[u16], internal_host: &str) -> Ma
             )
         })
         .collect()
+}
+
+/// The most output read per service (the lines shown are the last of it).
+const LOG_TAIL_BYTES: u64 = 256 * 1024;
+
+/// `environment_service_logs`: each service's state, exit code and last
+/// output lines.
+pub fn logs(args: ServiceLogs) -> Result<ToolOutput, ToolError> {
+    let (env, _) = Env::find(&args.common.environment_source, &args.environment_id)?;
+    let label = |c: &ContainerInfo, key: &str| {
+        c.labels
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.clone())
+    };
+    let all = running(&env)?;
+    let picked: Vec<&ContainerInfo> = all
+        .iter()
+        .filter(|c| {
+            args.service.as_deref().is_none_or(|wanted| {
+                c.name == wanted || label(c, "cofer.service").as_deref() == Some(wanted)
+            })
+        })
+        .collect();
+    if picked.is_empty() {
+        let names: Vec<&str> = all.iter().map(|c| c.name.as_str()).collect();
+        return Err(error(
+            "not_found",
+            match &args.service {
+                Some(wanted) => format!("environment `{}` has no service `{wanted}`", env.id),
+                None => format!("environment `{}` has no services", env.id),
+            },
+            &if names.is_empty() {
+                "start one with environment_run_cmd (background=true) or environment_add_service"
+                    .to_string()
+            } else {
+                format!("its services are: {}", names.join(", "))
+            },
+        ));
+    }
+    let mut text = String::new();
+    let mut found = Vec::new();
+    for c in picked {
+        let output = containers::logs(&c.id, LOG_TAIL_BYTES)
+            .map_err(|e| from_container("read a service's output", e))?;
+        let lines: Vec<&str> = output.lines().collect();
+        let shown = &lines[lines.len().saturating_sub(args.lines as usize)..];
+        let command = label(c, "cofer.command").unwrap_or_default();
+        let exit = c
+            .exit_code
+            .map_or(String::new(), |code| format!(", exit code {code}"));
+        text.push_str(&format!("== {} ({}{exit})", c.name, c.state));
+        if !command.is_empty() {
+            text.push_str(&format!(": {command}"));
+        }
+        text.push('\n');
+        for line in shown {
+            text.push_str(line);
+            text.push('\n');
+        }
+        found.push(json!({
+            "name": label(c, "cofer.service").unwrap_or_else(|| c.name.clone()),
+            "container_name": c.name,
+            "command": command,
+            "state": c.state,
+            "exit_code": c.exit_code,
+            "output": shown.join("\n"),
+            "lines_omitted": lines.len() - shown.len(),
+        }));
+    }
+    Ok(ToolOutput {
+        text,
+        structured: Some(json!({ "services": found }).to_string()),
+    })
 }
 
 pub fn add(args: AddService) -> Result<ToolOutput, ToolError> {

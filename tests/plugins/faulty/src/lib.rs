@@ -74,6 +74,23 @@ impl McpTool for FaultHuge {
     }
 }
 
+struct FaultIo;
+impl McpTool for FaultIo {
+    const NAME: &'static str = "fault_io";
+    const DESCRIPTION: &'static str = "Opens `path` and fails with the I/O error as WASI gave it.";
+    type Args = Anything;
+    fn call(args: Anything) -> Result<ToolOutput, ToolError> {
+        let path = args.get("path").and_then(Value::as_str).unwrap_or("/");
+        match std::fs::File::open(path) {
+            Ok(_) => Ok(text_output("opened")),
+            Err(e) => Err(ToolError::new(
+                "io_failed",
+                format!("cannot open {path}: {e}"),
+            )),
+        }
+    }
+}
+
 struct DottedEcho;
 impl McpTool for DottedEcho {
     const NAME: &'static str = "dotted.echo";
@@ -194,5 +211,5 @@ impl McpTool for PtyScript {
 }
 
 plugin_sdk::export! {
-    tools: [FaultLoop, FaultTrap, FaultOom, FaultHuge, Noop, Chatty, DottedEcho, PtyScript, Spawn],
+    tools: [FaultLoop, FaultTrap, FaultOom, FaultHuge, FaultIo, Noop, Chatty, DottedEcho, PtyScript, Spawn],
 }
