@@ -1370,9 +1370,10 @@ async fn an_empty_command_runs_the_images_default_command() {
     let mut args = f.create_args("plain");
     args["image"] = json!(image);
     created(&client.call("environment_create", args).await);
-    let r = client
-        .call("environment_run_cmd", f.run_args("plain", ""))
-        .await;
+    // Empty in plant mode too (run_args would wrap it in the plants).
+    let mut empty = f.run_args("plain", "");
+    empty["command"] = json!("");
+    let r = client.call("environment_run_cmd", empty).await;
     assert!(!is_error(&r), "{r:?}");
     assert!(text(&r).contains("said so"), "{}", text(&r));
     assert_eq!(
