@@ -424,17 +424,59 @@ async fn three_and_four_are_served_side_by_side() {
         "godot://3.6/class/KinematicBody2D",
         "{old:?}"
     );
+    // Issue 35, item 4: in 4.x an old name leads to the new one (Godot's
+    // own rename table), and in 3.6 a new name to the old one.
     let default = client
         .call("godot.get_class", json!({"name": "KinematicBody2D"}))
         .await;
-    assert_eq!(error_code(&default), "NOT_FOUND", "{default:?}");
-    assert!(
-        structured(&default)["message"]
-            .as_str()
-            .unwrap()
-            .contains("Godot 4"),
+    assert_eq!(
+        structured(&default)["name"],
+        "CharacterBody2D",
         "{default:?}"
     );
+    let note = structured(&default)["renamed"]["note"].clone();
+    let note = note.as_str().unwrap();
+    assert!(
+        note.contains("renamed in Godot 4.0 to `CharacterBody2D`"),
+        "{note}"
+    );
+    let member = client
+        .call(
+            "godot.get_symbol",
+            json!({"qname": "KinematicBody2D.move_and_slide"}),
+        )
+        .await;
+    assert_eq!(
+        structured(&member)["qname"],
+        "CharacterBody2D.move_and_slide",
+        "{member:?}"
+    );
+    let renamed_method = client
+        .call(
+            "godot.get_symbol",
+            json!({"qname": "Node.get_network_master"}),
+        )
+        .await;
+    assert_eq!(
+        structured(&renamed_method)["qname"],
+        "Node.get_multiplayer_authority",
+        "{renamed_method:?}"
+    );
+    let found = client
+        .call("godot.search", json!({"query": "KinematicBody2D"}))
+        .await;
+    assert_eq!(
+        results(&found)[0]["uri"],
+        "godot://4/class/CharacterBody2D",
+        "{found:?}"
+    );
+    let back = client
+        .call(
+            "godot.get_class",
+            json!({"name": "CharacterBody2D", "version": "3.6"}),
+        )
+        .await;
+    assert_eq!(structured(&back)["name"], "KinematicBody2D", "{back:?}");
     // `3` and `3.6.0` both name 3.6.
     for version in ["3", "3.6.0"] {
         let r = client

@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use crate::corpus::ensure;
 use crate::model::SYMBOL_KINDS;
+use crate::renames::{self, Kind};
 use crate::{thesaurus, uri};
 
 const MAX_SUGGESTIONS: usize = 5;
@@ -109,6 +110,12 @@ pub fn search(
     if words.len() > 1 {
         terms.push(exact(words.concat(), 8.0));
         terms.push(exact(words.join("_"), 8.0));
+    }
+    // A name from the other side of the 3→4 renames finds this side's.
+    for word in query.split(|c: char| c.is_whitespace() || c == '.') {
+        for other in renames::others(word) {
+            terms.push(exact(other.to_lowercase(), 8.0));
+        }
     }
     if lower.contains('.') {
         terms.push(TermBoost {
@@ -248,12 +255,27 @@ pub fn get_class(
             })
             .transpose()
     };
-    let Some(mut class) = class_json(name)? else {
-        return Err(not_found(
-            format!("no class named `{name}` in Godot {}", docs.version),
-            closest(name, &all_classes(&index)?),
-        ));
+    let major = major_of(&docs.version);
+    let (mut class, renamed) = match class_json(name)? {
+        Some(class) => (class, None),
+        // A name from the other side of the 3→4 renames: the class it is now.
+        None => match renames::across(Kind::Class, name, major)
+            .map(|(other, note)| class_json(other).map(|c| c.map(|c| (c, note))))
+            .transpose()?
+            .flatten()
+        {
+            Some((class, note)) => (class, Some(note)),
+            None => {
+                return Err(not_found(
+                    format!("no class named `{name}` in Godot {}", docs.version),
+                    closest(name, &all_classes(&index)?),
+                ));
+            }
+        },
     };
+    if let Some(note) = renamed {
+        class["renamed"] = serde_json::json!({ "from": name, "note": note });
+    }
     if include_ancestors {
         let mut inherited = Vec::new();
         let mut at = class["inherits"].as_str().map(str::to_string);
@@ -310,6 +332,14 @@ pub fn get_symbol(
     }
     let (docs, _) = ensure(version)?;
     let index = docs.index();
+    let major = major_of(&docs.version);
+    let asked = format!("{class}.{member}");
+    // A class renamed between 3 and 4 is looked up under this version's name.
+    let class_note = match stored(&index, &uri::class(class), "inherits")? {
+        Some(_) => None,
+        None => renames::across(Kind::Class, class, major),
+    };
+    let class = class_note.as_ref().map_or(class, |(other, _)| *other);
     let kinds: Vec<&str> = match kind {
         Some(k) => vec![k],
         None => SYMBOL_KINDS.to_vec(),
@@ -329,15 +359,33 @@ pub fn get_symbol(
         chain.push(current);
         at = Some(parent);
     }
-    // Nearest class first; within a class, kinds in the order of SYMBOL_KINDS.
-    for kind in &kinds {
+    // Nearest class first; within a class, kinds in the order of SYMBOL_KINDS;
+    // then the member's name across the 3→4 renames.
+    let renamed_members: Vec<(&str, &str, Option<String>)> = kinds
+        .iter()
+        .map(|kind| (*kind, member, None))
+        .chain(kinds.iter().filter_map(|kind| {
+            let (other, note) = renames::across(rename_kind(kind)?, member, major)?;
+            Some((*kind, other, Some(note)))
+        }))
+        .collect();
+    for (kind, name, member_note) in &renamed_members {
         for owner in &chain {
-            if let Some(json) = stored(&index, &uri::symbol(owner, kind, member), "json")? {
+            if let Some(json) = stored(&index, &uri::symbol(owner, kind, name), "json")? {
                 let mut value: Value = serde_json::from_str(&json)
                     .map_err(|e| internal(format!("stored symbol is not JSON: {e}")))?;
-                value["qname"] = Value::String(format!("{class}.{member}"));
+                value["qname"] = Value::String(format!("{class}.{name}"));
                 if owner != class {
                     value["inherited_from"] = Value::String(owner.clone());
+                }
+                let notes: Vec<&str> = [class_note.as_ref().map(|(_, n)| n), member_note.as_ref()]
+                    .into_iter()
+                    .flatten()
+                    .map(String::as_str)
+                    .collect();
+                if !notes.is_empty() {
+                    value["renamed"] =
+                        serde_json::json!({ "from": asked, "note": notes.join("; ") });
                 }
                 return Ok(value);
             }
@@ -362,6 +410,26 @@ pub fn get_symbol(
         format!("`{class}` has no {what} `{member}` (its ancestors were searched too)"),
         closest(&wanted, &names),
     ))
+}
+
+/// The major version of a served reference (`4` of `4.6`).
+fn major_of(version: &str) -> u32 {
+    version
+        .split('.')
+        .next()
+        .and_then(|m| m.parse().ok())
+        .unwrap_or(4)
+}
+
+/// The rename table's kind for a symbol kind, if it has renames.
+fn rename_kind(kind: &str) -> Option<Kind> {
+    Some(match kind {
+        "method" => Kind::Method,
+        "property" => Kind::Property,
+        "signal" => Kind::Signal,
+        "constant" => Kind::Constant,
+        _ => return None,
+    })
 }
 
 pub fn list_classes(

@@ -15,6 +15,7 @@ pub mod corpus;
 pub mod engine;
 pub mod model;
 pub mod parse;
+pub mod renames;
 pub mod thesaurus;
 pub mod uri;
 
