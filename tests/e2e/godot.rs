@@ -674,6 +674,37 @@ async fn changed_xml_is_rebuilt_in_the_background_and_swapped_in() {
     assert!(log.contains("background refresh done"), "{log}");
 }
 
+/// Issue 35, item 2: a workspace's `project.godot` picks the version
+/// served by default (here a Godot 3 project beside a newer 4.x).
+#[tokio::test]
+async fn the_projects_godot_version_is_the_default() {
+    let Some(docs) = godot_docs() else { return };
+    let (four, three) = (docs.join("4.x"), docs.join("3.x"));
+    let env = Env::new(&["godot"], "");
+    let config = format!(
+        "[plugins.godot]\nfs.read = [{f:?}, {t:?}, {w:?}]\nvars.GODOT_DOC_DIR = \"{f}:{t}\"\n",
+        f = four.display().to_string(),
+        t = three.display().to_string(),
+        w = env.workspace.display().to_string(),
+    );
+    std::fs::write(&env.config, config).unwrap();
+    std::fs::write(
+        env.workspace.join("project.godot"),
+        "config_version=4\n\n[application]\n\nconfig/name=\"Old game\"\n",
+    )
+    .unwrap();
+    let client = env.start().await;
+    let versions = client.call("godot.versions", json!({})).await;
+    let versions = structured(&versions)["versions"].clone();
+    assert_eq!(versions[0]["version"], "3.6", "{versions:#}");
+    assert_eq!(versions[0]["default"], true, "{versions:#}");
+    let class = client
+        .call("godot.get_class", json!({"name": "KinematicBody2D"}))
+        .await;
+    assert_eq!(structured(&class)["name"], "KinematicBody2D", "{class:?}");
+    assert!(structured(&class).get("renamed").is_none(), "{class:?}");
+}
+
 /// Issue 42, item 20: the first calls after a restart with changed XML
 /// answer from the new files, not the index of the old ones (the refresh
 /// after loading is waited for).

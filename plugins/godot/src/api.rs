@@ -111,8 +111,10 @@ pub fn search(
         terms.push(exact(words.concat(), 8.0));
         terms.push(exact(words.join("_"), 8.0));
     }
-    // A name from the other side of the 3→4 renames finds this side's.
-    for word in query.split(|c: char| c.is_whitespace() || c == '.') {
+    // A name from the other side of the 3→4 renames finds this side's
+    // (names only: a question in plain words holds none).
+    let names = query.split(|c: char| c.is_whitespace() || c == '.');
+    for word in names.filter(|_| !plain_words(query, &words)) {
         for other in renames::others(word) {
             terms.push(exact(other.to_lowercase(), 8.0));
         }

@@ -108,6 +108,17 @@ impl DocDir {
             }
             same
         });
+        // The workspace's own project picks the default (its Godot version).
+        if let Some(wanted) = std::fs::read_to_string(workspace.join("project.godot"))
+            .ok()
+            .and_then(|text| project_version(&text))
+            && let Some(at) = found
+                .iter()
+                .position(|d| matches_version(&d.version, &wanted))
+        {
+            let project = found.remove(at);
+            found.insert(0, project);
+        }
         Ok(found)
     }
 
@@ -359,6 +370,38 @@ pub fn ensure(version: Option<&str>) -> Result<(DocDir, usize), ToolError> {
         }
     }
     Ok((docs, count))
+}
+
+/// The Godot version a `project.godot` is for: its `config/features`
+/// version (`"4.3"`, Godot 4), else `3` for a Godot 3 file
+/// (`config_version=4`) and `4` for a Godot 4 one (`config_version=5`).
+fn project_version(text: &str) -> Option<String> {
+    let value = |key: &str| {
+        text.lines()
+            .find_map(|line| {
+                line.trim()
+                    .strip_prefix(key)?
+                    .trim_start()
+                    .strip_prefix('=')
+            })
+            .map(str::trim)
+    };
+    let featured = value("config/features").and_then(|features| {
+        features
+            .split('"')
+            .skip(1)
+            .step_by(2)
+            .find(|f| {
+                f.split('.')
+                    .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+            })
+            .map(str::to_string)
+    });
+    featured.or_else(|| match value("config_version")? {
+        "4" => Some("3".into()),
+        "5" => Some("4".into()),
+        _ => None,
+    })
 }
 
 /// `wanted` names `version`: the same, or more precise (`4.6.3`), or less
@@ -646,6 +689,20 @@ fn symbol_document(
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_projects_godot_version_is_read() {
+        let four = "config_version=5\n\n[application]\n\nconfig/name=\"Demo\"\n\
+                    config/features=PackedStringArray(\"4.3\", \"GL Compatibility\")\n";
+        assert_eq!(project_version(four).as_deref(), Some("4.3"));
+        assert_eq!(project_version("config_version=5\n").as_deref(), Some("4"));
+        assert_eq!(
+            project_version("config_version=4\n[application]\n").as_deref(),
+            Some("3")
+        );
+        assert_eq!(project_version("nothing here"), None);
+    }
+
     use super::*;
 
     #[test]

@@ -71,13 +71,14 @@ pub fn across(kind: Kind, name: &str, served_major: u32) -> Option<(&'static str
     }
 }
 
-/// Every name a word may stand for across the rename (either way).
+/// Every name `word` stands for across the rename (either way), when it
+/// is written as that name is (`Area`, not the plain word `area`).
 pub fn others(word: &str) -> Vec<&'static str> {
     entries()
         .filter_map(|(_, from, to)| {
-            if from.eq_ignore_ascii_case(word) {
+            if from == word {
                 Some(to)
-            } else if to.eq_ignore_ascii_case(word) {
+            } else if to == word {
                 Some(from)
             } else {
                 None
@@ -187,6 +188,7 @@ mod tests {
         let (new, note) = across(Kind::Class, "Spatial", 4).unwrap();
         assert_eq!(new, "Node3D");
         assert!(note.contains("renamed in Godot 4.0"), "{note}");
-        assert!(others("kinematicbody2d").contains(&"CharacterBody2D"));
+        assert!(others("KinematicBody2D").contains(&"CharacterBody2D"));
+        assert!(others("area").is_empty(), "a plain word is not a name");
     }
 }
