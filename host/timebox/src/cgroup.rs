@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use super::tree::instance;
+use crate::instance;
 
 /// Prefix of a host instance's cgroup directory.
 const HOST_DIR: &str = "mcp-host-";
@@ -157,7 +157,7 @@ pub fn sweep() -> Vec<PathBuf> {
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
         if let Some(owner) = name.strip_prefix(HOST_DIR)
-            && !super::tree::instance_alive(owner)
+            && !crate::instance_alive(owner)
         {
             kill_and_remove(&entry.path());
             swept.push(entry.path());

@@ -5,23 +5,33 @@
 //! Used by the `process` capability and, for `podman exec`, by later
 //! capabilities that need the same semantics.
 
-pub mod cgroup;
 mod lines;
 mod program;
-pub mod pty;
+mod run_id;
 mod tail;
+
+// The platform's process trees, chosen here and nowhere else: a session,
+// a cgroup and a marker scan of /proc on Unix; a Job Object on Windows.
+#[cfg(unix)]
+pub mod cgroup;
+#[cfg(unix)]
+pub mod pty;
+#[cfg_attr(unix, path = "sys/unix.rs")]
+#[cfg_attr(windows, path = "sys/windows.rs")]
+mod sys;
+#[cfg(unix)]
 mod tree;
 
 pub use lines::{Ended, LineChild, LineEvent};
 pub use program::{allowed, find_host_programs, host_program, host_program_list, resolve_here};
+pub use run_id::{GRACE, KillReport, MARKER_VAR, instance, instance_alive, new_marker};
 pub use tail::{Stream, Tail};
-pub use tree::{
-    KillReport, MARKER_VAR, carries_marker, instance, instance_alive, kill_tree,
-    kill_tree_in_background, marked_by, members, new_marker,
-};
+#[cfg(unix)]
+pub use tree::{carries_marker, kill_tree, kill_tree_in_background, marked_by, members};
 
 use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt, BufWriter};
@@ -119,14 +129,17 @@ pub async fn run(spec: &Spawn, cancel: &CancellationToken, progress: &dyn Progre
         }
     };
     let marker = new_marker();
-    let mut command = session_command(&spec.program, &spec.args, &spec.cwd, &spec.env, &marker);
+    let mut command = piped_command(&spec.program, &spec.args, &spec.cwd, &spec.env, &marker);
     command.stdin(if spec.stdin.is_some() {
         Stdio::piped()
     } else {
         Stdio::null()
     });
-    let mut child = match command.spawn() {
-        Ok(child) => child,
+    let started = command
+        .spawn()
+        .and_then(|child| Ok((sys::Tree::adopt(&child, &marker)?, child)));
+    let (tree, mut child) = match started {
+        Ok((tree, child)) => (Arc::new(tree), child),
         Err(e) => {
             outcome.error = Some(format!("cannot start {}: {e}", spec.program.display()));
             outcome.duration = start.elapsed();
@@ -134,13 +147,9 @@ pub async fn run(spec: &Spawn, cancel: &CancellationToken, progress: &dyn Progre
             return outcome;
         }
     };
-    let leader = child.id().expect("a just-spawned child has a pid") as i32;
     // If this future is dropped before the end (the host shutting down),
     // the tree still goes.
-    let mut guard = TreeGuard {
-        leader,
-        marker: Some(marker.clone()),
-    };
+    let mut guard = TreeGuard(Some(tree.clone()));
     if let (Some(bytes), Some(mut stdin)) = (spec.stdin.clone(), child.stdin.take()) {
         tokio::spawn(async move {
             let _ = stdin.write_all(&bytes).await;
@@ -184,14 +193,14 @@ pub async fn run(spec: &Spawn, cancel: &CancellationToken, progress: &dyn Progre
                 // The child is gone but something still holds its pipes:
                 // descendants left running. They do not outlive the run.
                 if pipes_open {
-                    outcome.kill = Some(kill_blocking(leader, &marker).await);
+                    outcome.kill = Some(kill_blocking(&tree).await);
                 }
             }
             _ = ticker.tick() => progress.running(start.elapsed(), outcome.stdout_bytes + outcome.stderr_bytes),
         }
     }
     if let Some(ending) = ending {
-        outcome.kill = Some(kill_blocking(leader, &marker).await);
+        outcome.kill = Some(kill_blocking(&tree).await);
         outcome.ending = ending;
         status = child.wait().await.ok();
         // Keep what the killed tree had already written.
@@ -204,79 +213,53 @@ pub async fn run(spec: &Spawn, cancel: &CancellationToken, progress: &dyn Progre
     } else {
         outcome.ending = Ending::Exited;
         // Background descendants that closed their pipes but live on.
-        if !members(leader, &marker).is_empty() {
-            outcome.kill = Some(kill_blocking(leader, &marker).await);
+        if tree.has_members() {
+            outcome.kill = Some(kill_blocking(&tree).await);
         } else {
-            cgroup::release(&marker);
+            tree.release();
         }
     }
     if let Some(status) = status {
         outcome.exit_code = status.code();
-        #[cfg(unix)]
-        {
-            use std::os::unix::process::ExitStatusExt;
-            outcome.signal = status.signal();
-        }
+        outcome.signal = sys::signal(&status);
     }
     outcome.duration = start.elapsed();
-    guard.marker = None;
+    guard.0 = None;
     finish_log(&mut log, &mut outcome).await;
     outcome
 }
 
 /// Kills a run's tree (off the async thread) unless the run got to its end.
-struct TreeGuard {
-    leader: i32,
-    marker: Option<String>,
-}
+struct TreeGuard(Option<Arc<sys::Tree>>);
 
 impl Drop for TreeGuard {
     fn drop(&mut self) {
-        if let Some(marker) = self.marker.take() {
-            kill_tree_in_background(self.leader, marker);
+        if let Some(tree) = self.0.take() {
+            tree.kill_in_background();
         }
     }
 }
 
-/// A child in its own session (so one `killpg` reaches its group) and, where
-/// the host can make one, in the run's own cgroup, with exactly `env` plus
-/// the run's marker, stdout and stderr piped.
-fn session_command(
+/// The platform's command for a run's child ([`sys::command`]), stdout and
+/// stderr piped, the leader killed if the handle is dropped.
+fn piped_command(
     program: &std::path::Path,
     args: &[String],
     cwd: &std::path::Path,
     env: &[(String, String)],
     marker: &str,
 ) -> tokio::process::Command {
-    let mut command = tokio::process::Command::new(program);
+    let mut command = sys::command(program, args, cwd, env, marker);
     command
-        .args(args)
-        .current_dir(cwd)
-        .env_clear()
-        .envs(env.iter().map(|(k, v)| (k, v)))
-        .env(MARKER_VAR, marker)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
-    let procs = cgroup::create(marker);
-    // SAFETY: setsid and write are async-signal-safe; the closure only
-    // reads the descriptor it owns.
-    unsafe {
-        command.pre_exec(move || {
-            if let Some(procs) = &procs {
-                cgroup::join_self(procs)?;
-            }
-            nix::unistd::setsid()
-                .map(drop)
-                .map_err(std::io::Error::from)
-        });
-    }
     command
 }
 
-async fn kill_blocking(leader: i32, marker: &str) -> KillReport {
-    let marker = marker.to_string();
-    tokio::task::spawn_blocking(move || kill_tree(leader, &marker))
+async fn kill_blocking(tree: &Arc<sys::Tree>) -> KillReport {
+    let tree = tree.clone();
+    tokio::task::spawn_blocking(move || tree.kill())
         .await
         .unwrap_or_default()
 }

@@ -13,7 +13,7 @@ use tokio::process::{Child, ChildStdin};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::{Stream, Tail, kill_blocking, session_command};
+use super::{Stream, Tail, kill_blocking, piped_command, sys};
 
 /// Longer stdout lines are cut (the rest of the line is dropped).
 const MAX_LINE: usize = 16 * 1024 * 1024;
@@ -37,8 +37,7 @@ pub struct LineChild {
     stdin: Option<ChildStdin>,
     lines: mpsc::Receiver<String>,
     stderr: Arc<Mutex<Tail>>,
-    leader: i32,
-    marker: String,
+    tree: Arc<sys::Tree>,
     abort_input: Option<String>,
     grace: Duration,
     ended: Option<Ended>,
@@ -56,10 +55,10 @@ impl LineChild {
         stderr_tail: usize,
     ) -> std::io::Result<LineChild> {
         let marker = super::new_marker();
-        let mut command = session_command(program, args, cwd, env, &marker);
+        let mut command = piped_command(program, args, cwd, env, &marker);
         command.stdin(Stdio::piped());
         let mut child = command.spawn()?;
-        let leader = child.id().map(|p| p as i32).unwrap_or(-1);
+        let tree = Arc::new(sys::Tree::adopt(&child, &marker)?);
         let (tx, lines) = mpsc::channel(256);
         tokio::spawn(read_lines(child.stdout.take().expect("piped"), tx));
         let stderr = Arc::new(Mutex::new(Tail::new(stderr_tail)));
@@ -83,8 +82,7 @@ impl LineChild {
             child,
             lines,
             stderr,
-            leader,
-            marker,
+            tree,
             abort_input,
             grace,
             ended: None,
@@ -135,11 +133,11 @@ impl LineChild {
         if let Ok(status) = tokio::time::timeout(self.grace, self.child.wait()).await {
             let ended = ended_from(status.ok());
             // Descendants may outlive it.
-            kill_blocking(self.leader, &self.marker).await;
+            kill_blocking(&self.tree).await;
             self.ended = Some(ended.clone());
             return ended;
         }
-        kill_blocking(self.leader, &self.marker).await;
+        kill_blocking(&self.tree).await;
         self.reap().await
     }
 
@@ -154,16 +152,16 @@ impl LineChild {
 
 impl Drop for LineChild {
     fn drop(&mut self) {
-        let (leader, marker) = (self.leader, self.marker.clone());
-        if self.ended.is_some() || leader <= 0 {
-            // Its cgroup goes with it (and anything that slipped into it).
-            std::thread::spawn(move || super::cgroup::release(&marker));
+        if self.ended.is_some() {
+            // What it held goes with it (and anything that slipped in).
+            let tree = self.tree.clone();
+            std::thread::spawn(move || tree.release());
             return;
         }
         // Dropped while running (the plugin is done with it, or the call
         // ended): `kill_on_drop` has the leader killed; its descendants go
-        // by the marker and the cgroup, off the async thread.
-        super::kill_tree_in_background(leader, marker);
+        // with its tree, off the async thread.
+        self.tree.kill_in_background();
     }
 }
 
@@ -174,13 +172,9 @@ fn ended_from(status: Option<std::process::ExitStatus>) -> Ended {
             signal: None,
         };
     };
-    #[cfg(unix)]
-    let signal = std::os::unix::process::ExitStatusExt::signal(&status);
-    #[cfg(not(unix))]
-    let signal = None;
     Ended {
         code: status.code(),
-        signal,
+        signal: sys::signal(&status),
     }
 }
 

@@ -19,7 +19,7 @@ use regex::Regex;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use crate::{MARKER_VAR, cgroup};
+use crate::MARKER_VAR;
 
 /// Output not yet read is capped: a program that floods its terminal
 /// cannot grow host memory without bound (the oldest bytes go first).
@@ -70,7 +70,7 @@ pub struct Session {
     master: Box<dyn MasterPty + Send>,
     child: Box<dyn Child + Send + Sync>,
     leader: i32,
-    marker: String,
+    tree: crate::sys::Tree,
     ended: Option<Exit>,
 }
 
@@ -116,7 +116,7 @@ impl Session {
         let leader = child.process_id().map(|p| p as i32).unwrap_or(-1);
         // portable-pty has no hook before exec: the leader joins the run's
         // cgroup right after it starts, before a shell gets to fork.
-        cgroup::adopt(&marker, leader);
+        let tree = crate::sys::Tree::of_pid(leader, &marker);
         let reader = pair
             .master
             .try_clone_reader()
@@ -138,7 +138,7 @@ impl Session {
             master: pair.master,
             child,
             leader,
-            marker,
+            tree,
             ended: None,
         })
     }
@@ -234,14 +234,14 @@ impl Session {
     pub fn end(&mut self) -> Exit {
         if let Some(status) = self.exit_status() {
             // Descendants may outlive the program itself.
-            if !crate::members(self.leader, &self.marker).is_empty() {
-                crate::kill_tree(self.leader, &self.marker);
+            if self.tree.has_members() {
+                self.tree.kill();
             } else {
-                cgroup::release(&self.marker);
+                self.tree.release();
             }
             return status;
         }
-        crate::kill_tree(self.leader, &self.marker);
+        self.tree.kill();
         let status = self.child.wait().map(|s| exit(&s)).unwrap_or(Exit {
             code: None,
             signal: Some("SIGKILL".into()),
@@ -255,7 +255,7 @@ impl Drop for Session {
     fn drop(&mut self) {
         if self.ended.is_none() && self.leader > 0 {
             // Off the async thread: a tree kill waits out a grace period.
-            crate::kill_tree_in_background(self.leader, self.marker.clone());
+            self.tree.kill_in_background();
         }
     }
 }

@@ -19,46 +19,7 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{Signal, kill, killpg};
 use nix::unistd::Pid;
 
-/// Environment variable that tags every process of one run.
-pub const MARKER_VAR: &str = "MCP_HOST_RUN_ID";
-
-/// Time between SIGTERM and SIGKILL.
-pub const GRACE: Duration = Duration::from_millis(200);
-
-/// This host process, as `<pid>.<start time>` (a pid alone may be reused).
-pub fn instance() -> &'static str {
-    static INSTANCE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    INSTANCE.get_or_init(|| {
-        let pid = std::process::id() as i32;
-        format!("{pid}.{}", start_time(pid).unwrap_or(0))
-    })
-}
-
-fn start_time(pid: i32) -> Option<u64> {
-    Some(
-        procfs::process::Process::new(pid)
-            .ok()?
-            .stat()
-            .ok()?
-            .starttime,
-    )
-}
-
-/// Whether the host instance `id` (as [`instance`] writes it) still runs.
-pub fn instance_alive(id: &str) -> bool {
-    let Some((pid, started)) = id.split_once('.') else {
-        return false;
-    };
-    match (pid.parse::<i32>(), started.parse::<u64>()) {
-        (Ok(pid), Ok(started)) => start_time(pid) == Some(started),
-        _ => false,
-    }
-}
-
-/// A fresh marker for one run of this host instance.
-pub fn new_marker() -> String {
-    format!("{}-{}", instance(), uuid::Uuid::new_v4().simple())
-}
+use crate::{GRACE, KillReport, MARKER_VAR};
 
 /// Every process (not this one) whose marker names a host instance that
 /// `pick` selects, with that instance.
@@ -97,15 +58,6 @@ fn has_entry(pid: i32, entry: &str) -> bool {
     // environ() parses into a map; reading raw bytes is cheaper and exact.
     std::fs::read(format!("/proc/{pid}/environ"))
         .is_ok_and(|env| env.split(|b| *b == 0).any(|kv| kv == entry.as_bytes()))
-}
-
-/// What a tree kill did.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct KillReport {
-    /// Distinct processes signalled.
-    pub killed: usize,
-    /// Of those, how many needed SIGKILL after the grace period.
-    pub forced: usize,
 }
 
 struct Proc {

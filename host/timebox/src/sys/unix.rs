@@ -1,0 +1,105 @@
+//! Process trees on Unix: the child leads its own session (one `killpg`
+//! reaches its group), joins the run's cgroup where the host can make one,
+//! and carries the run's marker; [`crate::tree`] finds and kills all of
+//! that, descendants that left the group included.
+
+use std::path::Path;
+use std::process::ExitStatus;
+
+use crate::tree::{kill_tree, kill_tree_in_background, members};
+use crate::{KillReport, MARKER_VAR, cgroup};
+
+/// One run's process tree.
+pub struct Tree {
+    leader: i32,
+    marker: String,
+}
+
+/// The command for a run's child: in a session of its own and, where the
+/// host can make one, in the run's own cgroup, with exactly `env` plus the
+/// run's marker.
+pub fn command(
+    program: &Path,
+    args: &[String],
+    cwd: &Path,
+    env: &[(String, String)],
+    marker: &str,
+) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new(program);
+    command
+        .args(args)
+        .current_dir(cwd)
+        .env_clear()
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .env(MARKER_VAR, marker);
+    let procs = cgroup::create(marker);
+    // SAFETY: setsid and write are async-signal-safe; the closure only
+    // reads the descriptor it owns.
+    unsafe {
+        command.pre_exec(move || {
+            if let Some(procs) = &procs {
+                cgroup::join_self(procs)?;
+            }
+            nix::unistd::setsid()
+                .map(drop)
+                .map_err(std::io::Error::from)
+        });
+    }
+    command
+}
+
+impl Tree {
+    /// The tree `child` (started by [`command`]) leads.
+    pub fn adopt(child: &tokio::process::Child, marker: &str) -> std::io::Result<Tree> {
+        Ok(Tree::of_pid(child.id().map_or(-1, |p| p as i32), marker))
+    }
+
+    /// The tree led by process `leader` (a pseudo-terminal's child: it
+    /// joins the run's cgroup now, before a shell gets to fork).
+    pub fn of_pid(leader: i32, marker: &str) -> Tree {
+        if leader > 0 {
+            cgroup::adopt(marker, leader);
+        }
+        Tree {
+            leader,
+            marker: marker.to_string(),
+        }
+    }
+
+    /// Whether anything of the tree still runs.
+    pub fn has_members(&self) -> bool {
+        self.leader > 0 && !members(self.leader, &self.marker).is_empty()
+    }
+
+    /// Terminate the tree (SIGTERM, a grace period, SIGKILL). Blocking.
+    pub fn kill(&self) -> KillReport {
+        kill_tree(self.leader, &self.marker)
+    }
+
+    /// [`Tree::kill`] off the caller's thread: from `Drop`.
+    pub fn kill_in_background(&self) {
+        kill_tree_in_background(self.leader, self.marker.clone());
+    }
+
+    /// Let go of what the run held (its cgroup) once nothing of it runs.
+    pub fn release(&self) {
+        cgroup::release(&self.marker);
+    }
+}
+
+/// The signal that ended a process, if one did.
+pub fn signal(status: &ExitStatus) -> Option<i32> {
+    std::os::unix::process::ExitStatusExt::signal(status)
+}
+
+/// When process `pid` started (clock ticks since boot), to tell it from a
+/// later process given the same pid.
+pub fn start_time(pid: i32) -> Option<u64> {
+    Some(
+        procfs::process::Process::new(pid)
+            .ok()?
+            .stat()
+            .ok()?
+            .starttime,
+    )
+}
