@@ -914,8 +914,29 @@ async fn without_a_doc_dir_the_engines_own_reference_is_dumped_once_and_served()
         "{reply:#}\n{log}"
     );
     assert!(
-        log.contains(&format!("from engine `{engine}` 3.")) && log.contains("dumped just now"),
-        "the log says which engine's reference it serves: {log}"
+        log.contains(&format!("from engine `{engine}` 3."))
+            && log.contains("read from the engine binary, just now"),
+        "the log says which engine's reference it serves, and how: {log}"
+    );
+    // Issue 35, item 1: the descriptions the binary carries (--doctool
+    // leaves them out).
+    let out = env
+        .host(&[
+            "call",
+            "godot.get_class",
+            &json!({"name": "KinematicBody2D"}).to_string(),
+        ])
+        .output()
+        .await
+        .unwrap();
+    let class: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let description = fields(&class)["description"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        description.len() > 100 && description.contains("body"),
+        "a full description: {description:?}"
     );
     let dumps = env.cache.join("plugins/godot/engine-docs");
     let versions: Vec<_> = std::fs::read_dir(&dumps)
@@ -951,7 +972,10 @@ async fn without_a_doc_dir_the_engines_own_reference_is_dumped_once_and_served()
         "godot://class/KinematicBody2D",
         "{reply:#}"
     );
-    assert!(log.contains("dumped before"), "{log}");
+    assert!(
+        log.contains("reference read from the engine binary before"),
+        "{log}"
+    );
 }
 
 /// Issue 42, item 19: with two engines of one version on PATH, one that

@@ -16,6 +16,9 @@ use crate::caps::spawn::{MAX_TAIL_BYTES, RunProgress, run_result};
 use crate::paths::confine;
 use crate::store::CallState;
 
+/// The most of a program's file one `read-program` returns.
+const MAX_READ_BYTES: u64 = 16 << 20;
+
 impl Host for CallState {
     async fn run(&mut self, request: RunRequest) -> Result<RunResult, Refusal<CapabilityError>> {
         let spawn = self.check(request)?;
@@ -31,6 +34,30 @@ impl Host for CallState {
             elapsed_ms = started.elapsed().as_millis() as u64, "process finished"
         );
         Ok(run_result(outcome))
+    }
+
+    async fn read_program(
+        &mut self,
+        program: String,
+        offset: u64,
+        max_bytes: u64,
+    ) -> Result<Vec<u8>, Refusal<CapabilityError>> {
+        use std::io::{Read, Seek};
+        self.grants
+            .require("process")
+            .map_err(CapabilityError::Denied)?;
+        let path = self.program_allowed(&program, &self.grants.workspace.clone())?;
+        let failed = |e: std::io::Error| {
+            CapabilityError::NotFound(format!("cannot read {}: {e}", path.display()))
+        };
+        let mut file = std::fs::File::open(&path).map_err(failed)?;
+        file.seek(std::io::SeekFrom::Start(offset))
+            .map_err(failed)?;
+        let mut bytes = Vec::new();
+        file.take(max_bytes.min(MAX_READ_BYTES))
+            .read_to_end(&mut bytes)
+            .map_err(failed)?;
+        Ok(bytes)
     }
 
     async fn start(

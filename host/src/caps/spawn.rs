@@ -37,6 +37,27 @@ pub struct Allowed {
 }
 
 impl CallState {
+    /// `program` as found from `cwd` (PATH, PATHEXT), if it is on the
+    /// policy's `process.programs`.
+    pub fn program_allowed(
+        &self,
+        program: &str,
+        cwd: &std::path::Path,
+    ) -> Result<PathBuf, CapabilityError> {
+        let g = &self.grants;
+        let resolved = timebox::resolve_here(program, cwd).ok_or_else(|| {
+            CapabilityError::NotFound(format!("program `{program}` was not found on PATH"))
+        })?;
+        if !timebox::allowed(program, &resolved, &g.programs) {
+            return Err(CapabilityError::Denied(g.denial(
+                &format!("the program `{program}`"),
+                "process.programs",
+                &format!("\"{program}\""),
+            )));
+        }
+        Ok(resolved)
+    }
+
     /// The checks `process` and `pty` share: the capability granted, `cwd`
     /// inside a root, the program on `process.programs`, no loader
     /// variables. The child's environment is the policy's pass-through
@@ -57,16 +78,7 @@ impl CallState {
                 "a root containing it",
             ))
         })?;
-        let resolved = timebox::resolve_here(program, &cwd).ok_or_else(|| {
-            CapabilityError::NotFound(format!("program `{program}` was not found on PATH"))
-        })?;
-        if !timebox::allowed(program, &resolved, &g.programs) {
-            return Err(CapabilityError::Denied(g.denial(
-                &format!("the program `{program}`"),
-                "process.programs",
-                &format!("\"{program}\""),
-            )));
-        }
+        let resolved = self.program_allowed(program, &cwd)?;
         if let Some((key, _)) = request_env
             .iter()
             .find(|(k, _)| k.starts_with("LD_") || k.starts_with("DYLD_") || k.contains('='))

@@ -86,7 +86,8 @@ impl DocDir {
                         .unwrap_or_default()
                         .to_string_lossy()
                         .into_owned();
-                    let source = format!("an engine's reference dumped before ({version})");
+                    let how = engine::Made::of(&dump).map_or("made", engine::Made::says);
+                    let source = format!("an engine's reference {how} before ({version})");
                     found.push(DocDir::new(dump, source, Some(&version)));
                 }
             }
@@ -175,12 +176,20 @@ fn from_engines(in_workspace: &Path) -> Result<Vec<DocDir>, ToolError> {
             continue;
         }
         match engine::docs(engine) {
-            Ok((path, dumped)) => {
+            Ok((path, dumped, made)) => {
                 let when = if dumped { "just now" } else { "before" };
                 let source = format!(
-                    "engine `{}` {} (reference dumped {when})",
-                    engine.program, engine.version
+                    "engine `{}` {} (reference {}, {when})",
+                    engine.program,
+                    engine.version,
+                    made.says()
                 );
+                if made == engine::Made::Doctool {
+                    log(
+                        Level::Warn,
+                        &format!("Godot {}: {}", engine.version, made.says()),
+                    );
+                }
                 let dir = DocDir::new(path, source, Some(&engine.version));
                 dirs.push((engine.version.clone(), dir));
             }

@@ -1,8 +1,9 @@
 //! Docs from the user's own engines: with no doc dir configured, find
 //! every Godot (`GODOT_BIN`, else `godot`, `godot4`, `godot3`,
-//! `godot3-server` on PATH), dump each one's class reference once with
-//! `--doctool` into the plugin's cache under the engine's `--version`, and
-//! serve those. A dump has the layout of a source tree's `doc/`
+//! `godot3-server` on PATH), write each one's class reference once into
+//! the plugin's cache under the engine's `--version` (read out of its
+//! binary, [`crate::binary`]; else dumped with `--doctool`, which leaves
+//! the descriptions out), and serve those. A dump has the layout of a source tree's `doc/`
 //! (`classes/`, `modules/<m>/doc_classes/`).
 
 use std::path::{Path, PathBuf};
@@ -112,9 +113,52 @@ fn looks_like_version(line: &str) -> bool {
             .is_some_and(|p| p.chars().next().is_some_and(|c| c.is_ascii_digit()))
 }
 
-/// The engine's reference, dumped on first use: the doc dir to serve, and
-/// whether it was dumped just now.
-pub fn docs(engine: &Engine) -> Result<(PathBuf, bool), ToolError> {
+/// Where a dump says how it was made ([`Made`]); a dump without it was
+/// made by an older plugin with `--doctool` and is made again.
+const MADE_FILE: &str = "MADE";
+
+/// How a dump was made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Made {
+    /// Read out of the engine binary: the full reference.
+    Binary,
+    /// `--doctool`: names and signatures, descriptions missing.
+    Doctool,
+}
+
+impl Made {
+    fn label(self) -> &'static str {
+        match self {
+            Made::Binary => "binary",
+            Made::Doctool => "doctool",
+        }
+    }
+
+    /// How the dump at `dir` was made, if it says.
+    pub fn of(dir: &Path) -> Option<Made> {
+        match std::fs::read_to_string(dir.join(MADE_FILE)).ok()?.trim() {
+            "binary" => Some(Made::Binary),
+            "doctool" => Some(Made::Doctool),
+            _ => None,
+        }
+    }
+
+    /// How a source line tells of it.
+    pub fn says(self) -> &'static str {
+        match self {
+            Made::Binary => "read from the engine binary",
+            Made::Doctool => {
+                "dumped with --doctool: names and signatures only, descriptions missing (the binary \
+                 carries no reference)"
+            }
+        }
+    }
+}
+
+/// The engine's reference, made on first use: read out of its binary,
+/// else dumped with `--doctool`. The doc dir to serve, whether it was made
+/// just now, and how.
+pub fn docs(engine: &Engine) -> Result<(PathBuf, bool, Made), ToolError> {
     let root = dumps_dir()
         .ok_or_else(|| ToolError::new("INTERNAL", "the host gave the plugin no cache directory"))?;
     let key: String = engine
@@ -130,15 +174,53 @@ pub fn docs(engine: &Engine) -> Result<(PathBuf, bool), ToolError> {
         .collect();
     let done = root.join(&key);
     if done.join("classes").is_dir() {
-        return Ok((done, false));
+        match Made::of(&done) {
+            Some(made) => return Ok((done, false, made)),
+            None => {
+                let _ = std::fs::remove_dir_all(&done);
+            }
+        }
     }
     // Random, so two hosts dumping at once stage apart.
     let staging = root.join(format!(".{key}.{:016x}", plugin_sdk::random_u64()));
     let _ = std::fs::remove_dir_all(&staging);
     std::fs::create_dir_all(&staging).map_err(|e| io_error(&staging, e))?;
-    let dumped = dump(engine, &staging).and_then(|()| arrange(&staging, &done));
+    let made = match crate::binary::reference(&engine.program) {
+        Ok(Some(classes)) if !classes.is_empty() => {
+            write_classes(&staging, &classes).map(|()| Made::Binary)
+        }
+        found => {
+            if let Err(why) = found {
+                plugin_sdk::log::log(
+                    plugin_sdk::log::Level::Warn,
+                    &format!(
+                        "the reference in `{}` could not be read: {why}",
+                        engine.program
+                    ),
+                );
+            }
+            dump(engine, &staging).map(|()| Made::Doctool)
+        }
+    };
+    let made = made.and_then(|made| {
+        let doc = staging.join("doc");
+        std::fs::write(doc.join(MADE_FILE), made.label()).map_err(|e| io_error(&doc, e))?;
+        arrange(&staging, &done).map(|()| made)
+    });
     let _ = std::fs::remove_dir_all(&staging);
-    dumped.map(|()| (done, true))
+    made.map(|made| (done, true, made))
+}
+
+/// The classes read from a binary, as a dump lays them out
+/// (`doc/classes/<name>.xml`).
+fn write_classes(staging: &Path, classes: &[crate::binary::ClassXml]) -> Result<(), ToolError> {
+    let dir = staging.join("doc/classes");
+    std::fs::create_dir_all(&dir).map_err(|e| io_error(&dir, e))?;
+    for class in classes {
+        let file = dir.join(format!("{}.xml", class.name));
+        std::fs::write(&file, &class.xml).map_err(|e| io_error(&file, e))?;
+    }
+    Ok(())
 }
 
 /// `<program> [--headless] --doctool <dir>`.

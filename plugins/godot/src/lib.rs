@@ -11,6 +11,7 @@
 
 pub mod api;
 pub mod bbcode;
+pub mod binary;
 pub mod corpus;
 pub mod engine;
 pub mod model;
