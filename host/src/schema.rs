@@ -10,6 +10,48 @@ const MAX_PROBLEMS: usize = 10;
 /// The longest argument value quoted back in a problem.
 const SHOWN_VALUE: usize = 80;
 
+/// An input schema as every client can take it (issue 39): an optional
+/// field typed string-or-null whose `enum` lacks `null` refused the `null`
+/// models send for optional fields (our own check and Gemini's), and
+/// schemars' numeric `format`s (`uint32`) make Gemini warn on every call.
+/// So `null` joins such an `enum`, and a numeric format becomes the bound
+/// it means (`minimum: 0` for an unsigned one).
+pub fn for_clients(schema: &mut Value) {
+    match schema {
+        Value::Object(map) => {
+            let nullable = match map.get("type") {
+                Some(Value::Array(types)) => types.iter().any(|t| t == "null"),
+                _ => false,
+            };
+            if nullable
+                && let Some(Value::Array(values)) = map.get_mut("enum")
+                && !values.contains(&Value::Null)
+            {
+                values.push(Value::Null);
+            }
+            let numeric = map
+                .get("format")
+                .and_then(Value::as_str)
+                .is_some_and(|f| NUMERIC_FORMATS.contains(&f));
+            if numeric {
+                let format = map.remove("format");
+                if format.is_some_and(|f| f.as_str().is_some_and(|f| f.starts_with('u'))) {
+                    map.entry("minimum").or_insert(Value::from(0));
+                }
+            }
+            map.values_mut().for_each(for_clients);
+        }
+        Value::Array(items) => items.iter_mut().for_each(for_clients),
+        _ => {}
+    }
+}
+
+/// The `format`s schemars writes for Rust's number types.
+const NUMERIC_FORMATS: &[&str] = &[
+    "uint", "uint8", "uint16", "uint32", "uint64", "int", "int8", "int16", "int32", "int64",
+    "float", "double",
+];
+
 pub struct ArgsSchema {
     validator: Validator,
 }
@@ -72,6 +114,28 @@ impl ArgsSchema {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn optional_enums_take_null_and_numeric_formats_become_bounds() {
+        let mut schema = json!({"type": "object", "properties": {
+            "kind": {"type": ["string", "null"], "enum": ["class", "method"]},
+            "limit": {"type": "integer", "format": "uint32", "maximum": 100},
+            "offset": {"type": "integer", "format": "int64"},
+            "when": {"type": "string", "format": "date-time"},
+        }});
+        for_clients(&mut schema);
+        let p = &schema["properties"];
+        assert_eq!(p["kind"]["enum"], json!(["class", "method", null]));
+        assert_eq!(
+            p["limit"],
+            json!({"type": "integer", "minimum": 0, "maximum": 100})
+        );
+        assert_eq!(p["offset"], json!({"type": "integer"}));
+        assert_eq!(p["when"]["format"], "date-time", "other formats stay");
+        let checked = ArgsSchema::compile(&schema).unwrap();
+        assert!(checked.check(&json!({"kind": null})).is_ok());
+        assert!(checked.check(&json!({"limit": -1})).is_err());
+    }
 
     #[test]
     fn a_long_bad_value_is_not_echoed_back() {

@@ -156,6 +156,44 @@ impl Service {
     }
 
     /// Run a tool. `None` when no plugin serves `exposed`.
+    /// Take out of `arguments` what client `client` adds to every call on
+    /// its own (issue 39: Gemini CLI's `wait_for_previous`, which its
+    /// prompt has the model set), unless the tool declares it: such a call
+    /// was refused as an unexpected argument, while a typo still is.
+    pub fn drop_injected(
+        &self,
+        exposed: &str,
+        client: Option<&str>,
+        arguments: &mut Map<String, Value>,
+    ) {
+        let Some(client) = client.map(str::to_lowercase) else {
+            return;
+        };
+        let catalog = self.catalog();
+        let Some((plugin, tool)) = catalog.tool(exposed) else {
+            return;
+        };
+        let declared = |key: &str| {
+            tool.input_schema
+                .get("properties")
+                .and_then(|p| p.get(key))
+                .is_some()
+        };
+        for (who, keys) in INJECTED {
+            for key in keys.iter().filter(|_| client.contains(who)) {
+                if !declared(key) && arguments.remove(*key).is_some() {
+                    static SAID: std::sync::Mutex<Vec<&str>> = std::sync::Mutex::new(Vec::new());
+                    let mut said = SAID.lock().expect("said lock");
+                    if !said.contains(key) {
+                        said.push(key);
+                        tracing::info!(plugin = %plugin.name, client = %client, argument = %key,
+                            "dropped an argument this client adds to every tool call (said once)");
+                    }
+                }
+            }
+        }
+    }
+
     pub async fn call(
         &self,
         exposed: &str,
@@ -547,6 +585,10 @@ async fn ask<T>(
     );
     result
 }
+
+/// Arguments clients add to every tool call on their own, by a word of
+/// their `clientInfo.name`; dropped when the tool does not declare them.
+const INJECTED: &[(&str, &[&str])] = &[("gemini", &["wait_for_previous"])];
 
 /// The most a tool's result (its text and structured content together) may
 /// hold: every result waits in the host's memory until the client reads it.

@@ -1007,6 +1007,46 @@ async fn every_string_argument_of_every_bundled_tool_is_bounded() {
         unbounded(&schema, tool.name.to_string(), &mut found);
     }
     assert!(found.is_empty(), "unbounded strings: {found:?}");
+    // Issue 39: an optional enum takes null; no numeric `format` (Gemini
+    // warns on those).
+    fn unfit(schema: &Value, at: String, found: &mut Vec<String>) {
+        match schema {
+            Value::Object(map) => {
+                let nullable = map
+                    .get("type")
+                    .and_then(Value::as_array)
+                    .is_some_and(|t| t.iter().any(|t| t == "null"));
+                if nullable
+                    && map
+                        .get("enum")
+                        .and_then(Value::as_array)
+                        .is_some_and(|e| !e.contains(&Value::Null))
+                {
+                    found.push(format!("{at}: enum without null"));
+                }
+                if let Some(format) = map.get("format").and_then(Value::as_str)
+                    && (format.starts_with("uint") || format.starts_with("int"))
+                {
+                    found.push(format!("{at}: format {format}"));
+                }
+                for (key, value) in map {
+                    unfit(value, format!("{at}/{key}"), found);
+                }
+            }
+            Value::Array(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    unfit(item, format!("{at}/{i}"), found);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut found = Vec::new();
+    for tool in &tools {
+        let schema = Value::Object((*tool.input_schema).clone());
+        unfit(&schema, tool.name.to_string(), &mut found);
+    }
+    assert!(found.is_empty(), "schemas clients stumble on: {found:?}");
     let huge = host
         .call("godot.get_class", json!({"name": "N".repeat(1 << 20)}))
         .await;
@@ -1042,4 +1082,65 @@ async fn a_one_shot_command_prints_what_was_asked_for() {
     if let Some(line) = lines.first() {
         assert!(line.contains("host check"), "{line}");
     }
+}
+
+/// Issue 39, items 1 and 2: Gemini CLI's `wait_for_previous`, which it adds
+/// to every call, is dropped for it (another client's unknown argument is
+/// still refused), and `null` is taken for optional fields, enums included.
+#[tokio::test]
+async fn arguments_clients_add_and_nulls_for_optional_fields_are_taken() {
+    let Some(docs) = godot_docs() else { return };
+    let config = format!(
+        "[plugins.godot]\nfs.read = [{d:?}]\nvars.GODOT_DOC_DIR = {d:?}\n",
+        d = docs.join("4.x").display().to_string()
+    );
+    let env = Env::new(&["godot"], &config);
+    // Answers of `calls` made by a client named `client`, in order.
+    let answers = |client: &'static str, calls: Vec<Value>| {
+        let env = &env;
+        async move {
+            let mut child = serve_raw(env, std::process::Stdio::piped());
+            let mut stdin = child.stdin.take().unwrap();
+            let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+            let hello = handshake().replace("\"name\":\"raw\"", &format!("\"name\":\"{client}\""));
+            stdin.write_all(hello.as_bytes()).await.unwrap();
+            let mut got = Vec::new();
+            for (id, arguments) in (10..).zip(calls) {
+                let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                    "params": {"name": "godot.search", "arguments": arguments}});
+                stdin
+                    .write_all(format!("{call}\n").as_bytes())
+                    .await
+                    .unwrap();
+                loop {
+                    let line = lines.next_line().await.unwrap().expect("an answer");
+                    let message: Value = serde_json::from_str(&line).unwrap();
+                    if message["id"] == id {
+                        got.push(message["result"].clone());
+                        break;
+                    }
+                }
+            }
+            got
+        }
+    };
+    let injected = json!({"query": "Node2D", "wait_for_previous": true});
+    let gemini = answers(
+        "gemini-cli-mcp-client",
+        vec![
+            injected.clone(),
+            json!({"query": "Node2D", "kind": null, "limit": null, "version": null}),
+            json!({"query": "Node2D", "querry": "typo"}),
+        ],
+    )
+    .await;
+    assert_eq!(gemini[0]["isError"], false, "{}", gemini[0]);
+    assert_eq!(gemini[1]["isError"], false, "nulls: {}", gemini[1]);
+    assert_eq!(
+        gemini[2]["isError"], true,
+        "a typo is still refused: {}",
+        gemini[2]
+    );
+    let other = answers("some-other-client", vec![injected]).await;
+    assert_eq!(other[0]["isError"], true, "{}", other[0]);
 }

@@ -573,6 +573,16 @@ impl ServerHandler for McpFront {
         let per_request = matches!(levels, Levels::Request(_));
         let link = McpLink::new(&context, context.meta.get_progress_token(), levels);
         let name = request.name.clone();
+        let client = context
+            .meta
+            .client_info()
+            .map(|info| info.name)
+            .or_else(|| context.peer.peer_info().map(|p| p.client_info.name.clone()));
+        let mut request = request;
+        let mut arguments = request.arguments.take().unwrap_or_default();
+        self.service
+            .drop_injected(&name, client.as_deref(), &mut arguments);
+        request.arguments = Some(arguments);
         let reply = if per_request {
             // 2026-07-28: a question ends the round with `input_required`.
             let what = format!("tools/call {name}");

@@ -120,5 +120,8 @@ async fn a_timeout_ends_the_grandchild_too() {
         std::thread::sleep(Duration::from_millis(50));
     }
     assert!(!alive(pid), "grandchild {pid} outlived the run");
-    assert!(outcome.kill.is_some_and(|k| k.killed >= 2), "the tree was counted");
+    assert!(
+        outcome.kill.is_some_and(|k| k.killed >= 2),
+        "the tree was counted"
+    );
 }

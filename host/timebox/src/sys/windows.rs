@@ -199,6 +199,7 @@ pub fn start_time(pid: i32) -> Option<u64> {
         let (mut created, mut exited, mut kernel, mut user) = std::mem::zeroed();
         let ok = GetProcessTimes(process, &mut created, &mut exited, &mut kernel, &mut user);
         CloseHandle(process);
-        (ok != 0).then(|| (u64::from(created.dwHighDateTime) << 32) | u64::from(created.dwLowDateTime))
+        (ok != 0)
+            .then(|| (u64::from(created.dwHighDateTime) << 32) | u64::from(created.dwLowDateTime))
     }
 }
