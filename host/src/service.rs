@@ -59,9 +59,10 @@ impl Reply {
 
 impl Reply {
     /// An error whose fields do not match the tool's output schema moves
-    /// them into the text (a sentence, then compact JSON) and carries no
-    /// `structuredContent`: a client that validates it would otherwise
-    /// throw the whole error away.
+    /// them into the text (the `code: message` sentence, then the other
+    /// fields as compact JSON, so the message is not said twice) and
+    /// carries no `structuredContent`: a client that validates it would
+    /// otherwise throw the whole error away.
     fn fitted_to(self, schema: Option<&jsonschema::Validator>) -> Reply {
         match (&self.structured, schema) {
             (Some(fields), Some(schema)) if self.is_error && !schema.is_valid(fields) => Reply {
@@ -69,7 +70,15 @@ impl Reply {
                 text: format!(
                     "{}\n{}",
                     self.text.lines().next().unwrap_or_default(),
-                    fields
+                    Value::Object(
+                        fields
+                            .as_object()
+                            .into_iter()
+                            .flatten()
+                            .filter(|(key, _)| *key != "code" && *key != "message")
+                            .map(|(key, value)| (key.clone(), value.clone()))
+                            .collect()
+                    )
                 ),
                 structured: None,
                 ..self

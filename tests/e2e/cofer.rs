@@ -1059,6 +1059,16 @@ async fn an_image_not_in_local_storage_is_image_missing() {
         "{message}"
     );
     assert!(!f.repo.join(".cofer/worktrees/nowhere").exists());
+    // Issue 39, item 7: the text says the message once (the fields under
+    // it leave out the code and message of its first line).
+    assert_eq!(
+        text(&r)
+            .matches("podman pull localhost/cofer-never-built")
+            .count(),
+        1,
+        "{}",
+        text(&r)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -533,10 +533,16 @@ pub fn structured(result: &CallToolResult) -> Value {
         .unwrap_or_else(|| panic!("no structuredContent in {result:?}"))
 }
 
-/// An error's fields from its text: the compact JSON under the first line,
-/// where the host puts them when they do not fit the output schema.
+/// An error's fields from its text, where the host puts them when they do
+/// not fit the output schema: `code: message` on the first line, the other
+/// fields as compact JSON under it.
 pub fn error_fields(text: &str) -> Option<Value> {
-    serde_json::from_str(text.split_once('\n')?.1).ok()
+    let (sentence, rest) = text.split_once('\n')?;
+    let mut fields: Value = serde_json::from_str(rest).ok()?;
+    let (code, message) = sentence.split_once(": ")?;
+    fields["code"] = code.into();
+    fields["message"] = message.into();
+    Some(fields)
 }
 
 pub fn is_error(result: &CallToolResult) -> bool {
