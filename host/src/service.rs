@@ -60,7 +60,7 @@ impl Reply {
 impl Reply {
     /// An error whose fields do not match the tool's output schema moves
     /// them into the text (the `code: message` sentence, then the other
-    /// fields as compact JSON, so the message is not said twice) and
+    /// fields as compact JSON: a one-line message is not said twice) and
     /// carries no `structuredContent`: a client that validates it would
     /// otherwise throw the whole error away.
     fn fitted_to(self, schema: Option<&jsonschema::Validator>) -> Reply {
@@ -75,7 +75,12 @@ impl Reply {
                             .as_object()
                             .into_iter()
                             .flatten()
-                            .filter(|(key, _)| *key != "code" && *key != "message")
+                            // What the first line says whole is not said again.
+                            .filter(|(key, value)| {
+                                *key != "code"
+                                    && (*key != "message"
+                                        || value.as_str().is_some_and(|m| m.contains('\n')))
+                            })
                             .map(|(key, value)| (key.clone(), value.clone()))
                             .collect()
                     )

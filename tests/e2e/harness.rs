@@ -541,7 +541,9 @@ pub fn error_fields(text: &str) -> Option<Value> {
     let mut fields: Value = serde_json::from_str(rest).ok()?;
     let (code, message) = sentence.split_once(": ")?;
     fields["code"] = code.into();
-    fields["message"] = message.into();
+    if fields.get("message").is_none() {
+        fields["message"] = message.into();
+    }
     Some(fields)
 }
 
