@@ -681,18 +681,7 @@ mod tests {
         let root = dir.path().canonicalize().unwrap();
         let mark = root.join("ran");
         let git = |args: &[&str]| {
-            let out = std::process::Command::new("git")
-                .args(["-c", "user.name=t", "-c", "user.email=t@t"])
-                .args(args)
-                .current_dir(&root)
-                .env("GIT_CONFIG_GLOBAL", "/dev/null")
-                .output()
-                .unwrap();
-            assert!(
-                out.status.success(),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
+            crate::snapshot::tests::git(&root, args);
         };
         git(&["init", "-q", "repo"]);
         let repo_dir = root.join("repo");

@@ -484,13 +484,14 @@ fn write_index(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use std::os::unix::fs::{PermissionsExt, symlink};
     use std::path::PathBuf;
     use std::process::Command;
 
-    fn git(dir: &Path, args: &[&str]) -> String {
+    /// `git` as a user runs it in tests (no global or system config).
+    pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
         let out = Command::new("git")
             .args([
                 "-c",

@@ -240,8 +240,9 @@ impl Drop for TreeGuard {
     }
 }
 
-/// The platform's command for a run's child ([`sys::command`]), stdout and
-/// stderr piped, the leader killed if the handle is dropped.
+/// The command for a run's child: exactly `env` plus the run's marker,
+/// stdout and stderr piped, the leader killed if the handle is dropped,
+/// started as the platform starts a tree ([`sys::prepare`]).
 fn piped_command(
     program: &std::path::Path,
     args: &[String],
@@ -249,11 +250,17 @@ fn piped_command(
     env: &[(String, String)],
     marker: &str,
 ) -> tokio::process::Command {
-    let mut command = sys::command(program, args, cwd, env, marker);
+    let mut command = tokio::process::Command::new(program);
     command
+        .args(args)
+        .current_dir(cwd)
+        .env_clear()
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .env(MARKER_VAR, marker)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
+    sys::prepare(&mut command, marker);
     command
 }
 

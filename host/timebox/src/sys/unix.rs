@@ -3,11 +3,10 @@
 //! and carries the run's marker; [`crate::tree`] finds and kills all of
 //! that, descendants that left the group included.
 
-use std::path::Path;
 use std::process::ExitStatus;
 
 use crate::tree::{kill_tree, kill_tree_in_background, members};
-use crate::{KillReport, MARKER_VAR, cgroup};
+use crate::{KillReport, cgroup};
 
 /// One run's process tree.
 pub struct Tree {
@@ -15,23 +14,9 @@ pub struct Tree {
     marker: String,
 }
 
-/// The command for a run's child: in a session of its own and, where the
-/// host can make one, in the run's own cgroup, with exactly `env` plus the
-/// run's marker.
-pub fn command(
-    program: &Path,
-    args: &[String],
-    cwd: &Path,
-    env: &[(String, String)],
-    marker: &str,
-) -> tokio::process::Command {
-    let mut command = tokio::process::Command::new(program);
-    command
-        .args(args)
-        .current_dir(cwd)
-        .env_clear()
-        .envs(env.iter().map(|(k, v)| (k, v)))
-        .env(MARKER_VAR, marker);
+/// Make `command` start the run's child in a session of its own and,
+/// where the host can make one, in the run's own cgroup.
+pub fn prepare(command: &mut tokio::process::Command, marker: &str) {
     let procs = cgroup::create(marker);
     // SAFETY: setsid and write are async-signal-safe; the closure only
     // reads the descriptor it owns.
@@ -45,11 +30,10 @@ pub fn command(
                 .map_err(std::io::Error::from)
         });
     }
-    command
 }
 
 impl Tree {
-    /// The tree `child` (started by [`command`]) leads.
+    /// The tree `child` (started as [`prepare`] made it) leads.
     pub fn adopt(child: &tokio::process::Child, marker: &str) -> std::io::Result<Tree> {
         Ok(Tree::of_pid(child.id().map_or(-1, |p| p as i32), marker))
     }

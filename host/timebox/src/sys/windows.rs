@@ -5,7 +5,6 @@
 //! Windows closes the job's handle and kills the tree (what the watchdog
 //! does on Linux).
 
-use std::path::Path;
 use std::process::ExitStatus;
 
 use windows_sys::Win32::Foundation::{CloseHandle, HANDLE, INVALID_HANDLE_VALUE};
@@ -23,7 +22,7 @@ use windows_sys::Win32::System::Threading::{
     PROCESS_QUERY_LIMITED_INFORMATION, ResumeThread, THREAD_SUSPEND_RESUME,
 };
 
-use crate::{KillReport, MARKER_VAR};
+use crate::KillReport;
 
 /// One run's process tree: its job.
 pub struct Tree {
@@ -44,29 +43,14 @@ impl Drop for Job {
     }
 }
 
-/// The command for a run's child: suspended (resumed once it is in its
-/// job), in a process group of its own, with exactly `env` plus the run's
-/// marker.
-pub fn command(
-    program: &Path,
-    args: &[String],
-    cwd: &Path,
-    env: &[(String, String)],
-    marker: &str,
-) -> tokio::process::Command {
-    let mut command = tokio::process::Command::new(program);
-    command
-        .args(args)
-        .current_dir(cwd)
-        .env_clear()
-        .envs(env.iter().map(|(k, v)| (k, v)))
-        .env(MARKER_VAR, marker)
-        .creation_flags(CREATE_SUSPENDED | CREATE_NEW_PROCESS_GROUP);
-    command
+/// Make `command` start the run's child suspended (resumed once it is in
+/// its job) and in a process group of its own.
+pub fn prepare(command: &mut tokio::process::Command, _marker: &str) {
+    command.creation_flags(CREATE_SUSPENDED | CREATE_NEW_PROCESS_GROUP);
 }
 
 impl Tree {
-    /// Put `child` (started suspended by [`command`]) in a job of its own,
+    /// Put `child` (started suspended, [`prepare`]) in a job of its own,
     /// then let it run. A child that cannot be put in a job is killed.
     pub fn adopt(child: &tokio::process::Child, _marker: &str) -> std::io::Result<Tree> {
         let job = new_job()?;
