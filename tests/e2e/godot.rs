@@ -440,28 +440,16 @@ async fn three_and_four_are_served_side_by_side() {
         note.contains("renamed in Godot 4.0 to `CharacterBody2D`"),
         "{note}"
     );
-    let member = client
-        .call(
-            "godot.get_symbol",
-            json!({"qname": "KinematicBody2D.move_and_slide"}),
-        )
-        .await;
-    assert_eq!(
-        structured(&member)["qname"],
-        "CharacterBody2D.move_and_slide",
-        "{member:?}"
-    );
-    let renamed_method = client
-        .call(
-            "godot.get_symbol",
-            json!({"qname": "Node.get_network_master"}),
-        )
-        .await;
-    assert_eq!(
-        structured(&renamed_method)["qname"],
-        "Node.get_multiplayer_authority",
-        "{renamed_method:?}"
-    );
+    for (old, new) in [
+        (
+            "KinematicBody2D.move_and_slide",
+            "CharacterBody2D.move_and_slide",
+        ),
+        ("Node.get_network_master", "Node.get_multiplayer_authority"),
+    ] {
+        let member = client.call("godot.get_symbol", json!({"qname": old})).await;
+        assert_eq!(structured(&member)["qname"], new, "{member:?}");
+    }
     let found = client
         .call("godot.search", json!({"query": "KinematicBody2D"}))
         .await;
