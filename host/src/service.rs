@@ -14,7 +14,7 @@ use crate::background::Background;
 use crate::bindings::{Filled, ListedContents, Reference, Resource, ToolError};
 use crate::caps::notify::Change;
 use crate::catalog::{Catalog, Loader, Plugin, ToolDef};
-use crate::client::{ClientLink, EventTracker};
+use crate::client::{ClientLink, EventTracker, Level};
 use crate::runtime::{self, CallFailure};
 use crate::store::{CallContext, new_trace_id};
 
@@ -345,13 +345,18 @@ async fn run_call(
     let mut reply = reply_from(outcome, tool.output_schema.is_some(), trace_id);
     reply.content = attached.take();
     if tracker.relayed() {
-        // The promised last event, whatever happened to the call.
+        // The promised last event, whatever happened to the call. Without a
+        // progress token events go as `info` log records; a failed call's
+        // end goes as an `error` one, so a client that asked for errors
+        // only still hears how its stream ended.
         let outcome = reply_code(&reply);
-        tracker.event(
-            &plugin.name,
-            json!({"event": "call_end", "tool": tool.name, "trace_id": trace_id,
-                   "data": {"outcome": outcome, "is_error": reply.is_error}}),
-        );
+        let end = json!({"event": "call_end", "tool": tool.name, "trace_id": trace_id,
+                         "data": {"outcome": outcome, "is_error": reply.is_error}});
+        if reply.is_error && !tracker.wants_progress() {
+            tracker.log(Level::Error, &plugin.name, end);
+        } else {
+            tracker.event(&plugin.name, end);
+        }
     }
     reply
 }

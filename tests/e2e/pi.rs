@@ -318,6 +318,54 @@ async fn pi_missing_is_a_typed_error() {
     );
 }
 
+/// Issue 42, item 10: a client that asked for errors only, with no progress
+/// token, still hears how a failed call's event stream ended; the `info`
+/// events stay below its level.
+#[tokio::test(flavor = "multi_thread")]
+async fn at_level_error_a_failed_calls_stream_still_ends() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    let empty = tempfile::tempdir().unwrap();
+    let env = host_env(empty.path(), &custom("http://127.0.0.1:9/v1"));
+    // A raw client: rmcp's own puts a progress token on every call.
+    let mut child = serve_raw(&env, std::process::Stdio::piped());
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let level = json!({"jsonrpc": "2.0", "id": 2, "method": "logging/setLevel",
+        "params": {"level": "error"}});
+    let call = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        "params": {"name": "pi.prompt", "arguments": {"prompt": "hello"}}});
+    stdin
+        .write_all(format!("{}{level}\n", handshake()).as_bytes())
+        .await
+        .unwrap();
+    // The level is set before the call starts.
+    while let Some(line) = lines.next_line().await.unwrap() {
+        if serde_json::from_str::<Value>(&line).unwrap()["id"] == 2 {
+            break;
+        }
+    }
+    stdin
+        .write_all(format!("{call}\n").as_bytes())
+        .await
+        .unwrap();
+    let mut logged = Vec::new();
+    loop {
+        let line = lines.next_line().await.unwrap().expect("the call's answer");
+        let message: Value = serde_json::from_str(&line).unwrap();
+        if message["method"] == "notifications/message" {
+            logged.push(message["params"].clone());
+        }
+        if message["id"] == 3 {
+            assert_eq!(message["result"]["isError"], true, "{message}");
+            break;
+        }
+    }
+    let event = |name: &str| logged.iter().filter(|l| l["data"]["event"] == name).count();
+    assert_eq!(event("call_end"), 1, "{logged:?}");
+    assert_eq!(event("run_start"), 0, "{logged:?}");
+    assert!(logged.iter().all(|l| l["level"] == "error"), "{logged:?}");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn cancellation_mid_run_aborts_pi_and_still_ends_the_stream() {
     let Some(pi) = pi_cli() else { return };
