@@ -105,16 +105,14 @@ pub struct Worktree {
     admin: Arc<Dir>,
 }
 
-/// A path to the open `handle` that another program of this host can use
-/// (`/proc/<pid>/fd/<n>`): it leads to what was opened, whatever its path
-/// leads to now.
-pub fn proc_path(handle: &impl std::os::fd::AsRawFd) -> PathBuf {
-    PathBuf::from(format!(
-        "/proc/{}/fd/{}",
-        std::process::id(),
-        handle.as_raw_fd()
-    ))
-}
+// The platform's view of open folders and running git, chosen here.
+#[cfg_attr(unix, path = "sys/unix.rs")]
+#[cfg_attr(windows, path = "sys/windows.rs")]
+mod sys;
+
+/// A path to an open folder that another program of this host can use:
+/// it leads to what was opened, whatever its old path leads to now.
+pub use sys::handle_path as proc_path;
 
 fn io_failed(what: &Path) -> impl FnOnce(std::io::Error) -> GitError + '_ {
     move |e| GitError::Failed {
@@ -615,20 +613,9 @@ pub fn break_stale_index_lock(tree: &Worktree) -> Option<String> {
     ))
 }
 
-/// Whether a live `git` works on `repo`: one with its cwd in the work
-/// tree (a user's), or with its `GIT_DIR`.
+/// Whether a live `git` works on `repo`.
 fn git_working_on(repo: &Worktree) -> bool {
-    let Ok(all) = procfs::process::all_processes() else {
-        return true;
-    };
-    let ours = format!("GIT_DIR={}", repo.git_dir.display());
-    all.flatten().any(|p| {
-        let is_git = p.stat().is_ok_and(|s| s.comm.starts_with("git"));
-        is_git
-            && (p.cwd().is_ok_and(|cwd| cwd.starts_with(&repo.work_tree))
-                || std::fs::read(format!("/proc/{}/environ", p.pid))
-                    .is_ok_and(|env| env.split(|b| *b == 0).any(|kv| kv == ours.as_bytes())))
-    })
+    sys::git_working_on(&repo.work_tree, &repo.git_dir)
 }
 
 /// Exclusive use of a linked worktree, across calls and processes: a

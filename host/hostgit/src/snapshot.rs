@@ -28,7 +28,7 @@ use std::io::Read;
 use std::path::Path;
 
 use cap_fs_ext::{DirExt, FollowSymlinks, OpenOptionsFollowExt};
-use cap_std::fs::{Dir, Metadata, MetadataExt, OpenOptions};
+use cap_std::fs::{Dir, Metadata, OpenOptions};
 use gix::ObjectId;
 use gix::bstr::{BStr, BString, ByteSlice, ByteVec};
 use gix::index::entry::{self, Stat};
@@ -371,7 +371,7 @@ impl Walk<'_> {
                 let oid = self.repo.write_blob(target.as_ref() as &[u8])?.detach();
                 self.index.push((
                     path.clone(),
-                    Some(stat_of(&meta)),
+                    Some(crate::sys::stat_of(&meta)),
                     oid,
                     entry::Mode::SYMLINK,
                 ));
@@ -401,13 +401,19 @@ impl Walk<'_> {
         path: BString,
         meta: &Metadata,
     ) -> WalkResult<Option<(EntryKind, ObjectId)>> {
-        let executable = meta.mode() & 0o100 != 0;
+        // Where the file system has no executable bit, the committed mode stays.
+        let executable = crate::sys::executable(meta).unwrap_or_else(|| {
+            self.tracked
+                .files
+                .get(&path)
+                .is_some_and(|&(_, kind)| kind == EntryKind::BlobExecutable)
+        });
         let (kind, mode) = if executable {
             (EntryKind::BlobExecutable, entry::Mode::FILE_EXECUTABLE)
         } else {
             (EntryKind::Blob, entry::Mode::FILE)
         };
-        let stat = stat_of(meta);
+        let stat = crate::sys::stat_of(meta);
         if let Some(oid) = self.cache.unchanged(path.as_bstr(), &stat, mode) {
             self.index.push((path, Some(stat), oid, mode));
             return Ok(Some((kind, oid)));
@@ -444,23 +450,6 @@ fn join(prefix: &BStr, name: &BStr) -> BString {
     }
     path.push_str(name);
     path
-}
-
-/// The index's view of a file's metadata.
-fn stat_of(meta: &Metadata) -> Stat {
-    let time = |secs: i64, nsecs: i64| entry::stat::Time {
-        secs: secs as u32,
-        nsecs: nsecs as u32,
-    };
-    Stat {
-        mtime: time(meta.mtime(), meta.mtime_nsec()),
-        ctime: time(meta.ctime(), meta.ctime_nsec()),
-        dev: meta.dev() as u32,
-        ino: meta.ino() as u32,
-        uid: meta.uid(),
-        gid: meta.gid(),
-        size: meta.len() as u32,
-    }
 }
 
 fn write_index(
