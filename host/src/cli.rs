@@ -208,7 +208,7 @@ impl Common {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     if let Command::Watchdog { instance } = &cli.command {
-        return crate::watchdog::run(instance);
+        return crate::platform::watchdog(instance);
     }
     let one_shot = matches!(cli.command, Command::List { .. } | Command::Call { .. });
     if let Err(e) = crate::logging::init(one_shot) {
@@ -394,7 +394,7 @@ async fn serve(
     })?;
     // Nothing a call starts may outlive the host: what an earlier host left
     // is killed now, what this one leaves is the watchdog's.
-    crate::watchdog::start_in_background();
+    crate::platform::start_watchdog();
     let programs: Vec<String> = timebox::host_program_list()
         .into_iter()
         .map(|(name, path)| match path {
@@ -403,15 +403,7 @@ async fn serve(
         })
         .collect();
     let programs = programs.join(" ");
-    match timebox::cgroup::root() {
-        Some(dir) => {
-            tracing::info!(cgroup = %dir.display(), programs, "runs are contained in cgroups")
-        }
-        None => tracing::info!(
-            programs,
-            "runs are contained by sessions and markers (no writable cgroup v2 here)"
-        ),
-    }
+    tracing::info!(programs, "{}", crate::platform::containment());
     let service = Arc::new(Service::start(loader).await);
     service.background.enable(&service.catalog());
     let _watcher = if watch {
@@ -430,7 +422,7 @@ async fn serve_http(service: Arc<Service>, options: crate::http::Options) -> Res
     let server = tokio::spawn(crate::http::serve(service.clone(), options, stop.clone()));
     tokio::pin!(server);
     let why = tokio::select! {
-        signal = shutdown_signal() => signal,
+        signal = crate::platform::shutdown_signal() => signal,
         ended = &mut server => {
             ended.context("the HTTP server task")??;
             return Ok(ExitCode::SUCCESS);
@@ -461,7 +453,7 @@ async fn serve_stdio(service: Arc<Service>) -> Result<ExitCode> {
     tokio::pin!(session);
     let (why, session_over) = tokio::select! {
         () = stdin_closed.cancelled() => ("stdin closed", false),
-        signal = shutdown_signal() => (signal, false),
+        signal = crate::platform::shutdown_signal() => (signal, false),
         _ = &mut session => ("the MCP session ended", true),
     };
     tracing::info!("{why}: shutting down");
@@ -471,20 +463,6 @@ async fn serve_stdio(service: Arc<Service>) -> Result<ExitCode> {
         let _ = tokio::time::timeout(Duration::from_millis(200), session).await;
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// The first of SIGTERM, SIGINT and SIGHUP (what clients send when a chat
-/// ends or an editor reloads), by name.
-async fn shutdown_signal() -> &'static str {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
-    let mut int = signal(SignalKind::interrupt()).expect("SIGINT handler");
-    let mut hup = signal(SignalKind::hangup()).expect("SIGHUP handler");
-    tokio::select! {
-        _ = term.recv() => "SIGTERM",
-        _ = int.recv() => "SIGINT",
-        _ = hup.recv() => "SIGHUP",
-    }
 }
 
 fn list(service: &Service, what: ListWhat) {

@@ -146,7 +146,7 @@ pub async fn serve(service: Arc<Service>, options: Options, stop: CancellationTo
         .route("/health", axum::routing::get(health))
         .with_state(service.clone());
     service.log_serving(&format!("at http://{addr}/mcp"));
-    raise_fd_limit();
+    crate::platform::raise_fd_limit();
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let open = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     let mut refused_logged = false;
@@ -194,19 +194,6 @@ pub async fn serve(service: Arc<Service>, options: Options, stop: CancellationTo
     // A client that keeps its connection open is not waited for long.
     let _ = tokio::time::timeout(Duration::from_secs(1), graceful.shutdown()).await;
     Ok(())
-}
-
-/// Raise the open-file limit to its hard limit: each connection is a
-/// descriptor, and the soft default (often 1024) is reached long before
-/// the connection cap on a busy host.
-fn raise_fd_limit() {
-    use nix::sys::resource::{Resource, getrlimit, setrlimit};
-    if let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE)
-        && soft < hard
-        && let Err(e) = setrlimit(Resource::RLIMIT_NOFILE, hard, hard)
-    {
-        tracing::debug!("cannot raise the open-file limit from {soft} to {hard}: {e}");
-    }
 }
 
 /// The answers of POSTs: in flight until their response streams end, and

@@ -37,6 +37,10 @@ pub mod logging;
 pub mod mcp;
 pub mod paths;
 pub mod pin;
+// What the host needs from the platform, chosen here and nowhere else.
+#[cfg_attr(unix, path = "platform/unix.rs")]
+#[cfg_attr(windows, path = "platform/windows.rs")]
+pub mod platform;
 pub mod podman;
 pub mod policy;
 pub mod runtime;
@@ -47,4 +51,5 @@ pub mod stdio;
 pub mod store;
 pub mod wasi_errno;
 pub mod watch;
+#[cfg(unix)]
 pub mod watchdog;

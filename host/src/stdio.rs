@@ -14,7 +14,6 @@
 //! host, they are registered with the runtime's event loop instead. Files
 //! and terminals keep tokio's blocking-thread versions.
 
-use std::os::fd::AsFd;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -23,7 +22,6 @@ use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
-use tokio::net::unix::pipe;
 use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 
@@ -33,8 +31,8 @@ use tokio_util::sync::CancellationToken;
 // message past it is dropped, and said so on stderr.
 use crate::mcp::unread::MAX_UNREAD_BYTES;
 
-type Reader = Box<dyn AsyncRead + Send + Unpin>;
-type Writer = Box<dyn AsyncWrite + Send + Unpin>;
+pub type Reader = Box<dyn AsyncRead + Send + Unpin>;
+pub type Writer = Box<dyn AsyncWrite + Send + Unpin>;
 
 /// The longest request line read (rmcp's limit, and its HTTP client's).
 pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
@@ -61,16 +59,7 @@ pub struct Stdio {
 
 impl Stdio {
     pub fn new() -> Stdio {
-        let reader: Reader = match dup(std::io::stdin().as_fd()).and_then(pipe::Receiver::from_file)
-        {
-            Ok(pipe) => Box::new(pipe),
-            Err(_) => Box::new(tokio::io::stdin()),
-        };
-        let writer: Writer = match dup(std::io::stdout().as_fd()).and_then(pipe::Sender::from_file)
-        {
-            Ok(pipe) => Box::new(pipe),
-            Err(_) => Box::new(tokio::io::stdout()),
-        };
+        let (reader, writer) = crate::platform::std_streams();
         Stdio {
             read: BufReader::new(reader),
             line: Vec::new(),
@@ -288,10 +277,6 @@ fn string_end(text: &[u8], start: usize) -> Option<usize> {
 pub(crate) fn looks_like_notification(text: &[u8]) -> bool {
     let has = |needle: &[u8]| text.windows(needle.len()).any(|w| w == needle);
     has(b"\"method\"") && !has(b"\"id\"")
-}
-
-fn dup(fd: std::os::fd::BorrowedFd<'_>) -> std::io::Result<std::fs::File> {
-    Ok(std::fs::File::from(fd.try_clone_to_owned()?))
 }
 
 #[cfg(test)]

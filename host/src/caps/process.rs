@@ -142,12 +142,7 @@ fn exit_status(ended: &timebox::Ended) -> ExitStatus {
     }
 }
 
-/// `SIGKILL` for 9, and so on; the number when the name is unknown.
-pub fn signal_name(signal: i32) -> String {
-    nix::sys::signal::Signal::try_from(signal)
-        .map(|s| s.as_str().to_string())
-        .unwrap_or_else(|_| signal.to_string())
-}
+pub use crate::platform::signal_name;
 
 impl CallState {
     /// Turn a plugin's request into a spawn the policy allows.

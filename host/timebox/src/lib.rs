@@ -14,7 +14,6 @@ mod tail;
 // a cgroup and a marker scan of /proc on Unix; a Job Object on Windows.
 #[cfg(unix)]
 pub mod cgroup;
-#[cfg(unix)]
 pub mod pty;
 #[cfg_attr(unix, path = "sys/unix.rs")]
 #[cfg_attr(windows, path = "sys/windows.rs")]

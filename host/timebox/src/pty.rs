@@ -116,7 +116,9 @@ impl Session {
         let leader = child.process_id().map(|p| p as i32).unwrap_or(-1);
         // portable-pty has no hook before exec: the leader joins the run's
         // cgroup right after it starts, before a shell gets to fork.
-        let tree = crate::sys::Tree::of_pid(leader, &marker);
+        let tree = crate::sys::Tree::of_pid(leader, &marker).map_err(|e| {
+            StartError::SpawnFailed(format!("cannot contain {}: {e}", p.program.display()))
+        })?;
         let reader = pair
             .master
             .try_clone_reader()

@@ -35,19 +35,19 @@ pub fn prepare(command: &mut tokio::process::Command, marker: &str) {
 impl Tree {
     /// The tree `child` (started as [`prepare`] made it) leads.
     pub fn adopt(child: &tokio::process::Child, marker: &str) -> std::io::Result<Tree> {
-        Ok(Tree::of_pid(child.id().map_or(-1, |p| p as i32), marker))
+        Tree::of_pid(child.id().map_or(-1, |p| p as i32), marker)
     }
 
     /// The tree led by process `leader` (a pseudo-terminal's child: it
     /// joins the run's cgroup now, before a shell gets to fork).
-    pub fn of_pid(leader: i32, marker: &str) -> Tree {
+    pub fn of_pid(leader: i32, marker: &str) -> std::io::Result<Tree> {
         if leader > 0 {
             cgroup::adopt(marker, leader);
         }
-        Tree {
+        Ok(Tree {
             leader,
             marker: marker.to_string(),
-        }
+        })
     }
 
     /// Whether anything of the tree still runs.

@@ -19,7 +19,8 @@ use windows_sys::Win32::System::JobObjects::{
 };
 use windows_sys::Win32::System::Threading::{
     CREATE_NEW_PROCESS_GROUP, CREATE_SUSPENDED, GetProcessTimes, OpenProcess, OpenThread,
-    PROCESS_QUERY_LIMITED_INFORMATION, ResumeThread, THREAD_SUSPEND_RESUME,
+    PROCESS_QUERY_LIMITED_INFORMATION, PROCESS_SET_QUOTA, PROCESS_TERMINATE, ResumeThread,
+    THREAD_SUSPEND_RESUME,
 };
 
 use crate::KillReport;
@@ -62,6 +63,26 @@ impl Tree {
             return Err(std::io::Error::last_os_error());
         }
         resume(pid)?;
+        Ok(Tree { job })
+    }
+
+    /// The tree of process `pid`, already running (a pseudo-terminal's
+    /// child, which portable-pty starts): put in a job of its own now.
+    /// Whatever it started before that is not in the job.
+    pub fn of_pid(pid: i32, _marker: &str) -> std::io::Result<Tree> {
+        let job = new_job()?;
+        // SAFETY: the process handle is checked and closed.
+        unsafe {
+            let process = OpenProcess(PROCESS_SET_QUOTA | PROCESS_TERMINATE, 0, pid as u32);
+            if process.is_null() {
+                return Err(std::io::Error::last_os_error());
+            }
+            let assigned = AssignProcessToJobObject(job.0, process);
+            CloseHandle(process);
+            if assigned == 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+        }
         Ok(Tree { job })
     }
 
