@@ -77,3 +77,139 @@ pub fn start_watchdog() {
 pub fn watchdog(instance: &str) -> std::process::ExitCode {
     crate::watchdog::run(instance)
 }
+
+/// Give `rel` beneath `root` the Unix `mode` a container's archive says.
+pub fn set_mode(root: &cap_std::fs::Dir, rel: &std::path::Path, mode: u32) -> std::io::Result<()> {
+    use cap_std::fs::PermissionsExt;
+    root.set_permissions(rel, cap_std::fs::Permissions::from_mode(mode))
+}
+
+/// Whether a file already has the permission bits `mode`.
+pub fn has_mode(meta: &cap_std::fs::Metadata, mode: u32) -> bool {
+    use cap_std::fs::PermissionsExt;
+    meta.permissions().mode() & 0o777 == mode
+}
+
+/// Read `file` at `pos`, leaving its own offset alone.
+pub fn read_at(file: &std::fs::File, buf: &mut [u8], pos: u64) -> std::io::Result<usize> {
+    std::os::unix::fs::FileExt::read_at(file, buf, pos)
+}
+
+/// A symbolic link at `rel` beneath `root` to `to`, as given (not followed).
+pub fn symlink(
+    root: &cap_std::fs::Dir,
+    to: &std::path::Path,
+    rel: &std::path::Path,
+) -> std::io::Result<()> {
+    root.symlink_contents(to, rel)
+}
+
+/// A bind of the open handle at a fresh path in `dir` (made private if
+/// missing); none when the host may not mount (not root) or the bind fails.
+pub fn bind(pinned: &crate::pin::Pinned, dir: &std::path::Path) -> Option<std::path::PathBuf> {
+    use crate::pin::Pinned;
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::DirBuilderExt;
+    if !nix::unistd::geteuid().is_root() {
+        return None;
+    }
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .ok()?;
+    let at = dir.join(uuid::Uuid::new_v4().simple().to_string());
+    let fd = match pinned {
+        Pinned::Dir(d) => {
+            std::fs::create_dir(&at).ok()?;
+            d.as_raw_fd()
+        }
+        Pinned::File(f) => {
+            std::fs::File::create_new(&at).ok()?;
+            f.as_raw_fd()
+        }
+    };
+    let source = format!("/proc/self/fd/{fd}");
+    match nix::mount::mount(
+        Some(source.as_str()),
+        &at,
+        None::<&str>,
+        nix::mount::MsFlags::MS_BIND,
+        None::<&str>,
+    ) {
+        Ok(()) => Some(at),
+        Err(e) => {
+            tracing::debug!("cannot bind {source} at {}: {e}", at.display());
+            let _ = std::fs::remove_dir(&at).or_else(|_| std::fs::remove_file(&at));
+            None
+        }
+    }
+}
+
+/// Undo a bind [`bind`] made (lazily: a container may still hold it).
+pub fn unbind(at: &std::path::Path) {
+    let _ = nix::mount::umount2(at, nix::mount::MntFlags::MNT_DETACH);
+}
+
+/// Podman's processes are this machine's (the engine runs on this kernel):
+/// a local run's tree is found and killed here.
+pub const SEES_ENGINE_PROCESSES: bool = true;
+
+/// Live `conmon` and `podman` processes whose command line names any of
+/// `names` (a container's id or name, an exec session's id): what Podman
+/// keeps around a container or a session.
+pub fn processes_naming(names: &[&str]) -> Vec<i32> {
+    let Ok(all) = procfs::process::all_processes() else {
+        return Vec::new();
+    };
+    let me = std::process::id() as i32;
+    all.flatten()
+        .filter(|p| p.pid != me)
+        .filter(|p| !p.stat().is_ok_and(|s| s.state == 'Z'))
+        .filter(|p| {
+            p.cmdline().is_ok_and(|cmdline| {
+                cmdline
+                    .first()
+                    .is_some_and(|p| p.ends_with("podman") || p.ends_with("conmon"))
+                    && cmdline.iter().any(|arg| names.contains(&arg.as_str()))
+            })
+        })
+        .map(|p| p.pid)
+        .collect()
+}
+
+/// Kill process `pid` at once; whether it was signalled.
+pub fn kill_process(pid: i32) -> bool {
+    use nix::sys::signal::{Signal, kill};
+    kill(nix::unistd::Pid::from_raw(pid), Signal::SIGKILL).is_ok()
+}
+
+/// Whether process `pid` carries a run's `marker` ([`timebox`]'s).
+pub fn carries_marker(pid: i32, marker: &str) -> bool {
+    timebox::carries_marker(pid, marker)
+}
+
+/// Kill the run led by `leader` and marked `marker` ([`timebox`]'s tree).
+pub fn kill_tree(leader: i32, marker: &str) -> timebox::KillReport {
+    timebox::kill_tree(leader, marker)
+}
+
+/// Where Podman's own service listens on this machine, most likely first.
+pub fn podman_sockets() -> Vec<std::path::PathBuf> {
+    let mut sockets = Vec::new();
+    if nix::unistd::geteuid().is_root() {
+        sockets.push(std::path::PathBuf::from("/run/podman/podman.sock"));
+    }
+    if let Some(dir) = std::env::var_os("XDG_RUNTIME_DIR") {
+        sockets.push(std::path::PathBuf::from(dir).join("podman/podman.sock"));
+    }
+    sockets
+}
+
+/// A client of the Podman service at the Unix socket `path`.
+pub fn connect_podman(
+    path: &str,
+    timeout_s: u64,
+) -> Result<bollard::Docker, bollard::errors::Error> {
+    bollard::Docker::connect_with_unix(path, timeout_s, bollard::API_DEFAULT_VERSION)
+}

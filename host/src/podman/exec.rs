@@ -95,12 +95,12 @@ pub async fn exec(
         .ok()
         .and_then(|i| i.pid)
         .map(|pid| pid as i32)
-        .filter(|pid| *pid > 0 && timebox::carries_marker(*pid, &marker));
+        .filter(|pid| *pid > 0 && crate::platform::carries_marker(*pid, &marker));
     let tree = Tree {
         docker: docker.clone(),
         container: container.to_string(),
         leader,
-        local: spec.remote.is_none(),
+        local: spec.remote.is_none() && crate::platform::SEES_ENGINE_PROCESSES,
     };
     // Should the host die mid-run, its watchdog kills the run there.
     let in_flight = spec
@@ -233,7 +233,7 @@ impl Tree {
         // Without a leader only the marker finds the tree: a pid that
         // cannot exist leads nothing (and never our own group, as 0 would).
         let leader = self.leader.unwrap_or(i32::MAX);
-        tokio::task::spawn_blocking(move || timebox::kill_tree(leader, &marker))
+        tokio::task::spawn_blocking(move || crate::platform::kill_tree(leader, &marker))
             .await
             .unwrap_or_default()
     }
@@ -368,7 +368,8 @@ impl Drop for Guard {
             return;
         };
         if self.tree.local {
-            timebox::kill_tree_in_background(self.tree.leader.unwrap_or(i32::MAX), marker);
+            let leader = self.tree.leader.unwrap_or(i32::MAX);
+            std::thread::spawn(move || crate::platform::kill_tree(leader, &marker));
         } else if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             let tree = self.tree.clone();
             runtime.spawn(async move { tree.kill(&marker).await });
@@ -378,9 +379,7 @@ impl Drop for Guard {
 
 /// End the `conmon` processes Podman keeps for an ended exec session.
 fn reap_session(session: &str) {
-    use nix::sys::signal::{Signal, kill};
-    use nix::unistd::Pid;
-    for pid in super::processes_naming(&[session]) {
-        let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+    for pid in crate::platform::processes_naming(&[session]) {
+        crate::platform::kill_process(pid);
     }
 }

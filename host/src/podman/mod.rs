@@ -194,29 +194,6 @@ impl Inspected {
     }
 }
 
-/// Live `conmon` and `podman` processes whose command line names any of
-/// `names` (a container's id or name, an exec session's id): what Podman
-/// keeps around a container or a session.
-pub fn processes_naming(names: &[&str]) -> Vec<i32> {
-    let Ok(all) = procfs::process::all_processes() else {
-        return Vec::new();
-    };
-    let me = std::process::id() as i32;
-    all.flatten()
-        .filter(|p| p.pid != me)
-        .filter(|p| !p.stat().is_ok_and(|s| s.state == 'Z'))
-        .filter(|p| {
-            p.cmdline().is_ok_and(|cmdline| {
-                cmdline
-                    .first()
-                    .is_some_and(|p| p.ends_with("podman") || p.ends_with("conmon"))
-                    && cmdline.iter().any(|arg| names.contains(&arg.as_str()))
-            })
-        })
-        .map(|p| p.pid)
-        .collect()
-}
-
 /// The container `id` (an id or a name).
 pub async fn inspect(docker: &Docker, id: &str) -> Result<Inspected, PodmanError> {
     settled(|| docker.inspect_container(id, None))

@@ -93,14 +93,7 @@ pub async fn connect(host: &str) -> Result<Docker, PodmanError> {
 }
 
 fn system_sockets() -> Vec<PathBuf> {
-    let mut sockets = Vec::new();
-    if nix::unistd::geteuid().is_root() {
-        sockets.push(PathBuf::from("/run/podman/podman.sock"));
-    }
-    if let Some(dir) = std::env::var_os("XDG_RUNTIME_DIR") {
-        sockets.push(PathBuf::from(dir).join("podman/podman.sock"));
-    }
-    sockets
+    crate::platform::podman_sockets()
 }
 
 fn unanswered(service: &str, e: bollard::errors::Error) -> PodmanError {
@@ -112,7 +105,7 @@ fn unanswered(service: &str, e: bollard::errors::Error) -> PodmanError {
 
 async fn connect_socket(socket: &Path) -> Result<Docker, PodmanError> {
     let shown = socket.display().to_string();
-    let docker = Docker::connect_with_unix(&shown, REQUEST_TIMEOUT_S, bollard::API_DEFAULT_VERSION)
+    let docker = crate::platform::connect_podman(&shown, REQUEST_TIMEOUT_S)
         .map_err(|e| unanswered(&shown, e))?;
     ready(docker, &shown).await
 }

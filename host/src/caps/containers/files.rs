@@ -13,11 +13,12 @@
 
 use std::collections::HashSet;
 use std::io::{Read, Seek, Write};
-use std::os::unix::fs::FileExt;
 use std::path::{Component, Path, PathBuf};
 use std::process::Stdio;
 
 use bollard::Docker;
+
+use crate::platform;
 use bollard::query_parameters::{DownloadFromContainerOptionsBuilder, UploadToContainerOptions};
 use cap_std::fs::Dir;
 use futures_util::TryStreamExt;
@@ -309,14 +310,13 @@ fn clear(root: &Dir, rel: &Path) -> std::io::Result<()> {
 }
 
 fn make_dir(root: &Dir, rel: &Path, mode: u32) -> std::io::Result<bool> {
-    use cap_std::fs::PermissionsExt;
     if root.symlink_metadata(rel).is_ok_and(|m| m.is_dir()) {
         return Ok(false);
     }
     clear(root, rel)?;
     root.create_dir_all(rel)?;
     // The owner keeps what it needs to walk and fill it.
-    root.set_permissions(rel, cap_std::fs::Permissions::from_mode(mode | 0o700))?;
+    platform::set_mode(root, rel, mode | 0o700)?;
     Ok(true)
 }
 
@@ -330,11 +330,10 @@ fn write_file(
     same: impl FnOnce(&mut cap_std::fs::File) -> std::io::Result<bool>,
     content: &mut impl Read,
 ) -> std::io::Result<bool> {
-    use cap_std::fs::PermissionsExt;
     if let Ok(m) = root.symlink_metadata(rel)
         && m.is_file()
         && m.len() == size
-        && m.permissions().mode() & 0o777 == mode
+        && platform::has_mode(&m, mode)
         && same(&mut root.open(rel)?)?
     {
         return Ok(false);
@@ -345,7 +344,8 @@ fn write_file(
     }
     let mut file = root.create(rel)?;
     std::io::copy(content, &mut file)?;
-    file.set_permissions(cap_std::fs::Permissions::from_mode(mode))?;
+    drop(file);
+    platform::set_mode(root, rel, mode)?;
     Ok(true)
 }
 
@@ -358,7 +358,7 @@ struct At<'a> {
 
 impl Read for At<'_> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.file.read_at(buf, self.pos)?;
+        let n = platform::read_at(self.file, buf, self.pos)?;
         self.pos += n as u64;
         Ok(n)
     }
@@ -401,7 +401,7 @@ fn make_link(root: &Dir, rel: &Path, to: &Path) -> std::io::Result<bool> {
     if let Some(parent) = rel.parent().filter(|p| !p.as_os_str().is_empty()) {
         root.create_dir_all(parent)?;
     }
-    root.symlink_contents(to, rel)?;
+    platform::symlink(root, to, rel)?;
     Ok(true)
 }
 

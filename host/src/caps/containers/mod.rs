@@ -881,9 +881,7 @@ const LEFTOVER_GRACE: Duration = Duration::from_secs(3);
 /// `conmon`) once they had [`LEFTOVER_GRACE`] to end: killed, and counted
 /// for the caller's report.
 fn kill_leftovers(id: &str, name: &str) -> u32 {
-    use nix::sys::signal::{Signal, kill};
-    use nix::unistd::Pid;
-    let naming = || podman::processes_naming(&[id, name]);
+    let naming = || crate::platform::processes_naming(&[id, name]);
     let deadline = Instant::now() + LEFTOVER_GRACE;
     let mut left = naming();
     while !left.is_empty() && Instant::now() < deadline {
@@ -891,7 +889,7 @@ fn kill_leftovers(id: &str, name: &str) -> u32 {
         left = naming();
     }
     left.into_iter()
-        .filter(|pid| kill(Pid::from_raw(*pid), Signal::SIGKILL).is_ok())
+        .filter(|pid| crate::platform::kill_process(*pid))
         .count() as u32
 }
 

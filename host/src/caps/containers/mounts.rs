@@ -97,7 +97,7 @@ impl Pins {
 impl Drop for Pins {
     fn drop(&mut self) {
         for bound in self.held.iter().filter_map(|p| p.bound.as_ref()) {
-            let _ = nix::mount::umount2(bound, nix::mount::MntFlags::MNT_DETACH);
+            crate::platform::unbind(bound);
             let _ = std::fs::remove_dir(bound).or_else(|_| std::fs::remove_file(bound));
         }
     }
@@ -128,52 +128,16 @@ pub fn remove_binds(instance: &str) {
     };
     for entry in entries.flatten() {
         let at = entry.path();
-        let _ = nix::mount::umount2(&at, nix::mount::MntFlags::MNT_DETACH);
+        crate::platform::unbind(&at);
         let _ = std::fs::remove_dir(&at).or_else(|_| std::fs::remove_file(&at));
     }
     let _ = std::fs::remove_dir(&dir);
 }
 
 /// A bind of the open handle at a fresh path in [`binds_dir`]; none when
-/// the host may not mount (not root) or the bind fails.
+/// the host may not mount (not root, not Linux) or the bind fails.
 fn bind(pinned: &Pinned) -> Option<PathBuf> {
-    use std::os::fd::AsRawFd;
-    use std::os::unix::fs::DirBuilderExt;
-    if !nix::unistd::geteuid().is_root() {
-        return None;
-    }
-    let dir = binds_dir();
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(&dir)
-        .ok()?;
-    let at = dir.join(uuid::Uuid::new_v4().simple().to_string());
-    let fd = match pinned {
-        Pinned::Dir(d) => {
-            std::fs::create_dir(&at).ok()?;
-            d.as_raw_fd()
-        }
-        Pinned::File(f) => {
-            std::fs::File::create_new(&at).ok()?;
-            f.as_raw_fd()
-        }
-    };
-    let source = format!("/proc/self/fd/{fd}");
-    match nix::mount::mount(
-        Some(source.as_str()),
-        &at,
-        None::<&str>,
-        nix::mount::MsFlags::MS_BIND,
-        None::<&str>,
-    ) {
-        Ok(()) => Some(at),
-        Err(e) => {
-            tracing::debug!("cannot bind {source} at {}: {e}", at.display());
-            let _ = std::fs::remove_dir(&at).or_else(|_| std::fs::remove_file(&at));
-            None
-        }
-    }
+    crate::platform::bind(pinned, &binds_dir())
 }
 
 /// Files placed, through the pinned handles, in every folder a container
