@@ -5,7 +5,9 @@
 //! - SIGTERM to the host during a run_test whose tree hangs → the host has
 //!   exited (graceful shutdown: calls cancelled, trees killed);
 //! - SIGKILL to the host during the same run → the last process of the
-//!   tree is gone (the watchdog's work).
+//!   tree is gone (the watchdog's work);
+//! - SIGINT to an idle host → it has exited, with stdin and stdout as
+//!   pipes and as a socket (how Claude Code and Gemini CLI start servers).
 //!
 //! The tree: a grandchild in its own session, a double-forked daemon, one
 //! that also cleared its environment, and the test's own `sleep`.
@@ -106,6 +108,13 @@ async fn main() {
             ms(percentile(samples, 1.0))
         )
     };
+    let (mut piped, mut socketed) = (Vec::new(), Vec::new());
+    for _ in 0..ROUNDS {
+        piped.push(idle_sigint(&env, false).await);
+        socketed.push(idle_sigint(&env, true).await);
+    }
+    line("SIGINT to an idle host -> exited, pipes", &mut piped);
+    line("SIGINT to an idle host -> exited, a socket", &mut socketed);
     line("SIGTERM -> host exited", &mut exited);
     line(
         "SIGTERM -> last process of the tree gone",
@@ -115,4 +124,47 @@ async fn main() {
         "SIGKILL -> last process of the tree gone",
         &mut gone_after_kill,
     );
+}
+
+/// SIGINT to a host that has answered `initialize` and waits; how long
+/// until it has exited. Its stdin and stdout are pipes, or one socket.
+async fn idle_sigint(env: &Env, socket: bool) -> Duration {
+    use tokio::io::AsyncBufReadExt;
+    let (mut host, ours) = if socket {
+        let (ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+        let child = env
+            .host(&["serve", "--stdio"])
+            .stdin(Stdio::from(std::os::fd::OwnedFd::from(theirs.try_clone().unwrap())))
+            .stdout(Stdio::from(std::os::fd::OwnedFd::from(theirs)))
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        ours.set_nonblocking(true).unwrap();
+        (child, Some(tokio::net::UnixStream::from_std(ours).unwrap()))
+    } else {
+        (serve_raw(env, Stdio::piped()), None)
+    };
+    match ours {
+        Some(stream) => {
+            let (read, mut write) = stream.into_split();
+            write.write_all(handshake().as_bytes()).await.unwrap();
+            let mut lines = tokio::io::BufReader::new(read).lines();
+            lines.next_line().await.unwrap();
+            let start = Instant::now();
+            kill(Pid::from_raw(host.id().unwrap() as i32), Signal::SIGINT).unwrap();
+            host.wait().await.unwrap();
+            start.elapsed()
+        }
+        None => {
+            let mut stdin = host.stdin.take().unwrap();
+            stdin.write_all(handshake().as_bytes()).await.unwrap();
+            let mut lines = tokio::io::BufReader::new(host.stdout.take().unwrap()).lines();
+            lines.next_line().await.unwrap();
+            let start = Instant::now();
+            kill(Pid::from_raw(host.id().unwrap() as i32), Signal::SIGINT).unwrap();
+            host.wait().await.unwrap();
+            start.elapsed()
+        }
+    }
 }
