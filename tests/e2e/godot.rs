@@ -621,24 +621,37 @@ async fn index_is_saved_reused_and_rebuilt_when_damaged() {
     assert_eq!(dirs, 1, "the damaged generation is replaced, not kept");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn changed_xml_is_rebuilt_in_the_background_and_swapped_in() {
-    let env = Env::new(&["godot"], "");
+/// The hand-written fixture docs copied into the test's folder and served.
+fn fixture_copy(env: &Env) -> PathBuf {
     let docs = env.dir.path().join("doc");
     copy_dir(&fixture_docs(), &docs);
     std::fs::write(&env.config, godot_config(&docs)).unwrap();
-    let client = env.start().await;
-    let first = results(
+    docs
+}
+
+/// A new class `Sprocket`, made from the fixture's `Widget`.
+fn sprocket_xml(docs: &Path) -> String {
+    std::fs::read_to_string(docs.join("classes/Widget.xml"))
+        .unwrap()
+        .replace("name=\"Widget\"", "name=\"Sprocket\"")
+        .replace("A widget for tests", "A sprocket for tests")
+}
+
+async fn sprockets(client: &Client) -> Vec<Value> {
+    results(
         &client
             .call("godot.search", json!({ "query": "sprocket" }))
             .await,
-    );
-    assert!(first.is_empty());
+    )
+}
 
-    let widget = std::fs::read_to_string(docs.join("classes/Widget.xml")).unwrap();
-    let sprocket = widget
-        .replace("name=\"Widget\"", "name=\"Sprocket\"")
-        .replace("A widget for tests", "A sprocket for tests");
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn changed_xml_is_rebuilt_in_the_background_and_swapped_in() {
+    let env = Env::new(&["godot"], "");
+    let docs = fixture_copy(&env);
+    let client = env.start().await;
+    assert!(sprockets(&client).await.is_empty());
+    let sprocket = sprocket_xml(&docs);
     // The refreshes after loading have ended (the first, and the one more
     // the host makes once its watcher is up); the next one is the change's.
     env.wait_for_log("background refresh done", 2).await;
@@ -646,11 +659,7 @@ async fn changed_xml_is_rebuilt_in_the_background_and_swapped_in() {
     std::fs::write(docs.join("classes/Sprocket.xml"), sprocket).unwrap();
     env.wait_for_log("background refresh done", refreshed + 1)
         .await;
-    let found = results(
-        &client
-            .call("godot.search", json!({ "query": "sprocket" }))
-            .await,
-    );
+    let found = sprockets(&client).await;
     assert_eq!(
         found.first().map(|r| r["uri"].clone()),
         Some(json!("godot://class/Sprocket")),
@@ -699,28 +708,13 @@ async fn the_projects_godot_version_is_the_default() {
 #[tokio::test]
 async fn after_a_restart_with_changed_xml_the_first_call_sees_the_change() {
     let env = Env::new(&["godot"], "");
-    let docs = env.dir.path().join("doc");
-    copy_dir(&fixture_docs(), &docs);
-    std::fs::write(&env.config, godot_config(&docs)).unwrap();
+    let docs = fixture_copy(&env);
     let client = env.start().await;
-    let first = results(
-        &client
-            .call("godot.search", json!({ "query": "sprocket" }))
-            .await,
-    );
-    assert!(first.is_empty(), "{first:?}");
+    assert!(sprockets(&client).await.is_empty());
     drop(client);
-    let widget = std::fs::read_to_string(docs.join("classes/Widget.xml")).unwrap();
-    let sprocket = widget
-        .replace("name=\"Widget\"", "name=\"Sprocket\"")
-        .replace("A widget for tests", "A sprocket for tests");
-    std::fs::write(docs.join("classes/Sprocket.xml"), sprocket).unwrap();
+    std::fs::write(docs.join("classes/Sprocket.xml"), sprocket_xml(&docs)).unwrap();
     let client = env.start().await;
-    let found = results(
-        &client
-            .call("godot.search", json!({ "query": "sprocket" }))
-            .await,
-    );
+    let found = sprockets(&client).await;
     assert_eq!(
         found.first().map(|r| r["uri"].clone()),
         Some(json!("godot://class/Sprocket")),
