@@ -58,10 +58,15 @@ pub fn has_mode(_meta: &cap_std::fs::Metadata, _mode: u32) -> bool {
     true
 }
 
-/// Read `file` at `pos` (Windows moves the file's offset; the callers keep
-/// their own).
+/// Read `file` at `pos`, leaving its own offset where it was (Windows'
+/// positioned read moves it, and sync-out's tar reader reads the same file).
 pub fn read_at(file: &std::fs::File, buf: &mut [u8], pos: u64) -> std::io::Result<usize> {
-    std::os::windows::fs::FileExt::seek_read(file, buf, pos)
+    use std::io::Seek;
+    let mut handle = file;
+    let offset = handle.stream_position()?;
+    let read = std::os::windows::fs::FileExt::seek_read(file, buf, pos);
+    handle.seek(std::io::SeekFrom::Start(offset))?;
+    read
 }
 
 /// A symbolic link at `rel` beneath `root` to `to` (a file link: Windows
