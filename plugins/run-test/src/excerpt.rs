@@ -62,6 +62,9 @@ pub struct Summary {
     /// Matches beyond [`MAX_BLOCKS`] that were not shown.
     pub blocks_omitted: usize,
     pub last_lines: Vec<String>,
+    /// The 1-based line number of the first of `last_lines`.
+    #[serde(skip)]
+    pub last_lines_from: usize,
 }
 
 pub struct Header<'a> {
@@ -144,19 +147,20 @@ pub fn summarize(tail: &str, truncated: bool, runner: Runner) -> Summary {
                 .join("\n"),
         })
         .collect();
-    let last_lines = lines[lines.len().saturating_sub(LAST_LINES)..]
-        .iter()
-        .map(|l| clip(l))
-        .collect();
+    let from = lines.len().saturating_sub(LAST_LINES);
+    let last_lines = lines[from..].iter().map(|l| clip(l)).collect();
     Summary {
         blocks,
         blocks_omitted,
         last_lines,
+        last_lines_from: from + 1,
     }
 }
 
 impl Summary {
-    /// The excerpt returned to the model: failure blocks, then the last lines.
+    /// The excerpt returned to the model: failure blocks, then the last
+    /// lines, without those a block already showed (a short output was
+    /// said twice).
     pub fn excerpt(&self) -> String {
         let mut out = String::new();
         for b in &self.blocks {
@@ -171,11 +175,18 @@ impl Summary {
                 self.blocks_omitted
             ));
         }
-        out.push_str(&format!(
-            "--- last {} lines ---\n{}",
-            self.last_lines.len(),
-            self.last_lines.join("\n")
-        ));
+        let shown = self.blocks.last().map_or(0, |b| b.last_line);
+        let skip = (shown + 1).saturating_sub(self.last_lines_from);
+        let rest = self.last_lines.get(skip..).unwrap_or_default();
+        if rest.is_empty() {
+            out.push_str("--- the last lines are in the block above ---");
+        } else {
+            out.push_str(&format!(
+                "--- last {} lines ---\n{}",
+                rest.len(),
+                rest.join("\n")
+            ));
+        }
         out
     }
 
@@ -281,7 +292,13 @@ test result: FAILED. 1 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out; 
         );
         assert!(all.contains("test result: FAILED"));
         assert!(!all.contains("\x1b["), "ANSI stripped");
-        assert!(s.excerpt().contains("--- last"));
+        // Issue 39, item 7: the short output's lines are said once.
+        let excerpt = s.excerpt();
+        assert_eq!(
+            excerpt.matches("test result: FAILED").count(),
+            1,
+            "{excerpt}"
+        );
     }
 
     #[test]
