@@ -134,7 +134,9 @@ async fn idle_sigint(env: &Env, socket: bool) -> Duration {
         let (ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
         let child = env
             .host(&["serve", "--stdio"])
-            .stdin(Stdio::from(std::os::fd::OwnedFd::from(theirs.try_clone().unwrap())))
+            .stdin(Stdio::from(std::os::fd::OwnedFd::from(
+                theirs.try_clone().unwrap(),
+            )))
             .stdout(Stdio::from(std::os::fd::OwnedFd::from(theirs)))
             .stderr(Stdio::null())
             .kill_on_drop(true)

@@ -10,9 +10,9 @@
 //! there, [`crate::podman::exec::end_in_flight`]), and exits. After a
 //! graceful shutdown it finds nothing left.
 //!
-//! A watchdog can be killed as well (a client killing every process it
-//! started): the next host's [`sweep`] kills what a host instance no
-//! longer alive left behind.
+//! It leaves the host's process tree at once (a client may kill the host
+//! and everything under it). A watchdog can be killed as well: the next
+//! host's [`sweep`] kills what a host instance no longer alive left behind.
 
 use std::io::Read;
 use std::os::unix::process::CommandExt;
@@ -72,6 +72,16 @@ fn start() -> std::io::Result<Child> {
 
 /// The watchdog itself: wait for the host's end, then end its runs.
 pub fn run(instance: &str) -> ExitCode {
+    // Out of the host's process tree: a client that ends the host by
+    // killing it and every process under it (opencode does) must not reach
+    // the watchdog. The process the host started exits at once; its child,
+    // re-parented, is the watchdog, with the same pipe for stdin.
+    // SAFETY: nothing but this thread runs yet (no runtime was started).
+    match unsafe { nix::unistd::fork() } {
+        Ok(nix::unistd::ForkResult::Parent { .. }) => return ExitCode::SUCCESS,
+        Ok(nix::unistd::ForkResult::Child) => {}
+        Err(e) => eprintln!("mcp-host watchdog: cannot leave the host's process tree: {e}"),
+    }
     let mut buf = [0u8; 64];
     let mut stdin = std::io::stdin();
     while matches!(stdin.read(&mut buf), Ok(n) if n > 0) {}

@@ -174,13 +174,8 @@ async fn a_new_host_sweeps_what_a_killed_host_and_watchdog_left() {
     };
     // Fault injection: the watchdog dies first, then the host.
     let host_pid = run.host.id().unwrap() as i32;
-    let watchdog = processes_with("watchdog --instance")
-        .into_iter()
-        .find(|p| {
-            procfs::process::Process::new(*p)
-                .and_then(|p| p.stat())
-                .is_ok_and(|s| s.ppid == host_pid)
-        })
+    let watchdog = *processes_with(&format!("watchdog --instance {host_pid}."))
+        .first()
         .expect("the host's watchdog");
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(watchdog),
@@ -201,6 +196,53 @@ async fn a_new_host_sweeps_what_a_killed_host_and_watchdog_left() {
     assert!(left.is_empty(), "the new host left {left:?} alive");
     next.kill().await.unwrap();
 }
+/// Issue 39, item 6: a client that kills the host and every process under
+/// it at once (opencode does) does not kill the watchdog, which then ends
+/// the run: nothing waits for the next start's sweep.
+#[tokio::test(flavor = "multi_thread")]
+async fn killing_the_hosts_whole_tree_leaves_the_watchdog_to_end_the_run() {
+    let n = 438;
+    let Some(mut run) = start_a_hanging_run(n).await else {
+        return;
+    };
+    let host_pid = run.host.id().unwrap() as i32;
+    // The host and every descendant, as a client walking children sees them.
+    let mut tree = vec![host_pid];
+    loop {
+        let more: Vec<i32> = procfs::process::all_processes()
+            .unwrap()
+            .flatten()
+            .filter_map(|p| p.stat().ok())
+            .filter(|s| tree.contains(&s.ppid) && !tree.contains(&s.pid))
+            .map(|s| s.pid)
+            .collect();
+        if more.is_empty() {
+            break;
+        }
+        tree.extend(more);
+    }
+    let watchdog = *processes_with(&format!("watchdog --instance {host_pid}."))
+        .first()
+        .expect("the host's watchdog");
+    assert!(
+        !tree.contains(&watchdog),
+        "the watchdog is not under the host"
+    );
+    let ended_at = Instant::now();
+    for pid in &tree {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(*pid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    run.host.wait().await.unwrap();
+    let left = left_until(&run, n, ended_at + Duration::from_secs(3)).await;
+    assert!(
+        left.is_empty(),
+        "processes {left:?} outlived the host's tree"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn host_killed_with_sigkill() {
     end_host_during_a_run(End::Kill).await;
