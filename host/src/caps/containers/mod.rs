@@ -473,21 +473,7 @@ impl Host for CallState {
             )))?
             .id;
         let started = match docker.start_container(&id, None).await {
-            Ok(()) => match probes.seen(&docker, &id).await {
-                // A container whose process has already ended has no
-                // mounts left to look in: what it did is done, and its
-                // exit is the answer (it was taken for an engine that does
-                // not see this machine's files).
-                Err(_)
-                    if podman::inspect(&docker, &id)
-                        .await
-                        .is_ok_and(|i| i.status != "running") =>
-                {
-                    tracing::debug!(container = %id, "ended before its mounts could be probed");
-                    Ok(())
-                }
-                seen => seen,
-            },
+            Ok(()) => probed(&docker, &id, &probes).await,
             Err(e) => Err(failed(&format!("starting container {id}"))(e).into()),
         };
         drop(pins);
@@ -871,6 +857,31 @@ pub(super) fn force_removal() -> RemoveContainerOptions {
         force: true,
         ..Default::default()
     }
+}
+
+/// Whether the started container `id` sees its probes. One whose process
+/// has already ended has no mounts left to look in: what it did is done,
+/// and its exit is the answer (it was taken for an engine that does not
+/// see this machine's files). Podman may still call a container that is
+/// ending `running` for a moment, so an unseen probe is looked at again
+/// for up to a second before it stands.
+async fn probed(docker: &Docker, id: &str, probes: &mounts::Probes) -> Result<(), ContainerError> {
+    let mut seen = probes.seen(docker, id).await;
+    for _ in 0..10 {
+        if seen.is_ok() {
+            break;
+        }
+        if podman::inspect(docker, id)
+            .await
+            .is_ok_and(|i| i.status != "running")
+        {
+            tracing::debug!(container = %id, "ended before its mounts could be probed");
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        seen = probes.seen(docker, id).await;
+    }
+    seen
 }
 
 /// How long a removed container's `conmon` processes get to end on their
