@@ -397,14 +397,7 @@ impl Loader {
                 ),
                 None => None,
             };
-            let input_schema = {
-                let mut schema = Value::Object(input_schema);
-                crate::schema::for_clients(&mut schema);
-                match schema {
-                    Value::Object(map) => map,
-                    _ => unreachable!("an object stays an object"),
-                }
-            };
+            crate::schema::for_clients(&mut input_schema);
             let validator =
                 ArgsSchema::compile(&Value::Object(input_schema.clone())).map_err(|e| {
                     anyhow!(

@@ -2,7 +2,7 @@
 //! runs. Errors name the key that is missing or wrong.
 
 use jsonschema::Validator;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// Problems reported for one call, at most.
 const MAX_PROBLEMS: usize = 10;
@@ -16,32 +16,35 @@ const SHOWN_VALUE: usize = 80;
 /// schemars' numeric `format`s (`uint32`) make Gemini warn on every call.
 /// So `null` joins such an `enum`, and a numeric format becomes the bound
 /// it means (`minimum: 0` for an unsigned one).
-pub fn for_clients(schema: &mut Value) {
-    match schema {
-        Value::Object(map) => {
-            let nullable = match map.get("type") {
-                Some(Value::Array(types)) => types.iter().any(|t| t == "null"),
-                _ => false,
-            };
-            if nullable
-                && let Some(Value::Array(values)) = map.get_mut("enum")
-                && !values.contains(&Value::Null)
-            {
-                values.push(Value::Null);
-            }
-            let numeric = map
-                .get("format")
-                .and_then(Value::as_str)
-                .is_some_and(|f| NUMERIC_FORMATS.contains(&f));
-            if numeric {
-                let format = map.remove("format");
-                if format.is_some_and(|f| f.as_str().is_some_and(|f| f.starts_with('u'))) {
-                    map.entry("minimum").or_insert(Value::from(0));
-                }
-            }
-            map.values_mut().for_each(for_clients);
+pub fn for_clients(schema: &mut Map<String, Value>) {
+    let nullable = match schema.get("type") {
+        Some(Value::Array(types)) => types.iter().any(|t| t == "null"),
+        _ => false,
+    };
+    if nullable
+        && let Some(Value::Array(values)) = schema.get_mut("enum")
+        && !values.contains(&Value::Null)
+    {
+        values.push(Value::Null);
+    }
+    let numeric = schema
+        .get("format")
+        .and_then(Value::as_str)
+        .is_some_and(|f| NUMERIC_FORMATS.contains(&f));
+    if numeric {
+        let format = schema.remove("format");
+        if format.is_some_and(|f| f.as_str().is_some_and(|f| f.starts_with('u'))) {
+            schema.entry("minimum").or_insert(Value::from(0));
         }
-        Value::Array(items) => items.iter_mut().for_each(for_clients),
+    }
+    schema.values_mut().for_each(fit_nested);
+}
+
+/// [`for_clients`] on every schema nested in `value`.
+fn fit_nested(value: &mut Value) {
+    match value {
+        Value::Object(map) => for_clients(map),
+        Value::Array(items) => items.iter_mut().for_each(fit_nested),
         _ => {}
     }
 }
@@ -123,7 +126,7 @@ mod tests {
             "offset": {"type": "integer", "format": "int64"},
             "when": {"type": "string", "format": "date-time"},
         }});
-        for_clients(&mut schema);
+        for_clients(schema.as_object_mut().unwrap());
         let p = &schema["properties"];
         assert_eq!(p["kind"]["enum"], json!(["class", "method", null]));
         assert_eq!(

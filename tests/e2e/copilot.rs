@@ -143,40 +143,38 @@ async fn not_logged_in_without_a_token() {
 async fn a_classic_token_and_no_network_are_told_apart_from_no_login() {
     let Some(cli) = copilot_cli() else { return };
     let path = path_with(cli.parent().unwrap());
-    let unreachable = ("HTTPS_PROXY", "http://127.0.0.1:9".to_string());
-    let classic = format!("ghp_{}", "a".repeat(36));
-    let env = host_env(
-        &path,
-        &[("COPILOT_GITHUB_TOKEN", classic), unreachable.clone()],
-    );
-    let client = env.start().await;
-    let r = client
-        .call("copilot.chat", json!({"input": "hello", "model": "gpt-5"}))
-        .await;
-    let e = error(&r);
-    assert_eq!(e["code"], "unsupported_token", "{e}");
-    assert!(
-        e["remediation"].as_str().unwrap().contains("fine-grained"),
-        "{e}"
-    );
-    drop(client);
-
-    let fine_grained = format!("github_pat_{}", "b".repeat(40));
-    let env = host_env(
-        &path,
-        &[("COPILOT_GITHUB_TOKEN", fine_grained), unreachable],
-    );
-    let client = env.start().await;
-    let r = client
-        .call("copilot.chat", json!({"input": "hello", "model": "gpt-5"}))
-        .await;
-    let e = error(&r);
-    assert_eq!(e["code"], "github_unreachable", "{e}");
-    assert_eq!(e["retryable"], true, "{e}");
-    assert!(
-        e["remediation"].as_str().unwrap().contains("HTTPS_PROXY"),
-        "{e}"
-    );
+    // token, the code, whether to retry, a word of the fix
+    let cases = [
+        (
+            format!("ghp_{}", "a".repeat(36)),
+            "unsupported_token",
+            false,
+            "fine-grained",
+        ),
+        (
+            format!("github_pat_{}", "b".repeat(40)),
+            "github_unreachable",
+            true,
+            "HTTPS_PROXY",
+        ),
+    ];
+    for (token, code, retryable, fix) in cases {
+        let env = host_env(
+            &path,
+            &[
+                ("COPILOT_GITHUB_TOKEN", token),
+                ("HTTPS_PROXY", "http://127.0.0.1:9".to_string()),
+            ],
+        );
+        let client = env.start().await;
+        let r = client
+            .call("copilot.chat", json!({"input": "hello", "model": "gpt-5"}))
+            .await;
+        let e = error(&r);
+        assert_eq!(e["code"], code, "{e}");
+        assert_eq!(e["retryable"], retryable, "{e}");
+        assert!(e["remediation"].as_str().unwrap().contains(fix), "{e}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -23,10 +23,10 @@ mod tree;
 
 pub use lines::{Ended, LineChild, LineEvent};
 pub use program::{allowed, find_host_programs, host_program, host_program_list, resolve_here};
-pub use run_id::{GRACE, KillReport, MARKER_VAR, instance, instance_alive, new_marker};
+pub use run_id::{KillReport, MARKER_VAR, instance, instance_alive, new_marker};
 pub use tail::{Stream, Tail};
 #[cfg(unix)]
-pub use tree::{carries_marker, kill_tree, kill_tree_in_background, marked_by, members};
+pub use tree::{carries_marker, kill_tree, marked_by, members};
 
 use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};

@@ -3,15 +3,10 @@
 //! pid alone may be reused). The watchdog and the start-up sweep find every
 //! run of a host instance, dead or alive, by that prefix.
 
-use std::time::Duration;
-
 use crate::sys;
 
 /// Environment variable that tags every process of one run.
 pub const MARKER_VAR: &str = "MCP_HOST_RUN_ID";
-
-/// Time between SIGTERM and SIGKILL.
-pub const GRACE: Duration = Duration::from_millis(200);
 
 /// This host process, as `<pid>.<start time>`.
 pub fn instance() -> &'static str {

@@ -19,7 +19,10 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{Signal, kill, killpg};
 use nix::unistd::Pid;
 
-use crate::{GRACE, KillReport, MARKER_VAR};
+use crate::{KillReport, MARKER_VAR};
+
+/// Time between SIGTERM and SIGKILL.
+const GRACE: Duration = Duration::from_millis(200);
 
 /// Every process (not this one) whose marker names a host instance that
 /// `pick` selects, with that instance.
