@@ -167,8 +167,7 @@ impl Common {
             Some(w) => w,
             None => std::env::current_dir().context("cannot read the current directory")?,
         };
-        let workspace = workspace
-            .canonicalize()
+        let workspace = crate::paths::canonical(&workspace)
             .with_context(|| format!("workspace {} does not exist", workspace.display()))?;
         // Found once, never in the workspace: see timebox::find_host_programs.
         if let Some((_, Some(git))) = timebox::find_host_programs(&workspace)

@@ -86,7 +86,15 @@ impl ComponentCache {
             // SAFETY: artifacts are written only by `store` below, from
             // `Component::serialize` of this engine configuration (the key
             // includes it), into the host's own cache directory.
-            match unsafe { Component::deserialize_file(engine, &artifact) } {
+            // Mapping the file is cheapest; where the system refuses the
+            // copy-on-write mapping wasmtime asks for (Wine), the bytes are
+            // read and deserialised instead of compiling again.
+            let loaded = unsafe { Component::deserialize_file(engine, &artifact) }.or_else(|e| {
+                tracing::debug!(path = %artifact.display(), error = %e, "artifact not mapped; reading it");
+                let bytes = std::fs::read(&artifact)?;
+                unsafe { Component::deserialize(engine, &bytes) }
+            });
+            match loaded {
                 Ok(component) => return Ok((component, Origin::Cached)),
                 Err(e) => {
                     tracing::warn!(path = %artifact.display(), error = %e, "discarding unreadable compiled artifact")

@@ -26,7 +26,7 @@ pub enum Pinned {
 /// `path` (as `confine` returned it), and the plain names below it.
 fn beneath(path: &Path, roots: &[PathBuf]) -> io::Result<(PathBuf, Vec<std::ffi::OsString>)> {
     for root in roots {
-        let root = root.canonicalize().unwrap_or_else(|_| root.clone());
+        let root = crate::paths::canonical(root).unwrap_or_else(|_| root.clone());
         if let Ok(rest) = path.strip_prefix(&root) {
             let names = rest
                 .components()
@@ -141,7 +141,8 @@ pub fn create_file(path: &Path, roots: &[PathBuf]) -> io::Result<std::fs::File> 
         .into_std())
 }
 
-#[cfg(test)]
+// Unix links to Unix folders; Windows forms are tested in platform/windows.rs.
+#[cfg(all(test, unix))]
 mod tests {
     use super::*;
     use std::os::unix::fs::symlink;

@@ -141,12 +141,14 @@ impl Config {
             let g = self.grants(name, places, "");
             for (key, roots) in [("fs.read", &g.read_roots), ("fs.write", &g.write_roots)] {
                 for root in roots {
-                    if root == Path::new("/") || *root == places.home {
+                    // A root of the file system: `/`, or on Windows `C:\`.
+                    let whole = root.parent().is_none();
+                    if whole || *root == places.home {
                         warnings.push(format!(
                             "[plugins.{name}] {key} grants {}: the whole {}, secrets included; grant \
                              the directories it needs",
                             root.display(),
-                            if root == Path::new("/") { "machine" } else { "home directory" }
+                            if whole { "machine" } else { "home directory" }
                         ));
                     }
                 }
@@ -789,7 +791,11 @@ mod tests {
         );
         // A list grants each of its paths.
         // SAFETY: as above.
-        unsafe { std::env::set_var("MCP_HOST_TEST_DOC_LIST", "docs/4.x:/abs/3.x:") };
+        let list = format!(
+            "docs/4.x{0}/abs/3.x{0}",
+            crate::platform::PATH_LIST_SEPARATOR
+        );
+        unsafe { std::env::set_var("MCP_HOST_TEST_DOC_LIST", list) };
         assert_eq!(
             expand_paths("${env:MCP_HOST_TEST_DOC_LIST|}", &places(), cache),
             [PathBuf::from("/ws/docs/4.x"), PathBuf::from("/abs/3.x")]
@@ -798,24 +804,27 @@ mod tests {
             expand("a-${env:MCP_HOST_TEST_UNSET|b}-c", &places(), cache),
             "a-b-c"
         );
-        // A `:` in a resolved path is part of it: `proj:v2` never grants `proj`.
-        let colon = Places {
-            workspace: PathBuf::from("/src/proj:v2"),
-            home: PathBuf::from("/home/a:b"),
-            cache_dir: PathBuf::from("/cache"),
-        };
-        assert_eq!(
-            expand_paths("${env:MCP_HOST_TEST_UNSET|${workspace}/doc}", &colon, cache),
-            [PathBuf::from("/src/proj:v2/doc")]
-        );
-        assert_eq!(
-            expand_paths("${workspace}:${home}/x", &colon, Path::new("/c:d")),
-            [PathBuf::from("/src/proj:v2"), PathBuf::from("/home/a:b/x")]
-        );
-        assert_eq!(
-            expand_paths("${plugin_cache}/i", &colon, Path::new("/c:d")),
-            [PathBuf::from("/c:d/i")]
-        );
+        // Where `:` separates lists, a `:` in a resolved path is part of it:
+        // `proj:v2` never grants `proj`. (On Windows no name holds a `:`.)
+        if crate::platform::PATH_LIST_SEPARATOR == ":" {
+            let colon = Places {
+                workspace: PathBuf::from("/src/proj:v2"),
+                home: PathBuf::from("/home/a:b"),
+                cache_dir: PathBuf::from("/cache"),
+            };
+            assert_eq!(
+                expand_paths("${env:MCP_HOST_TEST_UNSET|${workspace}/doc}", &colon, cache),
+                [PathBuf::from("/src/proj:v2/doc")]
+            );
+            assert_eq!(
+                expand_paths("${workspace}:${home}/x", &colon, Path::new("/c:d")),
+                [PathBuf::from("/src/proj:v2"), PathBuf::from("/home/a:b/x")]
+            );
+            assert_eq!(
+                expand_paths("${plugin_cache}/i", &colon, Path::new("/c:d")),
+                [PathBuf::from("/c:d/i")]
+            );
+        }
         let config = Config::load(None).unwrap();
         let godot = config.grants("godot", &places(), "cfg.toml");
         assert!(godot.has("index") && godot.has("fs") && godot.has("process"));
@@ -917,7 +926,10 @@ mod tests {
         let warnings = config.warnings(&["run_test", "godot"], &places());
         let has = |needle: &str| warnings.iter().any(|w| w.contains(needle));
         assert!(has("[plugins.run-test] names no plugin"), "{warnings:?}");
-        assert!(has("fs.write grants /"), "{warnings:?}");
+        assert!(
+            has("fs.write grants ") && has("the whole machine"),
+            "{warnings:?}"
+        );
         assert!(has("`/bin/sh`") && has("`python3.12`"), "{warnings:?}");
         assert!(!has("`cargo`"), "{warnings:?}");
         assert_eq!(

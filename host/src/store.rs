@@ -17,6 +17,7 @@ use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 use crate::bindings::FullPlugin;
 use crate::client::ClientLink;
+use crate::paths::{guest, guest_list};
 use crate::policy::Grants;
 
 /// How long a cancelled call's guest may still run: run_test writes its
@@ -172,15 +173,20 @@ impl ResourceLimiter for MemoryCap {
 
 /// WASI for a plugin: stderr only (stdout carries the host's JSON-RPC),
 /// no inherited environment (only the policy's `vars`), and the granted
-/// directories preopened at their host paths so a path means the same
-/// thing on both sides.
+/// directories preopened at their host paths in guest form (`/` between
+/// names, also on Windows: `C:/Users/me/game`), so a path means the same
+/// thing on both sides and the host's capabilities take it back as it is.
 fn wasi_ctx(grants: &Grants) -> WasiCtx {
     let mut builder = WasiCtxBuilder::new();
     builder.inherit_stderr();
-    builder.env("MCP_WORKSPACE", grants.workspace.to_string_lossy());
-    builder.env("MCP_PLUGIN_CACHE", grants.plugin_cache.to_string_lossy());
+    builder.env("MCP_WORKSPACE", guest(&grants.workspace));
+    builder.env("MCP_PLUGIN_CACHE", guest(&grants.plugin_cache));
+    builder.env(
+        "MCP_PATH_LIST_SEPARATOR",
+        crate::platform::PATH_LIST_SEPARATOR,
+    );
     for (name, value) in &grants.vars {
-        builder.env(name, value);
+        builder.env(name, guest_list(value));
     }
     if grants.has("fs") {
         let writable = grants.write_roots.iter().map(|r| (r, FsPerms::ReadWrite));
@@ -190,7 +196,7 @@ fn wasi_ctx(grants: &Grants) -> WasiCtx {
             .filter(|r| !grants.write_roots.contains(r))
             .map(|r| (r, FsPerms::ReadOnly));
         for (root, perms) in writable.chain(readable) {
-            let guest = root.to_string_lossy().into_owned();
+            let guest = guest(root);
             // The plugin's own cache directory is the host's to create.
             if root.starts_with(&grants.plugin_cache) && !root.exists() {
                 let _ = std::fs::create_dir_all(root);

@@ -112,6 +112,17 @@ pub fn has_mode(meta: &cap_std::fs::Metadata, mode: u32) -> bool {
     meta.permissions().mode() & 0o777 == mode
 }
 
+/// Lists of paths are joined with `:` here, as PATH is.
+pub const PATH_LIST_SEPARATOR: &str = ":";
+
+/// Every path is a plain path here: none is refused for its form.
+pub fn path_form_refused(
+    _path: &std::path::Path,
+    _roots: &[std::path::PathBuf],
+) -> Option<&'static str> {
+    None
+}
+
 /// Read `file` at `pos`, leaving its own offset alone.
 pub fn read_at(file: &std::fs::File, buf: &mut [u8], pos: u64) -> std::io::Result<usize> {
     std::os::unix::fs::FileExt::read_at(file, buf, pos)

@@ -58,6 +58,83 @@ pub fn has_mode(_meta: &cap_std::fs::Metadata, _mode: u32) -> bool {
     true
 }
 
+/// Lists of paths are joined with `;` here, as PATH is (`:` follows a
+/// drive letter).
+pub const PATH_LIST_SEPARATOR: &str = ";";
+
+/// Why a path a plugin gave names something other than a file beneath a
+/// root, whatever the roots say (issue 40): a device or verbatim path
+/// (`\\.\`, `\\?\`), another machine's share (unless a root is on that
+/// share: naming one makes Windows connect to it and offer the user's
+/// credentials), a drive without its root (`C:x`, relative to that
+/// drive's own current folder), an alternate data stream (`a.txt:s`), a
+/// device name (`NUL`, `com1.txt`), a name Windows shortens (trailing dot or
+/// space: `.git.` is `.git`), or a wildcard or control character.
+pub fn path_form_refused(
+    path: &std::path::Path,
+    roots: &[std::path::PathBuf],
+) -> Option<&'static str> {
+    use std::path::{Component, Prefix};
+    let mut components = path.components().peekable();
+    if let Some(Component::Prefix(prefix)) = components.peek() {
+        match prefix.kind() {
+            Prefix::Disk(_) => {}
+            Prefix::UNC(server, share) => {
+                let same_share = |root: &std::path::PathBuf| {
+                    matches!(root.components().next(), Some(Component::Prefix(p))
+                        if matches!(p.kind(), Prefix::UNC(s, h)
+                            if s.eq_ignore_ascii_case(server) && h.eq_ignore_ascii_case(share)))
+                };
+                if !roots.iter().any(same_share) {
+                    return Some("names another machine's share, which holds no root");
+                }
+            }
+            _ => return Some(r"is a device or verbatim path (\.\ or \?\)"),
+        }
+        components.next();
+        if components.peek() != Some(&Component::RootDir) {
+            return Some("names a drive without its root folder (C:x)");
+        }
+    }
+    for component in components {
+        if let Component::Normal(name) = component {
+            if let Some(why) = name_refused(&name.to_string_lossy()) {
+                return Some(why);
+            }
+        }
+    }
+    None
+}
+
+/// Why a single name is not a plain file name on Windows.
+fn name_refused(name: &str) -> Option<&'static str> {
+    if name.contains(':') {
+        return Some("names an alternate data stream (a `:` in a name)");
+    }
+    if name.ends_with('.') || name.ends_with(' ') {
+        return Some("ends a name with a dot or space, which Windows drops");
+    }
+    if name.chars().any(|c| c < ' ' || "<>\"|?*".contains(c)) {
+        return Some("holds a wildcard or control character");
+    }
+    let stem = name
+        .split('.')
+        .next()
+        .unwrap_or(name)
+        .trim_end()
+        .to_ascii_uppercase();
+    let device = matches!(
+        stem.as_str(),
+        "CON" | "PRN" | "AUX" | "NUL" | "CONIN$" | "CONOUT$"
+    ) || ((stem.starts_with("COM") || stem.starts_with("LPT"))
+        && stem.len() > 3
+        && stem[3..]
+            .chars()
+            .all(|c| c.is_ascii_digit() || "¹²³".contains(c))
+        && stem[3..].chars().count() == 1);
+    device.then_some("is a device name (CON, NUL, COM1, ...)")
+}
+
 /// Read `file` at `pos`, leaving its own offset where it was (Windows'
 /// positioned read moves it, and sync-out's tar reader reads the same file).
 pub fn read_at(file: &std::fs::File, buf: &mut [u8], pos: u64) -> std::io::Result<usize> {
@@ -124,4 +201,84 @@ pub fn connect_podman(
     timeout_s: u64,
 ) -> Result<bollard::Docker, bollard::errors::Error> {
     bollard::Docker::connect_with_named_pipe(path, timeout_s, bollard::API_DEFAULT_VERSION)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::{Path, PathBuf};
+
+    /// Run under Wine by scripts/windows-check.
+    #[test]
+    fn windows_forms_that_name_other_things_are_refused() {
+        let roots = [PathBuf::from(r"C:\work\ws")];
+        let refused = [
+            r"\\?\C:\work\ws\a",
+            r"//?/C:/work/ws/a",
+            r"\\.\C:\work\ws\a",
+            r"\\.\pipe\x",
+            r"\\evil\share\x",
+            "//evil/share/x",
+            "C:x",
+            r"C:\work\ws\a.txt:stream",
+            r"C:\work\ws\a.txt::$DATA",
+            r"C:\work\ws\.git.\hooks",
+            r"C:\work\ws\.git \hooks",
+            r"C:\work\ws\NUL",
+            r"C:\work\ws\com1.txt",
+            "C:/work/ws/con",
+            r"C:\work\ws\COM¹",
+            r"C:\work\ws\a*b",
+            "a?b",
+            "sub\\..\\NUL",
+        ];
+        for path in refused {
+            assert!(
+                path_form_refused(Path::new(path), &roots).is_some(),
+                "{path}"
+            );
+        }
+        let plain = [
+            r"C:\work\ws\a.txt",
+            "C:/work/ws/src/a.txt",
+            r"C:\work/ws\mixed/seps",
+            "src/a.txt",
+            "..\\x",
+            r"C:\work\ws\PROGRA~1",
+            r"C:\work\ws\console.log",
+            r"C:\work\ws\com10",
+            r"C:\work\ws\.gitignore",
+        ];
+        for path in plain {
+            assert_eq!(path_form_refused(Path::new(path), &roots), None, "{path}");
+        }
+        // A share holding a root may be named.
+        let on_share = [PathBuf::from(r"\\server\projects\ws")];
+        assert_eq!(
+            path_form_refused(Path::new(r"\\SERVER\Projects\ws\a"), &on_share),
+            None
+        );
+        assert!(path_form_refused(Path::new(r"\\server\other\a"), &on_share).is_some());
+    }
+
+    /// The confinement of Windows spellings of the same place: mixed
+    /// separators and other letter cases of existing folders stay inside;
+    /// climbing out, short names of outside folders and other drives do not.
+    #[test]
+    fn windows_spellings_are_confined() {
+        use crate::paths::{canonical, confine, guest};
+        let dir = tempfile::tempdir().unwrap();
+        let root = canonical(dir.path()).unwrap().join("ws");
+        std::fs::create_dir_all(root.join("Src")).unwrap();
+        let roots = [root.clone()];
+        let g = guest(&root);
+        assert!(confine(&format!("{g}/Src/a.txt"), &root, &roots).is_some());
+        assert!(confine(&format!("{g}\\Src/a.txt"), &root, &roots).is_some());
+        assert!(confine(&g.to_uppercase(), &root, &roots).is_some(), "{g}");
+        assert!(confine(&format!("{g}/../x"), &root, &roots).is_none());
+        assert!(confine(&format!("{g}\\..\\x"), &root, &roots).is_none());
+        assert!(confine(r"C:\windows\system32", &root, &roots).is_none());
+        assert!(confine(r"\\?\C:\windows", &root, &roots).is_none());
+        assert!(confine(&format!("{g}/Src/a.txt:evil"), &root, &roots).is_none());
+    }
 }

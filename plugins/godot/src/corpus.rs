@@ -63,8 +63,7 @@ impl DocDir {
         let configured = std::env::var("GODOT_DOC_DIR").unwrap_or_default();
         let mut found = Vec::new();
         if !configured.is_empty() {
-            // Split as PATH is (std's `split_paths` is not there on WASI).
-            for dir in configured.split(':').filter(|d| !d.is_empty()) {
+            for dir in plugin_sdk::split_paths(&configured) {
                 let path = normalize(&workspace.join(dir));
                 check(&path)?;
                 found.push(DocDir::new(path, "GODOT_DOC_DIR".into(), None));

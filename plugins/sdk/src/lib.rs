@@ -288,6 +288,17 @@ pub fn cache_dir() -> Option<String> {
     std::env::var("MCP_PLUGIN_CACHE").ok()
 }
 
+/// A list of paths from a variable, split as the host's system splits
+/// PATH (`MCP_PATH_LIST_SEPARATOR`: `;` on Windows, else `:`); empty
+/// entries are left out.
+pub fn split_paths(list: &str) -> Vec<String> {
+    let separator = std::env::var("MCP_PATH_LIST_SEPARATOR").unwrap_or_else(|_| ":".into());
+    list.split(separator.as_str())
+        .filter(|p| !p.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
 /// 64 random bits from the host's entropy (WASI `random`, which seeds
 /// std's `RandomState`): names and ids that must not collide between
 /// hosts.

@@ -541,6 +541,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(unix)] // Unix modes
     fn changes_arrive_and_what_is_gone_goes() {
         let dir = tempfile::tempdir().unwrap();
         let t = dir.path();

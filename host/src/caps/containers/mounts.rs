@@ -212,7 +212,8 @@ impl Drop for Probes {
     }
 }
 
-#[cfg(test)]
+// Bind mounts and Unix links: Linux only.
+#[cfg(all(test, unix))]
 mod tests {
     use super::*;
     use bollard::models::{HostConfig, Mount};
