@@ -61,7 +61,8 @@ impl CallState {
     /// The checks `process` and `pty` share: the capability granted, `cwd`
     /// inside a root, the program on `process.programs`, no loader
     /// variables. The child's environment is the policy's pass-through
-    /// variables plus the request's.
+    /// variables, those every program of this system needs
+    /// ([`crate::platform::SYSTEM_ENV`]), and the request's.
     pub fn allowed_program(
         &self,
         capability: &str,
@@ -87,10 +88,13 @@ impl CallState {
                 "environment variable `{key}` may not be set by a plugin"
             )));
         }
-        let mut env: Vec<(String, String)> = g
-            .env
-            .iter()
-            .filter_map(|name| std::env::var(name).ok().map(|v| (name.clone(), v)))
+        let system = crate::platform::SYSTEM_ENV.iter().map(|n| n.to_string());
+        let mut names: Vec<String> = g.env.iter().cloned().chain(system).collect();
+        names.sort_by_key(|n| n.to_ascii_uppercase());
+        names.dedup_by(|a, b| a.eq_ignore_ascii_case(b));
+        let mut env: Vec<(String, String)> = names
+            .into_iter()
+            .filter_map(|name| std::env::var(&name).ok().map(|v| (name, v)))
             .collect();
         env.extend(request_env);
         Ok(Allowed {

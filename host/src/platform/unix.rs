@@ -112,6 +112,10 @@ pub fn has_mode(meta: &cap_std::fs::Metadata, mode: u32) -> bool {
     meta.permissions().mode() & 0o777 == mode
 }
 
+/// Variables every child gets besides the policy's: none here (a Unix
+/// program runs without any).
+pub const SYSTEM_ENV: &[&str] = &[];
+
 /// Lists of paths are joined with `:` here, as PATH is.
 pub const PATH_LIST_SEPARATOR: &str = ":";
 

@@ -58,6 +58,33 @@ pub fn has_mode(_meta: &cap_std::fs::Metadata, _mode: u32) -> bool {
     true
 }
 
+/// Variables every child gets besides the policy's: without them Windows
+/// programs fail in odd ways (node cannot seed its crypto without
+/// `SystemRoot`, npm's `.cmd` shims need `ComSpec` and `PATHEXT`, most
+/// tools write to `TEMP` and `APPDATA`). None of them is a secret.
+pub const SYSTEM_ENV: &[&str] = &[
+    "SystemRoot",
+    "windir",
+    "SystemDrive",
+    "ComSpec",
+    "PATHEXT",
+    "TEMP",
+    "TMP",
+    "USERPROFILE",
+    "HOMEDRIVE",
+    "HOMEPATH",
+    "USERNAME",
+    "APPDATA",
+    "LOCALAPPDATA",
+    "ProgramData",
+    "ProgramFiles",
+    "ProgramFiles(x86)",
+    "CommonProgramFiles",
+    "NUMBER_OF_PROCESSORS",
+    "PROCESSOR_ARCHITECTURE",
+    "OS",
+];
+
 /// Lists of paths are joined with `;` here, as PATH is (`:` follows a
 /// drive letter).
 pub const PATH_LIST_SEPARATOR: &str = ";";

@@ -8,7 +8,7 @@
 //! are never parsed again and a plugin that indexes differently rebuilds.
 
 use std::collections::HashMap;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use plugin_sdk::ToolError;
 use plugin_sdk::index::{self, Analyzer, Field, FieldType, IndexInfo, Schema};
@@ -64,7 +64,7 @@ impl DocDir {
         let mut found = Vec::new();
         if !configured.is_empty() {
             for dir in plugin_sdk::split_paths(&configured) {
-                let path = normalize(&workspace.join(dir));
+                let path = plugin_sdk::in_workspace(&dir);
                 check(&path)?;
                 found.push(DocDir::new(path, "GODOT_DOC_DIR".into(), None));
             }
@@ -310,22 +310,6 @@ fn subdirs(dir: &Path) -> Vec<PathBuf> {
         .map(|e| e.path())
         .filter(|p| p.is_dir())
         .collect()
-}
-
-/// Remove `.` and `..` the way the host does for policy paths, so the
-/// path matches the directory the host preopened.
-fn normalize(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for component in path.components() {
-        match component {
-            Component::ParentDir => {
-                out.pop();
-            }
-            Component::CurDir => {}
-            other => out.push(other),
-        }
-    }
-    out
 }
 
 /// FNV-1a: a stable hash for the fingerprint (std's hasher may change).

@@ -288,6 +288,32 @@ pub fn cache_dir() -> Option<String> {
     std::env::var("MCP_PLUGIN_CACHE").ok()
 }
 
+/// A path a plugin was given, resolved as the host resolves it: absolute
+/// ones as they are (`/home/me/x`; on Windows, in guest form, `C:/x` or
+/// `//server/share/x`), relative ones from the workspace; `.` and `..`
+/// removed, so that it matches the folder the host preopened.
+pub fn in_workspace(path: &str) -> std::path::PathBuf {
+    use std::path::{Component, PathBuf};
+    let bytes = path.as_bytes();
+    let drive = bytes.len() >= 3 && bytes[0].is_ascii_alphabetic() && &bytes[1..3] == b":/";
+    let joined = if path.starts_with('/') || drive {
+        PathBuf::from(path)
+    } else {
+        PathBuf::from(workspace()).join(path)
+    };
+    let mut out = PathBuf::new();
+    for component in joined.components() {
+        match component {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
 /// A list of paths from a variable, split as the host's system splits
 /// PATH (`MCP_PATH_LIST_SEPARATOR`: `;` on Windows, else `:`); empty
 /// entries are left out.
@@ -307,4 +333,21 @@ pub fn random_u64() -> u64 {
     std::collections::hash_map::RandomState::new()
         .build_hasher()
         .finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_resolve_as_the_host_resolves_them() {
+        // Outside a host the workspace is `.`.
+        assert_eq!(in_workspace("docs/../4.x"), std::path::PathBuf::from("4.x"));
+        assert_eq!(in_workspace("/srv/docs/./4.x"), std::path::PathBuf::from("/srv/docs/4.x"));
+        // Windows paths in guest form are absolute too.
+        assert_eq!(in_workspace("C:/godot/doc/../docs"), std::path::PathBuf::from("C:/godot/docs"));
+        assert_eq!(in_workspace("//server/share/doc"), std::path::PathBuf::from("//server/share/doc"));
+        // Lists split on the host's separator (`:` when not told).
+        assert_eq!(split_paths("/a::/b"), ["/a", "/b"]);
+    }
 }

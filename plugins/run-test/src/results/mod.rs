@@ -127,18 +127,37 @@ fn clip(text: &str, max: usize) -> String {
 }
 
 /// `path` relative to the repository, when it is inside it and not a
-/// dependency's (`node_modules/`).
+/// dependency's (`node_modules/`). Windows spellings count: `\` between
+/// names, `file:///C:/...`, another case of the drive letter or names
+/// (Windows names are case-insensitive). The answer uses `/`.
 fn in_repo(path: &str, repo: &str) -> Option<String> {
-    let path = path.strip_prefix("file://").unwrap_or(path);
-    let rel = path.strip_prefix(&format!("{}/", repo.trim_end_matches('/')))?;
-    (!rel.starts_with("node_modules/")).then(|| rel.to_string())
+    let path = slashed(path.strip_prefix("file://").unwrap_or(path));
+    let repo = slashed(repo);
+    let prefix = format!("{}/", repo.trim_end_matches('/'));
+    let windows = repo.as_bytes().get(1) == Some(&b':');
+    let head = path.get(..prefix.len())?;
+    let inside = head == prefix || (windows && head.eq_ignore_ascii_case(&prefix));
+    let rel = &path[prefix.len()..];
+    (inside && !rel.starts_with("node_modules/")).then(|| rel.to_string())
+}
+
+/// A path with `/` between names, and a URL's `/C:/` as `C:/`.
+fn slashed(path: &str) -> String {
+    let path = path.replace('\\', "/");
+    let b = path.as_bytes();
+    if b.len() > 3 && b[0] == b'/' && b[1].is_ascii_alphabetic() && b[2] == b':' && b[3] == b'/' {
+        path[1..].to_string()
+    } else {
+        path
+    }
 }
 
 /// The first frame of a JavaScript stack in the repository's own files:
-/// `(/repo/a.test.js:4:34)` or `at /repo/a.test.js:4:34`.
+/// `(/repo/a.test.js:4:34)`, `at /repo/a.test.js:4:34`, or on Windows
+/// `(C:\repo\a.test.js:4:34)`.
 fn stack_location(text: &str, repo: &str) -> Option<(String, u32)> {
-    let frame =
-        Regex::new(r"(?:\(|at )(?:file://)?(/[^():\s]+):(\d+):\d+\)?").expect("pattern compiles");
+    let frame = Regex::new(r"(?:\(|at )(?:file://)?((?:/?[A-Za-z]:)?[/\\][^():\s]+):(\d+):\d+\)?")
+        .expect("pattern compiles");
     frame.captures_iter(text).find_map(|c| {
         let rel = in_repo(c.get(1)?.as_str(), repo)?;
         Some((rel, c.get(2)?.as_str().parse().ok()?))
@@ -152,5 +171,30 @@ fn counts(passed: u32, failed: u32, skipped: u32) -> Counts {
         failed,
         skipped,
         total: passed + failed + skipped,
+    }
+}
+
+#[cfg(test)]
+mod windows_paths {
+    use super::*;
+
+    /// What node on Windows prints, against the guest form of the repo.
+    #[test]
+    fn windows_stacks_and_urls_point_into_the_repository() {
+        let repo = "C:/Users/me/proj";
+        let stack = "    at TestContext.<anonymous> (C:\\Users\\me\\proj\\test\\math.test.js:4:30)\n";
+        assert_eq!(stack_location(stack, repo), Some(("test/math.test.js".into(), 4)));
+        let bare = "    at c:\\users\\ME\\proj\\test\\a.test.js:9:1\n";
+        assert_eq!(stack_location(bare, repo), Some(("test/a.test.js".into(), 9)));
+        assert_eq!(
+            in_repo("file:///C:/Users/me/proj/src/x.test.ts", repo).as_deref(),
+            Some("src/x.test.ts")
+        );
+        // Dependencies and other folders are not the repository's.
+        assert_eq!(in_repo("C:\\Users\\me\\proj\\node_modules\\a.js", repo), None);
+        assert_eq!(in_repo("C:\\Users\\me\\proj2\\a.js", repo), None);
+        // Unix repositories compare exactly, as before.
+        assert_eq!(in_repo("/home/Me/proj/a.js", "/home/me/proj"), None);
+        assert_eq!(in_repo("/home/me/proj/a.js", "/home/me/proj").as_deref(), Some("a.js"));
     }
 }
