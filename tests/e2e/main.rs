@@ -21,3 +21,4 @@ mod mock_llm;
 mod pi;
 mod pty;
 mod run_test;
+mod windows;
