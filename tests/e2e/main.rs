@@ -22,3 +22,4 @@ mod pi;
 mod pty;
 mod run_test;
 mod windows;
+mod wine;

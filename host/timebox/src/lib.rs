@@ -128,14 +128,15 @@ pub async fn run(spec: &Spawn, cancel: &CancellationToken, progress: &dyn Progre
         }
     };
     let marker = new_marker();
-    let mut command = piped_command(&spec.program, &spec.args, &spec.cwd, &spec.env, &marker);
-    command.stdin(if spec.stdin.is_some() {
-        Stdio::piped()
-    } else {
-        Stdio::null()
-    });
-    let started = command
-        .spawn()
+    let started = piped_command(&spec.program, &spec.args, &spec.cwd, &spec.env, &marker)
+        .and_then(|mut command| {
+            command.stdin(if spec.stdin.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            });
+            command.spawn()
+        })
         .and_then(|child| Ok((sys::Tree::adopt(&child, &marker)?, child)));
     let (tree, mut child) = match started {
         Ok((tree, child)) => (Arc::new(tree), child),
@@ -248,7 +249,8 @@ fn piped_command(
     cwd: &std::path::Path,
     env: &[(String, String)],
     marker: &str,
-) -> tokio::process::Command {
+) -> std::io::Result<tokio::process::Command> {
+    sys::check_args(program, args)?;
     let mut command = tokio::process::Command::new(program);
     command
         .args(args)
@@ -260,7 +262,7 @@ fn piped_command(
         .stderr(Stdio::piped())
         .kill_on_drop(true);
     sys::prepare(&mut command, marker);
-    command
+    Ok(command)
 }
 
 async fn kill_blocking(tree: &Arc<sys::Tree>) -> KillReport {

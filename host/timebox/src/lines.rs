@@ -55,7 +55,7 @@ impl LineChild {
         stderr_tail: usize,
     ) -> std::io::Result<LineChild> {
         let marker = super::new_marker();
-        let mut command = piped_command(program, args, cwd, env, &marker);
+        let mut command = piped_command(program, args, cwd, env, &marker)?;
         command.stdin(Stdio::piped());
         let mut child = command.spawn()?;
         let tree = Arc::new(sys::Tree::adopt(&child, &marker)?);

@@ -97,6 +97,8 @@ impl Session {
             .map_err(|e| {
                 StartError::TtyUnavailable(format!("no pseudo-terminal could be opened: {e}"))
             })?;
+        crate::sys::check_args(p.program, p.args)
+            .map_err(|e| StartError::SpawnFailed(e.to_string()))?;
         let marker = crate::new_marker();
         let mut command = CommandBuilder::new(p.program);
         command.args(p.args);

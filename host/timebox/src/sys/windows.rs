@@ -44,6 +44,38 @@ impl Drop for Job {
     }
 }
 
+/// A batch file (`npm.cmd`) runs through cmd.exe, which std quotes every
+/// argument for (the BatBadBut rules); what no quoting protects is refused
+/// here with a message that says why: a line break ends cmd's command, and
+/// `%NAME%` is expanded even inside quotes (std's escape for it relies on
+/// cmd's extensions, which not every cmd.exe has: Wine's expands it), so
+/// a variable holding `"&...` would start another program.
+pub fn check_args(program: &std::path::Path, args: &[String]) -> std::io::Result<()> {
+    let batch = program
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("cmd") || e.eq_ignore_ascii_case("bat"));
+    if !batch {
+        return Ok(());
+    }
+    match args
+        .iter()
+        .position(|a| a.contains(['%', '\r', '\n', '\0']))
+    {
+        None => Ok(()),
+        Some(i) => Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!(
+                "argument {} ({:?}) holds a `%` or a line break, which cmd.exe acts on even \
+                 inside quotes, and {} is a batch file run through cmd.exe: leave them out, \
+                 or run the program the batch file starts directly",
+                i + 1,
+                args[i],
+                program.display()
+            ),
+        )),
+    }
+}
+
 /// Make `command` start the run's child suspended (resumed once it is in
 /// its job) and in a process group of its own.
 pub fn prepare(command: &mut tokio::process::Command, _marker: &str) {
