@@ -624,6 +624,16 @@ pub fn godot_config(doc_dir: &Path) -> String {
     )
 }
 
+/// The same, with the Godot manual ($GODOT_DOCS/manual, the godot-docs
+/// rst sources) searched beside it.
+pub fn godot_config_with_manual(doc_dir: &Path, manual: &Path) -> String {
+    format!(
+        "[plugins.godot]\nfs.read = [{d:?}, {m:?}]\nvars.GODOT_DOC_DIR = {d:?}\nvars.GODOT_MANUAL_DIR = {m:?}\nindex.root = \"${{plugin_cache}}/index\"\n",
+        d = doc_dir.display().to_string(),
+        m = manual.display().to_string()
+    )
+}
+
 // --- Cofer: git, the cofer command, Podman and its test image.
 
 pub fn cofer_image() -> String {

@@ -154,24 +154,37 @@ pub fn search(
     } else {
         query.to_string()
     };
+    // The manual's sections, when it is indexed and asked for: found by
+    // their prose, they also say which classes and members the question
+    // is about (the ones they link to), which raises those below.
+    let manual = match kind {
+        None | Some(MANUAL) => search_manual(&docs.index(), &text, limit)?,
+        Some(_) => Vec::new(),
+    };
+    if kind == Some(MANUAL) {
+        return Ok(manual.into_iter().map(|(hit, _)| hit).collect());
+    }
+    if plain_words(query, &words) {
+        terms.extend(linked_from(&manual));
+    }
     let fields = vec![
         boost("name_text", 3.0),
         boost("class_text", 1.5),
         boost("summary", 1.0),
         boost("body", 0.3),
     ];
+    let kinds = match kind {
+        Some(k) => vec![k.to_string()],
+        None => API_KINDS.iter().map(|k| k.to_string()).collect(),
+    };
     let request = SearchRequest {
         query: text,
         fields,
         terms,
-        filters: kind
-            .map(|k| {
-                vec![Filter {
-                    field: "kind".into(),
-                    any_of: vec![k.to_string()],
-                }]
-            })
-            .unwrap_or_default(),
+        filters: vec![Filter {
+            field: "kind".into(),
+            any_of: kinds,
+        }],
         // A name or summary that holds every word of the query beats one
         // that repeats a few of them.
         coverage: Some(Coverage {
@@ -184,36 +197,191 @@ pub fn search(
         return_: vec!["uri".into(), "kind".into(), "class".into(), "name".into()],
     };
     let hits = index::search(&docs.index(), &request)?;
-    Ok(hits
+    let api = hits
+        .into_iter()
+        .map(|hit| search_hit(hit, served, &docs.version));
+    Ok(merge(api.collect(), manual, limit as usize))
+}
+
+/// The kind of the manual's sections in the index and in `kind`.
+pub const MANUAL: &str = "manual";
+/// What `kind` may name: a class, a kind of member
+/// ([`SYMBOL_KINDS`]), or the manual's sections (last).
+pub const SEARCH_KINDS: [&str; 10] = [
+    "class",
+    "method",
+    "property",
+    "signal",
+    "constant",
+    "theme_item",
+    "annotation",
+    "operator",
+    "constructor",
+    MANUAL,
+];
+/// Every kind of the class reference.
+const API_KINDS: &[&str] = SEARCH_KINDS.split_last().expect("kinds").1;
+
+/// How many of the best manual sections say what a question is about.
+const FEEDBACK_SECTIONS: usize = 5;
+
+/// The manual's sections for `text`, best first, each with what it links
+/// to; none when the manual is not indexed.
+fn search_manual(
+    index_name: &str,
+    text: &str,
+    limit: u32,
+) -> Result<Vec<(SearchHit, Vec<String>)>, ToolError> {
+    let request = SearchRequest {
+        query: text.to_string(),
+        fields: vec![
+            FieldBoost { field: "summary".into(), boost: 2.0 },
+            FieldBoost { field: "class_text".into(), boost: 0.5 },
+            FieldBoost { field: "body".into(), boost: 1.0 },
+        ],
+        terms: Vec::new(),
+        filters: vec![Filter {
+            field: "kind".into(),
+            any_of: vec![MANUAL.into()],
+        }],
+        coverage: Some(Coverage {
+            fields: vec!["summary".into(), "body".into()],
+            bonus: 10.0,
+        }),
+        limit: limit.max(FEEDBACK_SECTIONS as u32),
+        snippet_field: Some("body".into()),
+        snippet_chars: 160,
+        return_: vec![
+            "uri".into(),
+            "kind".into(),
+            "class".into(),
+            "name".into(),
+            "links".into(),
+        ],
+    };
+    Ok(index::search(index_name, &request)?
         .into_iter()
         .map(|hit| {
-            let field = |name: &str| {
-                hit.fields
-                    .iter()
-                    .find(|(k, _)| k == name)
-                    .map(|(_, v)| v.clone())
-                    .unwrap_or_default()
-            };
-            let (kind, class, name) = (field("kind"), field("class"), field("name"));
-            SearchHit {
-                // With several versions served, say which one.
-                uri: if served > 1 {
-                    uri::versioned(&field("uri"), &docs.version)
-                } else {
-                    field("uri")
-                },
-                name: if kind == "class" {
-                    name
-                } else {
-                    format!("{class}.{name}")
-                },
-                kind,
-                class,
-                score: hit.score,
-                snippet: hit.snippet.unwrap_or_default(),
-            }
+            let links = hit
+                .fields
+                .iter()
+                .filter(|(k, _)| k == "links")
+                .map(|(_, v)| v.clone())
+                .collect();
+            (search_hit(hit, 1, ""), links)
         })
         .collect())
+}
+
+/// Boosts for the classes and members the best manual sections link to,
+/// each in proportion to the sections' scores: what the manual's prose
+/// about a question points at in the reference.
+fn linked_from(manual: &[(SearchHit, Vec<String>)]) -> Vec<TermBoost> {
+    let Some(top) = manual.first().map(|(h, _)| h.score).filter(|s| *s > 0.0) else {
+        return Vec::new();
+    };
+    let mut weights: Vec<(String, f32)> = Vec::new();
+    for (hit, links) in manual.iter().take(FEEDBACK_SECTIONS) {
+        let share = hit.score / top;
+        for link in links {
+            match weights.iter_mut().find(|(l, _)| l == link) {
+                Some((_, w)) => *w += share,
+                None => weights.push((link.clone(), share)),
+            }
+        }
+    }
+    weights
+        .into_iter()
+        .map(|(link, weight)| TermBoost {
+            field: "qname_lc".into(),
+            boost: weight * if link.contains('.') { LINKED_MEMBER } else { LINKED_CLASS },
+            term: link.to_lowercase(),
+        })
+        .collect()
+}
+
+/// How much a link from the manual counts, per unit of a section's share.
+const LINKED_CLASS: f32 = 1.0;
+const LINKED_MEMBER: f32 = 2.0;
+
+/// The reference's entries first: the three best lead (a question about
+/// a name must get the name), then the rest and the manual's sections by
+/// score.
+fn merge(api: Vec<SearchHit>, manual: Vec<(SearchHit, Vec<String>)>, limit: usize) -> Vec<SearchHit> {
+    let mut api = api.into_iter();
+    let mut out: Vec<SearchHit> = api.by_ref().take(3).collect();
+    let mut rest: Vec<SearchHit> = api.chain(manual.into_iter().map(|(h, _)| h)).collect();
+    rest.sort_by(|a, b| b.score.total_cmp(&a.score));
+    out.extend(rest);
+    out.truncate(limit);
+    out
+}
+
+fn search_hit(hit: index::Hit, served: usize, version: &str) -> SearchHit {
+    let field = |name: &str| {
+        hit.fields
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+            .unwrap_or_default()
+    };
+    let (kind, class, name) = (field("kind"), field("class"), field("name"));
+    SearchHit {
+        // With several versions served, say which one.
+        uri: if served > 1 {
+            uri::versioned(&field("uri"), version)
+        } else {
+            field("uri")
+        },
+        name: if kind == "class" || kind == MANUAL {
+            name
+        } else {
+            format!("{class}.{name}")
+        },
+        kind,
+        class,
+        score: hit.score,
+        snippet: hit.snippet.unwrap_or_default(),
+    }
+}
+
+/// A manual page (or its section `anchor`) as its sections: heading,
+/// prose, code, and the classes and members it links to.
+pub fn manual_page(page: &str, anchor: Option<&str>) -> Result<Value, ToolError> {
+    let dir = crate::corpus::manual_dir().ok_or_else(|| {
+        ToolError::new(
+            "CONFIG_ERROR",
+            "the manual is not served: set GODOT_MANUAL_DIR to a godot-docs checkout \
+             (`git clone --depth 1 https://github.com/godotengine/godot-docs`)",
+        )
+    })?;
+    let file = dir.join(format!("{page}.rst"));
+    let text = std::fs::read_to_string(&file).map_err(|e| {
+        ToolError::new(
+            "NOT_FOUND",
+            format!("no manual page `{page}` ({}: {e}); godot.search with kind `manual` finds pages", file.display()),
+        )
+    })?;
+    let sections: Vec<Value> = crate::manual::parse(page, &text)
+        .into_iter()
+        .filter(|s| anchor.is_none_or(|a| s.anchor == a))
+        .map(|s| {
+            serde_json::json!({
+                "uri": uri::manual(page, &s.anchor),
+                "heading": s.heading,
+                "text": s.prose.trim(),
+                "code": s.code.trim(),
+                "links": s.links,
+            })
+        })
+        .collect();
+    if sections.is_empty() {
+        return Err(ToolError::new(
+            "NOT_FOUND",
+            format!("manual page `{page}` has no section `{}`", anchor.unwrap_or_default()),
+        ));
+    }
+    Ok(serde_json::json!({ "page": page, "sections": sections }))
 }
 
 /// A stored field of a document of `index`.

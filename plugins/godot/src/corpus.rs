@@ -6,6 +6,8 @@
 //! per class and one per symbol. An index's version label is a fingerprint
 //! of the XML files (path, size, mtime) plus [`FORMAT`], so unchanged docs
 //! are never parsed again and a plugin that indexes differently rebuilds.
+//! A 4.x index also holds the manual's sections when `GODOT_MANUAL_DIR`
+//! names a godot-docs checkout ([`crate::manual`]).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -16,12 +18,13 @@ use plugin_sdk::log::{Level, log};
 
 use crate::bbcode::{first_sentence, prose_only, without_inline_code};
 use crate::engine;
+use crate::manual::{self, Section};
 use crate::model::ClassDoc;
 use crate::parse::parse_class;
 use crate::uri;
 
 /// Bump when the documents change shape.
-const FORMAT: &str = "godot-docs/7";
+const FORMAT: &str = "godot-docs/8";
 const BATCH: usize = 2000;
 
 /// One reference served, checked, and where it came from.
@@ -134,10 +137,21 @@ impl DocDir {
         files
     }
 
-    /// The version label the index should carry for these files.
+    /// The manual's pages indexed with this reference. The manual
+    /// (godot-docs) describes Godot 4, so only a 4.x reference has them.
+    pub fn manual_pages(&self) -> Vec<PathBuf> {
+        match manual_dir() {
+            Some(dir) if self.version.starts_with('4') => manual::pages(&dir),
+            _ => Vec::new(),
+        }
+    }
+
+    /// The version label the index should carry for these files (and the
+    /// manual's pages).
     pub fn fingerprint(&self, files: &[PathBuf]) -> String {
         let mut hash = Fnv::default();
-        for file in files {
+        let pages = self.manual_pages();
+        for file in files.iter().chain(&pages) {
             hash.write(file.to_string_lossy().as_bytes());
             if let Ok(meta) = std::fs::metadata(file) {
                 hash.write(&meta.len().to_le_bytes());
@@ -148,8 +162,22 @@ impl DocDir {
                 hash.write(&mtime.map_or(0, |d| d.as_nanos()).to_le_bytes());
             }
         }
-        format!("{FORMAT};files={};{:016x}", files.len(), hash.0)
+        format!(
+            "{FORMAT};files={};manual={};{:016x}",
+            files.len(),
+            pages.len(),
+            hash.0
+        )
     }
+}
+
+/// The manual's folder (`GODOT_MANUAL_DIR`, a godot-docs checkout;
+/// relative to the workspace), when set.
+pub fn manual_dir() -> Option<PathBuf> {
+    std::env::var("GODOT_MANUAL_DIR")
+        .ok()
+        .filter(|d| !d.trim().is_empty())
+        .map(|d| plugin_sdk::in_workspace(&d))
 }
 
 /// Every engine found, its reference dumped if it was not before.
@@ -477,13 +505,16 @@ fn build(docs: &DocDir, files: &[PathBuf], version: &str) -> Result<IndexInfo, T
         }
     }
     builder.add(&batch)?;
+    let pages = docs.manual_pages();
+    let sections = add_manual(&builder, &classes, &pages)?;
     let info = builder.commit()?;
     log(
         Level::Info,
         &format!(
-            "index built for Godot {}: {} classes, {} documents, {} bytes, docs {} from {}",
+            "index built for Godot {}: {} classes, {} manual sections, {} documents, {} bytes, docs {} from {}",
             docs.version,
             classes.len(),
+            sections,
             info.documents,
             info.size_bytes,
             docs.path.display(),
@@ -491,6 +522,153 @@ fn build(docs: &DocDir, files: &[PathBuf], version: &str) -> Result<IndexInfo, T
         ),
     );
     Ok(info)
+}
+
+/// The manual's sections as documents; how many. A page that cannot be
+/// read is logged and left out.
+fn add_manual(
+    builder: &index::Builder,
+    classes: &[ClassDoc],
+    pages: &[PathBuf],
+) -> Result<usize, ToolError> {
+    let Some(dir) = manual_dir().filter(|_| !pages.is_empty()) else {
+        return Ok(0);
+    };
+    let links = Links::new(classes);
+    let (mut batch, mut count) = (Vec::with_capacity(BATCH), 0);
+    for file in pages {
+        let page = file
+            .strip_prefix(&dir)
+            .unwrap_or(file)
+            .with_extension("")
+            .to_string_lossy()
+            .replace('\\', "/");
+        let text = match std::fs::read_to_string(file) {
+            Ok(text) => text,
+            Err(e) => {
+                log(Level::Error, &format!("manual page {page}: cannot read: {e}"));
+                continue;
+            }
+        };
+        for section in manual::parse(&page, &text) {
+            batch.push(manual_document(&section, &links.resolve(&section.links)));
+            count += 1;
+            if batch.len() >= BATCH {
+                builder.add(&std::mem::take(&mut batch))?;
+            }
+        }
+    }
+    builder.add(&batch)?;
+    Ok(count)
+}
+
+/// What a manual section's links name in this reference.
+struct Links<'a> {
+    /// Class names by their lowercase form.
+    classes: HashMap<String, &'a ClassDoc>,
+    /// Each class's parent.
+    parents: HashMap<&'a str, &'a str>,
+    /// The classes declaring each method, property and signal name.
+    owners: HashMap<&'a str, Vec<&'a str>>,
+}
+
+impl<'a> Links<'a> {
+    fn new(classes: &'a [ClassDoc]) -> Links<'a> {
+        let mut owners: HashMap<&str, Vec<&str>> = HashMap::new();
+        for class in classes {
+            for symbol in class.symbols() {
+                if matches!(symbol.kind, "method" | "property" | "signal") {
+                    owners.entry(symbol.name).or_default().push(class.name.as_str());
+                }
+            }
+        }
+        Links {
+            classes: classes.iter().map(|c| (c.name.to_lowercase(), c)).collect(),
+            parents: classes
+                .iter()
+                .filter_map(|c| Some((c.name.as_str(), c.inherits.as_deref()?)))
+                .collect(),
+            owners,
+        }
+    }
+
+    /// `class` and its ancestors, nearest first.
+    fn lineage(&self, class: &'a str) -> Vec<&'a str> {
+        let mut line = vec![class];
+        while let Some(&up) = line.last().and_then(|c| self.parents.get(c)) {
+            if line.contains(&up) || line.len() > 64 {
+                break;
+            }
+            line.push(up);
+        }
+        line
+    }
+
+    /// `Class` and `Class.member` names the section refers to: classes and
+    /// qualified members that exist, and a member name as a member of a
+    /// class the section names (or of its ancestor that declares it), or
+    /// of the one or two classes that have it.
+    fn resolve(&self, written: &[String]) -> Vec<String> {
+        let mut found: Vec<String> = Vec::new();
+        let mut add = |s: String| {
+            if !found.contains(&s) {
+                found.push(s);
+            }
+        };
+        let mut named: Vec<&str> = Vec::new();
+        for link in written {
+            let (class, member) = match link.split_once('.') {
+                Some((c, m)) => (c, Some(m)),
+                None => (link.as_str(), None),
+            };
+            let Some(doc) = self.classes.get(&class.to_lowercase()) else {
+                continue;
+            };
+            named.extend(self.lineage(doc.name.as_str()));
+            add(doc.name.clone());
+            if let Some(member) = member
+                && doc.symbols().iter().any(|s| s.name == member)
+            {
+                add(format!("{}.{member}", doc.name));
+            }
+        }
+        for link in written.iter().filter(|l| !l.contains('.')) {
+            let Some(owners) = self.owners.get(link.as_str()) else {
+                continue;
+            };
+            match owners.iter().find(|c| named.contains(c)) {
+                Some(class) => add(format!("{class}.{link}")),
+                None if owners.len() <= 2 => {
+                    for class in owners {
+                        add(format!("{class}.{link}"));
+                    }
+                }
+                None => {}
+            }
+        }
+        found
+    }
+}
+
+fn manual_document(section: &Section, links: &[String]) -> Vec<(String, String)> {
+    let uri = uri::manual(&section.page, &section.anchor);
+    let mut doc = vec![
+        ("uri".into(), uri),
+        ("kind".into(), "manual".into()),
+        ("class".into(), section.page_title.clone()),
+        ("name".into(), section.heading.clone()),
+        ("name_lc".into(), section.heading.to_lowercase()),
+        ("name_text".into(), section.heading.clone()),
+        ("class_text".into(), section.page_title.clone()),
+        (
+            "summary".into(),
+            format!("{}. {}", section.heading, first_sentence(section.prose.trim())),
+        ),
+        ("body".into(), section.prose.trim().to_string()),
+        ("weight".into(), "1.0".into()),
+    ];
+    doc.extend(links.iter().map(|l| ("links".to_string(), l.clone())));
+    doc
 }
 
 /// Parse every file; a file that fails is logged (file:line:column) and
@@ -575,6 +753,8 @@ fn schema() -> Schema {
             field("inherits", FieldType::Stored, true),
             field("members", FieldType::Stored, true),
             field("json", FieldType::Stored, true),
+            // A manual section's `Class` and `Class.member` names.
+            field("links", FieldType::Keyword, true),
             field("weight", FieldType::Weight, false),
         ],
         id_field: "uri".into(),

@@ -14,6 +14,7 @@ pub mod bbcode;
 pub mod binary;
 pub mod corpus;
 pub mod engine;
+pub mod manual;
 pub mod model;
 pub mod parse;
 pub mod renames;
@@ -29,17 +30,6 @@ use serde_json::{Value, json};
 /// Serves the reference's resources and keeps its index fresh.
 struct Godot;
 
-const KINDS: [&str; 9] = [
-    "class",
-    "method",
-    "property",
-    "signal",
-    "constant",
-    "theme_item",
-    "annotation",
-    "operator",
-    "constructor",
-];
 
 /// The `version` argument every tool takes.
 const VERSION_DOC: &str = "Godot version to answer from, e.g. `4.6` or `3.6` (godot.versions lists them); default: the newest served.";
@@ -57,7 +47,7 @@ struct SearchArgs {
     #[schemars(length(min = 1, max = api::MAX_QUERY_CHARS))]
     query: String,
     /// Only this kind of entry.
-    #[schemars(extend("enum" = KINDS))]
+    #[schemars(extend("enum" = api::SEARCH_KINDS))]
     kind: Option<String>,
     #[schemars(range(min = 1, max = 100), extend("default" = 10))]
     limit: Option<u32>,
@@ -67,9 +57,10 @@ struct SearchArgs {
 
 impl McpTool for Search {
     const NAME: &'static str = "godot.search";
-    const DESCRIPTION: &'static str = "Full-text search of the Godot class reference (classes, methods, properties, signals, constants). \
-        Best match first; an exact class or member name ranks first. Each result has a godot:// uri for \
-        godot.get_class / godot.get_symbol or resources/read.";
+    const DESCRIPTION: &'static str = "Full-text search of the Godot class reference (classes, methods, properties, signals, constants) \
+        and, when it is served, the Godot manual's sections (kind `manual`). Best match first; an exact class \
+        or member name ranks first, and the three best reference entries come before manual sections. \
+        Each result has a godot:// uri for godot.get_class / godot.get_symbol or resources/read.";
     const HINTS: Option<Hints> = Some(Hints::READ_ONLY);
     type Args = SearchArgs;
 
@@ -144,7 +135,7 @@ struct SymbolArgs {
     #[schemars(length(min = 1, max = api::MAX_NAME_CHARS))]
     qname: String,
     /// Which kind, when the name is used by several (e.g. Button.pressed).
-    #[schemars(extend("enum" = &KINDS[1..]))]
+    #[schemars(extend("enum" = model::SYMBOL_KINDS))]
     kind: Option<String>,
     #[schemars(description = VERSION_DOC)]
     version: Option<String>,
@@ -272,6 +263,12 @@ impl resources::Guest for Godot {
                 "Godot reference search",
                 "Search results (as godot.search, 10 best).",
             ),
+            template(
+                "godot://manual/{+page}",
+                "Godot manual page",
+                "A page of the Godot manual (when GODOT_MANUAL_DIR names a godot-docs checkout), \
+                 section by section; `#section` reads one section.",
+            ),
         ]
     }
 
@@ -282,12 +279,12 @@ impl resources::Guest for Godot {
         let text = match target {
             uri::Target::Class(name) => api::get_class(version, &name, false)?.to_string(),
             uri::Target::Symbol { class, kind, name } => {
-                if !KINDS[1..].contains(&kind.as_str()) {
+                if !model::SYMBOL_KINDS.contains(&kind.as_str()) {
                     return Err(ToolError::new(
                         "INVALID_ARGUMENT",
                         format!(
                             "unknown kind `{kind}`: use one of {}",
-                            KINDS[1..].join(", ")
+                            model::SYMBOL_KINDS.join(", ")
                         ),
                     ));
                 }
@@ -301,14 +298,15 @@ impl resources::Guest for Godot {
                 value.to_string()
             }
             uri::Target::Search { query, kind } => {
-                if let Some(k) = kind.as_deref().filter(|k| !KINDS.contains(k)) {
+                if let Some(k) = kind.as_deref().filter(|k| !api::SEARCH_KINDS.contains(k)) {
                     return Err(ToolError::new(
                         "INVALID_ARGUMENT",
-                        format!("unknown kind `{k}`: use one of {}", KINDS.join(", ")),
+                        format!("unknown kind `{k}`: use one of {}", api::SEARCH_KINDS.join(", ")),
                     ));
                 }
                 json!({ "results": api::search(version, &query, kind.as_deref(), 10)? }).to_string()
             }
+            uri::Target::Manual { page, anchor } => api::manual_page(&page, anchor.as_deref())?.to_string(),
         };
         Ok(Contents {
             uri: resource,
@@ -323,7 +321,9 @@ impl lifecycle::Guest for Godot {
         let served = corpus::refresh()?;
         Ok(served
             .iter()
-            .map(|d| d.path.to_string_lossy().into_owned())
+            .map(|d| d.path.clone())
+            .chain(corpus::manual_dir())
+            .map(|p| p.to_string_lossy().into_owned())
             .collect())
     }
 }

@@ -12,6 +12,11 @@ pub fn symbol(class: &str, kind: &str, name: &str) -> String {
     format!("godot://symbol/{}/{kind}/{}", encode(class), encode(name))
 }
 
+/// A section of a manual page (`tutorials/physics/using_character_body_2d`).
+pub fn manual(page: &str, anchor: &str) -> String {
+    format!("godot://manual/{}#{}", encode(page), encode(anchor))
+}
+
 pub fn search(query: &str, kind: Option<&str>) -> String {
     let q = encode(query).replace('&', "%26").replace('=', "%3D");
     match kind {
@@ -47,13 +52,18 @@ pub enum Target {
         query: String,
         kind: Option<String>,
     },
+    /// A manual page, or one of its sections (`#anchor`).
+    Manual {
+        page: String,
+        anchor: Option<String>,
+    },
 }
 
 /// Parse a URI into its version (if it names one) and target; the error
 /// says which forms exist.
 pub fn parse(uri: &str) -> Result<(Option<String>, Target), String> {
-    let forms = "use godot://class/<Class>, godot://symbol/<Class>/<kind>/<name> or godot://search?q=<words>&kind=<kind>, \
-                 each optionally with a version first (godot://4.6/class/<Class>)";
+    let forms = "use godot://class/<Class>, godot://symbol/<Class>/<kind>/<name>, godot://search?q=<words>&kind=<kind> \
+                 or godot://manual/<page>[#<section>], each optionally with a version first (godot://4.6/class/<Class>)";
     let rest = uri
         .strip_prefix("godot://")
         .ok_or_else(|| format!("`{uri}` is not a godot:// URI: {forms}"))?;
@@ -67,7 +77,19 @@ pub fn parse(uri: &str) -> Result<(Option<String>, Target), String> {
 }
 
 fn target(rest: &str) -> Option<Target> {
-    if let Some(name) = rest.strip_prefix("class/") {
+    if let Some(path) = rest.strip_prefix("manual/") {
+        let (page, anchor) = match path.split_once('#') {
+            Some((p, a)) => (p, Some(decode(a)).filter(|a| !a.is_empty())),
+            None => (path, None),
+        };
+        let page = decode(page);
+        let plain = page
+            .split('/')
+            .all(|part| !part.is_empty() && part != "." && part != "..");
+        if plain && !page.contains('\\') {
+            return Some(Target::Manual { page, anchor });
+        }
+    } else if let Some(name) = rest.strip_prefix("class/") {
         if !name.is_empty() && !name.contains('/') {
             return Some(Target::Class(decode(name)));
         }
@@ -137,6 +159,21 @@ fn decode(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn manual_pages_and_sections_parse_and_nothing_climbs_out() {
+        let uri = manual("tutorials/physics/using_character_body_2d", "platformer-movement");
+        assert_eq!(
+            parse(&uri).unwrap().1,
+            Target::Manual {
+                page: "tutorials/physics/using_character_body_2d".into(),
+                anchor: Some("platformer-movement".into())
+            }
+        );
+        for bad in ["godot://manual/../secret", "godot://manual/a//b", "godot://manual/", "godot://manual/a/%2E%2E/b"] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn uris_round_trip_with_at_slash_dot_and_spaces() {
