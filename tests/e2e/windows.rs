@@ -8,7 +8,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::harness::{Env, godot_docs, is_error, processes_with, run_test_args, structured};
+use crate::harness::{
+    Env, godot_docs, is_error, npm_cli, processes_with, run_test_args, structured,
+};
+use crate::mock_llm::{MODEL, MockLlm, Script};
 use crate::wine::{Wine, gone, node_project, windows};
 
 fn scoped(file: &str, timeout_ms: u64) -> Value {
@@ -135,5 +138,73 @@ async fn a_killed_windows_host_leaves_no_process() {
     drop(call);
     if let Err(left) = gone(&marker, Duration::from_secs(10)).await {
         panic!("processes outlived the killed Windows host: {left:?}");
+    }
+}
+
+/// pi.prompt on Windows: `pi` found as `pi.cmd` through PATHEXT (a shim
+/// as npm writes one, running Windows node on the real CLI), its agent
+/// folder a guest path in the plugin's cache, its loop relayed up to the
+/// model's turn (the mock model on 127.0.0.1 where node can connect).
+#[tokio::test(flavor = "multi_thread")]
+async fn pi_answers_through_its_cmd_shim() {
+    let Some(wine) = Wine::find() else { return };
+    let Some(pi) = npm_cli("PI_CLI", "pi", "@mariozechner/pi-coding-agent") else {
+        return;
+    };
+    let cli = pi.canonicalize().expect("pi's script");
+    let mock = MockLlm::start(Script::Answer {
+        text: "Done on Windows.".into(),
+        tool_first: None,
+    })
+    .await;
+    let mut env = Env::new(&["pi"], "");
+    let shims = env.dir.path().join("bin");
+    std::fs::create_dir_all(&shims).unwrap();
+    std::fs::write(
+        shims.join("pi.cmd"),
+        format!(
+            "@ECHO OFF\r\n\"{}\\node.exe\" \"{}\" %*\r\n",
+            windows(wine.node_dir()),
+            windows(&cli)
+        ),
+    )
+    .unwrap();
+    env.host_vars.extend([
+        (
+            "WINEPATH".to_string(),
+            format!("{};{}", windows(&shims), windows(wine.node_dir())),
+        ),
+        ("PI_PROVIDER".into(), "custom".into()),
+        ("PI_BASE_URL".into(), mock.base_url()),
+        ("PI_MODEL".into(), MODEL.into()),
+        ("PI_API_KEY".into(), "test-key".into()),
+        ("PI_MAX_RETRIES".into(), "1".into()),
+    ]);
+    let client = wine.start(&env).await;
+    let answer = client
+        .call("pi.prompt", json!({"prompt": "Say you are done"}))
+        .await;
+    let log = || std::fs::read_to_string(env.stderr_log()).unwrap_or_default();
+    if is_error(&answer) {
+        // Wine 8's node cannot open a TCP connection (libuv's connect
+        // fails with UNKNOWN), so pi reaches the model's turn and reports
+        // it could not connect: the shim, node, pi's RPC loop and its
+        // agent folder all worked to get there.
+        let text = format!("{answer:?}");
+        assert!(
+            text.contains("provider_error") && text.contains("Connection error"),
+            "{text}\nhost log:\n{}",
+            log()
+        );
+    } else {
+        assert_eq!(
+            structured(&answer)["text"],
+            "Done on Windows.",
+            "{answer:?}"
+        );
+        assert!(
+            !mock.requests.lock().unwrap().is_empty(),
+            "pi asked the model"
+        );
     }
 }

@@ -83,6 +83,11 @@ impl Wine {
         Some(wine)
     }
 
+    /// The folder holding Windows `node.exe` and `npm.cmd`.
+    pub fn node_dir(&self) -> &Path {
+        &self.node
+    }
+
     /// `host.exe <args>` under Wine, given `env`'s folders as Windows paths.
     fn host(&self, env: &Env, args: &[&str]) -> tokio::process::Command {
         let mut cmd = tokio::process::Command::new(&self.wine);
