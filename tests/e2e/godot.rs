@@ -489,7 +489,7 @@ async fn the_manual_is_searched_and_read() {
 /// What the question sets reached when last measured (README): a ranking
 /// change may not lose any of it.
 const PLAIN_TOP1: usize = 25;
-const PLAIN_TOP3: usize = 30;
+const PLAIN_TOP3: usize = 31;
 const SENTENCE_TOP1: usize = 31;
 const SENTENCE_TOP3: usize = 41;
 

@@ -535,7 +535,7 @@ fn add_manual(
         return Ok(0);
     };
     let links = Links::new(classes);
-    let (mut batch, mut count) = (Vec::with_capacity(BATCH), 0);
+    let mut sections: Vec<(Section, Vec<String>)> = Vec::new();
     for file in pages {
         let page = file
             .strip_prefix(&dir)
@@ -551,16 +551,38 @@ fn add_manual(
             }
         };
         for section in manual::parse(&page, &text) {
-            batch.push(manual_document(&section, &links.resolve(&section.links)));
-            count += 1;
-            if batch.len() >= BATCH {
-                builder.add(&std::mem::take(&mut batch))?;
-            }
+            let resolved = links.resolve(&section.links);
+            sections.push((section, resolved));
+        }
+    }
+    // A name the manual links everywhere (Node, Vector2, `_ready`) says
+    // nothing of what one section is about: only the rarer ones are kept.
+    let mut seen: HashMap<&str, usize> = HashMap::new();
+    for (_, resolved) in &sections {
+        for link in resolved {
+            *seen.entry(link.as_str()).or_default() += 1;
+        }
+    }
+    let common = (sections.len() as f64 * COMMON_LINK_SHARE).ceil() as usize;
+    let mut batch = Vec::with_capacity(BATCH);
+    for (section, resolved) in &sections {
+        let rare: Vec<String> = resolved
+            .iter()
+            .filter(|l| seen.get(l.as_str()).is_none_or(|n| *n <= common))
+            .cloned()
+            .collect();
+        batch.push(manual_document(section, &rare));
+        if batch.len() >= BATCH {
+            builder.add(&std::mem::take(&mut batch))?;
         }
     }
     builder.add(&batch)?;
-    Ok(count)
+    Ok(sections.len())
 }
+
+/// The share of the manual's sections past which a link is too common to
+/// say what a section is about (measured: 1% keeps too few, none too many).
+const COMMON_LINK_SHARE: f64 = 0.02;
 
 /// What a manual section's links name in this reference.
 struct Links<'a> {
