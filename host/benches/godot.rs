@@ -1,4 +1,5 @@
-//! Godot docs benchmarks on the full 4.x reference (classes + modules):
+//! Godot docs benchmarks on the full 4.x reference (classes + modules),
+//! alone and with the manual ($GODOT_DOCS/manual, the godot-docs rst):
 //! `cargo bench -p host --bench godot` (after scripts/build-plugins; the
 //! docs come from $GODOT_DOCS, default ../shared/data/godot-docs).
 //!
@@ -24,7 +25,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::{ms, percentile};
-use harness::{Env, godot_config, godot_docs, rss_kib};
+use harness::{Env, godot_config, godot_config_with_manual, godot_docs, rss_kib};
 use serde_json::json;
 
 async fn start_to_first_search(env: &Env) -> (Duration, harness::Client) {
@@ -120,15 +121,10 @@ fn corpus_queries(dir: &Path, n: usize) -> (Vec<String>, Vec<String>) {
     (short, long)
 }
 
-#[tokio::main]
-async fn main() {
-    if std::env::args().any(|a| a == "engine") {
-        from_an_engine().await;
-        return;
-    }
-    let Some(docs) = godot_docs() else { return };
-    let doc_dir = docs.join("4.x");
-    let env = Env::new(&["godot"], &godot_config(&doc_dir));
+/// Cold and warm starts, peak memory while building, and search latency
+/// with `config`; the resident memory with the index loaded (KiB).
+async fn measure(doc_dir: &Path, config: &str) -> u64 {
+    let env = Env::new(&["godot"], config);
     let index = env.cache.join("plugins/godot/index");
 
     // Compile the plugin once so cold start measures parse + index only.
@@ -149,7 +145,7 @@ async fn main() {
         drop(client);
     }
     println!(
-        "cold start to first search (parse + index 1058 classes): median {}",
+        "cold start to first search (parse + index): median {}",
         ms(percentile(&mut cold, 0.5))
     );
     println!(
@@ -185,6 +181,28 @@ async fn main() {
     }
     let loaded_kib = rss_kib(client.pid).0;
     drop(client);
+    loaded_kib
+}
+
+#[tokio::main]
+async fn main() {
+    if std::env::args().any(|a| a == "engine") {
+        from_an_engine().await;
+        return;
+    }
+    let Some(docs) = godot_docs() else { return };
+    let doc_dir = docs.join("4.x");
+    let mut loaded = Vec::new();
+    for (label, config) in [
+        ("the reference", godot_config(&doc_dir)),
+        (
+            "the reference and the manual",
+            godot_config_with_manual(&doc_dir, &docs.join("manual")),
+        ),
+    ] {
+        println!("--- {label}");
+        loaded.push((label, measure(&doc_dir, &config).await));
+    }
 
     let bare = Env::new(&["run_test"], "");
     drop(bare.start().await); // compile once: measure a warm start
@@ -192,12 +210,14 @@ async fn main() {
     idle.tools().await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     let idle_kib = rss_kib(idle.pid).0;
-    println!(
-        "resident memory with the index loaded: {:.1} MiB; host without the Godot plugin: {:.1} MiB; extra: {:.1} MiB",
-        loaded_kib as f64 / 1024.0,
-        idle_kib as f64 / 1024.0,
-        (loaded_kib as f64 - idle_kib as f64) / 1024.0
-    );
+    for (label, loaded_kib) in loaded {
+        println!(
+            "resident memory with {label} loaded: {:.1} MiB; host without the Godot plugin: {:.1} MiB; extra: {:.1} MiB",
+            loaded_kib as f64 / 1024.0,
+            idle_kib as f64 / 1024.0,
+            (loaded_kib as f64 - idle_kib as f64) / 1024.0
+        );
+    }
     from_an_engine().await;
 }
 

@@ -484,6 +484,18 @@ async fn the_manual_is_searched_and_read() {
             .await
             .is_err()
     );
+
+    // Without the manual, asking for it says how to get it.
+    let without = Env::new(&["godot"], &godot_config(&docs.join("4.x")));
+    let client = without.start().await;
+    let asked = client
+        .call("godot.search", json!({"query": "jump", "kind": "manual"}))
+        .await;
+    assert_eq!(error_code(&asked), "CONFIG_ERROR", "{asked:?}");
+    assert!(
+        format!("{asked:?}").contains("GODOT_MANUAL_DIR"),
+        "{asked:?}"
+    );
 }
 
 /// What the question sets reached when last measured (README): a ranking

@@ -99,7 +99,7 @@ pub fn search(
             words.len()
         )));
     }
-    let (docs, served) = ensure(version)?;
+    let (docs, served, has_manual) = ensure(version)?;
     let exact = |term: String, boost: f32| TermBoost {
         field: "name_lc".into(),
         term,
@@ -158,8 +158,9 @@ pub fn search(
     // their prose, they also say which classes and members the question
     // is about (the ones they link to), which raises those below.
     let manual = match kind {
-        None | Some(MANUAL) => search_manual(&docs.index(), &text, limit)?,
-        Some(_) => Vec::new(),
+        None | Some(MANUAL) if has_manual => search_manual(&docs.index(), &text, limit)?,
+        Some(MANUAL) => return Err(manual_not_served(&docs.version)),
+        _ => Vec::new(),
     };
     if kind == Some(MANUAL) {
         return Ok(manual.into_iter().map(|(hit, _)| hit).collect());
@@ -173,18 +174,21 @@ pub fn search(
         boost("summary", 1.0),
         boost("body", 0.3),
     ];
-    let kinds = match kind {
-        Some(k) => vec![k.to_string()],
-        None => API_KINDS.iter().map(|k| k.to_string()).collect(),
+    let filter = match kind {
+        Some(k) => Filter {
+            field: "kind".into(),
+            any_of: vec![k.to_string()],
+        },
+        None => Filter {
+            field: "corpus".into(),
+            any_of: vec!["reference".into()],
+        },
     };
     let request = SearchRequest {
         query: text,
         fields,
         terms,
-        filters: vec![Filter {
-            field: "kind".into(),
-            any_of: kinds,
-        }],
+        filters: vec![filter],
         // A name or summary that holds every word of the query beats one
         // that repeats a few of them.
         coverage: Some(Coverage {
@@ -219,8 +223,6 @@ pub const SEARCH_KINDS: [&str; 10] = [
     "constructor",
     MANUAL,
 ];
-/// Every kind of the class reference.
-const API_KINDS: &[&str] = SEARCH_KINDS.split_last().expect("kinds").1;
 
 /// How many of the best manual sections say what a question is about.
 const FEEDBACK_SECTIONS: usize = 5;
@@ -345,16 +347,20 @@ fn search_hit(hit: index::Hit, served: usize, version: &str) -> SearchHit {
     }
 }
 
+fn manual_not_served(version: &str) -> ToolError {
+    ToolError::new(
+        "CONFIG_ERROR",
+        format!(
+            "the manual is not served with Godot {version}: set GODOT_MANUAL_DIR to a godot-docs checkout \
+             (`git clone --depth 1 https://github.com/godotengine/godot-docs`); it is searched beside a 4.x reference"
+        ),
+    )
+}
+
 /// A manual page (or its section `anchor`) as its sections: heading,
 /// prose, code, and the classes and members it links to.
 pub fn manual_page(page: &str, anchor: Option<&str>) -> Result<Value, ToolError> {
-    let dir = crate::corpus::manual_dir().ok_or_else(|| {
-        ToolError::new(
-            "CONFIG_ERROR",
-            "the manual is not served: set GODOT_MANUAL_DIR to a godot-docs checkout \
-             (`git clone --depth 1 https://github.com/godotengine/godot-docs`)",
-        )
-    })?;
+    let dir = crate::corpus::manual_dir().ok_or_else(|| manual_not_served("4"))?;
     let file = dir.join(format!("{page}.rst"));
     let text = std::fs::read_to_string(&file).map_err(|e| {
         ToolError::new(
@@ -415,7 +421,7 @@ pub fn get_class(
             "`name` is empty: give a class name, e.g. {\"name\": \"Node2D\"}",
         ));
     }
-    let (docs, _) = ensure(version)?;
+    let (docs, _, _) = ensure(version)?;
     let index = docs.index();
     let class_json = |class: &str| -> Result<Option<Value>, ToolError> {
         stored(&index, &uri::class(class), "json")?
@@ -500,7 +506,7 @@ pub fn get_symbol(
             "`qname` `{qname}` lacks a class or a member: {form}"
         )));
     }
-    let (docs, _) = ensure(version)?;
+    let (docs, _, _) = ensure(version)?;
     let index = docs.index();
     let major = major_of(&docs.version);
     let asked = format!("{class}.{member}");
@@ -607,7 +613,7 @@ pub fn list_classes(
     prefix: &str,
     limit: usize,
 ) -> Result<Vec<String>, ToolError> {
-    let (docs, _) = ensure(version)?;
+    let (docs, _, _) = ensure(version)?;
     let prefix = prefix.to_lowercase();
     Ok(all_classes(&docs.index())?
         .into_iter()

@@ -24,7 +24,7 @@ use crate::parse::parse_class;
 use crate::uri;
 
 /// Bump when the documents change shape.
-const FORMAT: &str = "godot-docs/8";
+const FORMAT: &str = "godot-docs/9";
 const BATCH: usize = 2000;
 
 /// One reference served, checked, and where it came from.
@@ -358,8 +358,9 @@ impl Fnv {
 /// The reference of `version` (the newest when `None`), its index built
 /// first when there is none or it was built by a plugin that indexes
 /// differently (whether the XML changed is `refresh`'s job: a call does
-/// not stat a thousand files); and how many references are served.
-pub fn ensure(version: Option<&str>) -> Result<(DocDir, usize), ToolError> {
+/// not stat a thousand files); how many references are served; and
+/// whether its index holds the manual.
+pub fn ensure(version: Option<&str>) -> Result<(DocDir, usize, bool), ToolError> {
     let mut served = DocDir::served(false)?;
     let count = served.len();
     let at = match version.map(str::trim).filter(|v| !v.is_empty()) {
@@ -381,15 +382,17 @@ pub fn ensure(version: Option<&str>) -> Result<(DocDir, usize), ToolError> {
             })?,
     };
     let docs = served.swap_remove(at);
-    match index::open(&docs.index())? {
-        Some(info) if info.version.starts_with(&format!("{FORMAT};")) => {}
+    let label = match index::open(&docs.index())? {
+        Some(info) if info.version.starts_with(&format!("{FORMAT};")) => info.version,
         _ => {
             let files = docs.xml_files();
             let version = docs.fingerprint(&files);
             build(&docs, &files, &version)?;
+            version
         }
-    }
-    Ok((docs, count))
+    };
+    let manual = !label.contains(";manual=0;");
+    Ok((docs, count, manual))
 }
 
 /// The Godot version a `project.godot` is for: its `config/features`
@@ -677,6 +680,7 @@ fn manual_document(section: &Section, links: &[String]) -> Vec<(String, String)>
     let mut doc = vec![
         ("uri".into(), uri),
         ("kind".into(), "manual".into()),
+        ("corpus".into(), "manual".into()),
         ("class".into(), section.page_title.clone()),
         ("name".into(), section.heading.clone()),
         ("name_lc".into(), section.heading.to_lowercase()),
@@ -764,6 +768,8 @@ fn schema() -> Schema {
         fields: vec![
             field("uri", FieldType::Keyword, true),
             field("kind", FieldType::Keyword, true),
+            // `reference` or `manual`: one term to keep either.
+            field("corpus", FieldType::Keyword, false),
             field("class", FieldType::Keyword, true),
             field("name", FieldType::Keyword, true),
             field("name_lc", FieldType::Keyword, false),
@@ -798,6 +804,7 @@ fn class_document(class: &ClassDoc, prior: f64) -> Vec<(String, String)> {
     vec![
         ("uri".into(), uri::class(&class.name)),
         ("kind".into(), "class".into()),
+        ("corpus".into(), "reference".into()),
         ("class".into(), class.name.clone()),
         ("name".into(), class.name.clone()),
         ("name_lc".into(), class.name.to_lowercase()),
@@ -859,6 +866,7 @@ fn symbol_document(
             uri::symbol(&class.name, symbol.kind, symbol.name),
         ),
         ("kind".into(), symbol.kind.into()),
+        ("corpus".into(), "reference".into()),
         ("class".into(), class.name.clone()),
         ("name".into(), symbol.name.to_string()),
         ("name_lc".into(), symbol.name.to_lowercase()),
