@@ -405,6 +405,99 @@ async fn plain_word_questions_find_their_answer() {
     );
 }
 
+/// No answer of get_class is longer than clients show a model whole
+/// (issue 39, item 4): a long class comes compact, says what it left out,
+/// and the rest is there by `section` and `offset`; the resource is whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn long_classes_fit_the_answer_budget_and_the_rest_is_reachable() {
+    let Some(docs) = godot_docs() else { return };
+    let env = Env::new(&["godot"], &godot_config(&docs.join("4.x")));
+    let client = env.start().await;
+    let text = |r: &rmcp::model::CallToolResult| {
+        r.content[0].as_text().expect("a text answer").text.clone()
+    };
+    for (name, ancestors) in [
+        ("Control", false),
+        ("ProjectSettings", false),
+        ("Control", true),
+    ] {
+        let r = client
+            .call(
+                "godot.get_class",
+                json!({"name": name, "include_ancestors": ancestors}),
+            )
+            .await;
+        assert!(!is_error(&r), "{r:?}");
+        let answer = text(&r);
+        assert!(answer.len() <= 20_000, "{name}: {} bytes", answer.len());
+        let class = structured(&r);
+        assert!(
+            class["note"].as_str().unwrap().contains("section"),
+            "{class:#}"
+        );
+        assert!(
+            class["methods"][0]["summary"].is_string(),
+            "{:#}",
+            class["methods"][0]
+        );
+        if ancestors {
+            let chain: Vec<&str> = class["inherited"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|g| g["class"].as_str().unwrap())
+                .collect();
+            assert_eq!(chain, ["CanvasItem", "Node", "Object"]);
+        }
+    }
+    let first = structured(
+        &client
+            .call("godot.get_class", json!({"name": "Control"}))
+            .await,
+    );
+    let next = first["omitted"]["methods"]["next_offset"].as_u64().unwrap();
+    let total = first["omitted"]["methods"]["total"].as_u64().unwrap();
+    let mut names: Vec<String> = first["methods"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["name"].as_str().unwrap().to_string())
+        .collect();
+    let mut offset = next;
+    while offset < total {
+        let page = structured(
+            &client
+                .call(
+                    "godot.get_class",
+                    json!({"name": "Control", "section": "methods", "offset": offset}),
+                )
+                .await,
+        );
+        let listed = page["methods"].as_array().unwrap();
+        assert!(!listed.is_empty(), "{page:#}");
+        names.extend(
+            listed
+                .iter()
+                .map(|m| m["name"].as_str().unwrap().to_string()),
+        );
+        offset = page["omitted"]["methods"]["next_offset"]
+            .as_u64()
+            .unwrap_or(total);
+    }
+    let whole = read(&client, "godot://class/Control").await.unwrap();
+    let all: Vec<&str> = whole["methods"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, all, "paging gives every method once, in order");
+    assert!(
+        whole["methods"][0]["description"].is_string(),
+        "the resource is whole"
+    );
+}
+
 /// The manual (issue 35, item 3): its sections are searched, ranked after
 /// the three best reference entries, selected by `kind`, and read as
 /// resources; a page outside the checkout cannot be named.

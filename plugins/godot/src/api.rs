@@ -237,9 +237,18 @@ fn search_manual(
     let request = SearchRequest {
         query: text.to_string(),
         fields: vec![
-            FieldBoost { field: "summary".into(), boost: 2.0 },
-            FieldBoost { field: "class_text".into(), boost: 0.5 },
-            FieldBoost { field: "body".into(), boost: 1.0 },
+            FieldBoost {
+                field: "summary".into(),
+                boost: 2.0,
+            },
+            FieldBoost {
+                field: "class_text".into(),
+                boost: 0.5,
+            },
+            FieldBoost {
+                field: "body".into(),
+                boost: 1.0,
+            },
         ],
         terms: Vec::new(),
         filters: vec![Filter {
@@ -296,7 +305,12 @@ fn linked_from(manual: &[(SearchHit, Vec<String>)]) -> Vec<TermBoost> {
         .into_iter()
         .map(|(link, weight)| TermBoost {
             field: "qname_lc".into(),
-            boost: weight * if link.contains('.') { LINKED_MEMBER } else { LINKED_CLASS },
+            boost: weight
+                * if link.contains('.') {
+                    LINKED_MEMBER
+                } else {
+                    LINKED_CLASS
+                },
             term: link.to_lowercase(),
         })
         .collect()
@@ -309,7 +323,11 @@ const LINKED_MEMBER: f32 = 2.0;
 /// The reference's entries first: the three best lead (a question about
 /// a name must get the name), then the rest and the manual's sections by
 /// score.
-fn merge(api: Vec<SearchHit>, manual: Vec<(SearchHit, Vec<String>)>, limit: usize) -> Vec<SearchHit> {
+fn merge(
+    api: Vec<SearchHit>,
+    manual: Vec<(SearchHit, Vec<String>)>,
+    limit: usize,
+) -> Vec<SearchHit> {
     let mut api = api.into_iter();
     let mut out: Vec<SearchHit> = api.by_ref().take(3).collect();
     let mut rest: Vec<SearchHit> = api.chain(manual.into_iter().map(|(h, _)| h)).collect();
@@ -365,7 +383,10 @@ pub fn manual_page(page: &str, anchor: Option<&str>) -> Result<Value, ToolError>
     let text = std::fs::read_to_string(&file).map_err(|e| {
         ToolError::new(
             "NOT_FOUND",
-            format!("no manual page `{page}` ({}: {e}); godot.search with kind `manual` finds pages", file.display()),
+            format!(
+                "no manual page `{page}` ({}: {e}); godot.search with kind `manual` finds pages",
+                file.display()
+            ),
         )
     })?;
     let sections: Vec<Value> = crate::manual::parse(page, &text)
@@ -384,7 +405,10 @@ pub fn manual_page(page: &str, anchor: Option<&str>) -> Result<Value, ToolError>
     if sections.is_empty() {
         return Err(ToolError::new(
             "NOT_FOUND",
-            format!("manual page `{page}` has no section `{}`", anchor.unwrap_or_default()),
+            format!(
+                "manual page `{page}` has no section `{}`",
+                anchor.unwrap_or_default()
+            ),
         ));
     }
     Ok(serde_json::json!({ "page": page, "sections": sections }))
@@ -397,7 +421,7 @@ fn stored(index: &str, id: &str, field: &str) -> Result<Option<String>, ToolErro
 }
 
 /// The sections of a class that hold members (see `model::ClassDoc`).
-const MEMBER_SECTIONS: [&str; 8] = [
+pub const MEMBER_SECTIONS: [&str; 8] = [
     "methods",
     "members",
     "signals",
@@ -409,11 +433,14 @@ const MEMBER_SECTIONS: [&str; 8] = [
 ];
 
 /// The class; with `include_ancestors`, also what it inherits, grouped by
-/// ancestor (nearest first), each member without its description.
+/// ancestor (nearest first), each member without its description; with a
+/// `part`, a long one as [`crate::budget::fit`] makes it (a resource read
+/// gets it whole).
 pub fn get_class(
     version: Option<&str>,
     name: &str,
     include_ancestors: bool,
+    part: Option<&crate::budget::Part<'_>>,
 ) -> Result<Value, ToolError> {
     let name = name.trim();
     if name.is_empty() {
@@ -482,7 +509,15 @@ pub fn get_class(
         }
         class["inherited"] = Value::Array(inherited);
     }
-    Ok(class)
+    Ok(match part {
+        Some(part) => crate::budget::fit(
+            class,
+            &MEMBER_SECTIONS,
+            part,
+            crate::budget::MAX_ANSWER_BYTES,
+        ),
+        None => class,
+    })
 }
 
 fn all_classes(index: &str) -> Result<Vec<String>, ToolError> {

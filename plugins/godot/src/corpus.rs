@@ -549,7 +549,10 @@ fn add_manual(
         let text = match std::fs::read_to_string(file) {
             Ok(text) => text,
             Err(e) => {
-                log(Level::Error, &format!("manual page {page}: cannot read: {e}"));
+                log(
+                    Level::Error,
+                    &format!("manual page {page}: cannot read: {e}"),
+                );
                 continue;
             }
         };
@@ -603,7 +606,10 @@ impl<'a> Links<'a> {
         for class in classes {
             for symbol in class.symbols() {
                 if matches!(symbol.kind, "method" | "property" | "signal") {
-                    owners.entry(symbol.name).or_default().push(class.name.as_str());
+                    owners
+                        .entry(symbol.name)
+                        .or_default()
+                        .push(class.name.as_str());
                 }
             }
         }
@@ -688,7 +694,11 @@ fn manual_document(section: &Section, links: &[String]) -> Vec<(String, String)>
         ("class_text".into(), section.page_title.clone()),
         (
             "summary".into(),
-            format!("{}. {}", section.heading, first_sentence(section.prose.trim())),
+            format!(
+                "{}. {}",
+                section.heading,
+                first_sentence(section.prose.trim())
+            ),
         ),
         ("body".into(), section.prose.trim().to_string()),
         ("weight".into(), "1.0".into()),

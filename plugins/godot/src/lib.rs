@@ -12,6 +12,7 @@
 pub mod api;
 pub mod bbcode;
 pub mod binary;
+pub mod budget;
 pub mod corpus;
 pub mod engine;
 pub mod manual;
@@ -29,7 +30,6 @@ use serde_json::{Value, json};
 
 /// Serves the reference's resources and keeps its index fresh.
 struct Godot;
-
 
 /// The `version` argument every tool takes.
 const VERSION_DOC: &str = "Godot version to answer from, e.g. `4.6` or `3.6` (godot.versions lists them); default: the newest served.";
@@ -102,6 +102,14 @@ struct ClassArgs {
     /// each member without its description.
     #[schemars(extend("default" = false))]
     include_ancestors: Option<bool>,
+    /// For a long class: list only this section's members (the others are
+    /// counted in `omitted`), from `offset`.
+    #[schemars(extend("enum" = api::MEMBER_SECTIONS))]
+    section: Option<String>,
+    /// The first member of `section` to list (an answer's
+    /// `omitted.<section>.next_offset`).
+    #[schemars(range(min = 0, max = 100_000), extend("default" = 0))]
+    offset: Option<u32>,
     #[schemars(description = VERSION_DOC)]
     version: Option<String>,
 }
@@ -110,15 +118,22 @@ impl McpTool for GetClass {
     const NAME: &'static str = "godot.get_class";
     const DESCRIPTION: &'static str = "One class of the Godot reference: description, methods, properties (members), signals, constants, \
         theme items, annotations, operators, constructors. Sections a class lacks are empty lists. With \
-        include_ancestors, `inherited` lists the members of each ancestor too.";
+        include_ancestors, `inherited` lists the members of each ancestor too. A long class (over 20 KB) comes \
+        compact: members with a one-sentence `summary`, as many as fit, `omitted` saying what is left and \
+        `section`/`offset` to ask for the rest.";
     const HINTS: Option<Hints> = Some(Hints::READ_ONLY);
     type Args = ClassArgs;
 
     fn call(args: ClassArgs) -> Result<ToolOutput, ToolError> {
+        let part = budget::Part {
+            section: args.section.as_deref(),
+            offset: args.offset.unwrap_or(0) as usize,
+        };
         let class = api::get_class(
             args.version.as_deref(),
             &args.name,
             args.include_ancestors.unwrap_or(false),
+            Some(&part),
         )?;
         Ok(structured_output(&class))
     }
@@ -277,7 +292,7 @@ impl resources::Guest for Godot {
             uri::parse(&resource).map_err(|e| ToolError::new("INVALID_ARGUMENT", e))?;
         let version = version.as_deref();
         let text = match target {
-            uri::Target::Class(name) => api::get_class(version, &name, false)?.to_string(),
+            uri::Target::Class(name) => api::get_class(version, &name, false, None)?.to_string(),
             uri::Target::Symbol { class, kind, name } => {
                 if !model::SYMBOL_KINDS.contains(&kind.as_str()) {
                     return Err(ToolError::new(
@@ -301,12 +316,17 @@ impl resources::Guest for Godot {
                 if let Some(k) = kind.as_deref().filter(|k| !api::SEARCH_KINDS.contains(k)) {
                     return Err(ToolError::new(
                         "INVALID_ARGUMENT",
-                        format!("unknown kind `{k}`: use one of {}", api::SEARCH_KINDS.join(", ")),
+                        format!(
+                            "unknown kind `{k}`: use one of {}",
+                            api::SEARCH_KINDS.join(", ")
+                        ),
                     ));
                 }
                 json!({ "results": api::search(version, &query, kind.as_deref(), 10)? }).to_string()
             }
-            uri::Target::Manual { page, anchor } => api::manual_page(&page, anchor.as_deref())?.to_string(),
+            uri::Target::Manual { page, anchor } => {
+                api::manual_page(&page, anchor.as_deref())?.to_string()
+            }
         };
         Ok(Contents {
             uri: resource,

@@ -41,7 +41,15 @@ fn is_adornment(line: &str) -> bool {
 /// code; any other directive's block is left out (images, tables of
 /// contents, raw HTML).
 const PROSE_DIRECTIVES: &[&str] = &[
-    "note", "tip", "warning", "important", "caution", "danger", "seealso", "attention", "hint",
+    "note",
+    "tip",
+    "warning",
+    "important",
+    "caution",
+    "danger",
+    "seealso",
+    "attention",
+    "hint",
     "admonition",
 ];
 const CODE_DIRECTIVES: &[&str] = &["code-block", "code", "code-tab", "tab", "tabs"];
@@ -104,7 +112,10 @@ pub fn parse(page: &str, text: &str) -> Vec<Section> {
         let overlined = is_adornment(line) && lines.get(i + 2).is_some_and(|l| is_adornment(l));
         let (title, skip) = if overlined && !next.trim().is_empty() {
             (Some(next.trim()), 3)
-        } else if indent == 0 && !line.trim().is_empty() && !is_adornment(line) && is_adornment(next)
+        } else if indent == 0
+            && !line.trim().is_empty()
+            && !is_adornment(line)
+            && is_adornment(next)
             && next.trim_end().len() >= line.trim_end().chars().count()
         {
             (Some(line.trim()), 2)
@@ -258,11 +269,20 @@ fn links(prose: &str, code: &str) -> Vec<String> {
             found.push(s);
         }
     };
-    for target in prose.split(['<', '`']).filter_map(|t| t.strip_prefix("class_")) {
+    for target in prose
+        .split(['<', '`'])
+        .filter_map(|t| t.strip_prefix("class_"))
+    {
         let target = target.split(['>', '`']).next().unwrap_or("");
         let mut class = target;
         let mut member = None;
-        for kind in ["_method_", "_property_", "_signal_", "_constant_", "_annotation_"] {
+        for kind in [
+            "_method_",
+            "_property_",
+            "_signal_",
+            "_constant_",
+            "_annotation_",
+        ] {
             if let Some((c, m)) = target.split_once(kind) {
                 class = c;
                 member = Some(m);
@@ -342,27 +362,63 @@ That is all.
     fn pages_become_sections_with_prose_code_and_links() {
         let sections = parse("tutorials/physics/using_character_body_2d", PAGE);
         let headings: Vec<&str> = sections.iter().map(|s| s.heading.as_str()).collect();
-        assert_eq!(headings, ["Using CharacterBody2D/3D", "Introduction", "Jumping"]);
+        assert_eq!(
+            headings,
+            ["Using CharacterBody2D/3D", "Introduction", "Jumping"]
+        );
         let intro = &sections[1];
         assert_eq!(intro.page_title, "Using CharacterBody2D/3D");
         assert_eq!(intro.anchor, "introduction");
-        assert!(intro.prose.contains("look at the CharacterBody2D node"), "{}", intro.prose);
-        assert!(intro.prose.contains("the same concepts apply in 3D"), "{}", intro.prose);
-        assert!(!intro.prose.contains(":ref:") && !intro.prose.contains('`'), "{}", intro.prose);
-        assert!(intro.links.contains(&"CharacterBody2D".to_string()), "{:?}", intro.links);
         assert!(
-            intro.links.contains(&"CharacterBody2D.move_and_slide".to_string()),
+            intro.prose.contains("look at the CharacterBody2D node"),
+            "{}",
+            intro.prose
+        );
+        assert!(
+            intro.prose.contains("the same concepts apply in 3D"),
+            "{}",
+            intro.prose
+        );
+        assert!(
+            !intro.prose.contains(":ref:") && !intro.prose.contains('`'),
+            "{}",
+            intro.prose
+        );
+        assert!(
+            intro.links.contains(&"CharacterBody2D".to_string()),
+            "{:?}",
+            intro.links
+        );
+        assert!(
+            intro
+                .links
+                .contains(&"CharacterBody2D.move_and_slide".to_string()),
             "{:?}",
             intro.links
         );
         let jump = &sections[2];
-        assert!(jump.prose.starts_with("To make the character jump"), "{}", jump.prose);
+        assert!(
+            jump.prose.starts_with("To make the character jump"),
+            "{}",
+            jump.prose
+        );
         assert!(jump.prose.contains("That is all."), "{}", jump.prose);
         assert!(!jump.prose.contains("img/jump.png") && !jump.prose.contains(":alt:"));
-        assert!(jump.code.contains("velocity.y = JUMP_VELOCITY"), "{}", jump.code);
+        assert!(
+            jump.code.contains("velocity.y = JUMP_VELOCITY"),
+            "{}",
+            jump.code
+        );
         for link in ["Input", "is_action_just_pressed", "is_on_floor"] {
-            assert!(jump.links.contains(&link.to_string()), "{link}: {:?}", jump.links);
+            assert!(
+                jump.links.contains(&link.to_string()),
+                "{link}: {:?}",
+                jump.links
+            );
         }
-        assert_eq!(anchor("What is a character body?"), "what-is-a-character-body");
+        assert_eq!(
+            anchor("What is a character body?"),
+            "what-is-a-character-body"
+        );
     }
 }

@@ -162,7 +162,10 @@ mod tests {
 
     #[test]
     fn manual_pages_and_sections_parse_and_nothing_climbs_out() {
-        let uri = manual("tutorials/physics/using_character_body_2d", "platformer-movement");
+        let uri = manual(
+            "tutorials/physics/using_character_body_2d",
+            "platformer-movement",
+        );
         assert_eq!(
             parse(&uri).unwrap().1,
             Target::Manual {
@@ -170,7 +173,12 @@ mod tests {
                 anchor: Some("platformer-movement".into())
             }
         );
-        for bad in ["godot://manual/../secret", "godot://manual/a//b", "godot://manual/", "godot://manual/a/%2E%2E/b"] {
+        for bad in [
+            "godot://manual/../secret",
+            "godot://manual/a//b",
+            "godot://manual/",
+            "godot://manual/a/%2E%2E/b",
+        ] {
             assert!(parse(bad).is_err(), "{bad}");
         }
     }
