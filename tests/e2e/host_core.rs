@@ -718,7 +718,7 @@ async fn every_error_fits_its_tools_output_schema_or_is_said_in_text() {
 }
 
 /// Clients run read-only tools without asking and ask for the rest: every
-/// bundled tool says honestly which it is.
+/// bundled tool says honestly which it is, and has a title to be shown by.
 #[tokio::test]
 async fn every_bundled_tool_is_annotated_honestly() {
     let env = Env::new(&["run_test", "godot", "cofer", "copilot", "pi"], "");
@@ -767,6 +767,13 @@ async fn every_bundled_tool_is_annotated_honestly() {
         assert!(
             !tool.input_schema.contains_key("x-annotations"),
             "{}: the carrier key is not served",
+            tool.name
+        );
+        // A name a client can show a person (issue 39, item 7).
+        let title = tool.title.as_deref().unwrap_or_default();
+        assert!(
+            !title.is_empty() && title != tool.name.as_ref(),
+            "{} has no title: {title:?}",
             tool.name
         );
     }

@@ -34,6 +34,7 @@ struct Create;
 
 impl McpTool for Create {
     const NAME: &'static str = "environment_create";
+    const TITLE: Option<&'static str> = Some("Create an environment");
     const DESCRIPTION: &'static str = "Creates a new development environment: a git worktree on branch cofer/<id> of the source repository, \
         and a container from `image` with the worktree mounted at /workdir. Returns the environment's id, \
         config and the commands the user can run to check out, log and diff its work.";
@@ -55,6 +56,7 @@ struct RunCmd;
 
 impl McpTool for RunCmd {
     const NAME: &'static str = "environment_run_cmd";
+    const TITLE: Option<&'static str> = Some("Run a command in an environment");
     const DESCRIPTION: &'static str = "Run a terminal command inside an environment's container. Returns the exit code and the last 512 lines \
         of stdout and stderr, and commits the changes in /workdir to the environment's branch with \
         `explanation` as the message. Long-running commands (servers) must set `background`.";
@@ -80,6 +82,7 @@ struct Destroy;
 
 impl McpTool for Destroy {
     const NAME: &'static str = "environment_destroy";
+    const TITLE: Option<&'static str> = Some("Destroy an environment");
     const DESCRIPTION: &'static str = "Destroy an environment: stop and remove its containers, remove its worktree and branch. Returns what \
         was removed.";
     const HINTS: Option<Hints> = Some(Hints {
@@ -104,6 +107,7 @@ struct List;
 
 impl McpTool for List {
     const NAME: &'static str = "environment_list";
+    const TITLE: Option<&'static str> = Some("List environments");
     const DESCRIPTION: &'static str =
         "List the environments of a source repository with their titles and container state.";
     const HINTS: Option<Hints> = Some(Hints::READ_ONLY);
@@ -119,6 +123,7 @@ struct Open;
 
 impl McpTool for Open {
     const NAME: &'static str = "environment_open";
+    const TITLE: Option<&'static str> = Some("Open an environment");
     const DESCRIPTION: &'static str = "Open an existing environment (restarting its container if it is gone) and return the same description \
         as environment_create.";
     const HINTS: Option<Hints> = Some(Hints {
@@ -139,6 +144,7 @@ struct UpdateMetadata;
 
 impl McpTool for UpdateMetadata {
     const NAME: &'static str = "environment_update_metadata";
+    const TITLE: Option<&'static str> = Some("Update an environment's title and notes");
     const DESCRIPTION: &'static str = "Update an environment's metadata (its title, describing the work being done in it). Returns the \
         environment's description, as environment_open does.";
     const HINTS: Option<Hints> = Some(Hints {
@@ -159,6 +165,7 @@ struct Log;
 
 impl McpTool for Log {
     const NAME: &'static str = "environment_log";
+    const TITLE: Option<&'static str> = Some("Environment history");
     const DESCRIPTION: &'static str = "The commits an environment made since it was created (git log of cofer/<id>), newest first; with \
         `patch`, each commit's changes. What `cofer log <id>` shows the user.";
     const HINTS: Option<Hints> = Some(Hints::READ_ONLY);
@@ -174,6 +181,7 @@ struct Diff;
 
 impl McpTool for Diff {
     const NAME: &'static str = "environment_diff";
+    const TITLE: Option<&'static str> = Some("Environment changes");
     const DESCRIPTION: &'static str = "Everything an environment changed since it was created, as one diff (git diff from its base \
         commit to cofer/<id>).";
     const HINTS: Option<Hints> = Some(Hints::READ_ONLY);
@@ -189,6 +197,7 @@ struct Config;
 
 impl McpTool for Config {
     const NAME: &'static str = "environment_config";
+    const TITLE: Option<&'static str> = Some("Configure an environment");
     const DESCRIPTION: &'static str = "Make environment config changes such as base image, setup commands and environment variables. \
         If the environment is missing any tools, call this to update it rather than installing them by hand: the container \
         is recreated from the base image and the setup commands run once in it (in /workdir, which is kept). The change \
@@ -211,6 +220,7 @@ struct AddService;
 
 impl McpTool for AddService {
     const NAME: &'static str = "environment_add_service";
+    const TITLE: Option<&'static str> = Some("Add a service to an environment");
     const DESCRIPTION: &'static str = "Add a service to the environment (e.g. database, cache, etc.): a container of its own that the \
         environment reaches by the service's name, its ports also published on 127.0.0.1 for the user. Returns each \
         port's internal (for the environment) and external (for the user) address.";
@@ -232,6 +242,7 @@ struct ServiceLogs;
 
 impl McpTool for ServiceLogs {
     const NAME: &'static str = "environment_service_logs";
+    const TITLE: Option<&'static str> = Some("Service logs");
     const DESCRIPTION: &'static str = "The state, exit code and last output lines of an environment's services: those of \
         environment_add_service and the background commands of environment_run_cmd. Use it to see why a server \
         does not answer, or what a background job printed.";
@@ -248,6 +259,7 @@ struct Checkpoint;
 
 impl McpTool for Checkpoint {
     const NAME: &'static str = "environment_checkpoint";
+    const TITLE: Option<&'static str> = Some("Checkpoint an environment as an image");
     const DESCRIPTION: &'static str = "Checkpoints an environment in its current state as a local container image (its container with \
         /workdir), under `destination`.";
     const HINTS: Option<Hints> = Some(Hints {
@@ -276,6 +288,7 @@ struct FileRead;
 
 impl McpTool for FileRead {
     const NAME: &'static str = "environment_file_read";
+    const TITLE: Option<&'static str> = Some("Read a file in an environment");
     const DESCRIPTION: &'static str = "Read the contents of a file in an environment's /workdir, a line range (1-indexed, inclusive) or the \
         entire file.";
     const HINTS: Option<Hints> = Some(Hints::READ_ONLY);
@@ -291,6 +304,7 @@ struct FileList;
 
 impl McpTool for FileList {
     const NAME: &'static str = "environment_file_list";
+    const TITLE: Option<&'static str> = Some("List files in an environment");
     const DESCRIPTION: &'static str = "List the contents of a directory in an environment's /workdir, one name per line, directories ending in `/`.";
     const HINTS: Option<Hints> = Some(Hints::READ_ONLY);
     type Args = args::FileList;
@@ -305,6 +319,7 @@ struct FileWrite;
 
 impl McpTool for FileWrite {
     const NAME: &'static str = "environment_file_write";
+    const TITLE: Option<&'static str> = Some("Write a file in an environment");
     const DESCRIPTION: &'static str = "Write the contents of a file in an environment's /workdir (missing directories are made) and commit \
         it to the environment's branch with `explanation` as the message.";
     const HINTS: Option<Hints> = CHANGES_FILES;
@@ -320,6 +335,7 @@ struct FileEdit;
 
 impl McpTool for FileEdit {
     const NAME: &'static str = "environment_file_edit";
+    const TITLE: Option<&'static str> = Some("Edit a file in an environment");
     const DESCRIPTION: &'static str = "Find and replace text in a file of an environment's /workdir, and commit it. When search_text occurs \
         more than once, the error lists each match with an ID to pass as which_match.";
     const HINTS: Option<Hints> = CHANGES_FILES;
@@ -335,6 +351,7 @@ struct FileDelete;
 
 impl McpTool for FileDelete {
     const NAME: &'static str = "environment_file_delete";
+    const TITLE: Option<&'static str> = Some("Delete a file in an environment");
     const DESCRIPTION: &'static str =
         "Delete a file in an environment's /workdir and commit the deletion.";
     const HINTS: Option<Hints> = CHANGES_FILES;

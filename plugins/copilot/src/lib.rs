@@ -41,6 +41,7 @@ struct Chat;
 
 impl McpTool for Chat {
     const NAME: &'static str = "copilot.chat";
+    const TITLE: Option<&'static str> = Some("Ask GitHub Copilot");
     const DESCRIPTION: &'static str = "Ask the GitHub Copilot CLI. Runs `copilot -p <input> --model <model>` non-interactively (a terminal \
         session with `/model` if the CLI lacks those flags) and returns its raw stdout, stderr and exit code.";
     const HINTS: Option<Hints> = Some(Hints {

@@ -57,6 +57,7 @@ struct SearchArgs {
 
 impl McpTool for Search {
     const NAME: &'static str = "godot.search";
+    const TITLE: Option<&'static str> = Some("Search the Godot docs");
     const DESCRIPTION: &'static str = "Full-text search of the Godot class reference (classes, methods, properties, signals, constants) \
         and, when it is served, the Godot manual's sections (kind `manual`). Best match first; an exact class \
         or member name ranks first, and the three best reference entries come before manual sections. \
@@ -116,6 +117,7 @@ struct ClassArgs {
 
 impl McpTool for GetClass {
     const NAME: &'static str = "godot.get_class";
+    const TITLE: Option<&'static str> = Some("Godot class");
     const DESCRIPTION: &'static str = "One class of the Godot reference: description, methods, properties (members), signals, constants, \
         theme items, annotations, operators, constructors. Sections a class lacks are empty lists. With \
         include_ancestors, `inherited` lists the members of each ancestor too. A long class (over 20 KB) comes \
@@ -158,6 +160,7 @@ struct SymbolArgs {
 
 impl McpTool for GetSymbol {
     const NAME: &'static str = "godot.get_symbol";
+    const TITLE: Option<&'static str> = Some("Godot class member");
     const DESCRIPTION: &'static str = "One member of a Godot class by qualified name `<Class>.<member>`, e.g. `Node._ready`, `Vector2.x`, \
         `Button.pressed`. Members inherited from ancestors are found too.";
     const HINTS: Option<Hints> = Some(Hints::READ_ONLY);
@@ -188,6 +191,7 @@ struct ListArgs {
 
 impl McpTool for ListClasses {
     const NAME: &'static str = "godot.list_classes";
+    const TITLE: Option<&'static str> = Some("List Godot classes");
     const DESCRIPTION: &'static str = "Class names of the Godot reference, sorted, optionally only those starting with `prefix` (any case).";
     const HINTS: Option<Hints> = Some(Hints::READ_ONLY);
     type Args = ListArgs;
@@ -218,6 +222,7 @@ struct NoArgs {}
 
 impl McpTool for Versions {
     const NAME: &'static str = "godot.versions";
+    const TITLE: Option<&'static str> = Some("Godot versions served");
     const DESCRIPTION: &'static str = "The Godot versions whose class reference is served, newest (the default) first, \
         each with where its docs come from. Pass one as `version` to the other godot.* tools.";
     const HINTS: Option<Hints> = Some(Hints::READ_ONLY);

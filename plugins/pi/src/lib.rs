@@ -35,6 +35,7 @@ struct Prompt;
 
 impl McpTool for Prompt {
     const NAME: &'static str = "pi.prompt";
+    const TITLE: Option<&'static str> = Some("Prompt the pi coding agent");
     const DESCRIPTION: &'static str = "Ask the pi coding agent to do something in the workspace. Its loop (turns, messages, tool executions) is \
         relayed as notifications while it runs; the result is the final answer, the stop reason, the tool calls \
         it made and the tokens it used.";

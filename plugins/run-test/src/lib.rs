@@ -27,6 +27,7 @@ struct RunTest;
 
 impl McpTool for RunTest {
     const NAME: &'static str = "run_test";
+    const TITLE: Option<&'static str> = Some("Run tests");
     const DESCRIPTION: &'static str = "Run the repository's tests with a fixed command template and always come back: a hard timeout and a \
         no-output timeout kill the whole process tree. Writes raw.log, summary.md and summary.json to the report \
         directory and returns the status, exit code, duration, an excerpt of the failures, and how many tests passed and \

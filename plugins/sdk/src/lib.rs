@@ -343,10 +343,19 @@ mod tests {
     fn paths_resolve_as_the_host_resolves_them() {
         // Outside a host the workspace is `.`.
         assert_eq!(in_workspace("docs/../4.x"), std::path::PathBuf::from("4.x"));
-        assert_eq!(in_workspace("/srv/docs/./4.x"), std::path::PathBuf::from("/srv/docs/4.x"));
+        assert_eq!(
+            in_workspace("/srv/docs/./4.x"),
+            std::path::PathBuf::from("/srv/docs/4.x")
+        );
         // Windows paths in guest form are absolute too.
-        assert_eq!(in_workspace("C:/godot/doc/../docs"), std::path::PathBuf::from("C:/godot/docs"));
-        assert_eq!(in_workspace("//server/share/doc"), std::path::PathBuf::from("//server/share/doc"));
+        assert_eq!(
+            in_workspace("C:/godot/doc/../docs"),
+            std::path::PathBuf::from("C:/godot/docs")
+        );
+        assert_eq!(
+            in_workspace("//server/share/doc"),
+            std::path::PathBuf::from("//server/share/doc")
+        );
         // Lists split on the host's separator (`:` when not told).
         assert_eq!(split_paths("/a::/b"), ["/a", "/b"]);
     }

@@ -182,19 +182,32 @@ mod windows_paths {
     #[test]
     fn windows_stacks_and_urls_point_into_the_repository() {
         let repo = "C:/Users/me/proj";
-        let stack = "    at TestContext.<anonymous> (C:\\Users\\me\\proj\\test\\math.test.js:4:30)\n";
-        assert_eq!(stack_location(stack, repo), Some(("test/math.test.js".into(), 4)));
+        let stack =
+            "    at TestContext.<anonymous> (C:\\Users\\me\\proj\\test\\math.test.js:4:30)\n";
+        assert_eq!(
+            stack_location(stack, repo),
+            Some(("test/math.test.js".into(), 4))
+        );
         let bare = "    at c:\\users\\ME\\proj\\test\\a.test.js:9:1\n";
-        assert_eq!(stack_location(bare, repo), Some(("test/a.test.js".into(), 9)));
+        assert_eq!(
+            stack_location(bare, repo),
+            Some(("test/a.test.js".into(), 9))
+        );
         assert_eq!(
             in_repo("file:///C:/Users/me/proj/src/x.test.ts", repo).as_deref(),
             Some("src/x.test.ts")
         );
         // Dependencies and other folders are not the repository's.
-        assert_eq!(in_repo("C:\\Users\\me\\proj\\node_modules\\a.js", repo), None);
+        assert_eq!(
+            in_repo("C:\\Users\\me\\proj\\node_modules\\a.js", repo),
+            None
+        );
         assert_eq!(in_repo("C:\\Users\\me\\proj2\\a.js", repo), None);
         // Unix repositories compare exactly, as before.
         assert_eq!(in_repo("/home/Me/proj/a.js", "/home/me/proj"), None);
-        assert_eq!(in_repo("/home/me/proj/a.js", "/home/me/proj").as_deref(), Some("a.js"));
+        assert_eq!(
+            in_repo("/home/me/proj/a.js", "/home/me/proj").as_deref(),
+            Some("a.js")
+        );
     }
 }
