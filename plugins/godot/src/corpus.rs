@@ -21,6 +21,7 @@ use crate::engine;
 use crate::manual::{self, Section};
 use crate::model::ClassDoc;
 use crate::parse::parse_class;
+use crate::source::Source;
 use crate::uri;
 
 /// Bump when the documents change shape.
@@ -127,19 +128,19 @@ impl DocDir {
 
     /// `classes/*.xml` and the module docs (`modules/<m>/*.xml` or
     /// `modules/<m>/doc_classes/*.xml`), sorted.
-    pub fn xml_files(&self) -> Vec<PathBuf> {
+    pub fn xml_files(&self) -> Vec<Source> {
         let mut files = xml_in(&self.path.join("classes"));
         for module in subdirs(&self.path.join("modules")) {
             files.extend(xml_in(&module));
             files.extend(xml_in(&module.join("doc_classes")));
         }
-        files.sort();
+        files.sort_by(|a, b| a.path.cmp(&b.path));
         files
     }
 
     /// The manual's pages indexed with this reference. The manual
     /// (godot-docs) describes Godot 4, so only a 4.x reference has them.
-    pub fn manual_pages(&self) -> Vec<PathBuf> {
+    pub fn manual_pages(&self) -> Vec<Source> {
         match manual_dir() {
             Some(dir) if self.version.starts_with('4') => manual::pages(&dir),
             _ => Vec::new(),
@@ -148,19 +149,13 @@ impl DocDir {
 
     /// The version label the index should carry for these files (and the
     /// manual's pages).
-    pub fn fingerprint(&self, files: &[PathBuf]) -> String {
+    pub fn fingerprint(&self, files: &[Source]) -> String {
         let mut hash = Fnv::default();
         let pages = self.manual_pages();
         for file in files.iter().chain(&pages) {
-            hash.write(file.to_string_lossy().as_bytes());
-            if let Ok(meta) = std::fs::metadata(file) {
-                hash.write(&meta.len().to_le_bytes());
-                let mtime = meta
-                    .modified()
-                    .ok()
-                    .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
-                hash.write(&mtime.map_or(0, |d| d.as_nanos()).to_le_bytes());
-            }
+            hash.write(file.path.to_string_lossy().as_bytes());
+            hash.write(&file.len.to_le_bytes());
+            hash.write(&file.mtime_ns.to_le_bytes());
         }
         format!(
             "{FORMAT};files={};manual={};{:016x}",
@@ -269,7 +264,9 @@ fn xml_version(dir: &Path) -> String {
     let sample = ["Object.xml", "Node.xml"]
         .iter()
         .map(|f| classes.join(f))
-        .chain(std::iter::once_with(|| xml_in(&classes).into_iter().next()).flatten())
+        .chain(
+            std::iter::once_with(|| xml_in(&classes).into_iter().next().map(|s| s.path)).flatten(),
+        )
         .find_map(head)
         .unwrap_or_default();
     match class_version(&sample) {
@@ -318,14 +315,14 @@ fn config_error(message: String) -> ToolError {
     ToolError::new("CONFIG_ERROR", message)
 }
 
-fn xml_in(dir: &Path) -> Vec<PathBuf> {
+fn xml_in(dir: &Path) -> Vec<Source> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
     };
     entries
         .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "xml") && p.is_file())
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".xml"))
+        .filter_map(|e| Source::of(&e))
         .collect()
 }
 
@@ -335,8 +332,11 @@ fn subdirs(dir: &Path) -> Vec<PathBuf> {
     };
     entries
         .flatten()
+        .filter(|e| {
+            e.file_type()
+                .is_ok_and(|t| t.is_dir() || (t.is_symlink() && e.path().is_dir()))
+        })
         .map(|e| e.path())
-        .filter(|p| p.is_dir())
         .collect()
 }
 
@@ -465,7 +465,7 @@ pub fn refresh() -> Result<Vec<DocDir>, ToolError> {
     Ok(served)
 }
 
-fn build(docs: &DocDir, files: &[PathBuf], version: &str) -> Result<IndexInfo, ToolError> {
+fn build(docs: &DocDir, files: &[Source], version: &str) -> Result<IndexInfo, ToolError> {
     let name = docs.index();
     let Some(builder) = index::build(&name, &schema(), version)? else {
         // Someone else built this very version while we waited.
@@ -532,14 +532,14 @@ fn build(docs: &DocDir, files: &[PathBuf], version: &str) -> Result<IndexInfo, T
 fn add_manual(
     builder: &index::Builder,
     classes: &[ClassDoc],
-    pages: &[PathBuf],
+    pages: &[Source],
 ) -> Result<usize, ToolError> {
     let Some(dir) = manual_dir().filter(|_| !pages.is_empty()) else {
         return Ok(0);
     };
     let links = Links::new(classes);
     let mut sections: Vec<(Section, Vec<String>)> = Vec::new();
-    for file in pages {
+    for file in pages.iter().map(|p| &p.path) {
         let page = file
             .strip_prefix(&dir)
             .unwrap_or(file)
@@ -709,9 +709,9 @@ fn manual_document(section: &Section, links: &[String]) -> Vec<(String, String)>
 
 /// Parse every file; a file that fails is logged (file:line:column) and
 /// left out, so one bad file never hides the rest.
-fn parse_all(docs: &DocDir, files: &[PathBuf]) -> Vec<ClassDoc> {
+fn parse_all(docs: &DocDir, files: &[Source]) -> Vec<ClassDoc> {
     let mut classes = Vec::with_capacity(files.len());
-    for file in files {
+    for file in files.iter().map(|f| &f.path) {
         let shown = file
             .strip_prefix(&docs.path)
             .unwrap_or(file)

@@ -19,6 +19,7 @@ pub mod manual;
 pub mod model;
 pub mod parse;
 pub mod renames;
+pub mod source;
 pub mod thesaurus;
 pub mod uri;
 

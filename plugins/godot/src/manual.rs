@@ -5,7 +5,9 @@
 //! ("To make the character jump…"); its links lead from those words to
 //! the API (issue 35).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
+
+use crate::source::Source;
 
 /// One section of a manual page: from a heading to the next.
 #[derive(Debug, Default, Clone, PartialEq)]
@@ -56,7 +58,7 @@ const CODE_DIRECTIVES: &[&str] = &["code-block", "code", "code-tab", "tab", "tab
 
 /// Every `*.rst` page under `dir`, sorted (hidden folders and `_`-folders,
 /// Sphinx's own, left out).
-pub fn pages(dir: &Path) -> Vec<PathBuf> {
+pub fn pages(dir: &Path) -> Vec<Source> {
     let mut found = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(at) = stack.pop() {
@@ -71,12 +73,12 @@ pub fn pages(dir: &Path) -> Vec<PathBuf> {
             }
             match entry.file_type() {
                 Ok(t) if t.is_dir() => stack.push(path),
-                Ok(t) if t.is_file() && name.ends_with(".rst") => found.push(path),
+                _ if name.ends_with(".rst") => found.extend(Source::of(&entry)),
                 _ => {}
             }
         }
     }
-    found.sort();
+    found.sort_by(|a, b| a.path.cmp(&b.path));
     found
 }
 
