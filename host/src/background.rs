@@ -5,11 +5,15 @@
 //! replaced or removed plugin's task is stopped, which drops whatever it
 //! was building. The plugin's calls wait for its first refresh (within
 //! their deadline), not for later ones: those swap in what they built.
+//!
+//! The folders a plugin asked to watch are remembered between runs (in
+//! the host's cache), so a warm start watches them before the first
+//! refresh runs and needs no second one to catch what changed meanwhile.
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use notify::{RecursiveMode, Watcher};
@@ -30,14 +34,17 @@ const MAX_CHANGED: usize = 200;
 #[derive(Default)]
 pub struct Background {
     enabled: AtomicBool,
+    /// The folder remembering each plugin's watched folders.
+    memo: OnceLock<PathBuf>,
     /// Plugin path -> (hash of the running version, its task).
     tasks: Mutex<HashMap<PathBuf, (String, JoinHandle<()>)>>,
 }
 
 impl Background {
     /// Start background work from now on (`host serve` does; one-shot
-    /// commands do not).
-    pub fn enable(&self, catalog: &Catalog) {
+    /// commands do not), remembering watched folders in `memo`.
+    pub fn enable(&self, catalog: &Catalog, memo: PathBuf) {
+        let _ = self.memo.set(memo);
         self.enabled.store(true, Ordering::SeqCst);
         self.sync(catalog);
     }
@@ -62,7 +69,8 @@ impl Background {
             if plugin.prepared.exports.lifecycle.is_some() && !tasks.contains_key(&plugin.path) {
                 // Set before the task runs: a call that comes first waits.
                 plugin.first_refresh.send_replace(true);
-                let task = tokio::spawn(refresh_loop(plugin.clone()));
+                let memo = self.memo.get().map(|dir| dir.join(&plugin.name));
+                let task = tokio::spawn(refresh_loop(plugin.clone(), memo));
                 tasks.insert(plugin.path.clone(), (plugin.hash.clone(), task));
             }
         }
@@ -107,11 +115,18 @@ impl Drop for FirstRefreshEnds {
     }
 }
 
-async fn refresh_loop(plugin: Arc<Plugin>) {
+async fn refresh_loop(plugin: Arc<Plugin>, memo: Option<PathBuf>) {
     let _ends = FirstRefreshEnds(plugin.clone());
     let (tx, mut rx) = mpsc::unbounded_channel::<PathBuf>();
-    let mut watcher: Option<notify::RecommendedWatcher> = None;
-    let mut watched: Vec<PathBuf> = Vec::new();
+    // What it watched last time, watched from before its first refresh
+    // (checked against its roots again, as any folder it names).
+    let remembered = memo
+        .as_deref()
+        .and_then(|m| std::fs::read_to_string(m).ok())
+        .map(|text| text.lines().map(str::to_string).collect())
+        .unwrap_or_default();
+    let mut watched: Vec<PathBuf> = allowed_dirs(&plugin, remembered);
+    let mut watcher = watch(&plugin.name, &watched, tx.clone());
     let mut changed: Vec<String> = Vec::new();
     loop {
         let started = Instant::now();
@@ -134,6 +149,7 @@ async fn refresh_loop(plugin: Arc<Plugin>) {
                 if dirs != watched {
                     watcher = watch(&plugin.name, &dirs, tx.clone());
                     watched = dirs;
+                    remember(memo.as_deref(), &watched);
                     // A change made while this refresh ran, before the
                     // watcher existed, would be lost: look once more.
                     changed.clear();
@@ -158,6 +174,22 @@ async fn refresh_loop(plugin: Arc<Plugin>) {
             .take(MAX_CHANGED)
             .map(|p| p.to_string_lossy().into_owned())
             .collect();
+    }
+}
+
+/// Write down the folders a plugin watches, for its next start.
+fn remember(memo: Option<&std::path::Path>, dirs: &[PathBuf]) {
+    let Some(memo) = memo else { return };
+    let text: String = dirs
+        .iter()
+        .map(|d| format!("{}\n", d.to_string_lossy()))
+        .collect();
+    let written = memo
+        .parent()
+        .map_or(Ok(()), std::fs::create_dir_all)
+        .and_then(|_| std::fs::write(memo, text));
+    if let Err(e) = written {
+        tracing::debug!(memo = %memo.display(), error = %e, "watched folders not remembered");
     }
 }
 

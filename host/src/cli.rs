@@ -404,7 +404,8 @@ async fn serve(
     let programs = programs.join(" ");
     tracing::info!(programs, "{}", crate::platform::containment());
     let service = Arc::new(Service::start(loader).await);
-    service.background.enable(&service.catalog());
+    let memo = service.loader.places.cache_dir.join("watched");
+    service.background.enable(&service.catalog(), memo);
     let _watcher = if watch {
         Some(crate::watch::watch(service.clone())?)
     } else {

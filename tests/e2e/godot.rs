@@ -879,6 +879,39 @@ async fn changed_xml_is_rebuilt_in_the_background_and_swapped_in() {
     assert!(log.contains("background refresh done"), "{log}");
 }
 
+/// Issue 41, item 4: a warm start refreshes once. The folders watched are
+/// remembered, so the watcher is up before the first refresh and nothing
+/// that changes meanwhile is missed; a change afterwards is still seen.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_warm_start_refreshes_once_and_still_sees_changes() {
+    let env = Env::new(&["godot"], "");
+    let docs = fixture_copy(&env);
+    let client = env.start().await;
+    assert!(sprockets(&client).await.is_empty());
+    // The first start knows no folders yet: its watcher comes up after the
+    // first refresh, and one more refresh looks at what changed meanwhile.
+    env.wait_for_log("background refresh done", 2).await;
+    drop(client);
+    let before = env.logged("background refresh done");
+    let client = env.start().await;
+    assert!(sprockets(&client).await.is_empty());
+    env.wait_for_log("background refresh done", before + 1)
+        .await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(
+        env.logged("background refresh done"),
+        before + 1,
+        "a warm start refreshed more than once"
+    );
+    std::fs::write(docs.join("classes/Sprocket.xml"), sprocket_xml(&docs)).unwrap();
+    env.wait_for_log("background refresh done", before + 2)
+        .await;
+    assert_eq!(
+        sprockets(&client).await.first().map(|r| r["uri"].clone()),
+        Some(json!("godot://class/Sprocket"))
+    );
+}
+
 /// Issue 35, item 2: a workspace's `project.godot` picks the version
 /// served by default (here a Godot 3 project beside a newer 4.x).
 #[tokio::test]
