@@ -443,3 +443,45 @@ async fn clients_that_never_read_their_answers_do_not_fill_the_host() {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
+
+/// SEP-2243: a 2026-07-28 client sends a tool's `x-mcp-header` argument as
+/// an `Mcp-Param-*` header too; one that does not match the body (or is
+/// missing, or is bad Base64) is refused with HTTP 400 before the plugin
+/// runs, and a matching one (plain or `=?base64?…?=`) goes through.
+#[tokio::test]
+async fn a_param_header_must_match_its_argument() {
+    let env = Env::new(&["conformance"], "");
+    let host = env.start_http(&[]).await;
+    let call = |header: Option<&'static str>| {
+        let body = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+            "name": "test_header_param", "arguments": {"region": "Hello"}, "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+                "io.modelcontextprotocol/clientCapabilities": {}}}});
+        let mut request = reqwest::Client::new()
+            .post(&host.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", "tools/call")
+            .header("mcp-name", "test_header_param")
+            .body(body.to_string());
+        if let Some(value) = header {
+            request = request.header("mcp-param-region", value);
+        }
+        async move {
+            let response = request.send().await.unwrap();
+            (response.status().as_u16(), response.text().await.unwrap())
+        }
+    };
+    let (status, text) = call(Some("Hello")).await;
+    assert_eq!(status, 200, "{text}");
+    assert!(text.contains("region: Hello"), "{text}");
+    let (status, text) = call(Some("=?base64?SGVsbG8=?=")).await;
+    assert_eq!(status, 200, "{text}");
+    for refused in [Some("Goodbye"), Some("=?base64?SGVs!!!bG8=?="), None] {
+        let (status, text) = call(refused).await;
+        assert_eq!(status, 400, "{refused:?}: {text}");
+        assert!(text.contains("-32020"), "{refused:?}: {text}");
+    }
+}

@@ -181,6 +181,22 @@ impl McpFront {
     }
 }
 
+/// A tool as clients see it.
+fn served_tool(name: &str, def: &crate::catalog::ToolDef) -> Tool {
+    let mut tool = Tool::new(
+        name.to_string(),
+        def.description.clone(),
+        Arc::new(def.input_schema.clone()),
+    );
+    if let Some(output) = &def.output_schema {
+        tool = tool.with_raw_output_schema(Arc::new(output.clone()));
+    }
+    tool.annotations = def.annotations.clone();
+    tool.title = def.annotations.as_ref().and_then(|a| a.title.clone());
+    tool.icons = def.icons.clone();
+    tool
+}
+
 impl ServerHandler for McpFront {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(
@@ -391,23 +407,17 @@ impl ServerHandler for McpFront {
         let tools = catalog
             .tools
             .iter()
-            .map(|(name, (plugin, i))| {
-                let def = &plugin.tools[*i];
-                let mut tool = Tool::new(
-                    name.clone(),
-                    def.description.clone(),
-                    Arc::new(def.input_schema.clone()),
-                );
-                if let Some(output) = &def.output_schema {
-                    tool = tool.with_raw_output_schema(Arc::new(output.clone()));
-                }
-                tool.annotations = def.annotations.clone();
-                tool.title = def.annotations.as_ref().and_then(|a| a.title.clone());
-                tool.icons = def.icons.clone();
-                tool
-            })
+            .map(|(name, (plugin, i))| served_tool(name, &plugin.tools[*i]))
             .collect();
         Ok(ListToolsResult::with_all_items(tools).with_ttl_ms(LIST_TTL_MS))
+    }
+
+    /// The tool as listed: rmcp checks a call's `Mcp-Param-*` headers
+    /// against the `x-mcp-header` properties of its input schema (SEP-2243).
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        let catalog = self.service.catalog();
+        let (plugin, i) = catalog.tools.get(name)?;
+        Some(served_tool(name, &plugin.tools[*i]))
     }
 
     async fn list_resource_templates(

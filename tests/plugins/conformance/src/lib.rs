@@ -820,8 +820,30 @@ impl prompts::Guest for TestPrompts {
     }
 }
 
+/// A parameter that clients also send as an HTTP header (SEP-2243:
+/// `x-mcp-header`, checked against the body by the transport).
+struct HeaderParam;
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct RegionArgs {
+    /// The region, also sent as `Mcp-Param-Region`.
+    #[schemars(extend("x-mcp-header" = "Region"))]
+    region: String,
+}
+
+impl McpTool for HeaderParam {
+    const NAME: &'static str = "test_header_param";
+    const DESCRIPTION: &'static str = "Echoes `region`, which clients send as the Mcp-Param-Region header too.";
+    type Args = RegionArgs;
+    fn call(args: RegionArgs) -> Result<ToolOutput, ToolError> {
+        Ok(text_output(format!("region: {}", args.region)))
+    }
+}
+
 plugin_sdk::export! {
     tools: [
+        HeaderParam,
         SimpleText, ImageContent, AudioContent, EmbeddedResourceTool, MultipleContentTypes,
         WithLogging, WithProgress, ErrorHandling, JsonSchema2020, Sampling, Elicitation,
         ElicitationDefaults, ElicitationEnums, ElicitationUrl, TouchWatched, RoundElicitation,
