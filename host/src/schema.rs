@@ -10,13 +10,74 @@ const MAX_PROBLEMS: usize = 10;
 /// The longest argument value quoted back in a problem.
 const SHOWN_VALUE: usize = 80;
 
-/// An input schema as every client can take it (issue 39): an optional
-/// field typed string-or-null whose `enum` lacks `null` refused the `null`
-/// models send for optional fields (our own check and Gemini's), and
-/// schemars' numeric `format`s (`uint32`) make Gemini warn on every call.
-/// So `null` joins such an `enum`, and a numeric format becomes the bound
-/// it means (`minimum: 0` for an unsigned one).
+/// An input schema as every client can take it (issue 39): models send
+/// `null` for optional fields they leave out, so every optional field of
+/// the arguments takes `null` (and the host drops it before the plugin
+/// sees it, [`without_null_optionals`]); an `enum` of a field typed
+/// string-or-null lacking `null` refused it too (our own check and
+/// Gemini's); and schemars' numeric `format`s (`uint32`) make Gemini warn
+/// on every call. So `null` joins such a type and `enum`, and a numeric
+/// format becomes the bound it means (`minimum: 0` for an unsigned one).
 pub fn for_clients(schema: &mut Map<String, Value>) {
+    let required = required(schema);
+    if let Some(Value::Object(properties)) = schema.get_mut("properties") {
+        for (name, property) in properties.iter_mut() {
+            if required.contains(name) {
+                continue;
+            }
+            match property.get_mut("type") {
+                Some(Value::String(one)) if one != "null" => {
+                    let one = std::mem::take(one);
+                    property["type"] = Value::from(vec![one, "null".to_string()]);
+                }
+                Some(Value::Array(types)) if !types.iter().any(|t| t == "null") => {
+                    types.push("null".into());
+                }
+                _ => {}
+            }
+        }
+    }
+    for_clients_nested(schema);
+}
+
+/// The names an object schema requires.
+fn required(schema: &Map<String, Value>) -> Vec<String> {
+    schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| {
+            r.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// `arguments` without the optional fields given as `null`: a plugin sees
+/// them as not given, as the model meant.
+pub fn without_null_optionals<'a>(
+    schema: &Map<String, Value>,
+    arguments: &'a Value,
+) -> std::borrow::Cow<'a, Value> {
+    let Some(given) = arguments.as_object() else {
+        return std::borrow::Cow::Borrowed(arguments);
+    };
+    let required = required(schema);
+    let dropped = |(k, v): (&String, &Value)| v.is_null() && !required.contains(k);
+    if !given.iter().any(dropped) {
+        return std::borrow::Cow::Borrowed(arguments);
+    }
+    let kept: Map<String, Value> = given
+        .iter()
+        .filter(|entry| !dropped(*entry))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    std::borrow::Cow::Owned(Value::Object(kept))
+}
+
+/// [`for_clients`]' fixes of enums and formats, on `schema` and all within.
+fn for_clients_nested(schema: &mut Map<String, Value>) {
     let nullable = match schema.get("type") {
         Some(Value::Array(types)) => types.iter().any(|t| t == "null"),
         _ => false,
@@ -40,10 +101,10 @@ pub fn for_clients(schema: &mut Map<String, Value>) {
     schema.values_mut().for_each(fit_nested);
 }
 
-/// [`for_clients`] on every schema nested in `value`.
+/// [`for_clients_nested`] on every schema nested in `value`.
 fn fit_nested(value: &mut Value) {
     match value {
-        Value::Object(map) => for_clients(map),
+        Value::Object(map) => for_clients_nested(map),
         Value::Array(items) => items.iter_mut().for_each(fit_nested),
         _ => {}
     }
@@ -119,25 +180,49 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn optional_enums_take_null_and_numeric_formats_become_bounds() {
-        let mut schema = json!({"type": "object", "properties": {
+    fn optional_fields_take_null_and_numeric_formats_become_bounds() {
+        let mut schema = json!({"type": "object", "required": ["offset"], "properties": {
             "kind": {"type": ["string", "null"], "enum": ["class", "method"]},
+            "mode": {"type": "string", "enum": ["a", "b"]},
             "limit": {"type": "integer", "format": "uint32", "maximum": 100},
+            "ports": {"type": "array", "items": {"type": "integer", "format": "uint16"}},
             "offset": {"type": "integer", "format": "int64"},
             "when": {"type": "string", "format": "date-time"},
         }});
         for_clients(schema.as_object_mut().unwrap());
         let p = &schema["properties"];
         assert_eq!(p["kind"]["enum"], json!(["class", "method", null]));
+        assert_eq!(p["mode"]["enum"], json!(["a", "b", null]));
         assert_eq!(
             p["limit"],
-            json!({"type": "integer", "minimum": 0, "maximum": 100})
+            json!({"type": ["integer", "null"], "minimum": 0, "maximum": 100})
         );
-        assert_eq!(p["offset"], json!({"type": "integer"}));
+        assert_eq!(p["ports"]["type"], json!(["array", "null"]));
+        assert_eq!(
+            p["ports"]["items"],
+            json!({"type": "integer", "minimum": 0})
+        );
+        assert_eq!(
+            p["offset"],
+            json!({"type": "integer"}),
+            "a required field takes no null"
+        );
         assert_eq!(p["when"]["format"], "date-time", "other formats stay");
         let checked = ArgsSchema::compile(&schema).unwrap();
-        assert!(checked.check(&json!({"kind": null})).is_ok());
-        assert!(checked.check(&json!({"limit": -1})).is_err());
+        assert!(
+            checked
+                .check(&json!({"kind": null, "mode": null, "ports": null, "offset": 1}))
+                .is_ok()
+        );
+        assert!(checked.check(&json!({"limit": -1, "offset": 1})).is_err());
+        assert!(checked.check(&json!({"offset": null})).is_err());
+        // The plugin sees optional nulls as not given; others as they are.
+        let args = json!({"ports": null, "offset": null, "mode": "a"});
+        let object = schema.as_object().unwrap();
+        assert_eq!(
+            *without_null_optionals(object, &args),
+            json!({"offset": null, "mode": "a"})
+        );
     }
 
     #[test]

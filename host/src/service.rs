@@ -280,6 +280,7 @@ async fn run_call(
     cancel: CancellationToken,
     trace_id: &str,
 ) -> Reply {
+    let arguments = &*crate::schema::without_null_optionals(&tool.input_schema, arguments);
     if let Err(problems) = tool.validator.check(arguments) {
         let summary: Vec<String> = problems.iter().map(|p| p.message.clone()).collect();
         let mut details = Map::new();

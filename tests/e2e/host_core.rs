@@ -1151,3 +1151,54 @@ async fn arguments_clients_add_and_nulls_for_optional_fields_are_taken() {
     let other = answers("some-other-client", vec![injected]).await;
     assert_eq!(other[0]["isError"], true, "{}", other[0]);
 }
+
+/// Issue 39, item 2: models send `null` for optional fields they leave
+/// out. Every optional field of every bundled tool takes it: a call with
+/// nulls alone is refused only for its required fields (tools without any,
+/// all read-only, run).
+#[tokio::test]
+async fn every_optional_field_of_every_bundled_tool_takes_null() {
+    let env = Env::new(&["run_test", "godot", "cofer", "copilot", "pi"], "");
+    let client = env.start().await;
+    for tool in client.tools().await {
+        let schema = &tool.input_schema;
+        let required: Vec<&str> = schema
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|r| r.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let nulls: serde_json::Map<String, Value> = schema
+            .get("properties")
+            .and_then(Value::as_object)
+            .map(|p| {
+                p.keys()
+                    .filter(|k| !required.contains(&k.as_str()))
+                    .map(|k| (k.clone(), Value::Null))
+                    .collect()
+            })
+            .unwrap_or_default();
+        if nulls.is_empty() {
+            continue;
+        }
+        if required.is_empty() {
+            let read_only = tool.annotations.as_ref().and_then(|a| a.read_only_hint);
+            assert_eq!(
+                read_only,
+                Some(true),
+                "{} would run: not read-only",
+                tool.name
+            );
+        }
+        let result = client.call(&tool.name, Value::Object(nulls.clone())).await;
+        let text = format!("{result:?}");
+        assert!(
+            !text.contains("null is not") && !text.contains("Null is not"),
+            "{}: null refused for an optional field: {text}",
+            tool.name
+        );
+        if !required.is_empty() {
+            assert!(is_error(&result), "{}: {text}", tool.name);
+            assert!(text.contains("required property"), "{}: {text}", tool.name);
+        }
+    }
+}
