@@ -100,6 +100,7 @@ pub fn search(
         )));
     }
     let (docs, served, has_manual) = ensure(version)?;
+    let plain = plain_words(query, &words);
     let exact = |term: String, boost: f32| TermBoost {
         field: "name_lc".into(),
         term,
@@ -114,7 +115,7 @@ pub fn search(
     // A name from the other side of the 3→4 renames finds this side's
     // (names only: a question in plain words holds none).
     let names = query.split(|c: char| c.is_whitespace() || c == '.');
-    for word in names.filter(|_| !plain_words(query, &words)) {
+    for word in names.filter(|_| !plain) {
         for other in renames::others(word) {
             terms.push(exact(other.to_lowercase(), 8.0));
         }
@@ -143,7 +144,7 @@ pub fn search(
     };
     // A question in plain words is searched without its filler, each word
     // or a related one.
-    let text = if plain_words(query, &words) {
+    let text = if plain {
         let meaningful: Vec<String> = words
             .iter()
             .copied()
@@ -165,7 +166,7 @@ pub fn search(
     if kind == Some(MANUAL) {
         return Ok(manual.into_iter().map(|(hit, _)| hit).collect());
     }
-    if plain_words(query, &words) {
+    if plain {
         terms.extend(linked_from(&manual));
     }
     let fields = vec![

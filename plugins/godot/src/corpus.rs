@@ -126,41 +126,52 @@ impl DocDir {
         Ok(found)
     }
 
+    /// What this reference's index is built from, listed once.
+    pub fn sources(&self) -> Sources {
+        let mut classes = xml_in(&self.path.join("classes"));
+        for module in subdirs(&self.path.join("modules")) {
+            classes.extend(xml_in(&module));
+            classes.extend(xml_in(&module.join("doc_classes")));
+        }
+        classes.sort_by(|a, b| a.path.cmp(&b.path));
+        // The manual (godot-docs) describes Godot 4: only a 4.x reference
+        // has it.
+        let manual = manual_dir()
+            .filter(|_| self.version.starts_with('4'))
+            .map(|dir| {
+                let pages = manual::pages(&dir);
+                (dir, pages)
+            });
+        Sources { classes, manual }
+    }
+}
+
+/// The files a reference's index is built from.
+pub struct Sources {
     /// `classes/*.xml` and the module docs (`modules/<m>/*.xml` or
     /// `modules/<m>/doc_classes/*.xml`), sorted.
-    pub fn xml_files(&self) -> Vec<Source> {
-        let mut files = xml_in(&self.path.join("classes"));
-        for module in subdirs(&self.path.join("modules")) {
-            files.extend(xml_in(&module));
-            files.extend(xml_in(&module.join("doc_classes")));
-        }
-        files.sort_by(|a, b| a.path.cmp(&b.path));
-        files
+    classes: Vec<Source>,
+    /// The manual's folder and its pages, when it is indexed with them.
+    manual: Option<(PathBuf, Vec<Source>)>,
+}
+
+impl Sources {
+    fn pages(&self) -> &[Source] {
+        self.manual.as_ref().map_or(&[], |(_, pages)| pages)
     }
 
-    /// The manual's pages indexed with this reference. The manual
-    /// (godot-docs) describes Godot 4, so only a 4.x reference has them.
-    pub fn manual_pages(&self) -> Vec<Source> {
-        match manual_dir() {
-            Some(dir) if self.version.starts_with('4') => manual::pages(&dir),
-            _ => Vec::new(),
-        }
-    }
-
-    /// The version label the index should carry for these files (and the
-    /// manual's pages).
-    pub fn fingerprint(&self, files: &[Source]) -> String {
+    /// The version label the index should carry for these files.
+    pub fn fingerprint(&self) -> String {
         let mut hash = Fnv::default();
-        let pages = self.manual_pages();
-        for file in files.iter().chain(&pages) {
+        for file in self.classes.iter().chain(self.pages()) {
             hash.write(file.path.to_string_lossy().as_bytes());
             hash.write(&file.len.to_le_bytes());
             hash.write(&file.mtime_ns.to_le_bytes());
         }
         format!(
             "{FORMAT};files={};manual={};{:016x}",
-            files.len(),
-            pages.len(),
+            self.classes.len(),
+            self.pages().len(),
             hash.0
         )
     }
@@ -385,9 +396,9 @@ pub fn ensure(version: Option<&str>) -> Result<(DocDir, usize, bool), ToolError>
     let label = match index::open(&docs.index())? {
         Some(info) if info.version.starts_with(&format!("{FORMAT};")) => info.version,
         _ => {
-            let files = docs.xml_files();
-            let version = docs.fingerprint(&files);
-            build(&docs, &files, &version)?;
+            let sources = docs.sources();
+            let version = sources.fingerprint();
+            build(&docs, &sources, &version)?;
             version
         }
     };
@@ -441,8 +452,8 @@ fn matches_version(version: &str, wanted: &str) -> bool {
 pub fn refresh() -> Result<Vec<DocDir>, ToolError> {
     let served = DocDir::served(true)?;
     for docs in &served {
-        let files = docs.xml_files();
-        let version = docs.fingerprint(&files);
+        let sources = docs.sources();
+        let version = sources.fingerprint();
         match index::open(&docs.index())? {
             Some(info) if info.version == version => {
                 log(
@@ -458,14 +469,14 @@ pub fn refresh() -> Result<Vec<DocDir>, ToolError> {
                 );
             }
             _ => {
-                build(docs, &files, &version)?;
+                build(docs, &sources, &version)?;
             }
         }
     }
     Ok(served)
 }
 
-fn build(docs: &DocDir, files: &[Source], version: &str) -> Result<IndexInfo, ToolError> {
+fn build(docs: &DocDir, sources: &Sources, version: &str) -> Result<IndexInfo, ToolError> {
     let name = docs.index();
     let Some(builder) = index::build(&name, &schema(), version)? else {
         // Someone else built this very version while we waited.
@@ -473,7 +484,7 @@ fn build(docs: &DocDir, files: &[Source], version: &str) -> Result<IndexInfo, To
             ToolError::new("INTERNAL", "the index vanished right after it was built")
         });
     };
-    let classes = parse_all(docs, files);
+    let classes = parse_all(docs, &sources.classes);
     if classes.is_empty() {
         return Err(config_error(format!(
             "no class could be read from {}: see the log for the files and positions",
@@ -508,8 +519,10 @@ fn build(docs: &DocDir, files: &[Source], version: &str) -> Result<IndexInfo, To
         }
     }
     builder.add(&batch)?;
-    let pages = docs.manual_pages();
-    let sections = add_manual(&builder, &classes, &pages)?;
+    let sections = match &sources.manual {
+        Some((dir, pages)) => add_manual(&builder, &classes, dir, pages)?,
+        None => 0,
+    };
     let info = builder.commit()?;
     log(
         Level::Info,
@@ -532,16 +545,14 @@ fn build(docs: &DocDir, files: &[Source], version: &str) -> Result<IndexInfo, To
 fn add_manual(
     builder: &index::Builder,
     classes: &[ClassDoc],
+    dir: &Path,
     pages: &[Source],
 ) -> Result<usize, ToolError> {
-    let Some(dir) = manual_dir().filter(|_| !pages.is_empty()) else {
-        return Ok(0);
-    };
     let links = Links::new(classes);
     let mut sections: Vec<(Section, Vec<String>)> = Vec::new();
     for file in pages.iter().map(|p| &p.path) {
         let page = file
-            .strip_prefix(&dir)
+            .strip_prefix(dir)
             .unwrap_or(file)
             .with_extension("")
             .to_string_lossy()
