@@ -60,7 +60,10 @@ pub fn without_null_optionals<'a>(
     schema: &Map<String, Value>,
     arguments: &'a Value,
 ) -> std::borrow::Cow<'a, Value> {
-    let Some(given) = arguments.as_object() else {
+    let Some(given) = arguments
+        .as_object()
+        .filter(|g| g.values().any(Value::is_null))
+    else {
         return std::borrow::Cow::Borrowed(arguments);
     };
     let required = required(schema);
