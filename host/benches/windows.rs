@@ -24,9 +24,9 @@ mod wine;
 use std::time::{Duration, Instant};
 
 use common::{ms, percentile};
-use harness::{Client, Env, run_test_args, structured};
+use harness::{Client, Env, gone, run_test_args, structured};
 use serde_json::json;
-use wine::{Wine, gone, node_project};
+use wine::{Wine, node_project};
 
 struct Figures {
     cold: Duration,

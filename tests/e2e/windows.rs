@@ -9,10 +9,10 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::harness::{
-    Env, godot_docs, is_error, npm_cli, processes_with, run_test_args, structured,
+    Env, godot_docs, gone, is_error, npm_cli, processes_with, run_test_args, structured,
 };
 use crate::mock_llm::{MODEL, MockLlm, Script};
-use crate::wine::{Wine, gone, node_project, windows};
+use crate::wine::{Wine, node_project, windows};
 
 fn scoped(file: &str, timeout_ms: u64) -> Value {
     run_test_args(

@@ -11,12 +11,11 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::time::{Duration, Instant};
 
 use rmcp::service::ClientLifecycleMode;
 use rmcp::transport::TokioChildProcess;
 
-use crate::harness::{Answers, Client, Env, processes_with, skip};
+use crate::harness::{Answers, Client, Env, skip};
 
 /// What running the Windows host needs, found or skipped.
 pub struct Wine {
@@ -165,20 +164,4 @@ pub fn node_project(dir: &Path, marker: &str) {
         ),
     )
     .unwrap();
-}
-
-/// Wait until no process carries `marker` (Wine's Windows processes are
-/// this machine's, their command lines readable in /proc).
-pub async fn gone(marker: &str, within: Duration) -> Result<(), Vec<i32>> {
-    let start = Instant::now();
-    loop {
-        let left = processes_with(marker);
-        if left.is_empty() {
-            return Ok(());
-        }
-        if start.elapsed() > within {
-            return Err(left);
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
 }
