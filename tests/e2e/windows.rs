@@ -208,3 +208,25 @@ async fn pi_answers_through_its_cmd_shim() {
         );
     }
 }
+
+/// Issue 40, item 5: a second start under Wine loads the compiled plugin
+/// from the cache (Wine refuses the mapping wasmtime asks for, so the
+/// artifact is read instead of compiled again).
+#[tokio::test]
+async fn the_windows_host_reuses_compiled_plugins() {
+    let Some(wine) = Wine::find() else { return };
+    let env = Env::new(&["hello"], "");
+    for _ in 0..2 {
+        let client = wine.start(&env).await;
+        assert_eq!(client.tools().await.len(), 1);
+        drop(client);
+    }
+    let log = std::fs::read_to_string(env.stderr_log()).unwrap_or_default();
+    assert_eq!(env.logged("tools=1 origin=Compiled"), 1, "{log}");
+    assert_eq!(env.logged("tools=1 origin=Cached"), 1, "{log}");
+    assert_eq!(
+        env.logged("discarding unreadable compiled artifact"),
+        0,
+        "{log}"
+    );
+}
