@@ -25,7 +25,7 @@ use wasmtime::component::{Component, Linker};
 
 use crate::admission::Gate;
 use crate::bindings::{Exports, ResourceTemplate};
-use crate::caps::notify::{Announcer, Change};
+use crate::caps::notify::{Announcer, Change, uri_scheme};
 use crate::client::StderrLink;
 use crate::engine::{ComponentCache, Origin};
 use crate::policy::{Config, Grants, Places};
@@ -471,16 +471,6 @@ fn resource_scheme<'a>(uris: impl Iterator<Item = &'a str>) -> Result<Option<Str
         }
     }
     Ok(scheme)
-}
-
-/// The scheme of `uri` (`godot` of `godot://class/Node`).
-pub fn uri_scheme(uri: &str) -> Option<&str> {
-    let (scheme, _) = uri.split_once("://")?;
-    let valid = !scheme.is_empty()
-        && scheme
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c));
-    valid.then_some(scheme)
 }
 
 /// A tool's icons, each an `https:` URL or a `data:image/` URI: a client

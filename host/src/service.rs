@@ -12,6 +12,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::background::Background;
 use crate::bindings::{Filled, ListedContents, Reference, Resource, ToolError};
+use crate::caps::content::Attached;
 use crate::caps::notify::Change;
 use crate::catalog::{Catalog, Loader, Plugin, ToolDef};
 use crate::client::{ClientLink, EventTracker, Level};
@@ -334,7 +335,8 @@ async fn run_call(
     let call = CallContext::new(&tool.name, plugin.grants.timeout_ms, tracker.clone())
         .traced(trace_id, cancel)
         .announcing(&plugin.announcer);
-    let attached = call.attached.clone();
+    let attached = Attached::default();
+    let call = call.with(attached.clone());
     let outcome = runtime::call_tool(
         &plugin.prepared,
         plugin.grants.clone(),
@@ -454,7 +456,7 @@ impl Service {
             .await;
             let Ok(listed) = listed else { continue };
             let (ours, strays): (Vec<_>, Vec<_>) = listed.into_iter().partition(|r| {
-                let scheme = crate::catalog::uri_scheme(&r.uri);
+                let scheme = crate::caps::notify::uri_scheme(&r.uri);
                 scheme.is_some() && scheme == plugin.scheme.as_deref()
             });
             for stray in strays {

@@ -10,6 +10,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use http::Extensions;
 use tokio_util::sync::CancellationToken;
 use wasmtime::component::{HasSelf, InstancePre, Linker, ResourceTable};
 use wasmtime::{Engine, ResourceLimiter, Store, UpdateDeadline};
@@ -33,11 +34,10 @@ pub struct CallContext {
     pub cancel: CancellationToken,
     pub deadline: Instant,
     pub client: Arc<dyn ClientLink>,
-    /// Content blocks the plugin added for the reply.
-    pub attached: crate::caps::content::Attached,
-    /// Where changes to the plugin's resources are told; none while the
-    /// plugin is being loaded.
-    pub announce: Option<crate::caps::notify::Announcer>,
+    /// What capabilities attach to the call, one value per type (the
+    /// content blocks for its reply, where its resource changes are told):
+    /// the call's state names no capability.
+    attached: Extensions,
 }
 
 impl CallContext {
@@ -50,17 +50,20 @@ impl CallContext {
             cancel: CancellationToken::new(),
             deadline: Instant::now() + Duration::from_millis(timeout_ms),
             client,
-            attached: Default::default(),
-            announce: None,
+            attached: Extensions::new(),
         }
     }
 
-    /// The same call, able to announce changes to the plugin's resources.
-    pub fn announcing(self, announcer: &crate::caps::notify::Announcer) -> Self {
-        CallContext {
-            announce: Some(announcer.clone()),
-            ..self
-        }
+    /// The same call with `value` attached (replacing one of its type).
+    /// Clones of the call made afterwards share what `value` shares.
+    pub fn with<T: Clone + Send + Sync + 'static>(mut self, value: T) -> Self {
+        self.attached.insert(value);
+        self
+    }
+
+    /// What is attached of type `T`, if anything.
+    pub fn attached<T: Clone + Send + Sync + 'static>(&self) -> Option<&T> {
+        self.attached.get()
     }
 
     /// The same call, cancelled by `cancel` and known as `trace_id`.

@@ -16,6 +16,7 @@ mod harness;
 mod host_core;
 mod http;
 mod isolated_engine;
+mod layout;
 mod lifetime;
 mod mock_llm;
 mod pi;

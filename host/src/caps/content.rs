@@ -54,9 +54,12 @@ impl Host for CallState {
                 ResourceBody::Blob(data) => data.len(),
             },
         };
-        let own_scheme = self.call.announce.as_ref().and_then(|a| a.scheme.clone());
-        let block = to_mcp(block, own_scheme.as_deref())?;
-        let mut added = self.call.attached.0.lock().expect("content lock");
+        let block = to_mcp(block, self.call.own_scheme())?;
+        // A call nobody replies to (a refresh) keeps nothing.
+        let Some(attached) = self.call.attached::<Attached>() else {
+            return Ok(());
+        };
+        let mut added = attached.0.lock().expect("content lock");
         if added.bytes + size > MAX_BYTES {
             return Err(CapabilityError::Invalid(format!(
                 "this call's content would exceed {} MiB: return large data as a file or resource instead",

@@ -7,8 +7,7 @@ use tokio::sync::broadcast;
 use crate::bindings::Refusal;
 use crate::bindings::mcphost::plugin::notify::Host;
 use crate::bindings::mcphost::plugin::types::CapabilityError;
-use crate::catalog::uri_scheme;
-use crate::store::CallState;
+use crate::store::{CallContext, CallState};
 
 /// A change to what the host serves, told to the client sessions.
 #[derive(Debug, Clone, PartialEq)]
@@ -27,6 +26,29 @@ pub enum Change {
 pub struct Announcer {
     pub scheme: Option<String>,
     pub changes: broadcast::Sender<Change>,
+}
+
+impl CallContext {
+    /// The same call, able to announce changes to the plugin's resources
+    /// (a call without an announcer, as while a plugin loads, cannot).
+    pub fn announcing(self, announcer: &Announcer) -> Self {
+        self.with(announcer.clone())
+    }
+
+    /// The URI scheme of the plugin's resources, when it serves any.
+    pub fn own_scheme(&self) -> Option<&str> {
+        self.attached::<Announcer>()?.scheme.as_deref()
+    }
+}
+
+/// The scheme of `uri` (`godot` of `godot://class/Node`).
+pub fn uri_scheme(uri: &str) -> Option<&str> {
+    let (scheme, _) = uri.split_once("://")?;
+    let valid = !scheme.is_empty()
+        && scheme
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c));
+    valid.then_some(scheme)
 }
 
 impl Host for CallState {
@@ -49,7 +71,7 @@ impl Host for CallState {
     }
 
     async fn resource_updated(&mut self, uri: String) -> Result<(), Refusal<CapabilityError>> {
-        let announcer = self.call.announce.as_ref();
+        let announcer = self.call.attached::<Announcer>();
         let scheme = announcer.and_then(|a| a.scheme.as_deref());
         match (announcer, scheme) {
             (Some(announcer), Some(scheme)) if uri_scheme(&uri) == Some(scheme) => {
@@ -69,7 +91,7 @@ impl Host for CallState {
     }
 
     async fn resources_changed(&mut self) -> wasmtime::Result<()> {
-        if let Some(announcer) = &self.call.announce {
+        if let Some(announcer) = self.call.attached::<Announcer>() {
             let _ = announcer.changes.send(Change::Resources);
         }
         Ok(())
