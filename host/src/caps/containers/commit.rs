@@ -20,7 +20,8 @@ use bollard::query_parameters::{
 
 use futures_util::TryStreamExt;
 
-use super::{check_word, files, force_removal, image_allowed};
+use super::create::image_allowed;
+use super::{check_word, files, force_removal};
 use crate::bindings::mcphost::plugin::containers::ContainerError;
 use crate::podman::{self, Inspected, InspectedMount, failed};
 use crate::policy::Grants;
