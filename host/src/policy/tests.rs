@@ -1,0 +1,249 @@
+use super::*;
+
+fn places() -> Places {
+    Places {
+        workspace: "/ws".into(),
+        home: "/home/u".into(),
+        cache_dir: "/cache".into(),
+    }
+}
+
+#[test]
+fn default_policy_grants_run_test_process_and_denies_others() {
+    let config = Config::load(None).unwrap();
+    let run_test = config.grants("run_test", &places(), "cfg.toml");
+    assert!(run_test.has("process"));
+    assert!(run_test.programs.contains(&"cargo".to_string()));
+    assert_eq!(run_test.write_roots, vec![PathBuf::from("/ws")]);
+    // Cofer may run any image, but only its default one is pulled.
+    let cofer = config.grants("cofer", &places(), "cfg.toml");
+    assert_eq!(cofer.images, ["*"]);
+    assert_eq!(cofer.pull.len(), 1, "{:?}", cofer.pull);
+    assert!(!cofer.pull[0].contains("${"), "{:?}", cofer.pull);
+    let other = config.grants("stranger", &places(), "cfg.toml");
+    assert!(!other.has("process"));
+    assert!(other.pull.is_empty());
+    let denial = other.require("process").unwrap_err();
+    assert!(
+        denial.contains("plugin `stranger`")
+            && denial.contains("capabilities")
+            && denial.contains("[plugins.stranger]"),
+        "{denial}"
+    );
+}
+
+#[test]
+fn user_file_merges_key_by_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("c.toml");
+    std::fs::write(
+        &file,
+        "[plugins.run_test.limits]\ntimeout_ms = 5\n[plugins.x]\ncapabilities=[\"process\"]\n",
+    )
+    .unwrap();
+    let config = Config::load(Some(&file)).unwrap();
+    let g = config.grants("run_test", &places(), "c.toml");
+    assert_eq!(g.timeout_ms, 5);
+    assert!(g.has("process"), "untouched keys keep the shipped value");
+    assert!(config.grants("x", &places(), "c.toml").has("process"));
+}
+
+#[test]
+fn placeholders_expand_with_host_variables_and_fallbacks() {
+    let cache = Path::new("/cache/plugins/p");
+    // SAFETY: this test is the only reader of this variable.
+    unsafe { std::env::set_var("MCP_HOST_TEST_DOCS", "docs/4.x") };
+    assert_eq!(
+        expand_path(
+            "${env:MCP_HOST_TEST_DOCS|${workspace}/doc}",
+            &places(),
+            cache
+        ),
+        PathBuf::from("/ws/docs/4.x")
+    );
+    assert_eq!(
+        expand_path(
+            "${env:MCP_HOST_TEST_UNSET|${workspace}/doc}",
+            &places(),
+            cache
+        ),
+        PathBuf::from("/ws/doc")
+    );
+    assert_eq!(
+        expand_path("${plugin_cache}/index/../x", &places(), cache),
+        PathBuf::from("/cache/plugins/p/x")
+    );
+    // A list grants each of its paths.
+    // SAFETY: as above.
+    let list = format!(
+        "docs/4.x{0}/abs/3.x{0}",
+        crate::platform::PATH_LIST_SEPARATOR
+    );
+    unsafe { std::env::set_var("MCP_HOST_TEST_DOC_LIST", list) };
+    assert_eq!(
+        expand_paths("${env:MCP_HOST_TEST_DOC_LIST|}", &places(), cache),
+        [PathBuf::from("/ws/docs/4.x"), PathBuf::from("/abs/3.x")]
+    );
+    assert_eq!(
+        expand("a-${env:MCP_HOST_TEST_UNSET|b}-c", &places(), cache),
+        "a-b-c"
+    );
+    // Where `:` separates lists, a `:` in a resolved path is part of it:
+    // `proj:v2` never grants `proj`. (On Windows no name holds a `:`.)
+    if crate::platform::PATH_LIST_SEPARATOR == ":" {
+        let colon = Places {
+            workspace: PathBuf::from("/src/proj:v2"),
+            home: PathBuf::from("/home/a:b"),
+            cache_dir: PathBuf::from("/cache"),
+        };
+        assert_eq!(
+            expand_paths("${env:MCP_HOST_TEST_UNSET|${workspace}/doc}", &colon, cache),
+            [PathBuf::from("/src/proj:v2/doc")]
+        );
+        assert_eq!(
+            expand_paths("${workspace}:${home}/x", &colon, Path::new("/c:d")),
+            [PathBuf::from("/src/proj:v2"), PathBuf::from("/home/a:b/x")]
+        );
+        assert_eq!(
+            expand_paths("${plugin_cache}/i", &colon, Path::new("/c:d")),
+            [PathBuf::from("/c:d/i")]
+        );
+    }
+    let config = Config::load(None).unwrap();
+    let godot = config.grants("godot", &places(), "cfg.toml");
+    assert!(godot.has("index") && godot.has("fs") && godot.has("process"));
+    assert_eq!(
+        godot.write_roots,
+        [PathBuf::from("/cache/plugins/godot/engine-docs")],
+        "the Godot plugin writes only its index and its engine's dumped reference"
+    );
+    assert!(godot.programs.contains(&"godot3-server".to_string()));
+}
+
+#[test]
+fn unknown_keys_and_capabilities_are_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("c.toml");
+    std::fs::write(&file, "[plugins.x]\ncapabilites=[\"process\"]\n").unwrap();
+    let err = format!("{:#}", Config::load(Some(&file)).unwrap_err());
+    assert!(err.contains("capabilites"), "{err}");
+    std::fs::write(&file, "[plugins.x]\ncapabilities=[\"network\"]\n").unwrap();
+    let err = format!("{:#}", Config::load(Some(&file)).unwrap_err());
+    assert!(err.contains("unknown capability `network`"), "{err}");
+    std::fs::write(&file, "[plugins.x.limits]\nmemory_mb = 4096\n").unwrap();
+    let err = format!("{:#}", Config::load(Some(&file)).unwrap_err());
+    assert!(err.contains("limits.memory_mb = 4096"), "{err}");
+    std::fs::write(&file, "[plugins.x.limits]\ntimeout_ms = 0\n").unwrap();
+    let err = format!("{:#}", Config::load(Some(&file)).unwrap_err());
+    assert!(err.contains("limits.timeout_ms = 0"), "{err}");
+}
+
+#[test]
+fn grants_are_never_inherited_and_an_empty_list_means_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("c.toml");
+    std::fs::write(&file, "[defaults.fs]\nwrite = [\"/srv\"]\n").unwrap();
+    let err = format!("{:#}", Config::load(Some(&file)).unwrap_err());
+    assert!(
+        err.contains("[defaults] fs.write") && err.contains("per plugin"),
+        "{err}"
+    );
+    std::fs::write(&file, "[plugins.run_test.fs]\nwrite = []\n").unwrap();
+    let config = Config::load(Some(&file)).unwrap();
+    let g = config.grants("run_test", &places(), "c.toml");
+    assert!(g.write_roots.is_empty(), "{:?}", g.write_roots);
+    assert!(!g.read_roots.is_empty(), "fs.read keeps the shipped value");
+}
+
+#[test]
+fn engines_are_named_with_a_url_and_an_address() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("c.toml");
+    std::fs::write(
+        &file,
+        "[plugins.cofer.containers.engines]\nlab = \"tcp://10.0.0.5:8888\"\n\
+         tunnel = { url = \"unix:///run/lab.sock\", address = \"lab.example\" }\n",
+    )
+    .unwrap();
+    let g = Config::load(Some(&file))
+        .unwrap()
+        .grants("cofer", &places(), "c.toml");
+    let named: Vec<(&str, &str, &str)> = g
+        .engines
+        .iter()
+        .map(|e| (e.name.as_str(), e.url.as_str(), e.address.as_str()))
+        .collect();
+    assert_eq!(
+        named,
+        [
+            ("lab", "tcp://10.0.0.5:8888", "10.0.0.5"),
+            ("tunnel", "unix:///run/lab.sock", "lab.example")
+        ]
+    );
+    for (bad, says) in [
+        ("x = \"ssh://me@lab/run/podman/podman.sock\"", "forward"),
+        ("x = \"tcp://10.0.0.5\"", "no port"),
+        ("x = \"unix:///run/lab.sock\"", "address"),
+        ("local = \"tcp://10.0.0.5:1\"", "this machine's own"),
+    ] {
+        std::fs::write(
+            &file,
+            format!("[plugins.cofer.containers.engines]\n{bad}\n"),
+        )
+        .unwrap();
+        let err = format!("{:#}", Config::load(Some(&file)).unwrap_err());
+        assert!(err.contains(says), "{bad}: {err}");
+    }
+}
+
+#[test]
+fn check_warns_of_misspelt_tables_and_wide_grants() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("c.toml");
+    std::fs::write(
+        &file,
+        "[plugins.run-test]\ncapabilities = [\"process\"]\n\
+         [plugins.run_test]\nfs.write = [\"/\"]\nprocess.programs = [\"cargo\", \"/bin/sh\", \"python3.12\"]\n",
+    )
+    .unwrap();
+    let config = Config::load(Some(&file)).unwrap();
+    let warnings = config.warnings(&["run_test", "godot"], &places());
+    let has = |needle: &str| warnings.iter().any(|w| w.contains(needle));
+    assert!(has("[plugins.run-test] names no plugin"), "{warnings:?}");
+    assert!(
+        has("fs.write grants ") && has("the whole machine"),
+        "{warnings:?}"
+    );
+    assert!(has("`/bin/sh`") && has("`python3.12`"), "{warnings:?}");
+    assert!(!has("`cargo`"), "{warnings:?}");
+    assert_eq!(
+        warnings.len(),
+        4,
+        "shipped tables of absent plugins are no warning: {warnings:?}"
+    );
+}
+
+#[test]
+fn an_unset_variable_without_fallback_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("c.toml");
+    std::fs::write(
+        &file,
+        "[plugins.x]\nfs.write = [\"${env:MCP_HOST_TEST_NEVER_SET}/out\"]\n",
+    )
+    .unwrap();
+    let err = format!("{:#}", Config::load(Some(&file)).unwrap_err());
+    assert!(
+        err.contains("[plugins.x] fs.write") && err.contains("MCP_HOST_TEST_NEVER_SET"),
+        "{err}"
+    );
+    std::fs::write(
+        &file,
+        "[plugins.x]\nvars.A = \"${env:MCP_HOST_TEST_NEVER_SET|}\"\n",
+    )
+    .unwrap();
+    assert!(
+        Config::load(Some(&file)).is_ok(),
+        "an explicit empty fallback is fine"
+    );
+}
