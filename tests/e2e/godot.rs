@@ -591,7 +591,7 @@ async fn the_manual_is_searched_and_read() {
     );
 }
 
-/// What the question sets reached when last measured (README): a ranking
+/// What the question sets reached when last measured (docs/src/tools/godot.md): a ranking
 /// change may not lose any of it.
 const PLAIN_TOP1: usize = 25;
 const PLAIN_TOP3: usize = 31;

@@ -1,5 +1,7 @@
-//! Rules of the repository itself, checked so they cannot rot: the host's
-//! modules import one another without going in circles (issue 38).
+//! Rules of the repository itself, checked so they cannot rot (issue 38):
+//! the host's modules import one another without going in circles, and
+//! the README, CONTRIBUTING.md and the book link only to what exists and
+//! say of each shell block whether a test runs it.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -171,4 +173,186 @@ fn a_circle_is_found() {
         ("d".to_string(), BTreeSet::new()),
     ]);
     assert_eq!(circle(&graph).unwrap(), ["a", "b::c", "a"]);
+}
+
+/// The Markdown a reader meets: the README, CONTRIBUTING.md and every
+/// chapter of the book.
+fn markdown_files() -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(&path, out);
+            } else if path.extension().is_some_and(|e| e == "md") {
+                out.push(path);
+            }
+        }
+    }
+    let mut files = vec![repo().join("README.md"), repo().join("CONTRIBUTING.md")];
+    walk(&repo().join("docs/src"), &mut files);
+    files
+}
+
+/// The text outside fenced code blocks, and the blocks as (info string,
+/// body).
+fn split_fences(text: &str) -> (String, Vec<(String, String)>) {
+    let (mut prose, mut blocks) = (String::new(), Vec::new());
+    let mut open: Option<(String, String)> = None;
+    for line in text.lines() {
+        let trimmed = line.trim_start();
+        match (&mut open, trimmed.strip_prefix("```")) {
+            (None, Some(info)) => open = Some((info.trim().to_string(), String::new())),
+            (Some(_), Some(_)) => blocks.extend(open.take()),
+            (Some((_, body)), None) => {
+                body.push_str(trimmed);
+                body.push('\n');
+            }
+            (None, None) => {
+                prose.push_str(line);
+                prose.push('\n');
+            }
+        }
+    }
+    (prose, blocks)
+}
+
+/// A heading's anchor as GitHub and mdBook make it: lower case, spaces to
+/// `-`, other punctuation dropped.
+fn anchor(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter_map(|c| match c {
+            ' ' => Some('-'),
+            c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c),
+            _ => None,
+        })
+        .collect()
+}
+
+fn anchors_of(text: &str) -> BTreeSet<String> {
+    let (prose, _) = split_fences(text);
+    prose
+        .lines()
+        .filter_map(|l| l.strip_prefix('#'))
+        .map(|h| anchor(h.trim_start_matches('#')))
+        .collect()
+}
+
+/// `[text](target)` links of the prose (inline code left out).
+fn links(prose: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for line in prose.lines() {
+        let outside_code: String = line
+            .split('`')
+            .enumerate()
+            .filter(|(i, _)| i % 2 == 0)
+            .map(|(_, part)| part)
+            .collect::<Vec<_>>()
+            .join(" ");
+        let mut rest = outside_code.as_str();
+        while let Some(at) = rest.find("](") {
+            let after = &rest[at + 2..];
+            let end = after.find(')').unwrap_or(after.len());
+            found.push(after[..end].to_string());
+            rest = &after[end..];
+        }
+    }
+    found
+}
+
+/// Every link to a file of the repository or a heading leads somewhere;
+/// every chapter is in the book's table of contents; the README stays a
+/// front door.
+#[test]
+fn the_docs_link_only_to_what_exists() {
+    let mut broken = Vec::new();
+    for file in markdown_files() {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let (prose, _) = split_fences(&text);
+        for link in links(&prose) {
+            if link.contains("://") || link.starts_with("mailto:") {
+                continue;
+            }
+            let (path, fragment) = link.split_once('#').unwrap_or((&link, ""));
+            let target = if path.is_empty() {
+                file.clone()
+            } else {
+                file.parent().unwrap().join(path)
+            };
+            if !target.exists() {
+                broken.push(format!("{}: {link} (no such file)", file.display()));
+            } else if !fragment.is_empty()
+                && target.extension().is_some_and(|e| e == "md")
+                && !anchors_of(&std::fs::read_to_string(&target).unwrap()).contains(fragment)
+            {
+                broken.push(format!("{}: {link} (no such heading)", file.display()));
+            }
+        }
+    }
+    assert!(broken.is_empty(), "broken links: {broken:#?}");
+
+    let summary = std::fs::read_to_string(repo().join("docs/src/SUMMARY.md")).unwrap();
+    let listed: BTreeSet<String> = links(&summary).into_iter().collect();
+    let src = repo().join("docs/src");
+    for file in markdown_files().iter().filter(|f| f.starts_with(&src)) {
+        let relative = file.strip_prefix(&src).unwrap().to_string_lossy().replace('\\', "/");
+        assert!(
+            relative == "SUMMARY.md" || listed.contains(&relative),
+            "docs/src/{relative} is not in docs/src/SUMMARY.md: the book would leave it out"
+        );
+    }
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    assert!(
+        readme.lines().count() <= 200,
+        "the README has {} lines: it is the front door, the rest goes to the book",
+        readme.lines().count()
+    );
+}
+
+/// A shell block a reader may copy is run by CI or says it is not: its
+/// info string is `sh,not-run`, or `sh,run-by=FILE` where FILE holds each
+/// of its commands.
+#[test]
+fn every_shell_block_is_run_or_marked() {
+    let mut unmarked = Vec::new();
+    for file in markdown_files() {
+        let (_, blocks) = split_fences(&std::fs::read_to_string(&file).unwrap());
+        for (info, body) in blocks {
+            let mut words = info.split(',');
+            let language = words.next().unwrap_or_default();
+            if !matches!(language, "sh" | "bash" | "shell" | "console") {
+                continue;
+            }
+            let marks: Vec<&str> = words.collect();
+            if marks.contains(&"not-run") {
+                continue;
+            }
+            let runner = marks.iter().find_map(|m| m.strip_prefix("run-by="));
+            let ran = runner.is_some_and(|runner| {
+                let script = std::fs::read_to_string(repo().join(runner)).unwrap_or_default();
+                body.lines()
+                    .map(|l| l.split(" #").next().unwrap().trim())
+                    .filter(|l| !l.is_empty())
+                    .all(|command| script.lines().any(|s| s.trim() == command))
+            });
+            if !ran {
+                unmarked.push(format!("{}: ```{info}\n{body}", file.display()));
+            }
+        }
+    }
+    assert!(
+        unmarked.is_empty(),
+        "shell blocks neither run nor marked `not-run`: {unmarked:#?}"
+    );
+}
+
+#[test]
+fn anchors_and_links_are_read_as_github_reads_them() {
+    assert_eq!(anchor(" Over HTTP"), "over-http");
+    assert_eq!(anchor("`run_test` (plugins/run-test)"), "run_test-pluginsrun-test");
+    let (prose, blocks) = split_fences("see [a](b.md#c) and `[x](y)`\n```sh\n[z](w)\n```\n");
+    assert_eq!(links(&prose), ["b.md#c"]);
+    assert_eq!(blocks, [("sh".to_string(), "[z](w)\n".to_string())]);
 }

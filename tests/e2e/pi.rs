@@ -151,7 +151,7 @@ async fn relays_the_loop_and_returns_the_answer() {
     assert_eq!(out["turns"], 2);
     assert_eq!(out["tool_calls"][0]["toolCallId"], "call_mock_1");
     assert_eq!(out["tool_calls"][0]["toolName"], "bash");
-    // The arguments, as the README promises (they were always null).
+    // The arguments, as the book promises (docs/src/tools/pi.md) (they were always null).
     assert_eq!(
         out["tool_calls"][0]["args"]["command"], "echo hi-from-tool",
         "{out}"

@@ -272,7 +272,7 @@ impl Repo {
     /// `status`): whoever may write the repository's config, a plugin
     /// among them, would otherwise choose a program those run on the host.
     /// (The config is read just before; one written between the two reads
-    /// is the limit README's security model names.)
+    /// is the limit the book's security model names.)
     pub async fn run_unfiltered(
         &self,
         settings: &[String],

@@ -331,7 +331,7 @@ mod tests {
         );
         std::fs::rename(root.join("sub"), root.join("moved")).unwrap();
         std::os::unix::fs::symlink("/etc", root.join("sub")).unwrap();
-        // The repository's settings for machines where Podman's defaults fail (README).
+        // The repository's settings for machines where Podman's defaults fail (docs/src/tools/cofer.md).
         let conf = std::env::var("CONTAINERS_CONF")
             .unwrap_or(concat!(env!("CARGO_MANIFEST_DIR"), "/../config/containers.conf").into());
         let out = std::process::Command::new("podman")

@@ -834,7 +834,8 @@ struct RegionArgs {
 
 impl McpTool for HeaderParam {
     const NAME: &'static str = "test_header_param";
-    const DESCRIPTION: &'static str = "Echoes `region`, which clients send as the Mcp-Param-Region header too.";
+    const DESCRIPTION: &'static str =
+        "Echoes `region`, which clients send as the Mcp-Param-Region header too.";
     type Args = RegionArgs;
     fn call(args: RegionArgs) -> Result<ToolOutput, ToolError> {
         Ok(text_output(format!("region: {}", args.region)))
