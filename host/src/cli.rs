@@ -403,9 +403,8 @@ async fn serve(
         .collect();
     let programs = programs.join(" ");
     tracing::info!(programs, "{}", crate::platform::containment());
-    let service = Arc::new(Service::start(loader).await);
-    let memo = service.loader.places.cache_dir.join("watched");
-    service.background.enable(&service.catalog(), memo);
+    let memo = loader.places.cache_dir.join("watched");
+    let service = Service::start_listed(loader, memo).await;
     let _watcher = if watch {
         Some(crate::watch::watch(service.clone())?)
     } else {

@@ -257,7 +257,8 @@ async fn health(State(service): State<Arc<Service>>) -> Response {
     axum::Json(serde_json::json!({
         "status": "ok",
         "plugins": catalog.plugins.len(),
-        "tools": catalog.tools.len(),
+        "tools": catalog.served_tools().len(),
+        "loading": catalog.listed.len(),
         "problems": catalog.problems.len(),
     }))
     .into_response()

@@ -28,6 +28,7 @@ pub mod catalog;
 pub mod cli;
 pub mod client;
 pub mod client_config;
+pub mod declared;
 pub mod engine;
 /// Entry points for the fuzz targets in tests/fuzz (`--cfg fuzzing` only).
 #[cfg(fuzzing)]

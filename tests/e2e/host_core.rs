@@ -1202,3 +1202,105 @@ async fn every_optional_field_of_every_bundled_tool_takes_null() {
         }
     }
 }
+
+/// A custom section `name` holding `data`, as it goes at the end of a
+/// component (id 0, then the lengths as LEB128).
+fn custom_section(name: &str, data: &[u8]) -> Vec<u8> {
+    fn leb128(mut n: usize, out: &mut Vec<u8>) {
+        loop {
+            let byte = (n & 0x7f) as u8;
+            n >>= 7;
+            out.push(if n == 0 { byte } else { byte | 0x80 });
+            if n == 0 {
+                return;
+            }
+        }
+    }
+    let mut body = Vec::new();
+    leb128(name.len(), &mut body);
+    body.extend_from_slice(name.as_bytes());
+    body.extend_from_slice(data);
+    let mut section = vec![0];
+    leb128(body.len(), &mut section);
+    section.extend(body);
+    section
+}
+
+/// The tools are listed as the components declare them while the plugins
+/// compile (issue 41, item 2: a cold start answered tools/list only after
+/// compiling every plugin); once loaded, what the plugin itself answers is
+/// served, and clients are told when that differs. The hello plugin here
+/// declares one tool more than it has: listed first, gone once loaded.
+#[tokio::test]
+async fn tools_are_listed_before_the_plugins_compile_and_corrected_once_loaded() {
+    let env = Env::new(&[], "");
+    let mut bytes = std::fs::read(built_plugin("hello")).unwrap();
+    let declared = json!([
+        {"name": "hello", "description": "Greets.", "inputSchema": {"type": "object"}},
+        {"name": "hello_declared_only", "description": "Only declared.", "inputSchema": {"type": "object"}}
+    ]);
+    bytes.extend(custom_section(
+        "mcphost:plugin-tools",
+        declared.to_string().as_bytes(),
+    ));
+    std::fs::write(env.plugins.join("hello.wasm"), &bytes).unwrap();
+    let host = env.start().await;
+    // Logged before the load starts: what was served while compiling.
+    env.wait_for_log("tools listed before loading", 1).await;
+    let log = std::fs::read_to_string(env.stderr_log()).unwrap();
+    let listed = log
+        .lines()
+        .find(|l| l.contains("tools listed before loading"))
+        .unwrap();
+    assert!(
+        listed.contains("plugins=1") && listed.contains("tools=2"),
+        "{listed}"
+    );
+    env.wait_for_log("plugin loaded", 1).await;
+    let note = host
+        .wait_note(Duration::from_secs(60), |n| {
+            matches!(n, Note::ToolListChanged)
+        })
+        .await;
+    assert!(
+        note.is_some(),
+        "no tools/list_changed once the listed tools were corrected"
+    );
+    let names: Vec<String> = host
+        .tools()
+        .await
+        .iter()
+        .map(|t| t.name.to_string())
+        .collect();
+    assert_eq!(names, ["hello"]);
+    // Calls are served by the loaded plugin.
+    let reply = host.call("hello", json!({"name": "Ada"})).await;
+    assert!(!is_error(&reply), "{reply:?}");
+}
+
+/// Without declarations (a component not built with the SDK, or one
+/// whose section is not a list of tools) nothing is listed ahead: the
+/// host loads first, as before.
+#[tokio::test]
+async fn a_component_without_usable_declarations_is_loaded_before_listing() {
+    let env = Env::new(&[], "");
+    let mut bytes = std::fs::read(built_plugin("hello")).unwrap();
+    bytes.extend(custom_section("mcphost:plugin-tools", b"{not a list"));
+    std::fs::write(env.plugins.join("hello.wasm"), &bytes).unwrap();
+    let host = env.start().await;
+    let names: Vec<String> = host
+        .tools()
+        .await
+        .iter()
+        .map(|t| t.name.to_string())
+        .collect();
+    assert!(
+        names.is_empty(),
+        "the plugin is refused for its bad section: {names:?}"
+    );
+    assert_eq!(env.logged("tools listed before loading"), 0);
+    assert!(
+        env.logged("mcphost:plugin-tools") >= 1,
+        "the refusal names the section"
+    );
+}

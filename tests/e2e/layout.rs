@@ -297,7 +297,11 @@ fn the_docs_link_only_to_what_exists() {
     let listed: BTreeSet<String> = links(&summary).into_iter().collect();
     let src = repo().join("docs/src");
     for file in markdown_files().iter().filter(|f| f.starts_with(&src)) {
-        let relative = file.strip_prefix(&src).unwrap().to_string_lossy().replace('\\', "/");
+        let relative = file
+            .strip_prefix(&src)
+            .unwrap()
+            .to_string_lossy()
+            .replace('\\', "/");
         assert!(
             relative == "SUMMARY.md" || listed.contains(&relative),
             "docs/src/{relative} is not in docs/src/SUMMARY.md: the book would leave it out"
@@ -351,7 +355,10 @@ fn every_shell_block_is_run_or_marked() {
 #[test]
 fn anchors_and_links_are_read_as_github_reads_them() {
     assert_eq!(anchor(" Over HTTP"), "over-http");
-    assert_eq!(anchor("`run_test` (plugins/run-test)"), "run_test-pluginsrun-test");
+    assert_eq!(
+        anchor("`run_test` (plugins/run-test)"),
+        "run_test-pluginsrun-test"
+    );
     let (prose, blocks) = split_fences("see [a](b.md#c) and `[x](y)`\n```sh\n[z](w)\n```\n");
     assert_eq!(links(&prose), ["b.md#c"]);
     assert_eq!(blocks, [("sh".to_string(), "[z](w)\n".to_string())]);

@@ -133,7 +133,8 @@ impl ServerHandler for McpFront {
     ) -> Result<(), McpError> {
         if self
             .service
-            .catalog()
+            .loaded()
+            .await
             .resource_plugin(&request.uri)
             .is_none()
         {
@@ -238,9 +239,9 @@ impl ServerHandler for McpFront {
     ) -> Result<ListToolsResult, McpError> {
         let catalog = self.service.catalog();
         let tools = catalog
-            .tools
-            .iter()
-            .map(|(name, (plugin, i))| served_tool(name, &plugin.tools[*i]))
+            .served_tools()
+            .into_iter()
+            .map(|(name, def)| served_tool(name, def))
             .collect();
         Ok(ListToolsResult::with_all_items(tools).with_ttl_ms(LIST_TTL_MS))
     }
@@ -248,9 +249,7 @@ impl ServerHandler for McpFront {
     /// The tool as listed: rmcp checks a call's `Mcp-Param-*` headers
     /// against the `x-mcp-header` properties of its input schema (SEP-2243).
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        let catalog = self.service.catalog();
-        let (plugin, i) = catalog.tools.get(name)?;
-        Some(served_tool(name, &plugin.tools[*i]))
+        Some(served_tool(name, self.service.catalog().tool_def(name)?))
     }
 
     async fn list_resource_templates(
@@ -258,7 +257,7 @@ impl ServerHandler for McpFront {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, McpError> {
-        let catalog = self.service.catalog();
+        let catalog = self.service.loaded().await;
         let templates = catalog
             .plugins
             .iter()
@@ -277,7 +276,7 @@ impl ServerHandler for McpFront {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, McpError> {
-        let catalog = self.service.catalog();
+        let catalog = self.service.loaded().await;
         let prompts = catalog
             .plugins
             .iter()
@@ -358,7 +357,8 @@ impl ServerHandler for McpFront {
         })?;
         let own_scheme = self
             .service
-            .catalog()
+            .loaded()
+            .await
             .prompts
             .get(&request.name)
             .and_then(|p| p.scheme.clone());

@@ -157,10 +157,8 @@ impl McpFront {
         let mut text = String::from(
             "Tools are served by sandboxed WebAssembly plugins; each tool's description says what it does.",
         );
-        for plugin in &self.service.catalog().plugins {
-            if let Some(theirs) = &plugin.instructions {
-                text.push_str(&format!("\n\n## {}\n\n{theirs}", plugin.name));
-            }
+        for (plugin, theirs) in self.service.catalog().instructions() {
+            text.push_str(&format!("\n\n## {plugin}\n\n{theirs}"));
         }
         text
     }

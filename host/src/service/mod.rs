@@ -3,6 +3,7 @@
 //! the plugin, turn whatever happened into a reply, and log one record per
 //! call.
 
+use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
@@ -26,6 +27,9 @@ use reply::{busy_reply, finish, reply_code, reply_from};
 pub struct Service {
     pub loader: Loader,
     catalog: RwLock<Arc<Catalog>>,
+    /// Whether `catalog` is loaded, not only listed (see
+    /// [`Service::start_listed`]).
+    loaded: tokio::sync::watch::Sender<bool>,
     pub background: Background,
     /// Cancelled when the host shuts down: every call in flight ends as on
     /// an MCP cancellation (its processes killed).
@@ -35,11 +39,50 @@ pub struct Service {
 }
 
 impl Service {
+    /// A service with every plugin loaded.
     pub async fn start(loader: Loader) -> Service {
         let catalog = loader.load_all(&Catalog::default()).await;
+        Service::new(loader, catalog, true)
+    }
+
+    /// A service that lists the tools the plugins declare at once and loads
+    /// the plugins behind (compiling them is what takes time at a cold
+    /// start); until they are loaded, everything but the tool list and the
+    /// instructions waits for them. When the loaded tools differ from the
+    /// listed ones (a plugin fills in its declarations when it runs, or
+    /// failed to load), clients are told the list changed. Background work
+    /// starts once loaded, remembering in `memo` what it watches.
+    pub async fn start_listed(loader: Loader, memo: PathBuf) -> Arc<Service> {
+        let Some(listing) = loader.listing() else {
+            let service = Arc::new(Service::start(loader).await);
+            service.background.enable(&service.catalog(), memo);
+            return service;
+        };
+        tracing::info!(
+            plugins = listing.listed.len(),
+            tools = listing.served_tools().len(),
+            "tools listed before loading (as the components declare them)"
+        );
+        let service = Arc::new(Service::new(loader, listing, false));
+        let loading = service.clone();
+        tokio::spawn(async move {
+            let listed = loading.catalog();
+            let loaded = Arc::new(loading.loader.load_all(&Catalog::default()).await);
+            *loading.catalog.write().expect("catalog lock") = loaded.clone();
+            loading.loaded.send_replace(true);
+            loading.background.enable(&loaded, memo);
+            if listed.as_listed() != loaded.as_listed() {
+                let _ = loading.loader.changes.send(Change::Tools);
+            }
+        });
+        service
+    }
+
+    fn new(loader: Loader, catalog: Catalog, loaded: bool) -> Service {
         Service {
             loader,
             catalog: RwLock::new(Arc::new(catalog)),
+            loaded: tokio::sync::watch::Sender::new(loaded),
             background: Background::default(),
             shutdown: CancellationToken::new(),
             in_flight: TaskTracker::new(),
@@ -64,8 +107,8 @@ impl Service {
     pub fn log_serving(&self, at: &str) {
         let catalog = self.catalog();
         tracing::info!(
-            plugins = catalog.plugins.len(), tools = catalog.tools.len(), problems = catalog.problems.len(),
-            dir = %self.loader.plugins_dir.display(), "serving MCP {at}"
+            plugins = catalog.plugins.len(), tools = catalog.served_tools().len(), problems = catalog.problems.len(),
+            loading = catalog.listed.len(), dir = %self.loader.plugins_dir.display(), "serving MCP {at}"
         );
     }
 
@@ -93,13 +136,20 @@ impl Service {
         }
     }
 
+    /// What is served now: while the plugins load, only their listed tools.
     pub fn catalog(&self) -> Arc<Catalog> {
         self.catalog.read().expect("catalog lock").clone()
     }
 
+    /// What is served once the plugins are loaded.
+    pub async fn loaded(&self) -> Arc<Catalog> {
+        let _ = self.loaded.subscribe().wait_for(|loaded| *loaded).await;
+        self.catalog()
+    }
+
     /// Reload the plugins folder; true when the served tools changed.
     pub async fn reload(&self) -> bool {
-        let old = self.catalog();
+        let old = self.loaded().await;
         let new = Arc::new(self.loader.load_all(&old).await);
         let changed = old.fingerprint() != new.fingerprint();
         *self.catalog.write().expect("catalog lock") = new.clone();
@@ -124,8 +174,9 @@ impl Service {
         let Some(client) = client.map(str::to_lowercase) else {
             return;
         };
+        // Also while the plugins load: the call is taken then, and waits.
         let catalog = self.catalog();
-        let Some((plugin, tool)) = catalog.tool(exposed) else {
+        let Some(tool) = catalog.tool_def(exposed) else {
             return;
         };
         let declared = |key: &str| {
@@ -141,7 +192,7 @@ impl Service {
                     let mut said = SAID.lock().expect("said lock");
                     if !said.contains(key) {
                         said.push(key);
-                        tracing::info!(plugin = %plugin.name, client = %client, argument = %key,
+                        tracing::info!(tool = %exposed, client = %client, argument = %key,
                             "dropped an argument this client adds to every tool call (said once)");
                     }
                 }
@@ -156,7 +207,7 @@ impl Service {
         client: Arc<dyn ClientLink>,
         cancel: CancellationToken,
     ) -> Option<Reply> {
-        let catalog = self.catalog();
+        let catalog = self.loaded().await;
         let (plugin, tool) = catalog.tool(exposed)?;
         let _in_flight = self.in_flight.token();
         let started = Instant::now();
@@ -320,7 +371,7 @@ impl Service {
         uri: &str,
         client: Arc<dyn ClientLink>,
     ) -> Result<ListedContents, AskFailure> {
-        let catalog = self.catalog();
+        let catalog = self.loaded().await;
         let Some(plugin) = catalog.resource_plugin(uri) else {
             let schemes: Vec<&str> = catalog.schemes.keys().map(String::as_str).collect();
             return Err(AskFailure {
@@ -341,7 +392,7 @@ impl Service {
     /// plugin that fails is left out (and logged), not the whole list; a
     /// resource outside the plugin's scheme too.
     pub async fn list_resources(&self, client: Arc<dyn ClientLink>) -> Vec<Resource> {
-        let catalog = self.catalog();
+        let catalog = self.loaded().await;
         let mut all = Vec::new();
         for plugin in &catalog.plugins {
             if plugin.prepared.exports.resource_list.is_none() {
@@ -380,7 +431,7 @@ impl Service {
         context: Vec<(String, String)>,
         client: Arc<dyn ClientLink>,
     ) -> Result<Vec<String>, AskFailure> {
-        let catalog = self.catalog();
+        let catalog = self.loaded().await;
         let plugin = match &reference {
             Reference::Prompt(name) => catalog.prompts.get(name),
             Reference::ResourceTemplate(template) => catalog
@@ -430,7 +481,7 @@ impl Service {
         arguments: Vec<(String, String)>,
         client: Arc<dyn ClientLink>,
     ) -> Result<Filled, AskFailure> {
-        let catalog = self.catalog();
+        let catalog = self.loaded().await;
         let found = catalog
             .prompts
             .get(name)

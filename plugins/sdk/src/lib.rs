@@ -138,7 +138,9 @@ pub use tool::{Hints, Icon, McpTool, schema_for, structured_output, text_output}
 /// in the custom section `mcphost:plugin-name`: the host keys its policy by
 /// that name, whatever the file is called. Instructions go in
 /// `mcphost:plugin-instructions`; the host serves them in the MCP
-/// `instructions` under the plugin's name (at most 8 KiB).
+/// `instructions` under the plugin's name (at most 8 KiB). The tools as
+/// built (`tools.json`) go in `mcphost:plugin-tools`: the host lists them
+/// while it compiles the component.
 ///
 /// On a native build (the plugin's unit tests) nothing is exported, since
 /// component symbol names are not valid native ones.
@@ -211,6 +213,13 @@ macro_rules! __export_keys {
             #[used]
             #[unsafe(link_section = "mcphost:plugin-name")]
             static __MCPHOST_NAME: [u8; env!("CARGO_CRATE_NAME").len()] = $crate::text_bytes(env!("CARGO_CRATE_NAME"));
+
+            // The tools as built, which the host lists before compiling
+            // the component (it serves what `list` answers once it runs).
+            const __MCPHOST_TOOLS_JSON: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/tools.json"));
+            #[used]
+            #[unsafe(link_section = "mcphost:plugin-tools")]
+            static __MCPHOST_TOOLS: [u8; __MCPHOST_TOOLS_JSON.len()] = $crate::text_bytes(__MCPHOST_TOOLS_JSON);
 
             $(
                 const __MCPHOST_TEXT: &str = $text;

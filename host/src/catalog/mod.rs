@@ -10,7 +10,9 @@
 //! for its tools and compiles their schemas. A plugin that fails any step
 //! is reported with its name and the reason and left out; so is one that
 //! offers a tool name another plugin already serves. Reloading keeps
-//! plugins whose bytes did not change.
+//! plugins whose bytes did not change. At a start, the tools the
+//! components declare ([`crate::declared`]) are listed before any is
+//! compiled ([`Loader::listing`]).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -18,7 +20,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
-use serde_json::{Map, Value};
 use tokio::sync::broadcast;
 use wasmtime::Engine;
 use wasmtime::component::{Component, Linker};
@@ -27,11 +28,14 @@ use crate::admission::Gate;
 use crate::bindings::{Exports, ResourceTemplate};
 use crate::caps::notify::{Announcer, Change, uri_scheme};
 use crate::client::StderrLink;
+use crate::declared::declared;
+
+mod tools;
 use crate::engine::{ComponentCache, Origin};
 use crate::policy::{Config, Grants, Places};
 use crate::runtime::{self, Prepared};
-use crate::schema::ArgsSchema;
 use crate::store::{CallContext, CallState};
+pub use tools::{ToolDef, tool_defs};
 
 /// A plugin ready to serve calls.
 pub struct Plugin {
@@ -76,26 +80,6 @@ enum Compiled {
     New(Component, Origin, String),
 }
 
-/// One tool as declared by its plugin, with its compiled input schema.
-pub struct ToolDef {
-    /// The name the plugin uses.
-    pub name: String,
-    /// The name clients see (dots become `_` with `--underscore-names`).
-    pub exposed: String,
-    pub description: String,
-    pub input_schema: Map<String, Value>,
-    pub output_schema: Option<Map<String, Value>>,
-    /// Structured results must match the output schema: TypeScript
-    /// clients reject a call whose `structuredContent` does not, even an
-    /// error.
-    pub output_validator: Option<jsonschema::Validator>,
-    pub validator: ArgsSchema,
-    /// What the tool does to the world (read-only, destructive, ...).
-    pub annotations: Option<rmcp::model::ToolAnnotations>,
-    /// Pictures clients may show beside it (`x-icons`).
-    pub icons: Option<Vec<rmcp::model::Icon>>,
-}
-
 /// A plugin that could not be loaded, and why.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Problem {
@@ -115,6 +99,17 @@ pub struct Catalog {
     /// Which plugin offers each prompt, by name.
     pub prompts: BTreeMap<String, Arc<Plugin>>,
     pub problems: Vec<Problem>,
+    /// Tools listed before their plugins are loaded, from what each
+    /// component declares ([`Loader::listing`]); empty once loaded.
+    pub listed: Vec<Listed>,
+}
+
+/// A plugin's tools as its component declares them, listed while it is
+/// being compiled.
+pub struct Listed {
+    pub plugin: String,
+    pub tools: Vec<ToolDef>,
+    pub instructions: Option<String>,
 }
 
 impl Catalog {
@@ -126,6 +121,62 @@ impl Catalog {
             path,
             reason,
         });
+    }
+
+    /// Every tool served, by exposed name: the loaded plugins' or, while
+    /// they load, the listed ones.
+    pub fn served_tools(&self) -> Vec<(&str, &ToolDef)> {
+        let loaded = self
+            .tools
+            .iter()
+            .map(|(name, (p, i))| (name.as_str(), &p.tools[*i]));
+        let listed = self
+            .listed
+            .iter()
+            .flat_map(|l| &l.tools)
+            .map(|t| (t.exposed.as_str(), t));
+        let mut all: Vec<(&str, &ToolDef)> = loaded.chain(listed).collect();
+        all.sort_by_key(|(name, _)| *name);
+        all
+    }
+
+    /// The definition of the tool served as `exposed`, loaded or listed.
+    pub fn tool_def(&self, exposed: &str) -> Option<&ToolDef> {
+        self.served_tools()
+            .into_iter()
+            .find(|(name, _)| *name == exposed)
+            .map(|(_, def)| def)
+    }
+
+    /// Each plugin's instructions for agents, by plugin name.
+    pub fn instructions(&self) -> Vec<(&str, &str)> {
+        let loaded = self
+            .plugins
+            .iter()
+            .filter_map(|p| Some((p.name.as_str(), p.instructions.as_deref()?)));
+        let listed = self
+            .listed
+            .iter()
+            .filter_map(|l| Some((l.plugin.as_str(), l.instructions.as_deref()?)));
+        loaded.chain(listed).collect()
+    }
+
+    /// What clients see of the tools, to tell whether a load changed it.
+    pub fn as_listed(&self) -> Vec<String> {
+        self.served_tools()
+            .into_iter()
+            .map(|(name, def)| {
+                serde_json::json!([
+                    name,
+                    def.description,
+                    def.input_schema,
+                    def.output_schema,
+                    def.annotations,
+                    def.icons
+                ])
+                .to_string()
+            })
+            .collect()
     }
 
     pub fn tool(&self, exposed: &str) -> Option<(&Arc<Plugin>, &ToolDef)> {
@@ -190,6 +241,33 @@ impl Loader {
 
     pub fn grants(&self, plugin: &str) -> Grants {
         self.config.grants(plugin, &self.places, &self.config_hint)
+    }
+
+    /// The tools of the plugins folder as the components declare them
+    /// (their `mcphost:plugin-tools` sections), read without compiling
+    /// anything: a client can list them while the plugins compile. None
+    /// when a plugin declares none (only running it tells), or the
+    /// declarations clash: then only a load can say what is served.
+    pub fn listing(&self) -> Option<Catalog> {
+        let files = wasm_files(&self.plugins_dir).ok()?;
+        let mut catalog = Catalog::default();
+        let mut exposed = std::collections::HashSet::new();
+        for (stem, path) in files {
+            let declared = declared(&std::fs::read(&path).ok()?).ok()?;
+            let plugin = declared.name.unwrap_or(stem);
+            let tools = tool_defs(declared.tools?, self.underscore_names).ok()?;
+            let clash = catalog.listed.iter().any(|l| l.plugin == plugin)
+                || tools.iter().any(|t| !exposed.insert(t.exposed.clone()));
+            if clash {
+                return None;
+            }
+            catalog.listed.push(Listed {
+                plugin,
+                tools,
+                instructions: declared.instructions,
+            });
+        }
+        (!catalog.listed.is_empty()).then_some(catalog)
     }
 
     /// Load the plugins folder, reusing plugins of `previous` whose bytes
@@ -359,80 +437,7 @@ impl Loader {
             .map(|t| t.uri_template.as_str())
             .chain(offer.resources.iter().map(|r| r.uri.as_str()));
         let scheme = resource_scheme(uris)?;
-        let mut tools = Vec::with_capacity(offer.tools.len());
-        for tool in offer.tools {
-            let mut input_schema = schema_object(&tool.input_schema)
-                .with_context(|| format!("tool `{}`: input schema", tool.name))?;
-            // Annotations ride in the input schema until the WIT has a field.
-            let annotations = match input_schema.remove("x-annotations") {
-                Some(value) => Some(serde_json::from_value(value).with_context(|| {
-                    format!(
-                        "tool `{}`: x-annotations are not MCP tool annotations",
-                        tool.name
-                    )
-                })?),
-                None => None,
-            };
-            let icons = match input_schema.remove("x-icons") {
-                Some(value) => Some(
-                    tool_icons(value).with_context(|| format!("tool `{}`: x-icons", tool.name))?,
-                ),
-                None => None,
-            };
-            let output_schema = match &tool.output_schema {
-                Some(s) => Some(
-                    schema_object(s)
-                        .with_context(|| format!("tool `{}`: output schema", tool.name))?,
-                ),
-                None => None,
-            };
-            let output_validator = match &output_schema {
-                Some(schema) => Some(
-                    jsonschema::validator_for(&Value::Object(schema.clone())).map_err(|e| {
-                        anyhow!(
-                            "tool `{}`: output schema is not a valid JSON Schema: {e}",
-                            tool.name
-                        )
-                    })?,
-                ),
-                None => None,
-            };
-            crate::schema::for_clients(&mut input_schema);
-            let validator =
-                ArgsSchema::compile(&Value::Object(input_schema.clone())).map_err(|e| {
-                    anyhow!(
-                        "tool `{}`: input schema is not a valid JSON Schema: {e}",
-                        tool.name
-                    )
-                })?;
-            let exposed = if self.underscore_names {
-                tool.name.replace('.', "_")
-            } else {
-                tool.name.clone()
-            };
-            tools.push(ToolDef {
-                name: tool.name,
-                exposed,
-                description: tool.description,
-                input_schema,
-                output_schema,
-                output_validator,
-                validator,
-                annotations,
-                icons,
-            });
-        }
-        // Descriptions name tools too ("then call godot.get_class"): as served.
-        let renames: Vec<(String, String)> = tools
-            .iter()
-            .filter(|t| t.name != t.exposed)
-            .map(|t| (t.name.clone(), t.exposed.clone()))
-            .collect();
-        for tool in &mut tools {
-            for (from, to) in &renames {
-                tool.description = tool.description.replace(from, to);
-            }
-        }
+        let tools = tool_defs(offer.tools, self.underscore_names)?;
         tracing::debug!(plugin = %name, ?origin, elapsed_us = started.elapsed().as_micros() as u64, "plugin prepared");
         Ok(Plugin {
             name: name.to_string(),
@@ -473,84 +478,6 @@ fn resource_scheme<'a>(uris: impl Iterator<Item = &'a str>) -> Result<Option<Str
     Ok(scheme)
 }
 
-/// A tool's icons, each an `https:` URL or a `data:image/` URI: a client
-/// fetches or renders them, so nothing that reaches into the machine
-/// (`file:`) or runs (`javascript:`).
-fn tool_icons(value: Value) -> Result<Vec<rmcp::model::Icon>> {
-    let icons: Vec<rmcp::model::Icon> = serde_json::from_value(value)
-        .context("not a list of MCP icons ({src, mimeType, sizes})")?;
-    for icon in &icons {
-        crate::caps::content::icon_src(&icon.src).map_err(|e| anyhow!(e))?;
-    }
-    Ok(icons)
-}
-
-fn schema_object(text: &str) -> Result<Map<String, Value>> {
-    match serde_json::from_str(text).context("not JSON")? {
-        Value::Object(map) => Ok(map),
-        _ => Err(anyhow!("a tool schema must be a JSON object")),
-    }
-}
-
-/// What a component says of itself, in custom sections (in the component
-/// or a module inside it) that the SDK's `export!` writes.
-#[derive(Default)]
-pub struct Declared {
-    /// `mcphost:plugin-name`: its name, which keys its policy.
-    pub name: Option<String>,
-    /// `mcphost:plugin-instructions`: how an agent should use its tools,
-    /// served in the MCP `instructions`.
-    pub instructions: Option<String>,
-}
-
-const NAME_SECTION: &str = "mcphost:plugin-name";
-const INSTRUCTIONS_SECTION: &str = "mcphost:plugin-instructions";
-/// More would crowd every client's context.
-const MAX_INSTRUCTIONS_BYTES: usize = 8 * 1024;
-
-pub fn declared(bytes: &[u8]) -> Result<Declared> {
-    let mut declared = Declared::default();
-    for payload in wasmparser::Parser::new(0).parse_all(bytes) {
-        let wasmparser::Payload::CustomSection(section) =
-            payload.context("not a WebAssembly component")?
-        else {
-            continue;
-        };
-        let text = std::str::from_utf8(section.data()).ok();
-        match section.name() {
-            NAME_SECTION => {
-                let name = text.filter(|n| valid_name(n)).ok_or_else(|| {
-                    anyhow!(
-                        "the component declares an unusable plugin name in `{NAME_SECTION}` ({:?}): \
-                         use 1-64 of a-z, 0-9, `_` and `-`",
-                        String::from_utf8_lossy(section.data())
-                    )
-                })?;
-                declared.name = Some(name.to_string());
-            }
-            INSTRUCTIONS_SECTION => {
-                let text = text
-                    .filter(|t| t.len() <= MAX_INSTRUCTIONS_BYTES)
-                    .ok_or_else(|| {
-                        anyhow!(
-                            "the instructions in `{INSTRUCTIONS_SECTION}` are not UTF-8 text of at most {MAX_INSTRUCTIONS_BYTES} bytes"
-                        )
-                    })?;
-                declared.instructions = Some(text.trim().to_string()).filter(|t| !t.is_empty());
-            }
-            _ => {}
-        }
-    }
-    Ok(declared)
-}
-
-fn valid_name(name: &str) -> bool {
-    (1..=64).contains(&name.len())
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
-}
-
 /// `(file stem, path)` of every `*.wasm` file, sorted by name.
 pub fn wasm_files(dir: &Path) -> Result<Vec<(String, PathBuf)>> {
     let mut files = Vec::new();
@@ -575,26 +502,4 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::tool_icons;
-    use serde_json::json;
-
-    #[test]
-    fn icons_are_web_or_inline_images_only() {
-        let icon = |src: &str| json!([{"src": src, "mimeType": "image/png"}]);
-        assert!(tool_icons(icon("https://example.org/a.png")).is_ok());
-        assert!(tool_icons(icon("data:image/png;base64,AAAA")).is_ok());
-        for bad in [
-            "file:///etc/passwd",
-            "javascript:alert(1)",
-            "http://example.org/a.png",
-            "data:text/html,<b>",
-        ] {
-            assert!(tool_icons(icon(bad)).is_err(), "{bad}");
-        }
-        assert!(tool_icons(json!({"src": "https://x"})).is_err(), "a list");
-    }
 }

@@ -1,0 +1,150 @@
+//! A plugin's tools as served: each declaration's schemas checked and
+//! compiled, annotations and icons taken out of the input schema (where
+//! the WIT carries them), names exposed as the host is told.
+
+use anyhow::{Context, Result, anyhow};
+use serde_json::{Map, Value};
+
+use crate::schema::ArgsSchema;
+
+/// One tool as declared by its plugin, with its compiled input schema.
+pub struct ToolDef {
+    /// The name the plugin uses.
+    pub name: String,
+    /// The name clients see (dots become `_` with `--underscore-names`).
+    pub exposed: String,
+    pub description: String,
+    pub input_schema: Map<String, Value>,
+    pub output_schema: Option<Map<String, Value>>,
+    /// Structured results must match the output schema: TypeScript
+    /// clients reject a call whose `structuredContent` does not, even an
+    /// error.
+    pub output_validator: Option<jsonschema::Validator>,
+    pub validator: ArgsSchema,
+    /// What the tool does to the world (read-only, destructive, ...).
+    pub annotations: Option<rmcp::model::ToolAnnotations>,
+    /// Pictures clients may show beside it (`x-icons`).
+    pub icons: Option<Vec<rmcp::model::Icon>>,
+}
+
+/// The tools a plugin declares, as served: schemas checked and compiled,
+/// annotations and icons taken out of the input schema, names exposed.
+pub fn tool_defs(
+    tools: Vec<crate::bindings::Tool>,
+    underscore_names: bool,
+) -> Result<Vec<ToolDef>> {
+    let mut defs = Vec::with_capacity(tools.len());
+    for tool in tools {
+        let mut input_schema = schema_object(&tool.input_schema)
+            .with_context(|| format!("tool `{}`: input schema", tool.name))?;
+        // Annotations ride in the input schema until the WIT has a field.
+        let annotations = match input_schema.remove("x-annotations") {
+            Some(value) => Some(serde_json::from_value(value).with_context(|| {
+                format!(
+                    "tool `{}`: x-annotations are not MCP tool annotations",
+                    tool.name
+                )
+            })?),
+            None => None,
+        };
+        let icons = match input_schema.remove("x-icons") {
+            Some(value) => {
+                Some(tool_icons(value).with_context(|| format!("tool `{}`: x-icons", tool.name))?)
+            }
+            None => None,
+        };
+        let output_schema = match &tool.output_schema {
+            Some(s) => Some(
+                schema_object(s).with_context(|| format!("tool `{}`: output schema", tool.name))?,
+            ),
+            None => None,
+        };
+        let output_validator = match &output_schema {
+            Some(schema) => Some(
+                jsonschema::validator_for(&Value::Object(schema.clone())).map_err(|e| {
+                    anyhow!(
+                        "tool `{}`: output schema is not a valid JSON Schema: {e}",
+                        tool.name
+                    )
+                })?,
+            ),
+            None => None,
+        };
+        crate::schema::for_clients(&mut input_schema);
+        let validator = ArgsSchema::compile(&Value::Object(input_schema.clone())).map_err(|e| {
+            anyhow!(
+                "tool `{}`: input schema is not a valid JSON Schema: {e}",
+                tool.name
+            )
+        })?;
+        let exposed = if underscore_names {
+            tool.name.replace('.', "_")
+        } else {
+            tool.name.clone()
+        };
+        defs.push(ToolDef {
+            name: tool.name,
+            exposed,
+            description: tool.description,
+            input_schema,
+            output_schema,
+            output_validator,
+            validator,
+            annotations,
+            icons,
+        });
+    }
+    // Descriptions name tools too ("then call godot.get_class"): as served.
+    let renames: Vec<(String, String)> = defs
+        .iter()
+        .filter(|t| t.name != t.exposed)
+        .map(|t| (t.name.clone(), t.exposed.clone()))
+        .collect();
+    for tool in &mut defs {
+        for (from, to) in &renames {
+            tool.description = tool.description.replace(from, to);
+        }
+    }
+    Ok(defs)
+}
+
+/// A tool's icons, each an `https:` URL or a `data:image/` URI: a client
+/// fetches or renders them, so nothing that reaches into the machine
+/// (`file:`) or runs (`javascript:`).
+fn tool_icons(value: Value) -> Result<Vec<rmcp::model::Icon>> {
+    let icons: Vec<rmcp::model::Icon> = serde_json::from_value(value)
+        .context("not a list of MCP icons ({src, mimeType, sizes})")?;
+    for icon in &icons {
+        crate::caps::content::icon_src(&icon.src).map_err(|e| anyhow!(e))?;
+    }
+    Ok(icons)
+}
+
+fn schema_object(text: &str) -> Result<Map<String, Value>> {
+    match serde_json::from_str(text).context("not JSON")? {
+        Value::Object(map) => Ok(map),
+        _ => Err(anyhow!("a tool schema must be a JSON object")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tool_icons;
+    use serde_json::json;
+
+    #[test]
+    fn icons_are_web_or_inline_images_only() {
+        let icon = |src: &str| json!([{"src": src, "mimeType": "image/png"}]);
+        assert!(tool_icons(icon("https://example.org/a.png")).is_ok());
+        assert!(tool_icons(icon("data:image/png;base64,AAAA")).is_ok());
+        for bad in [
+            "file:///etc/passwd",
+            "javascript:alert(1)",
+            "http://example.org/a.png",
+            "data:text/html,<b>",
+        ] {
+            assert!(tool_icons(icon(bad)).is_err(), "{bad}");
+        }
+        assert!(tool_icons(json!({"src": "https://x"})).is_err(), "a list");
+    }
+}
