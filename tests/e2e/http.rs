@@ -182,7 +182,7 @@ async fn with_a_token_file_every_request_needs_the_token() {
         .unwrap();
     assert_eq!(
         health,
-        json!({"status": "ok", "plugins": 1, "tools": 1, "problems": 0})
+        json!({"status": "ok", "plugins": 1, "tools": 1, "problems": 0, "loading": 0})
     );
 }
 
