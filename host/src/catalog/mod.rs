@@ -73,8 +73,16 @@ impl Plugin {
     }
 }
 
+/// A plugin file of the folder, read.
+pub struct Found {
+    pub name: String,
+    pub path: PathBuf,
+    bytes: Result<Vec<u8>>,
+    instructions: Option<String>,
+}
+
 /// A plugin file after the compile step of a (re)load.
-enum Compiled {
+pub enum Compiled {
     /// Byte for byte the plugin already loaded.
     Same(Arc<Plugin>),
     New(Component, Origin, String),
@@ -90,7 +98,7 @@ pub struct Problem {
 
 /// What is being served: the loaded plugins, their tools by exposed name,
 /// and the plugins that were left out.
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub struct Catalog {
     pub plugins: Vec<Arc<Plugin>>,
     pub tools: BTreeMap<String, (Arc<Plugin>, usize)>,
@@ -101,7 +109,7 @@ pub struct Catalog {
     pub problems: Vec<Problem>,
     /// Tools listed before their plugins are loaded, from what each
     /// component declares ([`Loader::listing`]); empty once loaded.
-    pub listed: Vec<Listed>,
+    pub listed: Vec<Arc<Listed>>,
 }
 
 /// A plugin's tools as its component declares them, listed while it is
@@ -261,11 +269,11 @@ impl Loader {
             if clash {
                 return None;
             }
-            catalog.listed.push(Listed {
+            catalog.listed.push(Arc::new(Listed {
                 plugin,
                 tools,
                 instructions: declared.instructions,
-            });
+            }));
         }
         (!catalog.listed.is_empty()).then_some(catalog)
     }
@@ -274,18 +282,38 @@ impl Loader {
     /// are unchanged.
     pub async fn load_all(&self, previous: &Catalog) -> Catalog {
         let mut catalog = Catalog::default();
+        let found = self.read_folder(&mut catalog);
+        // Unchanged plugins are kept; the others are compiled side by side
+        // (a cold start compiles them all: 2.1 s one after another on 2
+        // cores), then asked for their tools in folder order.
+        let compiled: Vec<Result<Compiled>> = std::thread::scope(|scope| {
+            let jobs: Vec<_> = found
+                .iter()
+                .map(|f| scope.spawn(|| self.compile(previous, f)))
+                .collect();
+            jobs.into_iter()
+                .map(|job| {
+                    job.join()
+                        .unwrap_or_else(|_| Err(anyhow!("compiling it panicked")))
+                })
+                .collect()
+        });
+        for (found, compiled) in found.iter().zip(compiled) {
+            self.add(&mut catalog, found, compiled).await;
+        }
+        catalog
+    }
+
+    /// The plugin files of the folder, each with its declared name; files
+    /// that cannot be plugins, or repeat a name, go to `catalog`'s problems.
+    pub fn read_folder(&self, catalog: &mut Catalog) -> Vec<Found> {
         let files = match wasm_files(&self.plugins_dir) {
             Ok(files) => files,
             Err(e) => {
                 tracing::error!(dir = %self.plugins_dir.display(), error = %format!("{e:#}"), "cannot read the plugins folder");
-                return catalog;
+                return Vec::new();
             }
         };
-        // Unchanged plugins are kept; the others are compiled side by side
-        // (a cold start compiles them all: 2.1 s one after another on 2
-        // cores), then asked for their tools in folder order.
-        // (name, path, bytes, instructions) of each file to load.
-        type Found = (String, PathBuf, Result<Vec<u8>>, Option<String>);
         let mut read: Vec<Found> = Vec::new();
         for (stem, path) in files {
             let bytes = std::fs::read(&path).map_err(|e| anyhow!("cannot read the file: {e}"));
@@ -297,58 +325,63 @@ impl Loader {
                     continue;
                 }
             };
-            if let Some((_, first, _, _)) = read.iter().find(|(n, _, _, _)| *n == name) {
+            if let Some(first) = read.iter().find(|f| f.name == name) {
                 let reason = format!(
                     "plugin `{name}` is also {}; this file was not loaded: remove one of them \
                      (a plugin's name comes from the component, not from its file name)",
-                    first.display()
+                    first.path.display()
                 );
                 catalog.refuse(name, path, reason);
                 continue;
             }
-            read.push((name, path, bytes, instructions));
+            read.push(Found {
+                name,
+                path,
+                bytes,
+                instructions,
+            });
         }
-        let compiled: Vec<Result<Compiled>> = std::thread::scope(|scope| {
-            let jobs: Vec<_> = read
-                .iter()
-                .map(|(_, path, bytes, _)| {
-                    scope.spawn(move || {
-                        let bytes = bytes.as_ref().map_err(|e| anyhow!("{e}"))?;
-                        let hash = sha256_hex(bytes);
-                        if let Some(same) = previous
-                            .plugins
-                            .iter()
-                            .find(|p| &p.path == path && p.hash == hash)
-                        {
-                            return Ok(Compiled::Same(same.clone()));
-                        }
-                        let (component, origin) = self.cache.load(&self.engine, bytes, &hash)?;
-                        Ok(Compiled::New(component, origin, hash))
-                    })
-                })
-                .collect();
-            jobs.into_iter()
-                .map(|job| {
-                    job.join()
-                        .unwrap_or_else(|_| Err(anyhow!("compiling it panicked")))
-                })
-                .collect()
-        });
-        for ((name, path, _, instructions), compiled) in read.into_iter().zip(compiled) {
-            let loaded = match compiled {
-                Ok(Compiled::Same(same)) => Ok(same),
-                Ok(Compiled::New(component, origin, hash)) => self
-                    .load(&name, instructions, &path, component, origin, hash)
-                    .await
-                    .map(Arc::new),
-                Err(e) => Err(e),
-            };
-            match loaded {
-                Ok(plugin) => self.admit(&mut catalog, plugin),
-                Err(e) => catalog.refuse(name, path, format!("{e:#}")),
-            }
+        read
+    }
+
+    /// The compile step of a plugin file: the plugin of `previous` with the
+    /// same bytes, or its component, from the cache or compiled (blocking:
+    /// ~0.1-0.3 s of both cores).
+    pub fn compile(&self, previous: &Catalog, found: &Found) -> Result<Compiled> {
+        let bytes = found.bytes.as_ref().map_err(|e| anyhow!("{e}"))?;
+        let hash = sha256_hex(bytes);
+        if let Some(same) = previous
+            .plugins
+            .iter()
+            .find(|p| p.path == found.path && p.hash == hash)
+        {
+            return Ok(Compiled::Same(same.clone()));
         }
-        catalog
+        let (component, origin) = self.cache.load(&self.engine, bytes, &hash)?;
+        Ok(Compiled::New(component, origin, hash))
+    }
+
+    /// Load a compiled plugin and add it to `catalog` (or say why not).
+    pub async fn add(&self, catalog: &mut Catalog, found: &Found, compiled: Result<Compiled>) {
+        let Found {
+            name,
+            path,
+            instructions,
+            ..
+        } = found;
+        let loaded = match compiled {
+            Ok(Compiled::Same(same)) => Ok(same),
+            Ok(Compiled::New(component, origin, hash)) => self
+                .load(name, instructions.clone(), path, component, origin, hash)
+                .await
+                .map(Arc::new),
+            Err(e) => Err(e),
+        };
+        catalog.listed.retain(|l| l.plugin != *name);
+        match loaded {
+            Ok(plugin) => self.admit(catalog, plugin),
+            Err(e) => catalog.refuse(name.clone(), path.clone(), format!("{e:#}")),
+        }
     }
 
     /// Add a plugin unless one of its tools or its resource scheme is

@@ -47,11 +47,12 @@ impl Service {
 
     /// A service that lists the tools the plugins declare at once and loads
     /// the plugins behind (compiling them is what takes time at a cold
-    /// start); until they are loaded, everything but the tool list and the
-    /// instructions waits for them. When the loaded tools differ from the
-    /// listed ones (a plugin fills in its declarations when it runs, or
-    /// failed to load), clients are told the list changed. Background work
-    /// starts once loaded, remembering in `memo` what it watches.
+    /// start), each serving calls as soon as it is loaded: a call waits for
+    /// its own plugin only; the resource and prompt lists wait for all.
+    /// When the loaded tools differ from the listed ones (a plugin fills in
+    /// its declarations when it runs, or failed to load), clients are told
+    /// the list changed. Each plugin's background work starts when it is
+    /// loaded, remembering in `memo` what it watches.
     pub async fn start_listed(loader: Loader, memo: PathBuf) -> Arc<Service> {
         let Some(listing) = loader.listing() else {
             let service = Arc::new(Service::start(loader).await);
@@ -64,18 +65,48 @@ impl Service {
             "tools listed before loading (as the components declare them)"
         );
         let service = Arc::new(Service::new(loader, listing, false));
-        let loading = service.clone();
-        tokio::spawn(async move {
-            let listed = loading.catalog();
-            let loaded = Arc::new(loading.loader.load_all(&Catalog::default()).await);
-            *loading.catalog.write().expect("catalog lock") = loaded.clone();
-            loading.loaded.send_replace(true);
-            loading.background.enable(&loaded, memo);
-            if listed.as_listed() != loaded.as_listed() {
-                let _ = loading.loader.changes.send(Change::Tools);
-            }
-        });
+        tokio::spawn(service.clone().load_behind(memo));
         service
+    }
+
+    /// Compile the plugins side by side and add each to the served catalog
+    /// as it is ready; then load the folder as a reload does (reusing them
+    /// all), for its order and its checks across plugins.
+    async fn load_behind(self: Arc<Self>, memo: PathBuf) {
+        let listed = self.catalog();
+        let mut catalog = Catalog::clone(&listed);
+        self.background.enable(&catalog, memo);
+        let found = Arc::new(self.loader.read_folder(&mut catalog));
+        let (ready, mut compiled) = tokio::sync::mpsc::unbounded_channel();
+        let compiling = (self.clone(), found.clone());
+        let compiler = tokio::task::spawn_blocking(move || {
+            let (service, found) = compiling;
+            std::thread::scope(|scope| {
+                for (i, f) in found.iter().enumerate() {
+                    let (service, ready) = (&service, ready.clone());
+                    scope.spawn(move || {
+                        let _ = ready.send((i, service.loader.compile(&Catalog::default(), f)));
+                    });
+                }
+            });
+        });
+        while let Some((i, result)) = compiled.recv().await {
+            self.loader.add(&mut catalog, &found[i], result).await;
+            // Its first refresh starts before any call can see it: calls
+            // wait for that refresh.
+            self.background.sync(&catalog);
+            *self.catalog.write().expect("catalog lock") = Arc::new(catalog.clone());
+            // Wakes the calls waiting for their plugin.
+            self.loaded.send_replace(false);
+        }
+        let _ = compiler.await;
+        let loaded = Arc::new(self.loader.load_all(&catalog).await);
+        *self.catalog.write().expect("catalog lock") = loaded.clone();
+        self.loaded.send_replace(true);
+        self.background.sync(&loaded);
+        if listed.as_listed() != loaded.as_listed() {
+            let _ = self.loader.changes.send(Change::Tools);
+        }
     }
 
     fn new(loader: Loader, catalog: Catalog, loaded: bool) -> Service {
@@ -147,6 +178,21 @@ impl Service {
         self.catalog()
     }
 
+    /// What is served once the plugin of tool `exposed` is loaded (or all
+    /// are, when no loaded plugin serves it).
+    async fn loaded_for(&self, exposed: &str) -> Arc<Catalog> {
+        let mut changes = self.loaded.subscribe();
+        loop {
+            let catalog = self.catalog();
+            if catalog.tool(exposed).is_some() || *changes.borrow_and_update() {
+                return catalog;
+            }
+            if changes.changed().await.is_err() {
+                return self.catalog();
+            }
+        }
+    }
+
     /// Reload the plugins folder; true when the served tools changed.
     pub async fn reload(&self) -> bool {
         let old = self.loaded().await;
@@ -207,7 +253,7 @@ impl Service {
         client: Arc<dyn ClientLink>,
         cancel: CancellationToken,
     ) -> Option<Reply> {
-        let catalog = self.loaded().await;
+        let catalog = self.loaded_for(exposed).await;
         let (plugin, tool) = catalog.tool(exposed)?;
         let _in_flight = self.in_flight.token();
         let started = Instant::now();
