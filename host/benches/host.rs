@@ -4,7 +4,7 @@
 //! - cold start (no compiled cache) and warm start to the first tools/list
 //!   answer, with the bundled plugins plus the test fixture (listed while
 //!   they compile), and cold start to the first call's answer (which waits
-//!   for the plugins to load);
+//!   for its plugin to load);
 //! - idle resident memory once the plugins are loaded;
 //! - per-call overhead of a no-op tool through MCP over stdio, from rmcp's
 //!   client and from a bare JSON-RPC client (write a line, read a line),
@@ -72,7 +72,7 @@ async fn main() {
         ms(percentile(&mut cold, 0.5))
     );
     println!(
-        "start to the first call's answer, cold (waits for the 6 to compile and load): median {}",
+        "start to the first call's answer, cold (it waits for its plugin, the smallest, to compile and load): median {}",
         ms(percentile(&mut cold_call, 0.5))
     );
     println!(

@@ -81,6 +81,13 @@ pub struct Found {
     instructions: Option<String>,
 }
 
+impl Found {
+    /// Its size in bytes (0 when it could not be read).
+    pub fn size(&self) -> usize {
+        self.bytes.as_ref().map_or(0, Vec::len)
+    }
+}
+
 /// A plugin file after the compile step of a (re)load.
 pub enum Compiled {
     /// Byte for byte the plugin already loaded.

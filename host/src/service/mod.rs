@@ -69,8 +69,8 @@ impl Service {
         service
     }
 
-    /// Compile the plugins side by side and add each to the served catalog
-    /// as it is ready; then load the folder as a reload does (reusing them
+    /// Compile the plugins and add each to the served catalog as it is
+    /// ready; then load the folder as a reload does (reusing them
     /// all), for its order and its checks across plugins.
     async fn load_behind(self: Arc<Self>, memo: PathBuf) {
         let listed = self.catalog();
@@ -79,16 +79,19 @@ impl Service {
         let found = Arc::new(self.loader.read_folder(&mut catalog));
         let (ready, mut compiled) = tokio::sync::mpsc::unbounded_channel();
         let compiling = (self.clone(), found.clone());
+        // One at a time, smallest first: a compile already keeps every core
+        // busy, so side by side they would all end late together; this way
+        // small plugins serve calls early.
         let compiler = tokio::task::spawn_blocking(move || {
             let (service, found) = compiling;
-            std::thread::scope(|scope| {
-                for (i, f) in found.iter().enumerate() {
-                    let (service, ready) = (&service, ready.clone());
-                    scope.spawn(move || {
-                        let _ = ready.send((i, service.loader.compile(&Catalog::default(), f)));
-                    });
+            let mut order: Vec<usize> = (0..found.len()).collect();
+            order.sort_by_key(|&i| found[i].size());
+            for i in order {
+                let result = service.loader.compile(&Catalog::default(), &found[i]);
+                if ready.send((i, result)).is_err() {
+                    return;
                 }
-            });
+            }
         });
         while let Some((i, result)) = compiled.recv().await {
             self.loader.add(&mut catalog, &found[i], result).await;
