@@ -76,12 +76,21 @@ impl ComponentCache {
         ComponentCache { dir, engine_key }
     }
 
+    /// Where the compiled `hash` (SHA-256 of its wasm, hex) is kept.
+    fn artifact(&self, hash: &str) -> PathBuf {
+        self.dir
+            .join(format!("{}-{}.cwasm", &hash[..32], self.engine_key))
+    }
+
+    /// Whether the wasm of SHA-256 `hash` is compiled already.
+    pub fn has(&self, hash: &str) -> bool {
+        self.artifact(hash).exists()
+    }
+
     /// Load `wasm` from the cache, or compile it and store the artifact.
     /// `hash` is the SHA-256 of `wasm` in hex.
     pub fn load(&self, engine: &Engine, wasm: &[u8], hash: &str) -> Result<(Component, Origin)> {
-        let artifact = self
-            .dir
-            .join(format!("{}-{}.cwasm", &hash[..32], self.engine_key));
+        let artifact = self.artifact(hash);
         if artifact.exists() {
             // SAFETY: artifacts are written only by `store` below, from
             // `Component::serialize` of this engine configuration (the key

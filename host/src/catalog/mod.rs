@@ -35,7 +35,7 @@ use crate::engine::{ComponentCache, Origin};
 use crate::policy::{Config, Grants, Places};
 use crate::runtime::{self, Prepared};
 use crate::store::{CallContext, CallState};
-pub use tools::{ToolDef, tool_defs};
+pub use tools::{Schemas, ToolDef, tool_defs};
 
 /// A plugin ready to serve calls.
 pub struct Plugin {
@@ -78,7 +78,11 @@ pub struct Found {
     pub name: String,
     pub path: PathBuf,
     bytes: Result<Vec<u8>>,
+    /// The SHA-256 of its bytes, hex.
+    hash: String,
     instructions: Option<String>,
+    /// The tools it declares, if it does.
+    tools: Option<Vec<crate::bindings::Tool>>,
 }
 
 impl Found {
@@ -258,28 +262,23 @@ impl Loader {
         self.config.grants(plugin, &self.places, &self.config_hint)
     }
 
-    /// The tools of the plugins folder as the components declare them
-    /// (their `mcphost:plugin-tools` sections), read without compiling
+    /// The tools of the plugin files `found` as the components declare
+    /// them (their `mcphost:plugin-tools` sections), read without compiling
     /// anything: a client can list them while the plugins compile. None
     /// when a plugin declares none (only running it tells), or the
     /// declarations clash: then only a load can say what is served.
-    pub fn listing(&self) -> Option<Catalog> {
-        let files = wasm_files(&self.plugins_dir).ok()?;
+    pub fn listing(&self, found: &[Found]) -> Option<Catalog> {
         let mut catalog = Catalog::default();
         let mut exposed = std::collections::HashSet::new();
-        for (stem, path) in files {
-            let declared = declared(&std::fs::read(&path).ok()?).ok()?;
-            let plugin = declared.name.unwrap_or(stem);
-            let tools = tool_defs(declared.tools?, self.underscore_names).ok()?;
-            let clash = catalog.listed.iter().any(|l| l.plugin == plugin)
-                || tools.iter().any(|t| !exposed.insert(t.exposed.clone()));
-            if clash {
+        for f in found {
+            let tools = tool_defs(f.tools.clone()?, self.underscore_names, Schemas::Listed).ok()?;
+            if tools.iter().any(|t| !exposed.insert(t.exposed.clone())) {
                 return None;
             }
             catalog.listed.push(Arc::new(Listed {
-                plugin,
+                plugin: f.name.clone(),
                 tools,
-                instructions: declared.instructions,
+                instructions: f.instructions.clone(),
             }));
         }
         (!catalog.listed.is_empty()).then_some(catalog)
@@ -290,6 +289,25 @@ impl Loader {
     pub async fn load_all(&self, previous: &Catalog) -> Catalog {
         let mut catalog = Catalog::default();
         let found = self.read_folder(&mut catalog);
+        self.load_found(&found, previous, catalog).await
+    }
+
+    /// Whether every plugin file `found` is compiled already (loading them
+    /// all then takes milliseconds).
+    pub fn all_compiled(&self, found: &[Found]) -> bool {
+        found
+            .iter()
+            .all(|f| f.bytes.is_ok() && self.cache.has(&f.hash))
+    }
+
+    /// Load the plugin files `found` into `catalog` (holding the problems of
+    /// reading the folder), reusing plugins of `previous`.
+    pub async fn load_found(
+        &self,
+        found: &[Found],
+        previous: &Catalog,
+        mut catalog: Catalog,
+    ) -> Catalog {
         // Unchanged plugins are kept; the others are compiled side by side
         // (a cold start compiles them all: 2.1 s one after another on 2
         // cores), then asked for their tools in folder order.
@@ -306,7 +324,8 @@ impl Loader {
                 .collect()
         });
         for (found, compiled) in found.iter().zip(compiled) {
-            self.add(&mut catalog, found, compiled).await;
+            let plugin = self.ready(found, compiled).await;
+            self.place(&mut catalog, found, &plugin);
         }
         catalog
     }
@@ -324,9 +343,9 @@ impl Loader {
         let mut read: Vec<Found> = Vec::new();
         for (stem, path) in files {
             let bytes = std::fs::read(&path).map_err(|e| anyhow!("cannot read the file: {e}"));
-            let (name, instructions) = match bytes.as_deref().map(declared) {
-                Ok(Ok(d)) => (d.name.unwrap_or(stem), d.instructions),
-                Err(_) => (stem, None),
+            let (name, instructions, tools) = match bytes.as_deref().map(declared) {
+                Ok(Ok(d)) => (d.name.unwrap_or(stem), d.instructions, d.tools),
+                Err(_) => (stem, None, None),
                 Ok(Err(e)) => {
                     catalog.refuse(stem, path, format!("{e:#}"));
                     continue;
@@ -341,11 +360,14 @@ impl Loader {
                 catalog.refuse(name, path, reason);
                 continue;
             }
+            let hash = bytes.as_deref().map(sha256_hex).unwrap_or_default();
             read.push(Found {
                 name,
                 path,
                 bytes,
+                hash,
                 instructions,
+                tools,
             });
         }
         read
@@ -356,38 +378,42 @@ impl Loader {
     /// ~0.1-0.3 s of both cores).
     pub fn compile(&self, previous: &Catalog, found: &Found) -> Result<Compiled> {
         let bytes = found.bytes.as_ref().map_err(|e| anyhow!("{e}"))?;
-        let hash = sha256_hex(bytes);
         if let Some(same) = previous
             .plugins
             .iter()
-            .find(|p| p.path == found.path && p.hash == hash)
+            .find(|p| p.path == found.path && p.hash == found.hash)
         {
             return Ok(Compiled::Same(same.clone()));
         }
-        let (component, origin) = self.cache.load(&self.engine, bytes, &hash)?;
-        Ok(Compiled::New(component, origin, hash))
+        let (component, origin) = self.cache.load(&self.engine, bytes, &found.hash)?;
+        Ok(Compiled::New(component, origin, found.hash.clone()))
     }
 
-    /// Load a compiled plugin and add it to `catalog` (or say why not).
-    pub async fn add(&self, catalog: &mut Catalog, found: &Found, compiled: Result<Compiled>) {
-        let Found {
-            name,
-            path,
-            instructions,
-            ..
-        } = found;
-        let loaded = match compiled {
-            Ok(Compiled::Same(same)) => Ok(same),
-            Ok(Compiled::New(component, origin, hash)) => self
-                .load(name, instructions.clone(), path, component, origin, hash)
+    /// A compiled plugin, loaded: linked, asked for its tools.
+    pub async fn ready(&self, found: &Found, compiled: Result<Compiled>) -> Result<Arc<Plugin>> {
+        match compiled? {
+            Compiled::Same(same) => Ok(same),
+            Compiled::New(component, origin, hash) => self
+                .load(
+                    &found.name,
+                    found.instructions.clone(),
+                    &found.path,
+                    component,
+                    origin,
+                    hash,
+                )
                 .await
                 .map(Arc::new),
-            Err(e) => Err(e),
-        };
-        catalog.listed.retain(|l| l.plugin != *name);
-        match loaded {
-            Ok(plugin) => self.admit(catalog, plugin),
-            Err(e) => catalog.refuse(name.clone(), path.clone(), format!("{e:#}")),
+        }
+    }
+
+    /// Serve `plugin` in `catalog`, or say why it cannot be: `found`'s
+    /// listed tools give way either way.
+    pub fn place(&self, catalog: &mut Catalog, found: &Found, plugin: &Result<Arc<Plugin>>) {
+        catalog.listed.retain(|l| l.plugin != found.name);
+        match plugin {
+            Ok(plugin) => self.admit(catalog, plugin.clone()),
+            Err(e) => catalog.refuse(found.name.clone(), found.path.clone(), format!("{e:#}")),
         }
     }
 
@@ -477,7 +503,7 @@ impl Loader {
             .map(|t| t.uri_template.as_str())
             .chain(offer.resources.iter().map(|r| r.uri.as_str()));
         let scheme = resource_scheme(uris)?;
-        let tools = tool_defs(offer.tools, self.underscore_names)?;
+        let tools = tool_defs(offer.tools, self.underscore_names, Schemas::Compiled)?;
         tracing::debug!(plugin = %name, ?origin, elapsed_us = started.elapsed().as_micros() as u64, "plugin prepared");
         Ok(Plugin {
             name: name.to_string(),

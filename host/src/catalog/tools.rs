@@ -7,7 +7,8 @@ use serde_json::{Map, Value};
 
 use crate::schema::ArgsSchema;
 
-/// One tool as declared by its plugin, with its compiled input schema.
+/// One tool as declared by its plugin, with its compiled schemas once its
+/// plugin is loaded.
 pub struct ToolDef {
     /// The name the plugin uses.
     pub name: String,
@@ -16,15 +17,41 @@ pub struct ToolDef {
     pub description: String,
     pub input_schema: Map<String, Value>,
     pub output_schema: Option<Map<String, Value>>,
-    /// Structured results must match the output schema: TypeScript
-    /// clients reject a call whose `structuredContent` does not, even an
-    /// error.
-    pub output_validator: Option<jsonschema::Validator>,
-    pub validator: ArgsSchema,
+    /// The schemas compiled, for calls: none while the tool is only listed
+    /// (its plugin still loading), which no call ever sees.
+    pub checks: Option<Checks>,
     /// What the tool does to the world (read-only, destructive, ...).
     pub annotations: Option<rmcp::model::ToolAnnotations>,
     /// Pictures clients may show beside it (`x-icons`).
     pub icons: Option<Vec<rmcp::model::Icon>>,
+}
+
+impl ToolDef {
+    /// The compiled schemas of a loaded plugin's tool (the only tools a
+    /// call reaches: [`super::Catalog::tool`]).
+    pub fn checks(&self) -> &Checks {
+        self.checks
+            .as_ref()
+            .expect("a loaded plugin's tools have their schemas compiled")
+    }
+}
+
+/// A tool's schemas, compiled.
+pub struct Checks {
+    pub input: ArgsSchema,
+    /// Structured results must match the output schema: TypeScript
+    /// clients reject a call whose `structuredContent` does not, even an
+    /// error.
+    pub output: Option<jsonschema::Validator>,
+}
+
+/// How far [`tool_defs`] goes with the schemas.
+#[derive(Clone, Copy, PartialEq)]
+pub enum Schemas {
+    /// Compiled, for calls (and a bad one refuses the plugin).
+    Compiled,
+    /// Only listed: nothing calls the tools yet.
+    Listed,
 }
 
 /// The tools a plugin declares, as served: schemas checked and compiled,
@@ -32,6 +59,7 @@ pub struct ToolDef {
 pub fn tool_defs(
     tools: Vec<crate::bindings::Tool>,
     underscore_names: bool,
+    schemas: Schemas,
 ) -> Result<Vec<ToolDef>> {
     let mut defs = Vec::with_capacity(tools.len());
     for tool in tools {
@@ -59,24 +87,11 @@ pub fn tool_defs(
             ),
             None => None,
         };
-        let output_validator = match &output_schema {
-            Some(schema) => Some(
-                jsonschema::validator_for(&Value::Object(schema.clone())).map_err(|e| {
-                    anyhow!(
-                        "tool `{}`: output schema is not a valid JSON Schema: {e}",
-                        tool.name
-                    )
-                })?,
-            ),
-            None => None,
-        };
         crate::schema::for_clients(&mut input_schema);
-        let validator = ArgsSchema::compile(&Value::Object(input_schema.clone())).map_err(|e| {
-            anyhow!(
-                "tool `{}`: input schema is not a valid JSON Schema: {e}",
-                tool.name
-            )
-        })?;
+        let checks = match schemas {
+            Schemas::Compiled => Some(compile(&tool.name, &input_schema, &output_schema)?),
+            Schemas::Listed => None,
+        };
         let exposed = if underscore_names {
             tool.name.replace('.', "_")
         } else {
@@ -88,8 +103,7 @@ pub fn tool_defs(
             description: tool.description,
             input_schema,
             output_schema,
-            output_validator,
-            validator,
+            checks,
             annotations,
             icons,
         });
@@ -106,6 +120,24 @@ pub fn tool_defs(
         }
     }
     Ok(defs)
+}
+
+fn compile(
+    tool: &str,
+    input: &Map<String, Value>,
+    output: &Option<Map<String, Value>>,
+) -> Result<Checks> {
+    let output = match output {
+        Some(schema) => Some(
+            jsonschema::validator_for(&Value::Object(schema.clone())).map_err(|e| {
+                anyhow!("tool `{tool}`: output schema is not a valid JSON Schema: {e}")
+            })?,
+        ),
+        None => None,
+    };
+    let input = ArgsSchema::compile(&Value::Object(input.clone()))
+        .map_err(|e| anyhow!("tool `{tool}`: input schema is not a valid JSON Schema: {e}"))?;
+    Ok(Checks { input, output })
 }
 
 /// A tool's icons, each an `https:` URL or a `data:image/` URI: a client

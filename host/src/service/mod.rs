@@ -15,7 +15,7 @@ use crate::background::Background;
 use crate::bindings::{Filled, ListedContents, Reference, Resource, ToolError};
 use crate::caps::content::Attached;
 use crate::caps::notify::Change;
-use crate::catalog::{Catalog, Loader, Plugin, ToolDef};
+use crate::catalog::{Catalog, Found, Loader, Plugin, ToolDef};
 use crate::client::{ClientLink, EventTracker, Level};
 use crate::runtime::{self, CallFailure};
 use crate::store::{CallContext, new_trace_id};
@@ -46,16 +46,26 @@ impl Service {
     }
 
     /// A service that lists the tools the plugins declare at once and loads
-    /// the plugins behind (compiling them is what takes time at a cold
-    /// start), each serving calls as soon as it is loaded: a call waits for
+    /// the plugins behind when some must be compiled (what takes time at a
+    /// cold start), each serving calls as soon as it is loaded: a call waits for
     /// its own plugin only; the resource and prompt lists wait for all.
     /// When the loaded tools differ from the listed ones (a plugin fills in
     /// its declarations when it runs, or failed to load), clients are told
     /// the list changed. Each plugin's background work starts when it is
     /// loaded, remembering in `memo` what it watches.
     pub async fn start_listed(loader: Loader, memo: PathBuf) -> Arc<Service> {
-        let Some(listing) = loader.listing() else {
-            let service = Arc::new(Service::start(loader).await);
+        let mut problems = Catalog::default();
+        let found = loader.read_folder(&mut problems);
+        // Compiled already, they load as fast as they list: loaded first,
+        // nothing else competes with the first answers.
+        let listing = (!loader.all_compiled(&found))
+            .then(|| loader.listing(&found))
+            .flatten();
+        let Some(mut listing) = listing else {
+            let catalog = loader
+                .load_found(&found, &Catalog::default(), problems)
+                .await;
+            let service = Arc::new(Service::new(loader, catalog, true));
             service.background.enable(&service.catalog(), memo);
             return service;
         };
@@ -64,19 +74,20 @@ impl Service {
             tools = listing.served_tools().len(),
             "tools listed before loading (as the components declare them)"
         );
+        listing.problems = problems.problems.clone();
         let service = Arc::new(Service::new(loader, listing, false));
-        tokio::spawn(service.clone().load_behind(memo));
+        tokio::spawn(service.clone().load_behind(found, problems, memo));
         service
     }
 
-    /// Compile the plugins and add each to the served catalog as it is
-    /// ready; then load the folder as a reload does (reusing them
-    /// all), for its order and its checks across plugins.
-    async fn load_behind(self: Arc<Self>, memo: PathBuf) {
+    /// Compile the plugins `found` and add each to the served catalog as it
+    /// is ready; once all are, serve them in folder order (which decides
+    /// clashes), after the `problems` of reading the folder.
+    async fn load_behind(self: Arc<Self>, found: Vec<Found>, problems: Catalog, memo: PathBuf) {
         let listed = self.catalog();
         let mut catalog = Catalog::clone(&listed);
         self.background.enable(&catalog, memo);
-        let found = Arc::new(self.loader.read_folder(&mut catalog));
+        let found = Arc::new(found);
         let (ready, mut compiled) = tokio::sync::mpsc::unbounded_channel();
         let compiling = (self.clone(), found.clone());
         // One at a time, smallest first: a compile already keeps every core
@@ -93,17 +104,26 @@ impl Service {
                 }
             }
         });
+        let mut plugins: Vec<Option<anyhow::Result<Arc<Plugin>>>> =
+            found.iter().map(|_| None).collect();
         while let Some((i, result)) = compiled.recv().await {
-            self.loader.add(&mut catalog, &found[i], result).await;
+            let plugin = self.loader.ready(&found[i], result).await;
+            self.loader.place(&mut catalog, &found[i], &plugin);
             // Its first refresh starts before any call can see it: calls
             // wait for that refresh.
             self.background.sync(&catalog);
             *self.catalog.write().expect("catalog lock") = Arc::new(catalog.clone());
             // Wakes the calls waiting for their plugin.
             self.loaded.send_replace(false);
+            plugins[i] = Some(plugin);
         }
         let _ = compiler.await;
-        let loaded = Arc::new(self.loader.load_all(&catalog).await);
+        let mut loaded = problems;
+        for (f, plugin) in found.iter().zip(plugins) {
+            let plugin = plugin.unwrap_or_else(|| Err(anyhow::anyhow!("compiling it panicked")));
+            self.loader.place(&mut loaded, f, &plugin);
+        }
+        let loaded = Arc::new(loaded);
         *self.catalog.write().expect("catalog lock") = loaded.clone();
         self.loaded.send_replace(true);
         self.background.sync(&loaded);
@@ -298,7 +318,7 @@ impl Service {
         if self.shutdown.is_cancelled() {
             tracing::warn!(plugin = %plugin.name, tool = %exposed, "call cancelled: the host is shutting down");
         }
-        let reply = reply.fitted_to(tool.output_validator.as_ref());
+        let reply = reply.fitted_to(tool.checks().output.as_ref());
         Some(finish(
             &plugin.name,
             exposed,
@@ -322,7 +342,7 @@ async fn run_call(
     trace_id: &str,
 ) -> Reply {
     let arguments = &*crate::schema::without_null_optionals(&tool.input_schema, arguments);
-    if let Err(problems) = tool.validator.check(arguments) {
+    if let Err(problems) = tool.checks().input.check(arguments) {
         let summary: Vec<String> = problems.iter().map(|p| p.message.clone()).collect();
         let mut details = Map::new();
         details.insert("problems".into(), json!(problems));
