@@ -10,13 +10,13 @@ fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-/// Every `.rs` file under `dir`, recursively.
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+/// Every file under `dir` whose name ends in `.ext`, recursively.
+fn files_ending(dir: &Path, ext: &str, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
         if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
+            files_ending(&path, ext, out);
+        } else if path.extension().is_some_and(|e| e == ext) {
             out.push(path);
         }
     }
@@ -129,7 +129,7 @@ fn circle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
 fn the_hosts_modules_import_one_another_without_circles() {
     let src = repo().join("host/src");
     let mut files = Vec::new();
-    rust_files(&src, &mut files);
+    files_ending(&src, "rs", &mut files);
     let modules: BTreeSet<String> = files.iter().map(|f| module_of(&src, f)).collect();
     let graph: BTreeMap<String, BTreeSet<String>> = files
         .iter()
@@ -178,18 +178,8 @@ fn a_circle_is_found() {
 /// The Markdown a reader meets: the README, CONTRIBUTING.md and every
 /// chapter of the book.
 fn markdown_files() -> Vec<PathBuf> {
-    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                walk(&path, out);
-            } else if path.extension().is_some_and(|e| e == "md") {
-                out.push(path);
-            }
-        }
-    }
     let mut files = vec![repo().join("README.md"), repo().join("CONTRIBUTING.md")];
-    walk(&repo().join("docs/src"), &mut files);
+    files_ending(&repo().join("docs/src"), "md", &mut files);
     files
 }
 

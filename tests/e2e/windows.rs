@@ -219,6 +219,10 @@ async fn the_windows_host_reuses_compiled_plugins() {
     for _ in 0..2 {
         let client = wine.start(&env).await;
         assert_eq!(client.tools().await.len(), 1);
+        // A call waits for its plugin (the list may come before it is
+        // compiled).
+        let reply = client.call("hello", json!({"name": "Ada"})).await;
+        assert!(!is_error(&reply), "{reply:?}");
         drop(client);
     }
     let log = std::fs::read_to_string(env.stderr_log()).unwrap_or_default();

@@ -412,14 +412,42 @@ impl Loader {
     pub fn place(&self, catalog: &mut Catalog, found: &Found, plugin: &Result<Arc<Plugin>>) {
         catalog.listed.retain(|l| l.plugin != found.name);
         match plugin {
-            Ok(plugin) => self.admit(catalog, plugin.clone()),
+            Ok(plugin) => {
+                if self.admit(catalog, plugin.clone()) {
+                    tracing::info!(plugin = %plugin.name, tools = plugin.tools.len(), origin = ?plugin.origin, "plugin loaded");
+                }
+            }
             Err(e) => catalog.refuse(found.name.clone(), found.path.clone(), format!("{e:#}")),
         }
     }
 
+    /// The plugins `found` as loaded (`plugins`, in the same order), served
+    /// in folder order after the `problems` of reading the folder: what
+    /// [`Loader::place`] already said of each is not said again.
+    pub fn assemble(
+        &self,
+        mut catalog: Catalog,
+        found: &[Found],
+        plugins: Vec<Result<Arc<Plugin>>>,
+    ) -> Catalog {
+        for (found, plugin) in found.iter().zip(plugins) {
+            match plugin {
+                Ok(plugin) => {
+                    self.admit(&mut catalog, plugin);
+                }
+                Err(e) => catalog.problems.push(Problem {
+                    plugin: found.name.clone(),
+                    path: found.path.clone(),
+                    reason: format!("{e:#}"),
+                }),
+            }
+        }
+        catalog
+    }
+
     /// Add a plugin unless one of its tools or its resource scheme is
     /// already served.
-    fn admit(&self, catalog: &mut Catalog, plugin: Arc<Plugin>) {
+    fn admit(&self, catalog: &mut Catalog, plugin: Arc<Plugin>) -> bool {
         let tool_clash = plugin.tools.iter().find_map(|t| {
             catalog
                 .tools
@@ -448,7 +476,7 @@ impl Loader {
                 plugin.name
             );
             catalog.refuse(plugin.name.clone(), plugin.path.clone(), reason);
-            return;
+            return false;
         }
         for (i, tool) in plugin.tools.iter().enumerate() {
             catalog
@@ -461,8 +489,8 @@ impl Loader {
         for prompt in &plugin.prompts {
             catalog.prompts.insert(prompt.name.clone(), plugin.clone());
         }
-        tracing::info!(plugin = %plugin.name, tools = plugin.tools.len(), origin = ?plugin.origin, "plugin loaded");
         catalog.plugins.push(plugin);
+        true
     }
 
     async fn load(

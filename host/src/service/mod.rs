@@ -118,11 +118,11 @@ impl Service {
             plugins[i] = Some(plugin);
         }
         let _ = compiler.await;
-        let mut loaded = problems;
-        for (f, plugin) in found.iter().zip(plugins) {
-            let plugin = plugin.unwrap_or_else(|| Err(anyhow::anyhow!("compiling it panicked")));
-            self.loader.place(&mut loaded, f, &plugin);
-        }
+        let plugins = plugins
+            .into_iter()
+            .map(|p| p.unwrap_or_else(|| Err(anyhow::anyhow!("compiling it panicked"))))
+            .collect();
+        let loaded = self.loader.assemble(problems, &found, plugins);
         let loaded = Arc::new(loaded);
         *self.catalog.write().expect("catalog lock") = loaded.clone();
         self.loaded.send_replace(true);
