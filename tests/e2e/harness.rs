@@ -484,6 +484,22 @@ impl Client {
     }
 
     /// Wait for a notification that satisfies `pred`, skipping others.
+    /// Whether `notifications/tools/list_changed` arrives within `timeout`.
+    pub async fn tools_changed_within(&self, timeout: Duration) -> bool {
+        self.wait_note(timeout, |n| matches!(n, Note::ToolListChanged))
+            .await
+            .is_some()
+    }
+
+    /// The names of the tools listed.
+    pub async fn tool_names(&self) -> Vec<String> {
+        self.tools()
+            .await
+            .iter()
+            .map(|t| t.name.to_string())
+            .collect()
+    }
+
     pub async fn wait_note(
         &self,
         timeout: Duration,

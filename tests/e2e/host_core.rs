@@ -329,24 +329,14 @@ async fn dropped_in_plugin_appears_and_removed_one_goes() {
     let host = env.start().await;
     assert_eq!(host.tools().await.len(), 1);
     env.add_plugin("faulty", "faulty");
-    let note = host
-        .wait_note(Duration::from_secs(10), |n| {
-            matches!(n, Note::ToolListChanged)
-        })
-        .await;
     assert!(
-        note.is_some(),
+        host.tools_changed_within(Duration::from_secs(10)).await,
         "no tools/list_changed after adding a plugin"
     );
     assert!(host.tools().await.iter().any(|t| t.name == "noop"));
     std::fs::remove_file(env.plugins.join("faulty.wasm")).unwrap();
-    let note = host
-        .wait_note(Duration::from_secs(10), |n| {
-            matches!(n, Note::ToolListChanged)
-        })
-        .await;
     assert!(
-        note.is_some(),
+        host.tools_changed_within(Duration::from_secs(10)).await,
         "no tools/list_changed after removing a plugin"
     );
     assert!(!host.tools().await.iter().any(|t| t.name == "noop"));
@@ -1257,22 +1247,11 @@ async fn tools_are_listed_before_the_plugins_compile_and_corrected_once_loaded()
         "{listed}"
     );
     env.wait_for_log("plugin loaded", 1).await;
-    let note = host
-        .wait_note(Duration::from_secs(60), |n| {
-            matches!(n, Note::ToolListChanged)
-        })
-        .await;
     assert!(
-        note.is_some(),
+        host.tools_changed_within(Duration::from_secs(60)).await,
         "no tools/list_changed once the listed tools were corrected"
     );
-    let names: Vec<String> = host
-        .tools()
-        .await
-        .iter()
-        .map(|t| t.name.to_string())
-        .collect();
-    assert_eq!(names, ["hello"]);
+    assert_eq!(host.tool_names().await, ["hello"]);
     // Calls are served by the loaded plugin.
     let reply = host.call("hello", json!({"name": "Ada"})).await;
     assert!(!is_error(&reply), "{reply:?}");
@@ -1288,12 +1267,7 @@ async fn a_component_without_usable_declarations_is_loaded_before_listing() {
     bytes.extend(custom_section("mcphost:plugin-tools", b"{not a list"));
     std::fs::write(env.plugins.join("hello.wasm"), &bytes).unwrap();
     let host = env.start().await;
-    let names: Vec<String> = host
-        .tools()
-        .await
-        .iter()
-        .map(|t| t.name.to_string())
-        .collect();
+    let names = host.tool_names().await;
     assert!(
         names.is_empty(),
         "the plugin is refused for its bad section: {names:?}"

@@ -40,12 +40,7 @@ async fn the_windows_host_serves_godot_and_runs_node_tests() {
     node_project(&env.workspace, &marker);
     let client = wine.start(&env).await;
 
-    let names: Vec<String> = client
-        .tools()
-        .await
-        .iter()
-        .map(|t| t.name.to_string())
-        .collect();
+    let names = client.tool_names().await;
     for tool in ["godot.search", "godot.get_class", "run_test"] {
         assert!(
             names.iter().any(|n| n == tool),
