@@ -97,6 +97,11 @@ enum Command {
         /// the snippet refers to it, never to the token itself.
         #[arg(long, value_name = "VAR", requires = "url")]
         token_env: Option<String>,
+        /// Print instead the client's list of tools it runs without asking,
+        /// holding the loaded plugins' read-only tools (Claude Code's
+        /// `permissions.allow`).
+        #[arg(long, conflicts_with = "url")]
+        allow_read_only: bool,
         #[command(flatten)]
         common: Common,
     },
@@ -298,9 +303,16 @@ async fn run(command: Command) -> Result<ExitCode> {
         Command::ClientConfig {
             client,
             name,
+            allow_read_only: true,
+            common,
+            ..
+        } => allow_list(client, &name, common.loader()?).await,
+        Command::ClientConfig {
+            client,
+            name,
             url: Some(url),
             token_env,
-            common: _,
+            ..
         } => {
             let connection = crate::client_config::Connection::Http { url, token_env };
             print!("{}", client.snippet(&name, &connection));
@@ -336,6 +348,45 @@ async fn run(command: Command) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Watchdog { .. } => unreachable!("handled before the runtime starts"),
+    }
+}
+
+/// `client`'s allow-list of the read-only tools the plugins serve, named
+/// as the client calls them.
+async fn allow_list(
+    client: crate::client_config::Client,
+    name: &str,
+    loader: Loader,
+) -> Result<ExitCode> {
+    if let Err(why) = client.allow_list(name, &[]) {
+        eprintln!("{why}");
+        return Ok(ExitCode::FAILURE);
+    }
+    let service = Service::start(loader).await;
+    let catalog = service.catalog();
+    let read_only: Vec<String> = catalog
+        .served_tools()
+        .into_iter()
+        .filter(|(_, def)| {
+            def.annotations
+                .as_ref()
+                .is_some_and(|a| a.read_only_hint == Some(true))
+        })
+        .map(|(_, def)| match client.needs_underscores() {
+            true => def.name.replace('.', "_"),
+            false => def.name.clone(),
+        })
+        .collect();
+    match client.allow_list(name, &read_only) {
+        Ok((text, place)) => {
+            print!("{text}");
+            eprintln!("{place}.");
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(why) => {
+            eprintln!("{why}");
+            Ok(ExitCode::FAILURE)
+        }
     }
 }
 

@@ -73,6 +73,37 @@ impl Client {
         }
     }
 
+    /// The client's own list of tools it runs without asking, for the
+    /// tools `exposed` of the server `name`, and where it goes; `Err` says
+    /// why there is none for this client.
+    pub fn allow_list(
+        self,
+        name: &str,
+        exposed: &[String],
+    ) -> Result<(String, &'static str), String> {
+        match self {
+            // Headless `claude -p` refuses every MCP call not allowed here
+            // (or by `--allowedTools`), read-only ones too.
+            Client::ClaudeCode => {
+                let allow: Vec<String> = exposed
+                    .iter()
+                    .map(|tool| format!("mcp__{name}__{tool}"))
+                    .collect();
+                let root = json!({"permissions": {"allow": allow}});
+                Ok((
+                    serde_json::to_string_pretty(&root).expect("JSON serialises") + "\n",
+                    "merge it into .claude/settings.json in your project (or ~/.claude/settings.json)",
+                ))
+            }
+            _ => Err(format!(
+                "--allow-read-only writes Claude Code's allow-list (permissions.allow); {} has \
+                 none this host writes: see docs/src/clients.md for what it asks before a call",
+                self.to_possible_value()
+                    .map_or("this client".into(), |v| v.get_name().to_string())
+            )),
+        }
+    }
+
     /// The snippet naming the host `name`.
     pub fn snippet(self, name: &str, connection: &Connection) -> String {
         let server = match connection {
@@ -201,6 +232,23 @@ mod tests {
             _ => "mcpServers",
         };
         parsed(client, text)[key]["wasm-host"].clone()
+    }
+
+    #[test]
+    fn claude_code_gets_an_allow_list_of_the_tools_named_as_it_calls_them() {
+        let tools = ["godot_search".to_string(), "godot_get_class".to_string()];
+        let (text, place) = Client::ClaudeCode.allow_list("wasm-host", &tools).unwrap();
+        let root: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(
+            root["permissions"]["allow"],
+            json!([
+                "mcp__wasm-host__godot_search",
+                "mcp__wasm-host__godot_get_class"
+            ])
+        );
+        assert!(place.contains(".claude/settings.json"), "{place}");
+        let refused = Client::Gemini.allow_list("wasm-host", &tools).unwrap_err();
+        assert!(refused.contains("gemini"), "{refused}");
     }
 
     #[test]

@@ -1278,3 +1278,35 @@ async fn a_component_without_usable_declarations_is_loaded_before_listing() {
         "the refusal names the section"
     );
 }
+
+/// `client-config claude-code --allow-read-only` lists the read-only tools
+/// of the loaded plugins as Claude Code names them (issue 39, item 3:
+/// headless `claude -p` refuses a call not allowed, read-only or not).
+#[tokio::test]
+async fn claude_code_gets_an_allow_list_of_the_read_only_tools() {
+    let env = Env::new(&["godot", "run_test"], "");
+    let out = env
+        .host(&["client-config", "claude-code", "--allow-read-only"])
+        .output()
+        .await
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let root: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let allow: Vec<&str> = root["permissions"]["allow"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert!(allow.contains(&"mcp__wasm-host__godot_search"), "{allow:?}");
+    assert!(
+        !allow.iter().any(|t| t.contains("run_test")),
+        "run_test runs programs: not read-only: {allow:?}"
+    );
+    let out = env
+        .host(&["client-config", "gemini", "--allow-read-only"])
+        .output()
+        .await
+        .unwrap();
+    assert!(!out.status.success(), "{out:?}");
+}
