@@ -356,12 +356,14 @@ async fn run(command: Command) -> Result<ExitCode> {
 async fn allow_list(
     client: crate::client_config::Client,
     name: &str,
-    loader: Loader,
+    mut loader: Loader,
 ) -> Result<ExitCode> {
     if let Err(why) = client.allow_list(name, &[]) {
         eprintln!("{why}");
         return Ok(ExitCode::FAILURE);
     }
+    // Named as this client is served them.
+    loader.underscore_names = client.needs_underscores();
     let service = Service::start(loader).await;
     let catalog = service.catalog();
     let read_only: Vec<String> = catalog
@@ -372,10 +374,7 @@ async fn allow_list(
                 .as_ref()
                 .is_some_and(|a| a.read_only_hint == Some(true))
         })
-        .map(|(_, def)| match client.needs_underscores() {
-            true => def.name.replace('.', "_"),
-            false => def.name.clone(),
-        })
+        .map(|(exposed, _)| exposed.to_string())
         .collect();
     match client.allow_list(name, &read_only) {
         Ok((text, place)) => {

@@ -159,12 +159,15 @@ impl Catalog {
         all
     }
 
-    /// The definition of the tool served as `exposed`, loaded or listed.
+    /// The definition of the tool served as `exposed`, loaded or listed
+    /// (asked at every call: a lookup, the listed ones only while loading).
     pub fn tool_def(&self, exposed: &str) -> Option<&ToolDef> {
-        self.served_tools()
-            .into_iter()
-            .find(|(name, _)| *name == exposed)
-            .map(|(_, def)| def)
+        self.tool(exposed).map(|(_, def)| def).or_else(|| {
+            self.listed
+                .iter()
+                .flat_map(|l| &l.tools)
+                .find(|t| t.exposed == exposed)
+        })
     }
 
     /// Each plugin's instructions for agents, by plugin name.

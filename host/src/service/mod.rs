@@ -204,6 +204,10 @@ impl Service {
     /// What is served once the plugin of tool `exposed` is loaded (or all
     /// are, when no loaded plugin serves it).
     async fn loaded_for(&self, exposed: &str) -> Arc<Catalog> {
+        let catalog = self.catalog();
+        if catalog.tool(exposed).is_some() {
+            return catalog;
+        }
         let mut changes = self.loaded.subscribe();
         loop {
             let catalog = self.catalog();
