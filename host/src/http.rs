@@ -123,10 +123,11 @@ pub async fn serve(service: Arc<Service>, options: Options, stop: CancellationTo
     let sessions = CancellationToken::new();
     let mcp = {
         let service = service.clone();
-        // Stateless requests get a handler each; their rounds are shared.
-        let rounds = Arc::new(crate::mcp::Rounds::default());
+        // Stateless requests get a handler each; their rounds and tasks
+        // are shared.
+        let unfinished = Arc::new(crate::mcp::Unfinished::default());
         StreamableHttpService::new(
-            move || Ok(McpFront::new(service.clone(), rounds.clone())),
+            move || Ok(McpFront::new(service.clone(), unfinished.clone())),
             Arc::new(LocalSessionManager::default()),
             options.rmcp_config(sessions.clone()),
         )

@@ -35,7 +35,7 @@ use crate::engine::{ComponentCache, Origin};
 use crate::policy::{Config, Grants, Places};
 use crate::runtime::{self, Prepared};
 use crate::store::{CallContext, CallState};
-pub use tools::{Schemas, ToolDef, tool_defs};
+pub use tools::{Schemas, TaskSupport, ToolDef, tool_defs};
 
 /// A plugin ready to serve calls.
 pub struct Plugin {

@@ -24,6 +24,37 @@ pub struct ToolDef {
     pub annotations: Option<rmcp::model::ToolAnnotations>,
     /// Pictures clients may show beside it (`x-icons`).
     pub icons: Option<Vec<rmcp::model::Icon>>,
+    /// Whether a call may run as an MCP task (`x-task-support`).
+    pub tasks: TaskSupport,
+}
+
+/// Whether a tool's calls may run as MCP tasks (the tasks extension of MCP
+/// 2026-07-28), as its plugin declares with `x-task-support`: a tool that
+/// can run for minutes says `optional`, so a client that takes tasks polls
+/// for it instead of holding a request open.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TaskSupport {
+    /// Always answered in the call (the default).
+    #[default]
+    Never,
+    /// A task when the call outlasts a short grace and the client takes tasks.
+    Optional,
+    /// Always a task; a client that does not take tasks cannot call it.
+    Required,
+}
+
+impl TaskSupport {
+    fn declared(value: Option<Value>) -> Result<TaskSupport> {
+        match value.as_ref().map(|v| v.as_str()) {
+            None | Some(Some("forbidden")) => Ok(TaskSupport::Never),
+            Some(Some("optional")) => Ok(TaskSupport::Optional),
+            Some(Some("required")) => Ok(TaskSupport::Required),
+            _ => Err(anyhow!(
+                "x-task-support is {}: it must be \"forbidden\", \"optional\" or \"required\"",
+                value.unwrap_or_default()
+            )),
+        }
+    }
 }
 
 impl ToolDef {
@@ -81,6 +112,8 @@ pub fn tool_defs(
             }
             None => None,
         };
+        let tasks = TaskSupport::declared(input_schema.remove("x-task-support"))
+            .with_context(|| format!("tool `{}`", tool.name))?;
         let output_schema = match &tool.output_schema {
             Some(s) => Some(
                 schema_object(s).with_context(|| format!("tool `{}`: output schema", tool.name))?,
@@ -106,6 +139,7 @@ pub fn tool_defs(
             checks,
             annotations,
             icons,
+            tasks,
         });
     }
     // Descriptions name tools too ("then call godot.get_class"): as served.

@@ -4,13 +4,14 @@
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult, CompletionInfo,
-    GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation, ListPromptsResult,
-    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-    Prompt, PromptArgument, PromptMessage, ReadResourceRequestParams, ReadResourceResponse,
-    ReadResourceResult, Reference, Resource, ResourceContents, ResourceTemplate, Role,
-    ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscribeRequestParams,
-    SubscriptionFilter, Tool, UnsubscribeRequestParams,
+    CallToolRequestParams, CallToolResponse, CancelTaskParams, ClientCapabilities,
+    CompleteRequestParams, CompleteResult, CompletionInfo, GetPromptRequestParams,
+    GetPromptResponse, GetPromptResult, GetTaskParams, GetTaskResult, Implementation,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, Prompt, PromptArgument, PromptMessage, ReadResourceRequestParams,
+    ReadResourceResponse, ReadResourceResult, Reference, Resource, ResourceContents,
+    ResourceTemplate, Role, ServerCapabilities, ServerConfig, SetLevelRequestParams,
+    SubscribeRequestParams, SubscriptionFilter, Tool, UnsubscribeRequestParams, UpdateTaskParams,
 };
 use rmcp::service::{
     NotificationContext, RequestContext, RoleServer, SubscriptionContext, SubscriptionSendError,
@@ -24,11 +25,13 @@ use crate::bindings::mcphost::plugin::content::ResourceBody;
 use crate::caps::notify::Change;
 
 use super::link::{Levels, McpLink, level_of};
-use super::rounds::{self, Outcome, Round};
+use super::rounds::{self, Lateness, Outcome, Round};
+use super::tasks;
 use super::{
     LIST_TTL_MS, McpFront, asked_error, forward_changes, gave_up_unsupported, held_for_reading,
     missing_capabilities, served_tool, to_result,
 };
+use crate::catalog::TaskSupport;
 
 impl ServerHandler for McpFront {
     fn get_info(&self) -> ServerConfig {
@@ -42,6 +45,7 @@ impl ServerHandler for McpFront {
                 .enable_prompts()
                 .enable_completions()
                 .enable_logging()
+                .enable_tasks()
                 .build(),
         )
         .with_server_info(Implementation::new(
@@ -333,11 +337,13 @@ impl ServerHandler for McpFront {
             let state = request.request_state.as_deref();
             let given = request.input_responses.clone();
             match self
-                .in_rounds(what, state, given, get, &link, &context)
+                .in_rounds(what, state, given, get, &link, &context, None)
                 .await?
             {
                 Round::Done(Outcome::Prompt(filled), _) => filled,
-                Round::Done(Outcome::Call(_), _) => unreachable!("a prompt's round"),
+                Round::Done(Outcome::Call(_), _) | Round::Late(_) => {
+                    unreachable!("a prompt's round, with no grace")
+                }
                 Round::Asks(input_required) => {
                     link.close().await;
                     return Ok(input_required.into());
@@ -426,6 +432,30 @@ impl ServerHandler for McpFront {
         self.service
             .drop_injected(&name, client.as_deref(), &mut arguments);
         request.arguments = Some(arguments);
+        // A tool that may run long runs as a task for a client that takes
+        // them (2026-07-28 requests only: older revisions have no tasks).
+        let tasks = self
+            .service
+            .catalog()
+            .tool(&name)
+            .map_or(TaskSupport::Never, |(_, tool)| tool.tasks);
+        let takes_tasks = per_request
+            && context
+                .client_capabilities()
+                .is_some_and(|c| c.supports_tasks());
+        if tasks == TaskSupport::Required && !takes_tasks {
+            link.close().await;
+            return Err(McpError::missing_required_client_capability(
+                ClientCapabilities::builder().enable_tasks().build(),
+            ));
+        }
+        // A tool that is always a task asks its questions in rounds first,
+        // then works as the task; one that may be a task becomes one when
+        // it is slow or asks (a person may be slow to answer).
+        let late = (tasks != TaskSupport::Never && takes_tasks).then_some(Lateness {
+            after: tasks::GRACE,
+            when_asking: tasks == TaskSupport::Optional,
+        });
         let reply = if per_request {
             // 2026-07-28: a question ends the round with `input_required`.
             let what = format!("tools/call {name}");
@@ -439,9 +469,19 @@ impl ServerHandler for McpFront {
                 })
             });
             match self
-                .in_rounds(what, state.as_deref(), given, call, &link, &context)
+                .in_rounds(what, state.as_deref(), given, call, &link, &context, late)
                 .await?
             {
+                Round::Late(running) => {
+                    link.close().await;
+                    let client = tasks::client_of(&context);
+                    return Ok(self.unfinished.tasks.adopt(running, client)?.into());
+                }
+                Round::Done(Outcome::Call(Some(reply)), _) if tasks == TaskSupport::Required => {
+                    link.close().await;
+                    let client = tasks::client_of(&context);
+                    return Ok(self.unfinished.tasks.ended(reply, client)?.into());
+                }
                 // The plugin gave up for want of what the client lacks: MCP
                 // has an error for that.
                 Round::Done(Outcome::Call(Some(reply)), needed)
@@ -476,6 +516,35 @@ impl ServerHandler for McpFront {
             ));
         };
         Ok(held_for_reading(to_result(reply), &context).into())
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, McpError> {
+        let client = tasks::client_of(&context);
+        self.unfinished.tasks.get(&request.task_id, &client)
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let client = tasks::client_of(&context);
+        self.unfinished
+            .tasks
+            .update(&request.task_id, &client, request.input_responses)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let client = tasks::client_of(&context);
+        self.unfinished.tasks.cancel(&request.task_id, &client)
     }
 
     async fn set_level(

@@ -27,22 +27,31 @@ use crate::client::Level;
 mod handler;
 mod link;
 mod rounds;
+mod tasks;
 pub mod unread;
 
 use crate::service::{AskFailure, Reply, Service};
 use link::{Levels, McpLink, level_of};
-use rounds::Round;
-pub use rounds::Rounds;
+use rounds::{Round, Rounds};
+use tasks::Tasks;
 
 /// How long a client may keep a list without asking again: lists change
 /// only when plugins do, and subscribers hear of that at once.
 const LIST_TTL_MS: u64 = 60_000;
 
+/// Requests that outlive the request that made them, kept for every
+/// handler of a host (HTTP makes one per request): calls waiting for a
+/// 2026-07-28 client's answer, and calls gone on as tasks.
+#[derive(Default)]
+pub struct Unfinished {
+    rounds: Arc<Rounds>,
+    tasks: Tasks,
+}
+
 #[derive(Clone)]
 pub struct McpFront {
     service: Arc<Service>,
-    /// Tool calls waiting for a 2026-07-28 client's answer.
-    rounds: Arc<Rounds>,
+    unfinished: Arc<Unfinished>,
     /// The lowest level of log record the client wants (`logging/setLevel`).
     min_level: Arc<Mutex<Level>>,
     /// The resources this session subscribed to (`resources/subscribe`).
@@ -54,11 +63,11 @@ pub struct McpFront {
 }
 
 impl McpFront {
-    pub fn new(service: Arc<Service>, rounds: Arc<Rounds>) -> Self {
+    pub fn new(service: Arc<Service>, unfinished: Arc<Unfinished>) -> Self {
         let session = CancellationToken::new();
         McpFront {
             service,
-            rounds,
+            unfinished,
             min_level: Arc::new(Mutex::new(Level::Info)),
             subscribed: Default::default(),
             _session_guard: Arc::new(session.clone().drop_guard()),
@@ -129,6 +138,7 @@ impl McpFront {
     /// A 2026-07-28 request, run in rounds: the parked one `state` names,
     /// given the client's answers, or else a new one that `run` starts;
     /// until it ends or asks the client something.
+    #[allow(clippy::too_many_arguments)]
     async fn in_rounds(
         &self,
         what: String,
@@ -137,18 +147,17 @@ impl McpFront {
         run: rounds::Run,
         link: &Arc<McpLink>,
         context: &RequestContext<RoleServer>,
+        late: Option<rounds::Lateness>,
     ) -> Result<Round, McpError> {
         let capabilities = context.meta.client_capabilities();
+        let rounds = &self.unfinished.rounds;
         let running = match state {
             Some(state) => {
-                self.rounds
-                    .resume(&what, state, given.as_ref(), link.clone(), capabilities)?
+                rounds.resume(&what, state, given.as_ref(), link.clone(), capabilities)?
             }
-            None => self
-                .rounds
-                .start(what, run, link.clone(), capabilities, given),
+            None => rounds.start(what, run, link.clone(), capabilities, given),
         };
-        Ok(running.round(&self.rounds, &context.ct).await)
+        Ok(running.round(rounds, &context.ct, late).await)
     }
 
     /// The MCP `instructions`: one line on what serves the tools, then each

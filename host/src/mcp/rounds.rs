@@ -25,6 +25,7 @@ use rmcp::model::{
     ClientCapabilities, CreateMessageResult, ElicitResult, InputRequest, InputRequests,
     InputRequiredResult, InputResponses, ListRootsResult, ServerRequest,
 };
+use rmcp::task_manager::TaskContext;
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
@@ -105,6 +106,8 @@ pub(super) struct Running {
     /// (a client that retries statelessly): used for the questions of those
     /// names.
     given: InputResponses,
+    /// Questions it asked that its task is to ask.
+    open: Option<Open>,
 }
 
 /// How a round ended.
@@ -114,6 +117,8 @@ pub(super) enum Round {
     Done(Outcome, Vec<Value>),
     /// The call asked something: answer `input_required`.
     Asks(InputRequiredResult),
+    /// Still running when its grace ended: it goes on as a task.
+    Late(Running),
 }
 
 impl Rounds {
@@ -129,7 +134,7 @@ impl Rounds {
     ) -> Running {
         let (questions_tx, questions) = mpsc::unbounded_channel();
         let relay = Arc::new(RelayLink {
-            current: Mutex::new((link, capabilities)),
+            current: Mutex::new((Reporter::Request(link), capabilities)),
             questions: questions_tx,
         });
         let cancel = CancellationToken::new();
@@ -146,6 +151,7 @@ impl Rounds {
             cancel,
             needed: Vec::new(),
             given: given.unwrap_or_default(),
+            open: None,
         }
     }
 
@@ -185,7 +191,7 @@ impl Rounds {
             let response = responses.and_then(|r| r.get(&key)).cloned();
             answers[place] = Some(answer_of(kind, &key, response));
         }
-        *run.relay.current.lock().expect("relay lock") = (link, capabilities);
+        *run.relay.current.lock().expect("relay lock") = (Reporter::Request(link), capabilities);
         let _ = reply.send(
             answers
                 .into_iter()
@@ -196,17 +202,16 @@ impl Rounds {
     }
 
     /// Keep `run` for the client's next call, under a new state, asking
-    /// `requests` (by name).
-    fn park(
-        self: &Arc<Self>,
-        run: Running,
-        asked: Vec<(usize, String, Kind, InputRequest)>,
-        answers: Vec<Option<Result<Answer, Unasked>>>,
-        reply: oneshot::Sender<Vec<Result<Answer, Unasked>>>,
-    ) -> Round {
+    /// what `open` sends.
+    fn park(self: &Arc<Self>, run: Running, open: Open) -> Round {
+        let Open {
+            sent,
+            answers,
+            reply,
+        } = open;
         let mut requests = InputRequests::new();
-        let mut open = Vec::with_capacity(asked.len());
-        for (place, key, kind, request) in asked {
+        let mut open = Vec::with_capacity(sent.len());
+        for (place, key, kind, request) in sent {
             requests.insert(key.clone(), request);
             open.push((place, key, kind));
         }
@@ -237,54 +242,180 @@ impl Rounds {
 }
 
 impl Running {
-    /// Run until the call ends or asks something; `ended` (this round's
-    /// request was cancelled) cancels the call.
-    pub(super) async fn round(mut self, rounds: &Arc<Rounds>, ended: &CancellationToken) -> Round {
+    /// Run until the call ends or asks something, or, with `late`, it is
+    /// late (then it is [`Round::Late`]); `ended` (this round's request was
+    /// cancelled) cancels the call.
+    pub(super) async fn round(
+        mut self,
+        rounds: &Arc<Rounds>,
+        ended: &CancellationToken,
+        late: Option<Lateness>,
+    ) -> Round {
+        let grace = async {
+            match late {
+                Some(late) => tokio::time::sleep(late.after).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::pin!(grace);
         loop {
             let asked = tokio::select! {
-                outcome = &mut self.done => {
-                    let outcome = outcome.unwrap_or_else(|_| {
-                        Outcome::Call(Some(Reply::error("internal", "the request ended without a reply", false, Default::default())))
-                    });
-                    return Round::Done(outcome, self.needed);
-                }
+                biased;
+                outcome = &mut self.done => return Round::Done(ended_with(outcome), self.needed),
                 Some(asked) = self.questions.recv() => asked,
+                () = &mut grace => return Round::Late(self),
                 () = ended.cancelled(), if !self.cancel.is_cancelled() => {
                     self.cancel.cancel();
                     continue;
                 }
             };
-            let capabilities = self.relay.current.lock().expect("relay lock").1.clone();
-            let Asked { questions, reply } = asked;
-            // What this client cannot be asked is answered at once.
-            let mut answers = Vec::with_capacity(questions.len());
-            let mut sent = Vec::new();
-            for (place, (key, question)) in questions.into_iter().enumerate() {
-                let kind = Kind::of(&question);
-                // A malformed one is as none: the question is asked.
-                let given = self.given.remove(&key);
-                if let Some(answer) = given.and_then(|r| answer_of(kind, &key, Some(r)).ok()) {
-                    answers.push(Some(Ok(answer)));
-                    continue;
-                }
-                match request_for(question, capabilities.as_ref()) {
-                    Ok(request) => {
-                        answers.push(None);
-                        sent.push((place, key, kind, input_request(request)));
-                    }
-                    Err(missing) => {
-                        self.needed.push(missing.capability.clone());
-                        answers.push(Some(Err(missing.into())));
-                    }
-                }
+            let open = self.sort(asked);
+            if open.sent.is_empty() {
+                open.answer();
+            } else if late.is_some_and(|l| l.when_asking) {
+                self.open = Some(open);
+                return Round::Late(self);
+            } else {
+                return rounds.park(self, open);
             }
-            if sent.is_empty() {
-                let _ = reply.send(answers.into_iter().flatten().collect());
-                continue;
-            }
-            return rounds.park(self, sent, answers, reply);
         }
     }
+
+    /// What the client must be asked of `asked`: what it cannot be asked,
+    /// or answered with its first call, is answered at once.
+    fn sort(&mut self, asked: Asked) -> Open {
+        let capabilities = self.relay.current.lock().expect("relay lock").1.clone();
+        let Asked { questions, reply } = asked;
+        let mut answers = Vec::with_capacity(questions.len());
+        let mut sent = Vec::new();
+        for (place, (key, question)) in questions.into_iter().enumerate() {
+            let kind = Kind::of(&question);
+            // A malformed one is as none: the question is asked.
+            let given = self.given.remove(&key);
+            if let Some(answer) = given.and_then(|r| answer_of(kind, &key, Some(r)).ok()) {
+                answers.push(Some(Ok(answer)));
+                continue;
+            }
+            match request_for(question, capabilities.as_ref()) {
+                Ok(request) => {
+                    answers.push(None);
+                    sent.push((place, key, kind, input_request(request)));
+                }
+                Err(missing) => {
+                    self.needed.push(missing.capability.clone());
+                    answers.push(Some(Err(missing.into())));
+                }
+            }
+        }
+        Open {
+            sent,
+            answers,
+            reply,
+        }
+    }
+
+    /// Go on as task `task` until the call ends (`None`: cancelled by
+    /// `tasks/cancel`): progress becomes the task's status message, and
+    /// questions its `inputRequests`, answered by `tasks/update`. Dropped
+    /// (the task expired), it cancels the call.
+    pub(super) async fn as_task(mut self, task: TaskContext) -> Option<Outcome> {
+        let _cancel_when_dropped = self.cancel.clone().drop_guard();
+        self.relay.current.lock().expect("relay lock").0 = Reporter::Task(task.clone());
+        let mut used = std::collections::HashSet::new();
+        loop {
+            let open = match self.open.take() {
+                Some(open) => open,
+                None => tokio::select! {
+                    biased;
+                    outcome = &mut self.done => {
+                        return (!task.is_cancel_requested()).then(|| ended_with(outcome));
+                    }
+                    () = task.cancelled() => {
+                        self.cancel.cancel();
+                        let _ = (&mut self.done).await;
+                        return None;
+                    }
+                    Some(asked) = self.questions.recv() => self.sort(asked),
+                },
+            };
+            let Open {
+                sent,
+                mut answers,
+                reply,
+            } = open;
+            let asking = sent.into_iter().map(|(place, key, kind, request)| {
+                // Keys name one question in a task's life.
+                let mut unique = key.clone();
+                for n in 2.. {
+                    if used.insert(unique.clone()) {
+                        break;
+                    }
+                    unique = format!("{key}.{n}");
+                }
+                let task = task.clone();
+                async move {
+                    let answer = match task.request_input(unique.clone(), request).await {
+                        Ok(response) => answer_of(kind, &unique, Some(response)),
+                        Err(_) => Err(Unasked::Failed("the task was cancelled".into())),
+                    };
+                    (place, answer)
+                }
+            });
+            for (place, answer) in futures_util::future::join_all(asking).await {
+                answers[place] = Some(answer);
+            }
+            Open {
+                sent: Vec::new(),
+                answers,
+                reply,
+            }
+            .answer();
+        }
+    }
+}
+
+/// When a call of a tool that may run as a task is late, and goes on as
+/// one.
+#[derive(Clone, Copy)]
+pub(super) struct Lateness {
+    /// Still running this long after it started (or resumed).
+    pub after: Duration,
+    /// Or as soon as it asks the client something (a person may take long
+    /// to answer); otherwise questions are asked in rounds first.
+    pub when_asking: bool,
+}
+
+/// Questions a call asked together: those sent to the client (place, name,
+/// kind, request), and the answers so far, one place per question.
+struct Open {
+    sent: Vec<(usize, String, Kind, InputRequest)>,
+    answers: Vec<Option<Result<Answer, Unasked>>>,
+    reply: oneshot::Sender<Vec<Result<Answer, Unasked>>>,
+}
+
+impl Open {
+    /// Every question answered: the answers go to the call.
+    fn answer(self) {
+        let _ = self.reply.send(
+            self.answers
+                .into_iter()
+                .map(|a| a.expect("every place answered"))
+                .collect(),
+        );
+    }
+}
+
+/// What a request's task ended with (a task that died without a word
+/// ended with an internal error).
+fn ended_with(outcome: Result<Outcome, oneshot::error::RecvError>) -> Outcome {
+    outcome.unwrap_or_else(|_| {
+        Outcome::Call(Some(Reply::error(
+            "internal",
+            "the request ended without a reply",
+            false,
+            Default::default(),
+        )))
+    })
 }
 
 /// A question's request as an entry of `inputRequests`.
@@ -320,28 +451,53 @@ fn answer_of(kind: Kind, key: &str, response: Option<Value>) -> Result<Answer, U
 /// The link a round-trip call runs with: notifications go to the current
 /// round's request, questions to [`Running::round`].
 struct RelayLink {
-    current: Mutex<(Arc<McpLink>, Option<ClientCapabilities>)>,
+    current: Mutex<(Reporter, Option<ClientCapabilities>)>,
     questions: mpsc::UnboundedSender<Asked>,
 }
 
+/// Where a call's progress and log records go.
+#[derive(Clone)]
+enum Reporter {
+    /// To the request of the current round.
+    Request(Arc<McpLink>),
+    /// Into the status message of the task it became (a task has no
+    /// request to send log records to).
+    Task(TaskContext),
+}
+
 impl RelayLink {
-    fn link(&self) -> Arc<McpLink> {
+    fn reporter(&self) -> Reporter {
         self.current.lock().expect("relay lock").0.clone()
     }
 }
 
 impl ClientLink for RelayLink {
     fn progress(&self, progress: f64, total: Option<f64>, message: Option<String>) {
-        self.link().progress(progress, total, message);
+        match self.reporter() {
+            Reporter::Request(link) => link.progress(progress, total, message),
+            Reporter::Task(task) => {
+                task.set_status_message(message.unwrap_or_else(|| match total {
+                    Some(total) => format!("{progress} of {total}"),
+                    None => format!("{progress}"),
+                }))
+            }
+        }
     }
     fn wants_progress(&self) -> bool {
-        self.link().wants_progress()
+        match self.reporter() {
+            Reporter::Request(link) => link.wants_progress(),
+            Reporter::Task(_) => true,
+        }
     }
     fn log(&self, level: Level, logger: &str, data: Value) {
-        self.link().log(level, logger, data);
+        if let Reporter::Request(link) = self.reporter() {
+            link.log(level, logger, data);
+        }
     }
     fn event(&self, logger: &str, event: Value) {
-        self.link().event(logger, event);
+        if let Reporter::Request(link) = self.reporter() {
+            link.event(logger, event);
+        }
     }
     fn ask(&self, questions: Vec<(String, Question)>) -> Asking {
         let count = questions.len();

@@ -125,7 +125,7 @@ pub use prompts_bindings::exports::mcphost::plugin::prompts;
 pub use resource_list_bindings::exports::mcphost::plugin::resource_list;
 pub use resources_bindings::exports::mcphost::plugin::resources;
 pub use time::{iso8601, now_secs, utc};
-pub use tool::{Hints, Icon, McpTool, schema_for, structured_output, text_output};
+pub use tool::{Hints, Icon, McpTool, TaskSupport, schema_for, structured_output, text_output};
 
 /// Export a plugin: its typed tools and, optionally, the types serving its
 /// resources, prompts, completions and background work, and instructions

@@ -53,6 +53,10 @@ pub trait McpTool {
     const TITLE: Option<&'static str> = None;
     /// Pictures clients may show beside the tool.
     const ICONS: &'static [Icon] = &[];
+    /// Whether a call may run as an MCP task, polled by the client instead
+    /// of holding a request open: say [`TaskSupport::Optional`] for a tool
+    /// that can run for minutes.
+    const TASKS: TaskSupport = TaskSupport::Never;
     /// The arguments; their JSON Schema is the tool's input schema, and the
     /// host checks every call against it before the plugin runs.
     type Args: DeserializeOwned + JsonSchema;
@@ -67,6 +71,19 @@ pub trait McpTool {
     fn when_listed(_tool: &mut Tool) {}
     /// Run the tool.
     fn call(args: Self::Args) -> Result<ToolOutput, ToolError>;
+}
+
+/// Whether a tool's calls may run as MCP tasks (MCP 2026-07-28's tasks
+/// extension). It travels in the input schema as `x-task-support`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskSupport {
+    /// Always answered in the call.
+    Never,
+    /// A task when the call outlasts a short grace and the client takes
+    /// tasks; otherwise answered in the call.
+    Optional,
+    /// Always a task: clients that do not take tasks cannot call it.
+    Required,
 }
 
 /// What a tool does to the world, for clients that decide what to run
@@ -162,6 +179,11 @@ pub fn declare<T: McpTool>() -> Tool {
     }
     if let Some(title) = T::TITLE {
         input["x-annotations"]["title"] = json!(title);
+    }
+    match T::TASKS {
+        TaskSupport::Never => {}
+        TaskSupport::Optional => input["x-task-support"] = json!("optional"),
+        TaskSupport::Required => input["x-task-support"] = json!("required"),
     }
     if !T::ICONS.is_empty() {
         let icons: Vec<Value> = T::ICONS
