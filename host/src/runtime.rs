@@ -64,13 +64,22 @@ async fn in_fresh_instance<R>(
 ) -> Result<R, CallFailure> {
     // Declared first, so released after the store (and its instance) is gone.
     let _slot = prepared.slots.slot().await;
+    let cancel = call.cancel.clone();
     let mut store = new_store(&prepared.pre, grants, call);
-    let result = async {
-        let instance = prepared.pre.instantiate_async(&mut store).await?;
-        f(&mut store, &instance).await
+    // A cancellation interrupts running wasm (the epoch); a plugin waiting
+    // in a host call (a sleep, a read) is dropped with its instance.
+    let result = tokio::select! {
+        biased;
+        result = async {
+            let instance = prepared.pre.instantiate_async(&mut store).await?;
+            f(&mut store, &instance).await
+        } => Some(result),
+        () = cancel.cancelled() => None,
+    };
+    match result {
+        Some(result) => result.map_err(|e| classify(&store, e)),
+        None => Err(CallFailure::Cancelled),
     }
-    .await;
-    result.map_err(|e| classify(&store, e))
 }
 
 /// What a plugin offers, asked once at load.

@@ -42,6 +42,7 @@ fn accepting() -> Answers {
         )),
         stall: false,
         roots: Some(vec!["file:///home/ada/project".into()]),
+        tasks: false,
     }
 }
 

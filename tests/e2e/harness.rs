@@ -297,6 +297,8 @@ pub struct Answers {
     pub stall: bool,
     /// The roots the client shares (`None`: it declares no roots).
     pub roots: Option<Vec<String>>,
+    /// It takes MCP tasks (the tasks extension of 2026-07-28).
+    pub tasks: bool,
 }
 
 pub struct Recorder {
@@ -319,6 +321,9 @@ impl ClientHandler for Recorder {
         }
         if self.answers.roots.is_some() {
             capabilities["roots"] = json!({});
+        }
+        if self.answers.tasks {
+            capabilities["extensions"] = json!({"io.modelcontextprotocol/tasks": {}});
         }
         let mut config = ClientConfig::default();
         config.capabilities = serde_json::from_value(capabilities).expect("client capabilities");

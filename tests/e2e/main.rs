@@ -22,5 +22,6 @@ mod mock_llm;
 mod pi;
 mod pty;
 mod run_test;
+mod tasks;
 mod windows;
 mod wine;

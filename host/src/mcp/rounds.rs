@@ -318,7 +318,7 @@ impl Running {
     /// `tasks/cancel`): progress becomes the task's status message, and
     /// questions its `inputRequests`, answered by `tasks/update`. Dropped
     /// (the task expired), it cancels the call.
-    pub(super) async fn as_task(mut self, task: TaskContext) -> Option<Outcome> {
+    pub(super) async fn run_as_task(mut self, task: TaskContext) -> Option<Outcome> {
         let _cancel_when_dropped = self.cancel.clone().drop_guard();
         self.relay.current.lock().expect("relay lock").0 = Reporter::Task(task.clone());
         let mut used = std::collections::HashSet::new();

@@ -58,7 +58,7 @@ impl Tasks {
         client: String,
     ) -> Result<CreateTaskResult, McpError> {
         self.create(client, move |task| {
-            Box::pin(async move { running.as_task(task).await })
+            Box::pin(async move { running.run_as_task(task).await })
         })
     }
 
@@ -187,17 +187,22 @@ fn settle(outcome: Option<Outcome>) -> Result<rmcp::model::CallToolResult, TaskE
     Ok(to_result(reply))
 }
 
-/// Who a task belongs to: the HTTP session that made it, or for stateless
-/// HTTP requests (MCP 2026-07-28) and stdio, the host's one client.
-/// Beyond that, a task id is a random UUID nobody else is told.
+/// Who a task belongs to: the credential the request came with (over
+/// HTTP, its `Authorization`) and the client program it says it is (MCP
+/// 2026-07-28 requests carry `clientInfo`). Requests of MCP 2026-07-28 have
+/// no session to bind to; beyond this, a task id is a random UUID only its
+/// client is told.
 pub(super) fn client_of(context: &RequestContext<RoleServer>) -> String {
-    let session = context
+    let credential = context
         .extensions
         .get::<axum::http::request::Parts>()
-        .and_then(|parts| parts.headers.get("mcp-session-id"))
-        .and_then(|id| id.to_str().ok());
-    match session {
-        Some(id) => format!("session {id}"),
-        None => "client".into(),
-    }
+        .and_then(|parts| parts.headers.get(axum::http::header::AUTHORIZATION))
+        .map(|value| crate::catalog::sha256_hex(value.as_bytes()))
+        .unwrap_or_default();
+    let program = context
+        .meta
+        .client_info()
+        .map(|info| info.name)
+        .unwrap_or_default();
+    format!("{credential} {program}")
 }

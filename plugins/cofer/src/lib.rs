@@ -23,7 +23,7 @@ mod run;
 mod services;
 
 use plugin_sdk::log::{Level, log};
-use plugin_sdk::{Hints, McpTool, ToolError, ToolOutput, git};
+use plugin_sdk::{Hints, McpTool, TaskSupport, ToolError, ToolOutput, git};
 use serde_json::{Value, json};
 
 use env::Env;
@@ -56,6 +56,8 @@ struct RunCmd;
 
 impl McpTool for RunCmd {
     const NAME: &'static str = "environment_run_cmd";
+    // It can run for minutes: a client that takes tasks polls for it.
+    const TASKS: TaskSupport = TaskSupport::Optional;
     const TITLE: Option<&'static str> = Some("Run a command in an environment");
     const DESCRIPTION: &'static str = "Run a terminal command inside an environment's container. Returns the exit code and the last 512 lines \
         of stdout and stderr, and commits the changes in /workdir to the environment's branch with \

@@ -14,7 +14,7 @@ mod models;
 mod tty;
 
 use plugin_sdk::process::{self, RunRequest, RunResult, Status};
-use plugin_sdk::{CapabilityError, Hints, McpTool, Tool, ToolError, ToolOutput};
+use plugin_sdk::{CapabilityError, Hints, McpTool, TaskSupport, Tool, ToolError, ToolOutput};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -41,6 +41,8 @@ struct Chat;
 
 impl McpTool for Chat {
     const NAME: &'static str = "copilot.chat";
+    // It can run for minutes: a client that takes tasks polls for it.
+    const TASKS: TaskSupport = TaskSupport::Optional;
     const TITLE: Option<&'static str> = Some("Ask GitHub Copilot");
     const DESCRIPTION: &'static str = "Ask the GitHub Copilot CLI. Runs `copilot -p <input> --model <model>` non-interactively (a terminal \
         session with `/model` if the CLI lacks those flags) and returns its raw stdout, stderr and exit code.";

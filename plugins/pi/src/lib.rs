@@ -13,7 +13,7 @@
 mod provider;
 mod run;
 
-use plugin_sdk::{Hints, McpTool, ToolError, ToolOutput, notify};
+use plugin_sdk::{Hints, McpTool, TaskSupport, ToolError, ToolOutput, notify};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -35,6 +35,8 @@ struct Prompt;
 
 impl McpTool for Prompt {
     const NAME: &'static str = "pi.prompt";
+    // It can run for minutes: a client that takes tasks polls for it.
+    const TASKS: TaskSupport = TaskSupport::Optional;
     const TITLE: Option<&'static str> = Some("Prompt the pi coding agent");
     const DESCRIPTION: &'static str = "Ask the pi coding agent to do something in the workspace. Its loop (turns, messages, tool executions) is \
         relayed as notifications while it runs; the result is the final answer, the stop reason, the tool calls \

@@ -14,7 +14,7 @@ pub mod results;
 mod template;
 
 use plugin_sdk::process::{self, RunRequest, RunResult, Status, Stream};
-use plugin_sdk::{Hints, McpTool, ToolError, ToolOutput};
+use plugin_sdk::{Hints, McpTool, TaskSupport, ToolError, ToolOutput};
 use serde_json::json;
 
 use request::{Args, Checked};
@@ -27,6 +27,8 @@ struct RunTest;
 
 impl McpTool for RunTest {
     const NAME: &'static str = "run_test";
+    // It can run for minutes: a client that takes tasks polls for it.
+    const TASKS: TaskSupport = TaskSupport::Optional;
     const TITLE: Option<&'static str> = Some("Run tests");
     const DESCRIPTION: &'static str = "Run the repository's tests with a fixed command template and always come back: a hard timeout and a \
         no-output timeout kill the whole process tree. Writes raw.log, summary.md and summary.json to the report \

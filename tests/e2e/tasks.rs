@@ -1,0 +1,203 @@
+//! Long calls as MCP tasks (the tasks extension of MCP 2026-07-28): a
+//! 2026 client that takes tasks gets a task for a call still running after
+//! the grace, polls it, answers its questions and cancels it; a client
+//! that does not take tasks is answered in the call, or told it must take
+//! them. The plugin is the conformance fixture (tests/plugins/conformance).
+
+use std::time::{Duration, Instant};
+
+use rmcp::ClientLifecycleMode;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CancelTaskParams, ElicitResult, ElicitationAction,
+    ErrorCode, GetTaskParams, InputResponses, TaskPayload, TaskStatus, UpdateTaskParams,
+};
+use serde_json::{Value, json};
+
+use crate::harness::*;
+
+const GRANTED: &str = "[plugins.conformance]\ncapabilities = [\"client\"]\n";
+
+fn current() -> ClientLifecycleMode {
+    ClientLifecycleMode::Discover {
+        preferred_versions: vec![rmcp::model::ProtocolVersion::V_2026_07_28],
+    }
+}
+
+fn call(tool: &str, arguments: Value) -> CallToolRequestParams {
+    CallToolRequestParams::new(tool.to_string())
+        .with_arguments(arguments.as_object().unwrap().clone())
+}
+
+/// The task's state once `until` holds (or it ended), within 20 s.
+async fn poll(client: &Client, id: &str, until: impl Fn(TaskStatus) -> bool) -> TaskPayload {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let got = client
+            .service
+            .peer()
+            .get_task(GetTaskParams::new(id))
+            .await
+            .expect("tasks/get");
+        let status = got.task.status();
+        if until(status) || status.is_terminal() || Instant::now() > deadline {
+            return got.task.payload;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn result_text(payload: &TaskPayload) -> String {
+    let TaskPayload::Completed { result } = payload else {
+        panic!("completed, not {payload:?}")
+    };
+    result["content"][0]["text"].as_str().unwrap().to_string()
+}
+
+#[tokio::test]
+async fn a_slow_call_is_a_task_polled_answered_and_cancelled() {
+    let env = Env::new(&["conformance"], GRANTED);
+    let host = env.start_http(&[]).await;
+    let mut confirm = ElicitResult::new(ElicitationAction::Accept);
+    confirm.content = Some(json!({"confirm": true}));
+    let takes_tasks = Answers {
+        elicit: Some(confirm),
+        tasks: true,
+        ..Answers::default()
+    };
+    let client = host.connect_answering(current(), None, takes_tasks).await;
+    let peer = client.service.peer();
+
+    // Done within the grace: answered in the call.
+    let quick = peer
+        .call_tool_once(call(
+            "slow_compute",
+            json!({"seconds": 0, "label": "quick"}),
+        ))
+        .await
+        .unwrap();
+    assert!(matches!(quick, CallToolResponse::Complete(_)), "{quick:?}");
+
+    // Still running: a task, whose result tasks/get holds once done.
+    let CallToolResponse::Task(task) = peer
+        .call_tool_once(call("slow_compute", json!({"seconds": 1, "label": "slow"})))
+        .await
+        .unwrap()
+    else {
+        panic!("a task")
+    };
+    assert_eq!(task.task.status, TaskStatus::Working);
+    assert!(task.task.ttl_ms.is_some_and(|ttl| ttl >= 60_000));
+    let done = poll(&client, &task.task.task_id, |_| false).await;
+    assert_eq!(result_text(&done), "Computed slow in 1 seconds");
+
+    // A question: the task waits with it in `inputRequests`, and goes on
+    // with the answer tasks/update brings.
+    let CallToolResponse::Task(asking) = peer
+        .call_tool_once(call("confirm_delete", json!({"filename": "notes.txt"})))
+        .await
+        .unwrap()
+    else {
+        panic!("a task")
+    };
+    let id = asking.task.task_id.clone();
+    let waiting = poll(&client, &id, |s| s == TaskStatus::InputRequired).await;
+    let TaskPayload::InputRequired { input_requests } = waiting else {
+        panic!("input required, not {waiting:?}")
+    };
+    let mut answers = InputResponses::new();
+    for key in input_requests.keys() {
+        answers.insert(
+            key.clone(),
+            json!({"action": "accept", "content": {"confirm": true}}),
+        );
+    }
+    peer.update_task(UpdateTaskParams::new(&id, answers))
+        .await
+        .unwrap();
+    let answered = poll(&client, &id, |_| false).await;
+    assert_eq!(result_text(&answered), r#"notes.txt: {"confirm":true}"#);
+
+    // Cancelled: the call ends at once, though it would run a minute.
+    let CallToolResponse::Task(long) = peer
+        .call_tool_once(call("slow_compute", json!({"seconds": 60})))
+        .await
+        .unwrap()
+    else {
+        panic!("a task")
+    };
+    let started = Instant::now();
+    peer.cancel_task(CancelTaskParams::new(&long.task.task_id))
+        .await
+        .unwrap();
+    let cancelled = poll(&client, &long.task.task_id, |_| false).await;
+    assert!(matches!(cancelled, TaskPayload::Cancelled), "{cancelled:?}");
+    assert!(started.elapsed() < Duration::from_secs(20));
+
+    // A plugin that crashes fails the task, with the error inlined.
+    let CallToolResponse::Task(crash) = peer
+        .call_tool_once(call("protocol_error_job", json!({})))
+        .await
+        .unwrap()
+    else {
+        panic!("a task")
+    };
+    let failed = poll(&client, &crash.task.task_id, |_| false).await;
+    let TaskPayload::Failed { error } = failed else {
+        panic!("failed, not {failed:?}")
+    };
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("plugin_trapped")
+    );
+
+    // A client with another credential does not see this client's tasks.
+    let other = host
+        .connect_answering(
+            current(),
+            Some("another-credential"),
+            Answers {
+                tasks: true,
+                ..Answers::default()
+            },
+        )
+        .await;
+    let hidden = other.service.peer().get_task(GetTaskParams::new(&id)).await;
+    let rmcp::service::ServiceError::McpError(hidden) = hidden.unwrap_err() else {
+        panic!("an MCP error")
+    };
+    assert_eq!(hidden.code, ErrorCode::INVALID_PARAMS);
+}
+
+#[tokio::test]
+async fn a_client_without_tasks_is_answered_in_the_call_or_told_to_take_them() {
+    let env = Env::new(&["conformance"], GRANTED);
+    let host = env.start_http(&[]).await;
+    let client = host.connect(current(), None).await;
+    let peer = client.service.peer();
+    let answered = peer
+        .call_tool_once(call("slow_compute", json!({"seconds": 1, "label": "held"})))
+        .await
+        .unwrap();
+    let CallToolResponse::Complete(result) = answered else {
+        panic!("a complete result, not {answered:?}")
+    };
+    assert_eq!(
+        result.content[0].as_text().unwrap().text,
+        "Computed held in 1 seconds"
+    );
+    let refused = peer
+        .call_tool_once(call("failing_job", json!({})))
+        .await
+        .unwrap_err();
+    let rmcp::service::ServiceError::McpError(refused) = refused else {
+        panic!("{refused:?}")
+    };
+    assert_eq!(refused.code, ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY);
+    let error = peer
+        .get_task(GetTaskParams::new("00000000-0000-0000-0000-000000000000"))
+        .await
+        .unwrap_err();
+    assert!(format!("{error:?}").contains("-32021"), "{error:?}");
+}
