@@ -158,7 +158,7 @@ async fn measure(doc_dir: &Path, config: &str) -> u64 {
         peak_kib as f64 / 1024.0
     );
 
-    let (short, long) = corpus_queries(&doc_dir, 2000);
+    let (short, long) = corpus_queries(doc_dir, 2000);
     let client = env.start().await;
     for q in short.iter().take(200) {
         client.call("godot.search", json!({ "query": q })).await;
