@@ -66,15 +66,21 @@ async fn in_fresh_instance<R>(
     let _slot = prepared.slots.slot().await;
     let cancel = call.cancel.clone();
     let mut store = new_store(&prepared.pre, grants, call);
-    // A cancellation interrupts running wasm (the epoch); a plugin waiting
-    // in a host call (a sleep, a read) is dropped with its instance.
+    // A cancelled call has a grace to clean up (a plugin writing its
+    // report), then running wasm is interrupted (the epoch); one still
+    // waiting in a host call (a sleep) after twice the grace is dropped
+    // with its instance.
+    let dropped = async {
+        cancel.cancelled().await;
+        tokio::time::sleep(2 * crate::store::CANCEL_GRACE).await;
+    };
     let result = tokio::select! {
         biased;
         result = async {
             let instance = prepared.pre.instantiate_async(&mut store).await?;
             f(&mut store, &instance).await
         } => Some(result),
-        () = cancel.cancelled() => None,
+        () = dropped => None,
     };
     match result {
         Some(result) => result.map_err(|e| classify(&store, e)),

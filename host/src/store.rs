@@ -23,7 +23,7 @@ use crate::policy::Grants;
 
 /// How long a cancelled call's guest may still run: run_test writes its
 /// reports, a plugin reports what it cut short. Within the shutdown's wait.
-const CANCEL_GRACE: Duration = Duration::from_millis(500);
+pub const CANCEL_GRACE: Duration = Duration::from_millis(500);
 
 /// What a capability needs to know about the call it serves.
 #[derive(Clone)]

@@ -14,7 +14,7 @@ use crate::harness::*;
 
 /// Every escape we know of, each writing its pid to a file; `n` tells
 /// this test's processes from those of the tests running beside it.
-fn hanging_tree(n: u32) -> String {
+pub(crate) fn hanging_tree(n: u32) -> String {
     format!(
         "setsid sh -c 'echo $$ > a.pid; exec sleep {n}1' & \
          (sh -c 'echo $$ > b.pid; exec sleep {n}2' &) ; \
@@ -32,7 +32,7 @@ enum End {
     StdinClosed,
 }
 
-async fn pids_written(dir: &Path) -> Vec<i32> {
+pub(crate) async fn pids_written(dir: &Path) -> Vec<i32> {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let pids: Vec<i32> = ["a.pid", "b.pid", "c.pid"]

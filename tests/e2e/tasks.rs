@@ -201,3 +201,107 @@ async fn a_client_without_tasks_is_answered_in_the_call_or_told_to_take_them() {
         .unwrap_err();
     assert!(format!("{error:?}").contains("-32021"), "{error:?}");
 }
+
+/// An npm project whose test script is `script`, served by run_test over
+/// HTTP, and a client that takes tasks, with `credential`.
+async fn run_test_host(script: &str) -> Option<(Env, HttpHost)> {
+    if !require_program("npm", "install Node.js and npm (.ci/run does)")
+        || !require_program("setsid", "install util-linux")
+    {
+        return None;
+    }
+    let env = Env::new(&["run_test"], "");
+    std::fs::write(
+        env.workspace.join("package.json"),
+        json!({"name": "p", "version": "1.0.0", "scripts": {"test": script}}).to_string(),
+    )
+    .unwrap();
+    let host = env.start_http(&[]).await;
+    Some((env, host))
+}
+
+async fn tasks_client(host: &HttpHost) -> Client {
+    let answers = Answers {
+        tasks: true,
+        ..Answers::default()
+    };
+    host.connect_answering(current(), Some("ada"), answers)
+        .await
+}
+
+/// A run outlives the connection that started it: the client goes away,
+/// comes back, and reads the result.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_test_task_outlives_its_connection_and_is_read_afterwards() {
+    let Some((_env, host)) = run_test_host("sleep 2").await else {
+        return;
+    };
+    let client = tasks_client(&host).await;
+    let response = client
+        .service
+        .peer()
+        .call_tool_once(call("run_test", run_test_args("npm", json!({}))))
+        .await
+        .unwrap();
+    let CallToolResponse::Task(task) = response else {
+        panic!("a task, not {response:?}")
+    };
+    let id = task.task.task_id;
+    client.service.cancel().await.unwrap();
+
+    let again = tasks_client(&host).await;
+    let done = poll(&again, &id, |_| false).await;
+    let TaskPayload::Completed { result } = done else {
+        panic!("completed, not {done:?}")
+    };
+    assert_eq!(
+        result["structuredContent"]["status"], "passed",
+        "{result:#?}"
+    );
+}
+
+/// tasks/cancel ends a run as a cancellation does: its whole tree, escapees
+/// included, is gone.
+#[tokio::test(flavor = "multi_thread")]
+async fn cancelling_a_run_test_task_kills_its_tree() {
+    let n = 470;
+    let Some((env, host)) = run_test_host(&crate::lifetime::hanging_tree(n)).await else {
+        return;
+    };
+    let client = tasks_client(&host).await;
+    let args = run_test_args(
+        "npm",
+        json!({"timeout_ms": 600_000, "no_output_timeout_ms": 600_000}),
+    );
+    let response = client
+        .service
+        .peer()
+        .call_tool_once(call("run_test", args))
+        .await
+        .unwrap();
+    let CallToolResponse::Task(task) = response else {
+        panic!("a task, not {response:?}")
+    };
+    let mut pids = crate::lifetime::pids_written(&env.workspace).await;
+    if !require_cgroups(&std::fs::read_to_string(env.stderr_log()).unwrap()) {
+        pids.pop(); // the env-cleared escapee is found by cgroups only
+    }
+    client
+        .service
+        .peer()
+        .cancel_task(CancelTaskParams::new(&task.task.task_id))
+        .await
+        .unwrap();
+    let cancelled = poll(&client, &task.task.task_id, |_| false).await;
+    assert!(matches!(cancelled, TaskPayload::Cancelled), "{cancelled:?}");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let left = loop {
+        let mut left: Vec<i32> = pids.iter().copied().filter(|p| !process_gone(*p)).collect();
+        left.extend(processes_with(&format!("sleep {n}4")));
+        if left.is_empty() || Instant::now() > deadline {
+            break left;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(left.is_empty(), "still running after the cancel: {left:?}");
+}

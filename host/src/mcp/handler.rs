@@ -436,7 +436,8 @@ impl ServerHandler for McpFront {
         // them (2026-07-28 requests only: older revisions have no tasks).
         let tasks = self
             .service
-            .catalog()
+            .loaded_for(&name)
+            .await
             .tool(&name)
             .map_or(TaskSupport::Never, |(_, tool)| tool.tasks);
         let takes_tasks = per_request

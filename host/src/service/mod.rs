@@ -203,7 +203,7 @@ impl Service {
 
     /// What is served once the plugin of tool `exposed` is loaded (or all
     /// are, when no loaded plugin serves it).
-    async fn loaded_for(&self, exposed: &str) -> Arc<Catalog> {
+    pub async fn loaded_for(&self, exposed: &str) -> Arc<Catalog> {
         let catalog = self.catalog();
         if catalog.tool(exposed).is_some() {
             return catalog;
