@@ -254,9 +254,7 @@ async fn a_run_test_task_outlives_its_connection_and_is_read_afterwards() {
     let TaskPayload::Completed { result } = done else {
         panic!("completed, not {done:?}")
     };
-    let report: Value =
-        serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap();
-    assert_eq!(report["status"], "pass", "{report:#}");
+    assert_eq!(result["structuredContent"]["status"], "pass", "{result:#?}");
 }
 
 /// tasks/cancel ends a run as a cancellation does: its whole tree, escapees
