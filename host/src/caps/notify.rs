@@ -1,6 +1,6 @@
 //! `notify`: progress and relayed events for the call in progress, and
 //! changes to the plugin's resources, which every session subscribed to
-//! them hears of.
+//! them hears of, and to its tools.
 
 use tokio::sync::broadcast;
 
@@ -26,6 +26,8 @@ pub enum Change {
 pub struct Announcer {
     pub scheme: Option<String>,
     pub changes: broadcast::Sender<Change>,
+    /// Where a plugin asks to have its tools listed again, by name.
+    pub relist: tokio::sync::mpsc::UnboundedSender<String>,
 }
 
 impl CallContext {
@@ -93,6 +95,13 @@ impl Host for CallState {
     async fn resources_changed(&mut self) -> wasmtime::Result<()> {
         if let Some(announcer) = self.call.attached::<Announcer>() {
             let _ = announcer.changes.send(Change::Resources);
+        }
+        Ok(())
+    }
+
+    async fn tools_changed(&mut self) -> wasmtime::Result<()> {
+        if let Some(announcer) = self.call.attached::<Announcer>() {
+            let _ = announcer.relist.send(self.grants.plugin.clone());
         }
         Ok(())
     }

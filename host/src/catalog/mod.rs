@@ -215,8 +215,33 @@ impl Catalog {
     pub fn fingerprint(&self) -> Vec<(String, String)> {
         self.tools
             .iter()
-            .map(|(name, (p, _))| (name.clone(), p.hash.clone()))
+            .map(|(name, (p, i))| {
+                // The same file may list other tools when asked again
+                // (`notify.tools-changed`): the definition counts too.
+                let tool = &p.tools[*i];
+                let definition = serde_json::json!([
+                    tool.description,
+                    tool.input_schema,
+                    tool.output_schema,
+                    tool.annotations
+                ]);
+                (name.clone(), sha256_hex(definition.to_string().as_bytes()))
+            })
             .collect()
+    }
+
+    /// This catalog without plugin `name`: loading the folder against it
+    /// loads that plugin afresh, asking for its tools again.
+    pub fn without(&self, name: &str) -> Catalog {
+        Catalog {
+            plugins: self
+                .plugins
+                .iter()
+                .filter(|p| p.name != name)
+                .cloned()
+                .collect(),
+            ..Catalog::default()
+        }
     }
 }
 
@@ -232,6 +257,10 @@ pub struct Loader {
     pub underscore_names: bool,
     /// Where changes to what is served are told (see [`Change`]).
     pub changes: broadcast::Sender<Change>,
+    /// Where plugins ask to have their tools listed again (`notify.
+    /// tools-changed`), and where the service hears it (taken once).
+    relist: tokio::sync::mpsc::UnboundedSender<String>,
+    pub relisted: std::sync::Mutex<Option<tokio::sync::mpsc::UnboundedReceiver<String>>>,
 }
 
 /// How long a plugin may take to list its tools.
@@ -248,6 +277,7 @@ impl Loader {
     ) -> Result<Self> {
         let linker = crate::store::linker(&engine)?;
         let cache = ComponentCache::new(&engine, places.cache_dir.join("compiled"));
+        let (relist, relisted) = tokio::sync::mpsc::unbounded_channel();
         Ok(Loader {
             engine,
             linker,
@@ -258,6 +288,8 @@ impl Loader {
             plugins_dir,
             underscore_names,
             changes: broadcast::channel(64).0,
+            relist,
+            relisted: std::sync::Mutex::new(Some(relisted)),
         })
     }
 
@@ -549,6 +581,7 @@ impl Loader {
             announcer: Announcer {
                 scheme: scheme.clone(),
                 changes: self.changes.clone(),
+                relist: self.relist.clone(),
             },
             scheme,
             prompts: offer.prompts,

@@ -129,8 +129,36 @@ impl Service {
 
     /// Reload the plugins folder; true when the served tools changed.
     pub async fn reload(&self) -> bool {
+        self.reload_against(None).await
+    }
+
+    /// Serve what the plugins say their tools are now, when they say it
+    /// changed (`notify.tools-changed`), for as long as the service is.
+    pub fn relist_when_asked(self: &Arc<Self>) {
+        let Some(mut asked) = self.loader.relisted.lock().expect("relist lock").take() else {
+            return;
+        };
+        let service = Arc::downgrade(self);
+        tokio::spawn(async move {
+            while let Some(plugin) = asked.recv().await {
+                let Some(service) = service.upgrade() else {
+                    return;
+                };
+                let changed = service.reload_against(Some(&plugin)).await;
+                tracing::info!(%plugin, changed, "tools listed again, as the plugin asked");
+            }
+        });
+    }
+
+    /// Reload the plugins folder, `relisted` (a plugin's name) asked for its
+    /// tools again even if its file is the same.
+    async fn reload_against(&self, relisted: Option<&str>) -> bool {
         let old = self.loaded().await;
-        let new = Arc::new(self.loader.load_all(&old).await);
+        let previous = match relisted {
+            Some(plugin) => Arc::new(old.without(plugin)),
+            None => old.clone(),
+        };
+        let new = Arc::new(self.loader.load_all(&previous).await);
         let changed = old.fingerprint() != new.fingerprint();
         *self.catalog.write().expect("catalog lock") = new.clone();
         self.background.sync(&new);

@@ -37,6 +37,7 @@ impl Service {
                 .await;
             let service = Arc::new(Service::new(loader, catalog, true));
             service.background.enable(&service.catalog(), memo);
+            service.relist_when_asked();
             return service;
         };
         tracing::info!(
@@ -47,6 +48,7 @@ impl Service {
         listing.problems = problems.problems.clone();
         let service = Arc::new(Service::new(loader, listing, false));
         tokio::spawn(service.clone().load_behind(found, problems, memo));
+        service.relist_when_asked();
         service
     }
 

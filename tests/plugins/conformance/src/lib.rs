@@ -842,6 +842,45 @@ impl McpTool for HeaderParam {
     }
 }
 
+/// How many times [`TriggerToolChange`] changed the tool list, kept in the
+/// plugin's cache (a plugin instance lives for one call).
+fn tool_changes() -> Option<std::path::PathBuf> {
+    std::env::var("MCP_PLUGIN_CACHE")
+        .ok()
+        .map(|cache| std::path::Path::new(&cache).join("tool-changes"))
+}
+
+/// Changes the tool list: its own description counts the changes, and the
+/// host, told, lists the tools again and tells the clients.
+struct TriggerToolChange;
+impl McpTool for TriggerToolChange {
+    const NAME: &'static str = "test_trigger_tool_change";
+    const DESCRIPTION: &'static str = "Changes the tool list.";
+    type Args = NoArgs;
+    fn when_listed(tool: &mut plugin_sdk::Tool) {
+        let changes = tool_changes().and_then(|f| std::fs::read_to_string(f).ok());
+        if let Some(n) = changes {
+            tool.description = format!("Changes the tool list (changed {} times).", n.trim());
+        }
+    }
+    fn call(_: NoArgs) -> Result<ToolOutput, ToolError> {
+        let file = tool_changes()
+            .ok_or_else(|| ToolError::new("internal", "MCP_PLUGIN_CACHE is not set"))?;
+        let n: u64 = std::fs::read_to_string(&file)
+            .ok()
+            .and_then(|n| n.trim().parse().ok())
+            .unwrap_or(0);
+        std::fs::write(&file, (n + 1).to_string()).map_err(|e| {
+            ToolError::new(
+                "denied",
+                format!("cannot count the change: {e} (grant fs.write of ${{plugin_cache}})"),
+            )
+        })?;
+        notify::tools_changed();
+        Ok(text_output(format!("tool list changed ({} times)", n + 1)))
+    }
+}
+
 // --- The tasks extension's fixtures (2026-07-28 suite, tasks-* scenarios).
 
 #[derive(Deserialize, JsonSchema)]
@@ -972,7 +1011,7 @@ plugin_sdk::export! {
         ElicitationDefaults, ElicitationEnums, ElicitationUrl, TouchWatched, RoundElicitation,
         RoundSampling, RoundRoots, RoundState, RoundTampered, RoundMultiple, RoundCapabilities,
         RoundMulti, LoggingTool, StreamingElicitation, MissingCapability, Greet, SlowCompute,
-        ConfirmDelete, MultiInput, FailingJob, ProtocolErrorJob, ToolWithTask,
+        ConfirmDelete, MultiInput, FailingJob, ProtocolErrorJob, ToolWithTask, TriggerToolChange,
     ],
     resources: TestResources,
     resource_list: Listed,
