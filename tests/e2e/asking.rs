@@ -457,3 +457,38 @@ async fn prompt_arguments_are_completed_over_stdio_and_http() {
         arguments_are_completed(&host.connect(lifecycle, None).await).await;
     }
 }
+
+/// A plugin whose tools change at run time says so (`notify.tools-changed`):
+/// the host lists them again and the client hears of it and sees the new
+/// ones.
+#[tokio::test]
+async fn a_plugin_that_says_its_tools_changed_is_listed_again() {
+    let env = Env::new(
+        &["conformance"],
+        "[plugins.conformance]\ncapabilities = [\"client\", \"fs\"]\nfs.write = [\"${plugin_cache}\"]\n",
+    );
+    let client = env.start().await;
+    let description = |tools: Vec<rmcp::model::Tool>| {
+        tools
+            .into_iter()
+            .find(|t| t.name == "test_trigger_tool_change")
+            .and_then(|t| t.description)
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(description(client.tools().await), "Changes the tool list.");
+    for n in 1..=2 {
+        let result = client.call("test_trigger_tool_change", json!({})).await;
+        assert_eq!(text(&result), format!("tool list changed ({n} times)"));
+        assert!(client.tools_changed_within(Duration::from_secs(10)).await);
+        assert_eq!(
+            description(client.tools().await),
+            format!("Changes the tool list (changed {n} times).")
+        );
+    }
+    // Without the grant the fixture cannot count a change, and says why.
+    let env = Env::new(&["conformance"], GRANTED);
+    let client = env.start().await;
+    let refused = client.call("test_trigger_tool_change", json!({})).await;
+    assert!(text(&refused).contains("denied"), "{refused:?}");
+}
