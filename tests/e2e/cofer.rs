@@ -984,6 +984,23 @@ async fn hundred_megabytes_of_output_in_bounded_memory() {
     let stdout = out["stdout"].as_str().unwrap();
     assert!(stdout.len() <= 64 * 1024 && stdout.ends_with("last line\n"));
     assert!(stdout.lines().count() <= 512);
+    // The answer fits what clients show a model whole, and says how to
+    // get more (issue 39, item 4).
+    assert!(text(&r).len() <= 20_000, "{} bytes", text(&r).len());
+    assert!(text(&r).contains("max_output_bytes"), "{}", text(&r));
+    let mut more = f.run_args(
+        "loud",
+        "yes 0123456789abcdefghijklmnopqrstuvwxyz | head -n 1000",
+    );
+    more["max_output_bytes"] = json!(65536);
+    let r = client.call("environment_run_cmd", more).await;
+    let out = structured(&r);
+    assert_eq!(
+        out["stdout"].as_str().unwrap().lines().count(),
+        512,
+        "{out}"
+    );
+    assert_eq!(out["lines_omitted"]["stdout"], 488, "{out}");
     let growth_mib = peak.saturating_sub(before) / 1024;
     assert!(
         growth_mib < 48,

@@ -197,6 +197,46 @@ async fn file_tools_read_write_edit_list_delete_and_commit() {
     );
     assert!(listed.contains("adder work"), "{listed}");
 
+    // A long file, read without a range, comes as its first lines within
+    // what clients show whole, saying how to read on; asked for whole, it
+    // is; its diff is cut likewise, saying how to get more (issue 39).
+    let long: String = (1..=5000)
+        .map(|n| format!("line {n} of a long file\n"))
+        .collect();
+    let r = client
+        .call(
+            "environment_file_write",
+            on(
+                &f,
+                "files",
+                "add a long file",
+                json!({"target_file": "long.txt", "contents": long}),
+            ),
+        )
+        .await;
+    assert!(!is_error(&r), "{r:?}");
+    let read = |args: Value| {
+        let client = &client;
+        let args = on(&f, "files", "read", args);
+        async move { text(&client.call("environment_file_read", args).await) }
+    };
+    let first = read(json!({"target_file": "long.txt"})).await;
+    assert!(first.len() <= 20_000, "{} bytes", first.len());
+    assert!(first.starts_with("line 1 of"), "{first}");
+    assert!(first.contains("5000 lines") && first.contains("start_line_one_indexed_inclusive="));
+    let whole = read(json!({"target_file": "long.txt", "should_read_entire_file": true})).await;
+    assert_eq!(whole, long);
+    let diff = text(&client.call("environment_diff", f.scoped("files")).await);
+    assert!(diff.len() <= 20_000, "{} bytes", diff.len());
+    assert!(
+        diff.contains("more bytes]") && diff.contains("max_bytes"),
+        "{diff}"
+    );
+    let mut more = f.scoped("files");
+    more["max_bytes"] = json!(262_144);
+    let diff = text(&client.call("environment_diff", more).await);
+    assert!(diff.contains("+line 5000 of a long file"), "{}", diff.len());
+
     // A missing environment is not_found.
     let e = error_of(
         &client

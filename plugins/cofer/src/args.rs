@@ -95,6 +95,10 @@ pub struct RunCmd {
     #[serde(default)]
     #[schemars(length(max = 32), inner(range(min = 1)))]
     pub ports: Vec<u16>,
+    /// Most bytes of stdout and stderr returned together (default 16384, up to 65536): of the last 512 lines of each stream, the last ones that fit are shown, and the answer says how many were left out.
+    #[serde(default)]
+    #[schemars(range(min = 1024, max = 65536))]
+    pub max_output_bytes: Option<u32>,
 }
 
 fn default_shell() -> String {
@@ -246,6 +250,10 @@ pub struct Log {
     /// Also show each commit's changes (a patch).
     #[serde(default)]
     pub patch: bool,
+    /// Most bytes returned (default 16384, up to 262144); a longer history is cut, saying so.
+    #[serde(default)]
+    #[schemars(range(min = 1024, max = 262144))]
+    pub max_bytes: Option<u32>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -279,6 +287,10 @@ pub struct Diff {
     /// The ID of the environment whose changes to show.
     #[schemars(regex(pattern = ID_PATTERN))]
     pub environment_id: String,
+    /// Most bytes returned (default 16384, up to 262144); a longer diff is cut, saying so.
+    #[serde(default)]
+    #[schemars(range(min = 1024, max = 262144))]
+    pub max_bytes: Option<u32>,
 }
 
 /// container-use's `config` object: each field given replaces the

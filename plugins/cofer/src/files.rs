@@ -31,11 +31,11 @@ pub fn read(a: args::FileRead) -> Result<ToolOutput, ToolError> {
     let path = relative(&a.target_file)?;
     let bytes = workdir.read(&path, &a.target_file)?;
     let text = String::from_utf8_lossy(&bytes);
-    if a.should_read_entire_file
-        || (a.start_line_one_indexed_inclusive.is_none()
-            && a.end_line_one_indexed_inclusive.is_none())
-    {
+    if a.should_read_entire_file {
         return Ok(text_output(text));
+    }
+    if a.start_line_one_indexed_inclusive.is_none() && a.end_line_one_indexed_inclusive.is_none() {
+        return Ok(text_output(first_lines(&text, &a.target_file)));
     }
     let lines: Vec<&str> = text.lines().collect();
     let start = a.start_line_one_indexed_inclusive.unwrap_or(1);
@@ -55,6 +55,53 @@ pub fn read(a: args::FileRead) -> Result<ToolOutput, ToolError> {
         ));
     }
     Ok(text_output(lines[start - 1..end].join("\n")))
+}
+
+/// What a read without a range shows of a file: clients show a model
+/// about 20 KB of an answer whole.
+const DEFAULT_READ_BYTES: usize = 16 * 1024;
+
+/// `text` whole when short; else its first lines within
+/// [`DEFAULT_READ_BYTES`] and how to read the rest.
+fn first_lines(text: &str, file: &str) -> String {
+    if text.len() <= DEFAULT_READ_BYTES {
+        return text.to_string();
+    }
+    let total = text.lines().count();
+    let mut end = 0;
+    let mut shown = 0;
+    for line in text.split_inclusive('\n') {
+        if end + line.len() > DEFAULT_READ_BYTES {
+            break;
+        }
+        end += line.len();
+        shown += 1;
+    }
+    if shown == 0 {
+        // One line longer than the budget: its start, on a character.
+        end = DEFAULT_READ_BYTES;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+    }
+    let mut out = text[..end].to_string();
+    if !out.ends_with('\n') {
+        out.push('\n');
+    }
+    let shown = match shown {
+        0 => format!("the start of line 1 (longer than {DEFAULT_READ_BYTES} bytes) shown"),
+        n => format!(
+            "lines 1-{n} shown. Read on with start_line_one_indexed_inclusive={} (and \
+             end_line_one_indexed_inclusive)",
+            n + 1
+        ),
+    };
+    out.push_str(&format!(
+        "[{file}: {} bytes in {total} lines; {shown}, or the whole file with \
+         should_read_entire_file=true]\n",
+        text.len()
+    ));
+    out
 }
 
 pub fn list(a: args::FileList) -> Result<ToolOutput, ToolError> {
@@ -534,5 +581,26 @@ mod tests {
         let at = text.find('5').unwrap();
         assert_eq!(context(text, at), "  2\n  3\n  4\n> 5\n  6\n  7\n  8");
         assert_eq!(context(text, 0), "> 1\n  2\n  3\n  4");
+    }
+
+    #[test]
+    fn a_long_file_is_shown_by_its_first_lines_and_says_how_to_read_on() {
+        assert_eq!(first_lines("short\n", "a"), "short\n");
+        let long: String = (1..=5000).map(|n| format!("line {n}\n")).collect();
+        let shown = first_lines(&long, "big.txt");
+        assert!(shown.len() <= DEFAULT_READ_BYTES + 300, "{}", shown.len());
+        let note = shown.lines().last().unwrap();
+        let last_line: usize = shown.lines().rev().nth(1).unwrap()[5..].parse().unwrap();
+        assert!(note.contains("5000 lines"), "{note}");
+        assert!(
+            note.contains(&format!("lines 1-{last_line} shown")),
+            "{note}"
+        );
+        assert!(note.contains(&format!(
+            "start_line_one_indexed_inclusive={}",
+            last_line + 1
+        )));
+        let one_line = "x".repeat(40_000);
+        assert!(first_lines(&one_line, "min.js").contains("the start of line 1"));
     }
 }

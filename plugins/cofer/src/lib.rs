@@ -174,7 +174,12 @@ impl McpTool for Log {
     type Args = args::Log;
 
     fn call(args: args::Log) -> Result<ToolOutput, ToolError> {
-        history(&args.common, &args.environment_id, Some(args.patch))
+        history(
+            &args.common,
+            &args.environment_id,
+            Some(args.patch),
+            args.max_bytes,
+        )
     }
 }
 
@@ -190,7 +195,7 @@ impl McpTool for Diff {
     type Args = args::Diff;
 
     fn call(args: args::Diff) -> Result<ToolOutput, ToolError> {
-        history(&args.common, &args.environment_id, None)
+        history(&args.common, &args.environment_id, None, args.max_bytes)
     }
 }
 
@@ -512,22 +517,39 @@ fn update_metadata(args: args::UpdateMetadata) -> Result<ToolOutput, ToolError> 
 
 /// The most of a log or diff an answer carries.
 const MAX_HISTORY_BYTES: u64 = 256 * 1024;
+/// What a log or diff shows unless asked for more: clients show a model
+/// about 20 KB of an answer whole.
+const DEFAULT_HISTORY_BYTES: u64 = 16 * 1024;
 
 /// The environment's log (`Some(patch)`) or its whole diff (`None`), from
 /// the commit it was created at.
-fn history(common: &args::Common, id: &str, log: Option<bool>) -> Result<ToolOutput, ToolError> {
+fn history(
+    common: &args::Common,
+    id: &str,
+    log: Option<bool>,
+    max_bytes: Option<u32>,
+) -> Result<ToolOutput, ToolError> {
     let (env, record) = Env::find(&common.environment_source, id)?;
     let (since, rev) = (record.base_commit.as_str(), env.branch());
+    let max = max_bytes.map_or(DEFAULT_HISTORY_BYTES, u64::from);
     let out = match log {
-        Some(patch) => git::log(&env.repo, since, &rev, patch, MAX_HISTORY_BYTES),
-        None => git::diff(&env.repo, since, &rev, MAX_HISTORY_BYTES),
+        Some(patch) => git::log(&env.repo, since, &rev, patch, max),
+        None => git::diff(&env.repo, since, &rev, max),
     }
     .map_err(|e| from_git("read the environment's history", e))?;
-    let text = if out.trim().is_empty() {
+    let mut text = if out.trim().is_empty() {
         format!("Environment `{id}` has changed nothing since it was created.")
     } else {
         out
     };
+    // The host ends a cut answer with `[cut: N more bytes]`: say how to
+    // get the rest.
+    if text.ends_with("more bytes]\n") {
+        text.push_str(&format!(
+            "For more, pass max_bytes up to {MAX_HISTORY_BYTES}; `cofer {} {id}` shows it all to the user.\n",
+            if log.is_some() { "log" } else { "diff" }
+        ));
+    }
     Ok(plugin_sdk::text_output(text))
 }
 

@@ -23,6 +23,9 @@ const DEFAULT_MAX_FILE_MB: u64 = 10;
 const TAIL_BYTES: u64 = 64 * 1024;
 /// Lines of each stream returned (seed: the last 512).
 const TAIL_LINES: usize = 512;
+/// Bytes of stdout and stderr returned together unless asked for more:
+/// clients show a model about 20 KB of an answer whole, and cut the rest.
+const DEFAULT_OUTPUT_BYTES: usize = 16 * 1024;
 
 pub fn output_schema() -> Value {
     json!({
@@ -35,7 +38,7 @@ pub fn output_schema() -> Value {
             "stdout_bytes": {"type": "integer"},
             "stderr_bytes": {"type": "integer"},
             "truncated": {"type": "boolean", "description": "Not all output is here: older output beyond the last 64 KB was dropped, or lines beyond the last 512 of a stream (lines_omitted)."},
-            "lines_omitted": {"type": "object", "properties": {"stdout": {"type": "integer"}, "stderr": {"type": "integer"}}, "description": "Lines of the kept output left out before the last 512 of each stream."},
+            "lines_omitted": {"type": "object", "properties": {"stdout": {"type": "integer"}, "stderr": {"type": "integer"}}, "description": "Lines of the kept output left out before those shown (the last 512 of each stream, within max_output_bytes together)."},
             "duration_ms": {"type": "integer"},
             "leftover_processes_killed": {"type": "integer", "description": "Processes the command left running when it returned (`cmd &`, `setsid`), killed then: a foreground command's processes end with it; start servers with background=true."},
             "commit": {"type": ["string", "null"], "description": "The commit of the workdir's changes, if any."},
@@ -111,7 +114,10 @@ pub fn run_cmd(args: RunCmd) -> Result<ToolOutput, ToolError> {
         }
         Ok(result)
     })?;
-    let ((stdout, out_omitted), (stderr, err_omitted)) = split_tail(&result);
+    let budget = args
+        .max_output_bytes
+        .map_or(DEFAULT_OUTPUT_BYTES, |b| b as usize);
+    let ((stdout, out_omitted), (stderr, err_omitted)) = split_tail(&result, budget);
     // A command the host killed (timeout, silence, cancellation) has no exit
     // code of its own, whatever Podman reported.
     let killed = matches!(
@@ -158,7 +164,7 @@ pub fn run_cmd(args: RunCmd) -> Result<ToolOutput, ToolError> {
             })))
         }
         Status::Exited => Ok(ToolOutput {
-            text: foreground_text(&env, &report),
+            text: foreground_text(&env, &report, budget),
             structured: Some(report.to_string()),
         }),
         Status::Timeout | Status::NoOutput => Err(error(
@@ -390,11 +396,42 @@ fn commit(env: &Env, message: &str) -> Result<(Option<String>, Vec<String>), Too
     Ok((outcome.commit, warnings))
 }
 
-/// The tail's stdout and stderr, each cut to its last 512 lines, with how
-/// many lines each left out.
-fn split_tail(result: &RunResult) -> ((String, usize), (String, usize)) {
+/// The tail's stdout and stderr, each cut to its last 512 lines, then to
+/// `budget` bytes together (half each, and what one leaves the other may
+/// take), with how many lines each left out.
+fn split_tail(result: &RunResult, budget: usize) -> ((String, usize), (String, usize)) {
     let (out, err) = result.streams();
-    (last_lines(&out, TAIL_LINES), last_lines(&err, TAIL_LINES))
+    let (out, out_omitted) = last_lines(&out, TAIL_LINES);
+    let (err, err_omitted) = last_lines(&err, TAIL_LINES);
+    let out_share = out
+        .len()
+        .min((budget / 2).max(budget.saturating_sub(err.len())));
+    let err_share = budget - out_share;
+    let (out, out_cut) = last_bytes(&out, out_share);
+    let (err, err_cut) = last_bytes(&err, err_share);
+    ((out, out_omitted + out_cut), (err, err_omitted + err_cut))
+}
+
+/// The last lines of `text` that fit in `n` bytes (a line longer than that:
+/// its end), and how many lines came before them (a line shown in part
+/// counts as left out).
+fn last_bytes(text: &str, n: usize) -> (String, usize) {
+    if text.len() <= n {
+        return (text.to_string(), 0);
+    }
+    let mut cut = text.len() - n;
+    while !text.is_char_boundary(cut) {
+        cut += 1;
+    }
+    let partial = cut > 0 && text.as_bytes()[cut - 1] != b'\n';
+    if let Some(newline) = text[cut..].find('\n').filter(|&i| cut + i + 1 < text.len()) {
+        if partial {
+            cut += newline + 1;
+        }
+    }
+    let omitted = text[..cut].matches('\n').count()
+        + usize::from(cut > 0 && text.as_bytes()[cut - 1] != b'\n');
+    (text[cut..].to_string(), omitted)
 }
 
 /// The last `n` lines of `text`, and how many came before them.
@@ -408,7 +445,7 @@ fn last_lines(text: &str, n: usize) -> (String, usize) {
 
 /// container-use's text: stdout, `stderr: ...`, then what happened to the
 /// changes; Cofer adds the exit code and says when output was cut.
-fn foreground_text(env: &Env, report: &Value) -> String {
+fn foreground_text(env: &Env, report: &Value, budget: usize) -> String {
     // A failing command is still a result (as in container-use), but the
     // first line says so plainly.
     let mut text = match report["exit_code"].as_i64() {
@@ -430,7 +467,10 @@ fn foreground_text(env: &Env, report: &Value) -> String {
         let omitted = &report["lines_omitted"];
         text.push_str(&format!(
             "(output truncated: {} bytes of stdout and {} of stderr; the last 64 KB were kept, and of \
-             those the last {TAIL_LINES} lines of each are shown: {} lines of stdout and {} of stderr omitted)\n",
+             those the last lines of each that fit in {budget} bytes together (at most {TAIL_LINES}) \
+             are shown: {} lines of stdout and {} of stderr omitted. For more, pass \
+             max_output_bytes up to 65536, or write the output to a file and read it with \
+             environment_file_read)\n",
             report["stdout_bytes"], report["stderr_bytes"], omitted["stdout"], omitted["stderr"]
         ));
     }
@@ -473,6 +513,18 @@ mod tests {
     use plugin_sdk::process::Stream;
 
     #[test]
+    fn last_bytes_keeps_whole_lines_or_the_end_of_one() {
+        assert_eq!(last_bytes("aa\nbbb\ncc\n", 7), ("bbb\ncc\n".into(), 1));
+        assert_eq!(last_bytes("aa\nbbb\ncc\n", 6), ("cc\n".into(), 2));
+        assert_eq!(
+            last_bytes("aa\nbbb\ncc\n", 100),
+            ("aa\nbbb\ncc\n".into(), 0)
+        );
+        // One line longer than the budget: its end, cut at a character.
+        assert_eq!(last_bytes("ééééé\n", 4), ("é\n".into(), 1));
+    }
+
+    #[test]
     fn last_lines_keeps_the_end() {
         assert_eq!(last_lines("a\nb\nc\n", 2), ("b\nc\n".into(), 1));
         assert_eq!(last_lines("a\nb\nc", 2), ("b\nc".into(), 1));
@@ -513,8 +565,13 @@ mod tests {
             error: None,
         };
         assert_eq!(
-            split_tail(&result),
+            split_tail(&result, 1024),
             (("out1\nout2\n".into(), 0), ("err\n".into(), 0))
+        );
+        // Over the budget: the last whole lines that fit, the rest counted.
+        assert_eq!(
+            split_tail(&result, 9),
+            (("out2\n".into(), 1), ("err\n".into(), 0))
         );
     }
 }
