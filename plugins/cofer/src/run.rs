@@ -423,11 +423,13 @@ fn last_bytes(text: &str, n: usize) -> (String, usize) {
     while !text.is_char_boundary(cut) {
         cut += 1;
     }
+    // Mid-line: from the next line, unless that is all there is.
     let partial = cut > 0 && text.as_bytes()[cut - 1] != b'\n';
-    if let Some(newline) = text[cut..].find('\n').filter(|&i| cut + i + 1 < text.len()) {
-        if partial {
-            cut += newline + 1;
-        }
+    if let Some(newline) = text[cut..]
+        .find('\n')
+        .filter(|&i| partial && cut + i + 1 < text.len())
+    {
+        cut += newline + 1;
     }
     let omitted = text[..cut].matches('\n').count()
         + usize::from(cut > 0 && text.as_bytes()[cut - 1] != b'\n');
