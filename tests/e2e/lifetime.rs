@@ -64,17 +64,10 @@ struct Running {
 }
 
 async fn start_a_hanging_run(n: u32) -> Option<Running> {
-    if !require_program("npm", "install Node.js and npm (.ci/run does)")
-        || !require_program("setsid", "install util-linux")
-    {
+    if !require_program("setsid", "install util-linux") {
         return None;
     }
-    let env = Env::new(&["run_test"], "");
-    std::fs::write(
-        env.workspace.join("package.json"),
-        json!({"name": "p", "version": "1.0.0", "scripts": {"test": hanging_tree(n)}}).to_string(),
-    )
-    .unwrap();
+    let env = crate::run_test::npm_env(&hanging_tree(n))?;
     let mut host = serve_raw(&env, Stdio::null());
     let mut stdin = host.stdin.take().unwrap();
     let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "run_test", "arguments": run_test_args("npm", json!({"timeout_ms": 600_000, "no_output_timeout_ms": 600_000}))}});

@@ -31,7 +31,7 @@ fn npm_project(root: &Path, script: &str) {
 }
 
 /// A run_test environment holding an npm project, when npm is installed.
-fn npm_env(script: &str) -> Option<Env> {
+pub(crate) fn npm_env(script: &str) -> Option<Env> {
     if !require_program("npm", "install Node.js and npm (.ci/run does)") {
         return None;
     }

@@ -203,19 +203,12 @@ async fn a_client_without_tasks_is_answered_in_the_call_or_told_to_take_them() {
 }
 
 /// An npm project whose test script is `script`, served by run_test over
-/// HTTP, and a client that takes tasks, with `credential`.
+/// HTTP.
 async fn run_test_host(script: &str) -> Option<(Env, HttpHost)> {
-    if !require_program("npm", "install Node.js and npm (.ci/run does)")
-        || !require_program("setsid", "install util-linux")
-    {
+    if !require_program("setsid", "install util-linux") {
         return None;
     }
-    let env = Env::new(&["run_test"], "");
-    std::fs::write(
-        env.workspace.join("package.json"),
-        json!({"name": "p", "version": "1.0.0", "scripts": {"test": script}}).to_string(),
-    )
-    .unwrap();
+    let env = crate::run_test::npm_env(script)?;
     let host = env.start_http(&[]).await;
     Some((env, host))
 }
