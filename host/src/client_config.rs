@@ -92,7 +92,7 @@ impl Client {
                 let root = json!({"permissions": {"allow": allow}});
                 Ok((
                     serde_json::to_string_pretty(&root).expect("JSON serialises") + "\n",
-                    "merge it into .claude/settings.json in your project (or ~/.claude/settings.json)",
+                    "merge it into ~/.claude/settings.json (a project's .claude/settings.json is ignored by headless `claude -p` until the workspace was trusted in an interactive session)",
                 ))
             }
             _ => Err(format!(

@@ -4,6 +4,7 @@
 //! does both).
 
 mod asking;
+mod clients;
 mod cofer;
 mod cofer_engines;
 mod cofer_escape;

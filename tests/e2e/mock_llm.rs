@@ -1,6 +1,8 @@
-//! A mock OpenAI-compatible server on 127.0.0.1 for the real `copilot` and
-//! `pi` CLIs: `/v1/chat/completions` streamed as server-sent events, and a
-//! model list for `GET`. What it answers depends on its [`Script`].
+//! A mock model API on 127.0.0.1 for real CLIs: OpenAI-compatible for
+//! `copilot` and `pi` (`/v1/chat/completions` streamed as server-sent
+//! events, and a model list for `GET`), Anthropic's Messages API for
+//! Claude Code (`/v1/messages`, streamed). What it answers depends on its
+//! [`Script`].
 
 use std::sync::{Arc, Mutex};
 
@@ -97,6 +99,9 @@ async fn serve(
         return stream.write_all(models.as_bytes()).await;
     }
     let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    if request_line.contains("/v1/messages") {
+        return anthropic(stream, &request_line, request, script, seen).await;
+    }
     let has_tool_result = request["messages"]
         .as_array()
         .is_some_and(|m| m.iter().any(|m| m["role"] == "tool"));
@@ -171,4 +176,80 @@ fn text_events(text: &str) -> Vec<Value> {
         json!({"content": second}),
         json!({"finish_reason": "stop"}),
     ]
+}
+
+/// Anthropic's Messages API, as Claude Code speaks it: token counts, and
+/// messages streamed as typed events.
+async fn anthropic(
+    mut stream: TcpStream,
+    request_line: &str,
+    request: Value,
+    script: &Script,
+    seen: &Mutex<Vec<Value>>,
+) -> std::io::Result<()> {
+    if request_line.contains("count_tokens") {
+        let count = json!({"input_tokens": 12}).to_string();
+        let head = format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+            count.len()
+        );
+        stream.write_all(head.as_bytes()).await?;
+        return stream.write_all(count.as_bytes()).await;
+    }
+    let has_tool_result = request["messages"].as_array().is_some_and(|m| {
+        m.iter().any(|m| {
+            m["content"]
+                .as_array()
+                .is_some_and(|c| c.iter().any(|b| b["type"] == "tool_result"))
+        })
+    });
+    // Claude Code asks for side answers too (a title, a summary): only the
+    // requests that offer tools are the conversation.
+    let conversation = request["tools"].as_array().is_some_and(|t| !t.is_empty());
+    if conversation {
+        seen.lock().unwrap().push(request.clone());
+    }
+    let (block, stop) = match script {
+        Script::Answer {
+            tool_first: Some((name, arguments)),
+            ..
+        } if conversation && !has_tool_result => (
+            vec![
+                json!({"type": "content_block_start", "index": 0, "content_block":
+                    {"type": "tool_use", "id": "toolu_mock_1", "name": name, "input": {}}}),
+                json!({"type": "content_block_delta", "index": 0, "delta":
+                    {"type": "input_json_delta", "partial_json": arguments}}),
+            ],
+            "tool_use",
+        ),
+        Script::Answer { text, .. } => (
+            vec![
+                json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+                json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}}),
+            ],
+            "end_turn",
+        ),
+        Script::Hang | Script::Unauthorized => unreachable!("not scripted for Claude Code"),
+    };
+    let mut events = vec![json!({"type": "message_start", "message": {
+        "id": "msg_mock", "type": "message", "role": "assistant", "model": request["model"],
+        "content": [], "stop_reason": null, "stop_sequence": null,
+        "usage": {"input_tokens": 12, "output_tokens": 1}}})];
+    events.extend(block);
+    events.push(json!({"type": "content_block_stop", "index": 0}));
+    events.push(
+        json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null},
+        "usage": {"output_tokens": 5}}),
+    );
+    events.push(json!({"type": "message_stop"}));
+    stream
+        .write_all(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nConnection: close\r\n\r\n")
+        .await?;
+    for event in events {
+        let kind = event["type"].as_str().unwrap_or_default().to_string();
+        stream
+            .write_all(format!("event: {kind}\ndata: {event}\n\n").as_bytes())
+            .await?;
+    }
+    stream.shutdown().await
 }

@@ -1,0 +1,146 @@
+//! Real MCP clients driving the host as a user sets them up (issue 39):
+//! Claude Code, offline against a mock of the Anthropic Messages API on
+//! 127.0.0.1, with the server config and the allow-list `host
+//! client-config` prints, and no approval flag beyond them.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::harness::*;
+use crate::mock_llm::{MockLlm, Script};
+
+/// Claude Code's name for a tool of ours (`mcp__<server>__<tool>`).
+fn claude_name(tool: &str) -> String {
+    format!("mcp__wasm-host__{}", tool.replace('.', "_"))
+}
+
+/// What `host client-config` prints for Claude Code: the server config
+/// and, with `--allow-read-only`, the project settings.
+async fn client_config(env: &Env, extra: &[&str]) -> String {
+    let out = env
+        .host(&[&["client-config", "claude-code"], extra].concat())
+        .output()
+        .await
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Run `claude -p` in the workspace with the mock model; its stdout, and
+/// the conversation's requests the mock saw.
+async fn ask_claude(claude: &Path, env: &Env, script: Script) -> (String, Vec<Value>) {
+    let mock = MockLlm::start(script).await;
+    let mcp = env.dir.path().join("mcp.json");
+    std::fs::write(&mcp, client_config(env, &[]).await).unwrap();
+    let home = env.dir.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let run = tokio::process::Command::new(claude)
+        .args(["-p", "Tell me about the Control class."])
+        .arg("--mcp-config")
+        .arg(&mcp)
+        .current_dir(&env.workspace)
+        .env("HOME", &home)
+        .env(
+            "ANTHROPIC_BASE_URL",
+            format!("http://127.0.0.1:{}", mock.port),
+        )
+        .env("ANTHROPIC_API_KEY", "sk-ant-mock")
+        .env("DISABLE_TELEMETRY", "1")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(Duration::from_secs(180), run)
+        .await
+        .expect("claude -p ended within 3 minutes")
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let seen = mock.requests.lock().unwrap().clone();
+    (stdout, seen)
+}
+
+/// The `tool_result` blocks Claude Code sent the model.
+fn tool_results(requests: &[Value]) -> Vec<Value> {
+    requests
+        .iter()
+        .flat_map(|r| r["messages"].as_array().cloned().unwrap_or_default())
+        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+        .filter(|b| b["type"] == "tool_result")
+        .collect()
+}
+
+fn result_text(block: &Value) -> String {
+    match &block["content"] {
+        Value::String(text) => text.clone(),
+        Value::Array(parts) => parts.iter().filter_map(|p| p["text"].as_str()).collect(),
+        other => panic!("tool_result content: {other}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn claude_code_calls_read_only_tools_as_configured_and_gets_whole_answers() {
+    let Some(claude) = npm_cli("CLAUDE_CODE_CLI", "claude", "@anthropic-ai/claude-code") else {
+        return;
+    };
+    let Some(docs) = godot_docs() else { return };
+    let env = Env::new(&["godot"], &godot_config(&docs.join("4.x")));
+    // The user's settings: the allow-list `host client-config` prints
+    // (headless Claude Code ignores an untrusted project's).
+    let settings = env.dir.path().join("home/.claude");
+    std::fs::create_dir_all(&settings).unwrap();
+    let allow = client_config(&env, &["--allow-read-only"]).await;
+    std::fs::write(settings.join("settings.json"), &allow).unwrap();
+
+    // A large answer (Control, 19.8 KB compact) reaches the model whole.
+    let expected = {
+        let client = env.start().await;
+        let r = client
+            .call("godot.get_class", json!({"name": "Control"}))
+            .await;
+        r.content[0].as_text().unwrap().text.clone()
+    };
+    let call = Script::Answer {
+        text: "Control is the base of every UI node.".into(),
+        tool_first: Some((
+            claude_name("godot.get_class"),
+            json!({"name": "Control"}).to_string(),
+        )),
+    };
+    let (stdout, requests) = ask_claude(&claude, &env, call).await;
+    assert!(stdout.contains("base of every UI node"), "{stdout}");
+    // Our tools are offered to the model (Claude Code lists MCP tools by
+    // name and loads their schemas on demand, its tool search).
+    let offered = requests[0].to_string();
+    assert!(
+        offered.contains(&claude_name("godot.search")),
+        "{offered:.2000}"
+    );
+    let results = tool_results(&requests);
+    assert_eq!(results.len(), 1, "{results:#?}");
+    assert_ne!(results[0]["is_error"], true, "{:#}", results[0]);
+    assert_eq!(result_text(&results[0]), expected);
+
+    // An error reaches it as one, saying what to change.
+    let wrong = Script::Answer {
+        text: "No such class.".into(),
+        tool_first: Some((
+            claude_name("godot.get_class"),
+            json!({"name": "Controll"}).to_string(),
+        )),
+    };
+    let (_, requests) = ask_claude(&claude, &env, wrong).await;
+    let results = tool_results(&requests);
+    assert_eq!(results.len(), 1, "{results:#?}");
+    assert_eq!(results[0]["is_error"], true, "{:#}", results[0]);
+    assert!(
+        result_text(&results[0]).contains("Control"),
+        "{:#}",
+        results[0]
+    );
+}
