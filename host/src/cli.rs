@@ -99,7 +99,7 @@ enum Command {
         token_env: Option<String>,
         /// Print instead the client's list of tools it runs without asking,
         /// holding the loaded plugins' read-only tools (Claude Code's
-        /// `permissions.allow`).
+        /// `permissions.allow`, Gemini CLI's `tools.allowed`).
         #[arg(long, conflicts_with = "url")]
         allow_read_only: bool,
         #[command(flatten)]

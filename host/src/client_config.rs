@@ -95,9 +95,35 @@ impl Client {
                     "merge it into ~/.claude/settings.json (a project's .claude/settings.json is ignored by headless `claude -p` until the workspace was trusted in an interactive session)",
                 ))
             }
+            // Headless `gemini -p` offers the model no MCP tool that is
+            // neither allowed here nor on a trusted server; it names them
+            // `mcp_<server>_<tool>`, other characters made `_`.
+            Client::Gemini => {
+                let allowed: Vec<String> = exposed
+                    .iter()
+                    .map(|tool| {
+                        format!("mcp_{name}_{tool}")
+                            .chars()
+                            .map(|c| {
+                                if c.is_ascii_alphanumeric() || "_-.:".contains(c) {
+                                    c
+                                } else {
+                                    '_'
+                                }
+                            })
+                            .collect()
+                    })
+                    .collect();
+                let root = json!({"tools": {"allowed": allowed}});
+                Ok((
+                    serde_json::to_string_pretty(&root).expect("JSON serialises") + "\n",
+                    "merge it into ~/.gemini/settings.json",
+                ))
+            }
             _ => Err(format!(
-                "--allow-read-only writes Claude Code's allow-list (permissions.allow); {} has \
-                 none this host writes: see docs/src/clients.md for what it asks before a call",
+                "--allow-read-only writes the allow-lists of Claude Code (permissions.allow) and \
+                 Gemini CLI (tools.allowed); {} has none this host writes: see \
+                 docs/src/clients.md for what it asks before a call",
                 self.to_possible_value()
                     .map_or("this client".into(), |v| v.get_name().to_string())
             )),
@@ -247,8 +273,16 @@ mod tests {
             ])
         );
         assert!(place.contains(".claude/settings.json"), "{place}");
-        let refused = Client::Gemini.allow_list("wasm-host", &tools).unwrap_err();
-        assert!(refused.contains("gemini"), "{refused}");
+        let (text, _) = Client::Gemini
+            .allow_list("wasm host", &["godot.search".to_string()])
+            .unwrap();
+        let root: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(
+            root["tools"]["allowed"],
+            json!(["mcp_wasm_host_godot.search"])
+        );
+        let refused = Client::Codex.allow_list("wasm-host", &tools).unwrap_err();
+        assert!(refused.contains("codex"), "{refused}");
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Real MCP clients driving the host as a user sets them up (issue 39):
-//! Claude Code, offline against a mock of the Anthropic Messages API on
-//! 127.0.0.1, with the server config and the allow-list `host
-//! client-config` prints, and no approval flag beyond them.
+//! Claude Code and Gemini CLI, offline against mocks of their vendors'
+//! model APIs on 127.0.0.1, with the server config and the allow-list
+//! `host client-config` prints, and no approval flag beyond them.
 
 use std::path::Path;
 use std::time::Duration;
@@ -16,11 +16,11 @@ fn claude_name(tool: &str) -> String {
     format!("mcp__wasm-host__{}", tool.replace('.', "_"))
 }
 
-/// What `host client-config` prints for Claude Code: the server config
-/// and, with `--allow-read-only`, the project settings.
-async fn client_config(env: &Env, extra: &[&str]) -> String {
+/// What `host client-config CLIENT` prints: the server config and, with
+/// `--allow-read-only`, the allow-list.
+async fn client_config(env: &Env, client: &str, extra: &[&str]) -> String {
     let out = env
-        .host(&[&["client-config", "claude-code"], extra].concat())
+        .host(&[&["client-config", client], extra].concat())
         .output()
         .await
         .unwrap();
@@ -33,7 +33,7 @@ async fn client_config(env: &Env, extra: &[&str]) -> String {
 async fn ask_claude(claude: &Path, env: &Env, script: Script) -> (String, Vec<Value>) {
     let mock = MockLlm::start(script).await;
     let mcp = env.dir.path().join("mcp.json");
-    std::fs::write(&mcp, client_config(env, &[]).await).unwrap();
+    std::fs::write(&mcp, client_config(env, "claude-code", &[]).await).unwrap();
     let home = env.dir.path().join("home");
     std::fs::create_dir_all(&home).unwrap();
     let run = tokio::process::Command::new(claude)
@@ -94,7 +94,7 @@ async fn claude_code_calls_read_only_tools_as_configured_and_gets_whole_answers(
     // (headless Claude Code ignores an untrusted project's).
     let settings = env.dir.path().join("home/.claude");
     std::fs::create_dir_all(&settings).unwrap();
-    let allow = client_config(&env, &["--allow-read-only"]).await;
+    let allow = client_config(&env, "claude-code", &["--allow-read-only"]).await;
     std::fs::write(settings.join("settings.json"), &allow).unwrap();
 
     // A large answer (Control, 19.8 KB compact) reaches the model whole.
@@ -142,5 +142,121 @@ async fn claude_code_calls_read_only_tools_as_configured_and_gets_whole_answers(
         result_text(&results[0]).contains("Control"),
         "{:#}",
         results[0]
+    );
+}
+
+/// Gemini CLI's name for a tool of ours (`mcp_<server>_<tool>`).
+fn gemini_name(tool: &str) -> String {
+    format!("mcp_wasm-host_{tool}")
+}
+
+/// Run `gemini -p` in the workspace with the mock model, its settings the
+/// server config and allow-list `host client-config gemini` prints (and
+/// the API key as its auth); its stdout, and the conversation's requests.
+async fn ask_gemini(gemini: &Path, env: &Env, script: Script) -> (String, Vec<Value>) {
+    let mock = MockLlm::start(script).await;
+    let mut settings: Value =
+        serde_json::from_str(&client_config(env, "gemini", &[]).await).unwrap();
+    let allow: Value =
+        serde_json::from_str(&client_config(env, "gemini", &["--allow-read-only"]).await).unwrap();
+    settings["tools"] = allow["tools"].clone();
+    settings["security"] = json!({"auth": {"selectedType": "gemini-api-key"}});
+    let home = env.dir.path().join("gemini-home");
+    std::fs::create_dir_all(home.join(".gemini")).unwrap();
+    std::fs::write(home.join(".gemini/settings.json"), settings.to_string()).unwrap();
+    let run = tokio::process::Command::new(gemini)
+        .args(["-p", "Tell me about the Control class."])
+        // A model named: its router does not ask the mock to choose one.
+        .args(["-m", "gemini-2.5-flash"])
+        .current_dir(&env.workspace)
+        .env("HOME", &home)
+        .env("GEMINI_API_KEY", "mock-key")
+        .env(
+            "GOOGLE_GEMINI_BASE_URL",
+            format!("http://127.0.0.1:{}", mock.port),
+        )
+        .env("GEMINI_CLI_TRUST_WORKSPACE", "true")
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(Duration::from_secs(180), run)
+        .await
+        .expect("gemini -p ended within 3 minutes")
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let seen = mock.requests.lock().unwrap().clone();
+    (stdout, seen)
+}
+
+/// The `functionResponse` parts Gemini CLI sent the model.
+fn function_responses(requests: &[Value]) -> Vec<Value> {
+    let Some(last) = requests.last() else {
+        return Vec::new();
+    };
+    last["contents"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|c| c["parts"].as_array().cloned().unwrap_or_default())
+        .filter_map(|p| p.get("functionResponse").cloned())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn gemini_cli_calls_read_only_tools_as_configured_and_gets_whole_answers() {
+    let Some(gemini) = npm_cli("GEMINI_CLI", "gemini", "@google/gemini-cli") else {
+        return;
+    };
+    let Some(docs) = godot_docs() else { return };
+    let env = Env::new(&["godot", "run_test"], &godot_config(&docs.join("4.x")));
+    let expected = {
+        let client = env.start().await;
+        let r = client
+            .call("godot.get_class", json!({"name": "Control"}))
+            .await;
+        r.content[0].as_text().unwrap().text.clone()
+    };
+    let call = Script::Answer {
+        text: "Control is the base of every UI node.".into(),
+        tool_first: Some((
+            gemini_name("godot.get_class"),
+            json!({"name": "Control"}).to_string(),
+        )),
+    };
+    let (stdout, requests) = ask_gemini(&gemini, &env, call).await;
+    assert!(stdout.contains("base of every UI node"), "{stdout}");
+    // The read-only tools are offered, run_test (not read-only) is not.
+    let offered = requests[0]["tools"].to_string();
+    assert!(
+        offered.contains(&gemini_name("godot.search")),
+        "{offered:.2000}"
+    );
+    assert!(!offered.contains("run_test"), "{offered:.2000}");
+    let responses = function_responses(&requests);
+    assert_eq!(responses.len(), 1, "{responses:#?}");
+    let output = responses[0]["response"]["output"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(output.contains(&expected), "{:#}", responses[0]);
+
+    // An error reaches it as one, saying what to change.
+    let wrong = Script::Answer {
+        text: "No such class.".into(),
+        tool_first: Some((
+            gemini_name("godot.get_class"),
+            json!({"name": "Controll"}).to_string(),
+        )),
+    };
+    let (_, requests) = ask_gemini(&gemini, &env, wrong).await;
+    let responses = function_responses(&requests);
+    assert_eq!(responses.len(), 1, "{responses:#?}");
+    let said = responses[0]["response"].to_string();
+    assert!(
+        said.contains("NOT_FOUND") && said.contains("did you mean: Control"),
+        "{said}"
     );
 }

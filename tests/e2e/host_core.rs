@@ -1279,9 +1279,10 @@ async fn a_component_without_usable_declarations_is_loaded_before_listing() {
     );
 }
 
-/// `client-config claude-code --allow-read-only` lists the read-only tools
-/// of the loaded plugins as Claude Code names them (issue 39, item 3:
-/// headless `claude -p` refuses a call not allowed, read-only or not).
+/// `client-config claude-code|gemini --allow-read-only` lists the read-only
+/// tools of the loaded plugins as each client names them (issue 39, item
+/// 3: headless `claude -p` refuses a call not allowed, read-only or not;
+/// headless `gemini -p` does not even offer it).
 #[tokio::test]
 async fn claude_code_gets_an_allow_list_of_the_read_only_tools() {
     let env = Env::new(&["godot", "run_test"], "");
@@ -1303,8 +1304,22 @@ async fn claude_code_gets_an_allow_list_of_the_read_only_tools() {
         !allow.iter().any(|t| t.contains("run_test")),
         "run_test runs programs: not read-only: {allow:?}"
     );
+    // Gemini CLI's names: `mcp_<server>_<tool>`, dots kept.
     let out = env
         .host(&["client-config", "gemini", "--allow-read-only"])
+        .output()
+        .await
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let root: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let allowed = root["tools"]["allowed"].to_string();
+    assert!(
+        allowed.contains("\"mcp_wasm-host_godot.search\""),
+        "{allowed}"
+    );
+    assert!(!allowed.contains("run_test"), "{allowed}");
+    let out = env
+        .host(&["client-config", "codex", "--allow-read-only"])
         .output()
         .await
         .unwrap();

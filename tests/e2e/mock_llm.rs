@@ -1,8 +1,9 @@
 //! A mock model API on 127.0.0.1 for real CLIs: OpenAI-compatible for
 //! `copilot` and `pi` (`/v1/chat/completions` streamed as server-sent
 //! events, and a model list for `GET`), Anthropic's Messages API for
-//! Claude Code (`/v1/messages`, streamed). What it answers depends on its
-//! [`Script`].
+//! Claude Code (`/v1/messages`, streamed), Google's Gemini API for Gemini
+//! CLI (`/v1beta/models/M:generateContent`, streamed or not). What it
+//! answers depends on its [`Script`].
 
 use std::sync::{Arc, Mutex};
 
@@ -101,6 +102,9 @@ async fn serve(
     let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     if request_line.contains("/v1/messages") {
         return anthropic(stream, &request_line, request, script, seen).await;
+    }
+    if request_line.contains("/v1beta/models/") {
+        return gemini(stream, &request_line, request, script, seen).await;
     }
     let has_tool_result = request["messages"]
         .as_array()
@@ -251,5 +255,55 @@ async fn anthropic(
             .write_all(format!("event: {kind}\ndata: {event}\n\n").as_bytes())
             .await?;
     }
+    stream.shutdown().await
+}
+
+/// Google's Gemini API, as Gemini CLI speaks it: a turn streamed as
+/// server-sent events, or answered whole (its model router's questions).
+async fn gemini(
+    mut stream: TcpStream,
+    request_line: &str,
+    request: Value,
+    script: &Script,
+    seen: &Mutex<Vec<Value>>,
+) -> std::io::Result<()> {
+    let has_response = request["contents"].as_array().is_some_and(|c| {
+        c.iter().any(|c| {
+            c["parts"]
+                .as_array()
+                .is_some_and(|p| p.iter().any(|p| p.get("functionResponse").is_some()))
+        })
+    });
+    // Only the requests that offer tools are the conversation.
+    let conversation = request["tools"].as_array().is_some_and(|t| !t.is_empty());
+    if conversation {
+        seen.lock().unwrap().push(request.clone());
+    }
+    let part = match script {
+        Script::Answer {
+            tool_first: Some((name, arguments)),
+            ..
+        } if conversation && !has_response => {
+            let args: Value = serde_json::from_str(arguments).unwrap_or(json!({}));
+            json!({"functionCall": {"name": name, "args": args}})
+        }
+        Script::Answer { text, .. } => json!({"text": text}),
+        Script::Hang | Script::Unauthorized => unreachable!("not scripted for Gemini CLI"),
+    };
+    let chunk = json!({
+        "candidates": [{"content": {"parts": [part], "role": "model"}, "finishReason": "STOP", "index": 0}],
+        "usageMetadata": {"promptTokenCount": 12, "candidatesTokenCount": 5, "totalTokenCount": 17},
+    });
+    let (kind, body) = if request_line.contains(":streamGenerateContent") {
+        ("text/event-stream", format!("data: {chunk}\r\n\r\n"))
+    } else {
+        ("application/json", chunk.to_string())
+    };
+    let head = format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).await?;
+    stream.write_all(body.as_bytes()).await?;
     stream.shutdown().await
 }
