@@ -11,6 +11,22 @@ use serde_json::{Value, json};
 use crate::harness::*;
 use crate::mock_llm::{MockLlm, Script};
 
+/// Godot's reference, and the conformance fixture (its `slow_compute`
+/// reports progress each second).
+fn config(docs: &Path) -> String {
+    godot_config(&docs.join("4.x")) + "[plugins.conformance]\ncapabilities = [\"client\"]\n"
+}
+
+/// A call that takes seconds, reporting progress, whose answer the model
+/// gets: the script and the answer.
+fn long_call(name: String) -> (Script, &'static str) {
+    let script = Script::Answer {
+        text: "It took a while.".into(),
+        tool_first: Some((name, json!({"seconds": 3, "label": "long"}).to_string())),
+    };
+    (script, "Computed long in 3 seconds")
+}
+
 /// Claude Code's name for a tool of ours (`mcp__<server>__<tool>`).
 fn claude_name(tool: &str) -> String {
     format!("mcp__wasm-host__{}", tool.replace('.', "_"))
@@ -89,7 +105,7 @@ async fn claude_code_calls_read_only_tools_as_configured_and_gets_whole_answers(
         return;
     };
     let Some(docs) = godot_docs() else { return };
-    let env = Env::new(&["godot"], &godot_config(&docs.join("4.x")));
+    let env = Env::new(&["godot", "conformance"], &config(&docs));
     // The user's settings: the allow-list `host client-config` prints
     // (headless Claude Code ignores an untrusted project's).
     let settings = env.dir.path().join("home/.claude");
@@ -143,6 +159,13 @@ async fn claude_code_calls_read_only_tools_as_configured_and_gets_whole_answers(
         "{:#}",
         results[0]
     );
+
+    // A long call, reporting progress, ends and its answer gets through.
+    let (script, answer) = long_call(claude_name("slow_compute"));
+    let (_, requests) = ask_claude(&claude, &env, script).await;
+    let results = tool_results(&requests);
+    assert_eq!(results.len(), 1, "{results:#?}");
+    assert_eq!(result_text(&results[0]), answer);
 }
 
 /// Gemini CLI's name for a tool of ours (`mcp_<server>_<tool>`).
@@ -212,7 +235,7 @@ async fn gemini_cli_calls_read_only_tools_as_configured_and_gets_whole_answers()
         return;
     };
     let Some(docs) = godot_docs() else { return };
-    let env = Env::new(&["godot", "run_test"], &godot_config(&docs.join("4.x")));
+    let env = Env::new(&["godot", "conformance", "run_test"], &config(&docs));
     let expected = {
         let client = env.start().await;
         let r = client
@@ -259,4 +282,14 @@ async fn gemini_cli_calls_read_only_tools_as_configured_and_gets_whole_answers()
         said.contains("NOT_FOUND") && said.contains("did you mean: Control"),
         "{said}"
     );
+
+    // A long call, reporting progress, ends and its answer gets through.
+    let (script, answer) = long_call(gemini_name("slow_compute"));
+    let (_, requests) = ask_gemini(&gemini, &env, script).await;
+    let responses = function_responses(&requests);
+    assert_eq!(responses.len(), 1, "{responses:#?}");
+    let output = responses[0]["response"]["output"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(output.contains(answer), "{:#}", responses[0]);
 }

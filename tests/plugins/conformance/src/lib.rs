@@ -13,7 +13,8 @@ use plugin_sdk::prompts::{Argument, Filled, Message, Prompt, Role};
 use plugin_sdk::resource_list::{self, Contents as ListedContents, Resource};
 use plugin_sdk::resources::{Contents, ResourceTemplate};
 use plugin_sdk::{
-    Icon, McpTool, TaskSupport, ToolError, ToolOutput, log, notify, prompts, resources, text_output,
+    Hints, Icon, McpTool, TaskSupport, ToolError, ToolOutput, log, notify, prompts, resources,
+    text_output,
 };
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -911,11 +912,20 @@ struct ComputeArgs {
 struct SlowCompute;
 impl McpTool for SlowCompute {
     const NAME: &'static str = "slow_compute";
-    const DESCRIPTION: &'static str = "Works for `seconds`, then answers (a task when slow).";
+    const DESCRIPTION: &'static str =
+        "Works for `seconds`, saying how far it is each second, then answers (a task when slow).";
     const TASKS: TaskSupport = TaskSupport::Optional;
+    const HINTS: Option<Hints> = Some(Hints::READ_ONLY);
     type Args = ComputeArgs;
     fn call(args: ComputeArgs) -> Result<ToolOutput, ToolError> {
-        std::thread::sleep(Duration::from_secs(args.seconds.into()));
+        for second in 0..args.seconds {
+            notify::progress(
+                second.into(),
+                Some(args.seconds.into()),
+                Some(&format!("{second} of {} seconds", args.seconds)),
+            );
+            std::thread::sleep(Duration::from_secs(1));
+        }
         let label = args.label.unwrap_or_default();
         Ok(text_output(format!(
             "Computed {label} in {} seconds",
