@@ -52,8 +52,8 @@ async fn ask_claude(claude: &Path, env: &Env, script: Script) -> (String, Vec<Va
     std::fs::write(&mcp, client_config(env, "claude-code", &[]).await).unwrap();
     let home = env.dir.path().join("home");
     std::fs::create_dir_all(&home).unwrap();
-    let run = tokio::process::Command::new(claude)
-        .args(["-p", "Tell me about the Control class."])
+    let mut run = tokio::process::Command::new(claude);
+    run.args(["-p", "Tell me about the Control class."])
         .arg("--mcp-config")
         .arg(&mcp)
         .current_dir(&env.workspace)
@@ -64,12 +64,16 @@ async fn ask_claude(claude: &Path, env: &Env, script: Script) -> (String, Vec<Va
         )
         .env("ANTHROPIC_API_KEY", "sk-ant-mock")
         .env("DISABLE_TELEMETRY", "1")
-        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-        .kill_on_drop(true)
-        .output();
-    let out = tokio::time::timeout(Duration::from_secs(180), run)
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1");
+    finish(&mut run, &mock).await
+}
+
+/// Run a client's `-p` to its end (at most 3 minutes): its stdout, and the
+/// conversation's requests `mock` saw.
+async fn finish(run: &mut tokio::process::Command, mock: &MockLlm) -> (String, Vec<Value>) {
+    let out = tokio::time::timeout(Duration::from_secs(180), run.kill_on_drop(true).output())
         .await
-        .expect("claude -p ended within 3 minutes")
+        .expect("the client ended within 3 minutes")
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout).to_string();
     assert!(
@@ -187,8 +191,8 @@ async fn ask_gemini(gemini: &Path, env: &Env, script: Script) -> (String, Vec<Va
     let home = env.dir.path().join("gemini-home");
     std::fs::create_dir_all(home.join(".gemini")).unwrap();
     std::fs::write(home.join(".gemini/settings.json"), settings.to_string()).unwrap();
-    let run = tokio::process::Command::new(gemini)
-        .args(["-p", "Tell me about the Control class."])
+    let mut run = tokio::process::Command::new(gemini);
+    run.args(["-p", "Tell me about the Control class."])
         // A model named: its router does not ask the mock to choose one.
         .args(["-m", "gemini-2.5-flash"])
         .current_dir(&env.workspace)
@@ -198,21 +202,8 @@ async fn ask_gemini(gemini: &Path, env: &Env, script: Script) -> (String, Vec<Va
             "GOOGLE_GEMINI_BASE_URL",
             format!("http://127.0.0.1:{}", mock.port),
         )
-        .env("GEMINI_CLI_TRUST_WORKSPACE", "true")
-        .kill_on_drop(true)
-        .output();
-    let out = tokio::time::timeout(Duration::from_secs(180), run)
-        .await
-        .expect("gemini -p ended within 3 minutes")
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let seen = mock.requests.lock().unwrap().clone();
-    (stdout, seen)
+        .env("GEMINI_CLI_TRUST_WORKSPACE", "true");
+    finish(&mut run, &mock).await
 }
 
 /// The `functionResponse` parts Gemini CLI sent the model.
