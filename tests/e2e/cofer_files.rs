@@ -237,6 +237,24 @@ async fn file_tools_read_write_edit_list_delete_and_commit() {
     let diff = text(&client.call("environment_diff", more).await);
     assert!(diff.contains("+line 5000 of a long file"), "{}", diff.len());
 
+    // A large directory is listed by its first names, saying how many.
+    let many = f.run_args(
+        "files",
+        "mkdir many && cd many && for i in $(seq 2000); do : > file-with-a-longer-name-$i.txt; done",
+    );
+    let r = client.call("environment_run_cmd", many).await;
+    assert!(!is_error(&r), "{r:?}");
+    let listed = text(
+        &client
+            .call(
+                "environment_file_list",
+                on(&f, "files", "list", json!({"path": "many"})),
+            )
+            .await,
+    );
+    assert!(listed.len() <= 20_000, "{} bytes", listed.len());
+    assert!(listed.contains("2000 entries"), "{listed:.300}");
+
     // A missing environment is not_found.
     let e = error_of(
         &client

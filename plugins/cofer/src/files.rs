@@ -109,7 +109,27 @@ pub fn list(a: args::FileList) -> Result<ToolOutput, ToolError> {
     let path = relative(&a.path)?;
     let mut names = workdir.list(&path, &a.path)?;
     names.sort();
-    Ok(text_output(names.join("\n")))
+    Ok(text_output(first_names(&names, &a.path)))
+}
+
+/// `names` one a line, as many as fit in [`DEFAULT_READ_BYTES`], saying
+/// how many more there are.
+fn first_names(names: &[String], dir: &str) -> String {
+    let mut out = String::new();
+    for (shown, name) in names.iter().enumerate() {
+        if out.len() + name.len() + 1 > DEFAULT_READ_BYTES {
+            return format!(
+                "{out}\n[{dir}: {} entries, the first {shown} shown: list a subdirectory, or use \
+                 environment_run_cmd (ls, find) to see the rest]",
+                names.len()
+            );
+        }
+        if shown > 0 {
+            out.push('\n');
+        }
+        out.push_str(name);
+    }
+    out
 }
 
 pub fn write(a: args::FileWrite) -> Result<ToolOutput, ToolError> {
@@ -581,6 +601,17 @@ mod tests {
         let at = text.find('5').unwrap();
         assert_eq!(context(text, at), "  2\n  3\n  4\n> 5\n  6\n  7\n  8");
         assert_eq!(context(text, 0), "> 1\n  2\n  3\n  4");
+    }
+
+    #[test]
+    fn a_large_directory_is_listed_by_its_first_names() {
+        let few: Vec<String> = ["a", "b"].map(String::from).to_vec();
+        assert_eq!(first_names(&few, "."), "a\nb");
+        let many: Vec<String> = (0..5000).map(|n| format!("file-{n:05}.txt")).collect();
+        let listed = first_names(&many, "many");
+        assert!(listed.len() <= DEFAULT_READ_BYTES + 200, "{}", listed.len());
+        assert!(listed.starts_with("file-00000.txt\n"));
+        assert!(listed.ends_with("to see the rest]") && listed.contains("5000 entries"));
     }
 
     #[test]
