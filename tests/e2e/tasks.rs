@@ -90,6 +90,30 @@ async fn a_slow_call_is_a_task_polled_answered_and_cancelled() {
     let done = poll(&client, &task.task.task_id, |_| false).await;
     assert_eq!(result_text(&done), "Computed slow in 1 seconds");
 
+    // While it works, its progress is the task's status message.
+    let CallToolResponse::Task(task) = peer
+        .call_tool_once(call("slow_compute", json!({"seconds": 3, "label": "told"})))
+        .await
+        .unwrap()
+    else {
+        panic!("a task")
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let message = loop {
+        let got = peer
+            .get_task(GetTaskParams::new(&task.task.task_id))
+            .await
+            .unwrap();
+        let message = got.task.task.status_message.clone().unwrap_or_default();
+        if message.starts_with("2 of 3") || Instant::now() > deadline {
+            break message;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(message, "2 of 3 seconds");
+    let done = poll(&client, &task.task.task_id, |_| false).await;
+    assert_eq!(result_text(&done), "Computed told in 3 seconds");
+
     // A question: the task waits with it in `inputRequests`, and goes on
     // with the answer tasks/update brings.
     let CallToolResponse::Task(asking) = peer
