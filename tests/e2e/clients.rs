@@ -1,6 +1,6 @@
 //! Real MCP clients driving the host as a user sets them up (issue 39):
-//! Claude Code and Gemini CLI, offline against mocks of their vendors'
-//! model APIs on 127.0.0.1, with the server config and the allow-list
+//! Claude Code, Gemini CLI and Copilot CLI, offline against mocks of their
+//! model APIs on 127.0.0.1, with the server config (and the allow-list)
 //! `host client-config` prints, and no approval flag beyond them.
 
 use std::path::Path;
@@ -283,4 +283,105 @@ async fn gemini_cli_calls_read_only_tools_as_configured_and_gets_whole_answers()
         .as_str()
         .unwrap_or_default();
     assert!(output.contains(answer), "{:#}", responses[0]);
+}
+
+/// Copilot CLI's name for a tool of ours (`<server>-<tool>`).
+fn copilot_name(tool: &str) -> String {
+    format!("wasm-host-{}", tool.replace('.', "_"))
+}
+
+/// Run `copilot -p` in the workspace against the mock in its
+/// bring-your-own-model mode, its MCP config what `host client-config
+/// copilot` prints; its stdout, and the requests the mock saw.
+async fn ask_copilot(copilot: &Path, env: &Env, script: Script) -> (String, Vec<Value>) {
+    let mock = MockLlm::start(script).await;
+    let home = env.dir.path().join("copilot-home");
+    std::fs::create_dir_all(home.join(".copilot")).unwrap();
+    std::fs::write(
+        home.join(".copilot/mcp-config.json"),
+        client_config(env, "copilot", &[]).await,
+    )
+    .unwrap();
+    // The CLI unpacks itself on first run: shared with the copilot tests.
+    let cache = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/copilot-cli-cache");
+    std::fs::create_dir_all(&cache).unwrap();
+    let mut run = tokio::process::Command::new(copilot);
+    run.args([
+        "-p",
+        "Tell me about the Control class.",
+        "--model",
+        crate::mock_llm::MODEL,
+    ])
+    .current_dir(&env.workspace)
+    .env("HOME", &home)
+    .env("XDG_CACHE_HOME", &cache)
+    .env("COPILOT_OFFLINE", "true")
+    .env("COPILOT_PROVIDER_BASE_URL", mock.base_url())
+    .env("COPILOT_PROVIDER_API_KEY", "mock-key");
+    finish(&mut run, &mock).await
+}
+
+/// What Copilot CLI sent the model as the tool's answer.
+fn tool_message(requests: &[Value]) -> String {
+    let last = requests.last().expect("a request");
+    let tool: Vec<&Value> = last["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .collect();
+    assert_eq!(tool.len(), 1, "{last:#}");
+    match &tool[0]["content"] {
+        Value::String(text) => text.clone(),
+        other => other.to_string(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn copilot_cli_calls_read_only_tools_unasked_and_gets_whole_answers() {
+    let Some(copilot) = npm_cli("COPILOT_CLI", "copilot", "@github/copilot") else {
+        return;
+    };
+    let Some(docs) = godot_docs() else { return };
+    let env = Env::new(&["godot", "conformance"], &config(&docs));
+    let expected = {
+        let client = env.start_with(&["--underscore-names"]).await;
+        let r = client
+            .call("godot_get_class", json!({"name": "Control"}))
+            .await;
+        r.content[0].as_text().unwrap().text.clone()
+    };
+    let call = Script::Answer {
+        text: "Control is the base of every UI node.".into(),
+        tool_first: Some((
+            copilot_name("godot.get_class"),
+            json!({"name": "Control"}).to_string(),
+        )),
+    };
+    let (stdout, requests) = ask_copilot(&copilot, &env, call).await;
+    assert!(stdout.contains("base of every UI node"), "{stdout}");
+    let offered = requests[0]["tools"].to_string();
+    assert!(
+        offered.contains(&copilot_name("godot.search")),
+        "{offered:.2000}"
+    );
+    assert_eq!(tool_message(&requests), expected);
+
+    let wrong = Script::Answer {
+        text: "No such class.".into(),
+        tool_first: Some((
+            copilot_name("godot.get_class"),
+            json!({"name": "Controll"}).to_string(),
+        )),
+    };
+    let (_, requests) = ask_copilot(&copilot, &env, wrong).await;
+    let said = tool_message(&requests);
+    assert!(
+        said.contains("NOT_FOUND") && said.contains("did you mean: Control"),
+        "{said}"
+    );
+
+    let (script, answer) = long_call(copilot_name("slow_compute"));
+    let (_, requests) = ask_copilot(&copilot, &env, script).await;
+    assert!(tool_message(&requests).contains(answer));
 }
