@@ -15,6 +15,10 @@ use std::collections::BTreeMap;
 use clap::ValueEnum;
 use serde_json::json;
 
+/// The answer, in tokens, Codex is told to pass its model whole: the
+/// 20 KB this host's tools keep their default answers within.
+const OUTPUT_TOKENS: i64 = 8_000;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Client {
     /// Claude Code: `.mcp.json` in the project (or `claude mcp add-json`).
@@ -150,6 +154,9 @@ impl Client {
             let mut servers = toml::Table::new();
             servers.insert(name.into(), server.into());
             let mut root = toml::Table::new();
+            // Codex 0.171 cuts every tool's answer to about 12 KB (keeping
+            // its start and end); ours are made to fit 20 KB.
+            root.insert("tool_output_token_limit".into(), OUTPUT_TOKENS.into());
             root.insert("mcp_servers".into(), servers.into());
             return toml::to_string(&root).expect("a table serialises");
         }

@@ -1,7 +1,8 @@
 //! Real MCP clients driving the host as a user sets them up (issue 39):
-//! Claude Code, Gemini CLI and Copilot CLI, offline against mocks of their
-//! model APIs on 127.0.0.1, with the server config (and the allow-list)
-//! `host client-config` prints, and no approval flag beyond them.
+//! Claude Code, Gemini CLI, Copilot CLI and Codex, offline against mocks
+//! of their model APIs on 127.0.0.1, with the server config (and the
+//! allow-list) `host client-config` prints, and no approval flag beyond
+//! them.
 
 use std::path::Path;
 use std::time::Duration;
@@ -384,4 +385,109 @@ async fn copilot_cli_calls_read_only_tools_unasked_and_gets_whole_answers() {
     let (script, answer) = long_call(copilot_name("slow_compute"));
     let (_, requests) = ask_copilot(&copilot, &env, script).await;
     assert!(tool_message(&requests).contains(answer));
+}
+
+/// Codex's name for a tool of ours: the tool in the server's namespace.
+fn codex_name(tool: &str) -> String {
+    format!("mcp__wasm_host/{}", tool.replace('.', "_"))
+}
+
+/// Run `codex exec` in the workspace against the mock (a provider of its
+/// own, speaking the Responses API), its MCP config what `host
+/// client-config codex` prints; its stdout, and the requests the mock saw.
+async fn ask_codex(codex: &Path, env: &Env, script: Script) -> (String, Vec<Value>) {
+    let mock = MockLlm::start(script).await;
+    let home = env.dir.path().join("codex-home");
+    std::fs::create_dir_all(&home).unwrap();
+    // Its own keys first, then what client-config prints (a top-level key
+    // and the server's table), then the provider's table.
+    let config = format!(
+        "model = \"{}\"\nmodel_provider = \"mock\"\n{}\n[model_providers.mock]\nname = \"mock\"\n\
+         base_url = \"{}\"\nwire_api = \"responses\"\nenv_key = \"MOCK_API_KEY\"\n",
+        crate::mock_llm::MODEL,
+        client_config(env, "codex", &[]).await,
+        mock.base_url()
+    );
+    std::fs::write(home.join("config.toml"), config).unwrap();
+    let mut run = tokio::process::Command::new(codex);
+    run.args([
+        "exec",
+        "--skip-git-repo-check",
+        "Tell me about the Control class.",
+    ])
+    .current_dir(&env.workspace)
+    .env("HOME", env.dir.path())
+    .env("CODEX_HOME", &home)
+    .env("MOCK_API_KEY", "mock-key");
+    finish(&mut run, &mock).await
+}
+
+/// What Codex sent the model as the tool's output.
+fn call_output(requests: &[Value]) -> String {
+    let last = requests.last().expect("a request");
+    let outputs: Vec<&Value> = last["input"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["type"] == "function_call_output")
+        .collect();
+    assert_eq!(outputs.len(), 1, "{last:#}");
+    match &outputs[0]["output"] {
+        Value::String(text) => text.clone(),
+        other => other.to_string(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn codex_calls_read_only_tools_unasked_and_gets_whole_answers() {
+    let Some(codex) = npm_cli("CODEX_CLI", "codex", "@openai/codex") else {
+        return;
+    };
+    let Some(docs) = godot_docs() else { return };
+    let env = Env::new(&["godot", "conformance"], &config(&docs));
+    let expected = {
+        let client = env.start_with(&["--underscore-names"]).await;
+        let r = client
+            .call("godot_get_class", json!({"name": "Control"}))
+            .await;
+        r.content[0].as_text().unwrap().text.clone()
+    };
+    let call = Script::Answer {
+        text: "Control is the base of every UI node.".into(),
+        tool_first: Some((
+            codex_name("godot.get_class"),
+            json!({"name": "Control"}).to_string(),
+        )),
+    };
+    let (stdout, requests) = ask_codex(&codex, &env, call).await;
+    assert!(stdout.contains("base of every UI node"), "{stdout}");
+    let offered = requests[0]["tools"].to_string();
+    assert!(offered.contains("\"godot_search\""), "{offered:.2000}");
+    // Codex puts a few lines of its own before the tool's output; without
+    // the limit client-config sets it cut this one to 12 KB.
+    let output = call_output(&requests);
+    assert!(
+        output.ends_with(&expected),
+        "{} of {} bytes",
+        output.len(),
+        expected.len()
+    );
+
+    let wrong = Script::Answer {
+        text: "No such class.".into(),
+        tool_first: Some((
+            codex_name("godot.get_class"),
+            json!({"name": "Controll"}).to_string(),
+        )),
+    };
+    let (_, requests) = ask_codex(&codex, &env, wrong).await;
+    let said = call_output(&requests);
+    assert!(
+        said.contains("NOT_FOUND") && said.contains("did you mean: Control"),
+        "{said}"
+    );
+
+    let (script, answer) = long_call(codex_name("slow_compute"));
+    let (_, requests) = ask_codex(&codex, &env, script).await;
+    assert!(call_output(&requests).contains(answer));
 }

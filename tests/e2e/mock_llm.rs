@@ -2,8 +2,9 @@
 //! `copilot` and `pi` (`/v1/chat/completions` streamed as server-sent
 //! events, and a model list for `GET`), Anthropic's Messages API for
 //! Claude Code (`/v1/messages`, streamed), Google's Gemini API for Gemini
-//! CLI (`/v1beta/models/M:generateContent`, streamed or not). What it
-//! answers depends on its [`Script`].
+//! CLI (`/v1beta/models/M:generateContent`, streamed or not), OpenAI's
+//! Responses API for Codex (`/v1/responses`, streamed). What it answers
+//! depends on its [`Script`].
 
 use std::sync::{Arc, Mutex};
 
@@ -105,6 +106,9 @@ async fn serve(
     }
     if request_line.contains("/v1beta/models/") {
         return gemini(stream, &request_line, request, script, seen).await;
+    }
+    if request_line.contains("/v1/responses") {
+        return responses(stream, request, script, seen).await;
     }
     let has_tool_result = request["messages"]
         .as_array()
@@ -305,5 +309,62 @@ async fn gemini(
     );
     stream.write_all(head.as_bytes()).await?;
     stream.write_all(body.as_bytes()).await?;
+    stream.shutdown().await
+}
+
+/// OpenAI's Responses API, as Codex speaks it: the turn's output items
+/// streamed as typed events. A scripted tool named `namespace/name` is
+/// called in that namespace (Codex puts an MCP server's tools in one).
+async fn responses(
+    mut stream: TcpStream,
+    request: Value,
+    script: &Script,
+    seen: &Mutex<Vec<Value>>,
+) -> std::io::Result<()> {
+    let has_output = request["input"]
+        .as_array()
+        .is_some_and(|items| items.iter().any(|i| i["type"] == "function_call_output"));
+    seen.lock().unwrap().push(request.clone());
+    let mut events = vec![json!({"type": "response.created",
+        "response": {"id": "resp_mock", "object": "response", "status": "in_progress", "output": []}})];
+    let item = match script {
+        Script::Answer {
+            tool_first: Some((tool, arguments)),
+            ..
+        } if !has_output => {
+            let (namespace, name) = tool.rsplit_once('/').unwrap_or(("", tool));
+            let mut item = json!({"type": "function_call", "id": "fc_mock", "call_id": "call_mock_1",
+                "name": name, "arguments": arguments, "status": "completed"});
+            if !namespace.is_empty() {
+                item["namespace"] = json!(namespace);
+            }
+            item
+        }
+        Script::Answer { text, .. } => {
+            events.push(json!({"type": "response.output_item.added", "output_index": 0, "item":
+                {"type": "message", "id": "msg_mock", "role": "assistant", "status": "in_progress", "content": []}}));
+            events.push(
+                json!({"type": "response.output_text.delta", "item_id": "msg_mock",
+                "output_index": 0, "content_index": 0, "delta": text}),
+            );
+            json!({"type": "message", "id": "msg_mock", "role": "assistant", "status": "completed",
+                "content": [{"type": "output_text", "text": text, "annotations": []}]})
+        }
+        Script::Hang | Script::Unauthorized => unreachable!("not scripted for Codex"),
+    };
+    events.push(json!({"type": "response.output_item.done", "output_index": 0, "item": item}));
+    events.push(json!({"type": "response.completed", "response": {
+        "id": "resp_mock", "object": "response", "status": "completed", "output": [item],
+        "usage": {"input_tokens": 12, "output_tokens": 5, "total_tokens": 17,
+            "input_tokens_details": {"cached_tokens": 0}, "output_tokens_details": {"reasoning_tokens": 0}}}}));
+    stream
+        .write_all(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nConnection: close\r\n\r\n")
+        .await?;
+    for event in events {
+        let kind = event["type"].as_str().unwrap_or_default().to_string();
+        stream
+            .write_all(format!("event: {kind}\ndata: {event}\n\n").as_bytes())
+            .await?;
+    }
     stream.shutdown().await
 }
