@@ -319,3 +319,37 @@ async fn cancelling_a_run_test_task_kills_its_tree() {
     };
     assert!(left.is_empty(), "still running after the cancel: {left:?}");
 }
+
+/// A client holds at most 32 tasks, ended ones included until they
+/// expire: the next call is refused, saying what to do.
+#[tokio::test]
+async fn a_client_holds_a_bounded_number_of_tasks() {
+    let env = Env::new(&["conformance"], GRANTED);
+    let host = env.start_http(&[]).await;
+    let client = host
+        .connect_answering(
+            current(),
+            None,
+            Answers {
+                tasks: true,
+                ..Answers::default()
+            },
+        )
+        .await;
+    let peer = client.service.peer();
+    for n in 0..32 {
+        let made = peer.call_tool_once(call("failing_job", json!({}))).await;
+        assert!(
+            matches!(made, Ok(CallToolResponse::Task(_))),
+            "task {n}: {made:?}"
+        );
+    }
+    let refused = peer
+        .call_tool_once(call("failing_job", json!({})))
+        .await
+        .unwrap_err();
+    assert!(
+        format!("{refused}").contains("at most 32 tasks"),
+        "{refused}"
+    );
+}
