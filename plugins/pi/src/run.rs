@@ -20,6 +20,28 @@ const RETRY_NOTICE_MS: u64 = 1_500;
 /// After cancellation or `stop`: time for pi to abort before it is killed.
 const GRACE_MS: u32 = 2_000;
 
+/// The characters of a tool call's string argument kept in the answer: a
+/// `write` carries a whole file, and clients show a model about 20 KB of
+/// an answer whole.
+const ARG_CHARS: usize = 200;
+
+/// Every string in `value` cut to [`ARG_CHARS`] characters, saying how
+/// many more it had.
+fn shorten_strings(value: &mut Value) {
+    match value {
+        Value::String(text) => {
+            let total = text.chars().count();
+            if total > ARG_CHARS {
+                let kept: String = text.chars().take(ARG_CHARS).collect();
+                *text = format!("{kept}… ({} more characters)", total - ARG_CHARS);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(shorten_strings),
+        Value::Object(map) => map.values_mut().for_each(shorten_strings),
+        _ => {}
+    }
+}
+
 pub fn output_schema() -> Value {
     json!({
         "type": "object",
@@ -215,9 +237,11 @@ impl Run {
                 let started = event["toolCallId"]
                     .as_str()
                     .and_then(|id| self.args.remove(id));
+                let mut args = event.get("args").cloned().or(started).unwrap_or(Value::Null);
+                shorten_strings(&mut args);
                 self.outcome.tool_calls.push(json!({
                     "toolCallId": event["toolCallId"], "toolName": event["toolName"],
-                    "args": event.get("args").cloned().or(started).unwrap_or(Value::Null),
+                    "args": args,
                     "isError": event["isError"].as_bool().unwrap_or(false),
                 }))
             }
@@ -470,6 +494,17 @@ mod tests {
             "the start's arguments"
         );
         assert_eq!(outcome.usage.total_tokens, 24);
+    }
+
+    #[test]
+    fn long_tool_arguments_are_cut_in_the_answer() {
+        let mut args = json!({"path": "a.txt", "content": "é".repeat(5000), "n": 3});
+        shorten_strings(&mut args);
+        assert_eq!(args["path"], "a.txt");
+        assert_eq!(args["n"], 3);
+        let content = args["content"].as_str().unwrap();
+        assert!(content.starts_with(&"é".repeat(ARG_CHARS)));
+        assert!(content.ends_with("… (4800 more characters)"), "{content}");
     }
 
     #[test]
