@@ -68,6 +68,60 @@ impl MockLlm {
     }
 }
 
+/// What the model says next in a conversation.
+enum Turn<'a> {
+    /// Call tool `name` with `arguments` (JSON text).
+    Call(&'a str, &'a str),
+    Say(&'a str),
+}
+
+impl Script {
+    /// The scripted tool first, the text once a request carries the tool's
+    /// result (`answered`).
+    fn turn(&self, answered: bool) -> Turn<'_> {
+        match self {
+            Script::Answer {
+                tool_first: Some((name, arguments)),
+                ..
+            } if !answered => Turn::Call(name, arguments),
+            Script::Answer { text, .. } => Turn::Say(text),
+            Script::Hang | Script::Unauthorized => unreachable!("answered before any turn"),
+        }
+    }
+}
+
+/// A whole response: `status` line, `kind` of body, `body`.
+async fn send_whole(
+    stream: &mut TcpStream,
+    status: &str,
+    kind: &str,
+    body: &str,
+) -> std::io::Result<()> {
+    let head = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).await?;
+    stream.write_all(body.as_bytes()).await?;
+    stream.shutdown().await
+}
+
+/// The head of a response streamed as server-sent events.
+const EVENT_STREAM: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nConnection: close\r\n\r\n";
+
+/// Server-sent events each named by its JSON's `type` (Anthropic's and the
+/// Responses API's way).
+async fn send_typed_events(stream: &mut TcpStream, events: Vec<Value>) -> std::io::Result<()> {
+    stream.write_all(EVENT_STREAM).await?;
+    for event in events {
+        let kind = event["type"].as_str().unwrap_or_default().to_string();
+        stream
+            .write_all(format!("event: {kind}\ndata: {event}\n\n").as_bytes())
+            .await?;
+    }
+    stream.shutdown().await
+}
+
 async fn serve(
     stream: TcpStream,
     script: &Script,
@@ -92,13 +146,14 @@ async fn serve(
     reader.read_exact(&mut body).await?;
     let mut stream = reader.into_inner();
     if request_line.starts_with("GET") {
-        let models = json!({"object": "list", "data": [{"id": MODEL, "object": "model", "owned_by": "mock"}]}).to_string();
-        let head = format!(
-            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-            models.len()
-        );
-        stream.write_all(head.as_bytes()).await?;
-        return stream.write_all(models.as_bytes()).await;
+        let models = json!({"object": "list", "data": [{"id": MODEL, "object": "model", "owned_by": "mock"}]});
+        return send_whole(
+            &mut stream,
+            "200 OK",
+            "application/json",
+            &models.to_string(),
+        )
+        .await;
     }
     let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     if request_line.contains("/v1/messages") {
@@ -117,14 +172,14 @@ async fn serve(
     let events: Vec<Value> = match script {
         Script::Unauthorized => {
             let error = json!({"error": {"message": "Incorrect API key provided: sk-mock***",
-                "type": "invalid_request_error", "param": null, "code": "invalid_api_key"}})
-            .to_string();
-            let head = format!(
-                "HTTP/1.1 401 Unauthorized\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                error.len()
-            );
-            stream.write_all(head.as_bytes()).await?;
-            return stream.write_all(error.as_bytes()).await;
+                "type": "invalid_request_error", "param": null, "code": "invalid_api_key"}});
+            return send_whole(
+                &mut stream,
+                "401 Unauthorized",
+                "application/json",
+                &error.to_string(),
+            )
+            .await;
         }
         Script::Hang => {
             // Hold the connection open until the client gives up.
@@ -132,24 +187,17 @@ async fn serve(
             while stream.read(&mut sink).await? > 0 {}
             return Ok(());
         }
-        Script::Answer {
-            text,
-            tool_first: None,
-        } => text_events(text),
-        Script::Answer { text, .. } if has_tool_result => text_events(text),
-        Script::Answer {
-            tool_first: Some((name, arguments)),
-            ..
-        } => vec![
-            json!({"role": "assistant", "content": null, "tool_calls": [{
-                "index": 0, "id": "call_mock_1", "type": "function",
-                "function": {"name": name, "arguments": arguments}}]}),
-            json!({"finish_reason": "tool_calls"}),
-        ],
+        Script::Answer { .. } => match script.turn(has_tool_result) {
+            Turn::Say(text) => text_events(text),
+            Turn::Call(name, arguments) => vec![
+                json!({"role": "assistant", "content": null, "tool_calls": [{
+                    "index": 0, "id": "call_mock_1", "type": "function",
+                    "function": {"name": name, "arguments": arguments}}]}),
+                json!({"finish_reason": "tool_calls"}),
+            ],
+        },
     };
-    stream
-        .write_all(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nConnection: close\r\n\r\n")
-        .await?;
+    stream.write_all(EVENT_STREAM).await?;
     for event in events {
         let (delta, finish) = match event.get("finish_reason") {
             Some(reason) => (json!({}), reason.clone()),
@@ -197,12 +245,7 @@ async fn anthropic(
 ) -> std::io::Result<()> {
     if request_line.contains("count_tokens") {
         let count = json!({"input_tokens": 12}).to_string();
-        let head = format!(
-            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-            count.len()
-        );
-        stream.write_all(head.as_bytes()).await?;
-        return stream.write_all(count.as_bytes()).await;
+        return send_whole(&mut stream, "200 OK", "application/json", &count).await;
     }
     let has_tool_result = request["messages"].as_array().is_some_and(|m| {
         m.iter().any(|m| {
@@ -217,11 +260,8 @@ async fn anthropic(
     if conversation {
         seen.lock().unwrap().push(request.clone());
     }
-    let (block, stop) = match script {
-        Script::Answer {
-            tool_first: Some((name, arguments)),
-            ..
-        } if conversation && !has_tool_result => (
+    let (block, stop) = match script.turn(!conversation || has_tool_result) {
+        Turn::Call(name, arguments) => (
             vec![
                 json!({"type": "content_block_start", "index": 0, "content_block":
                     {"type": "tool_use", "id": "toolu_mock_1", "name": name, "input": {}}}),
@@ -230,14 +270,13 @@ async fn anthropic(
             ],
             "tool_use",
         ),
-        Script::Answer { text, .. } => (
+        Turn::Say(text) => (
             vec![
                 json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
                 json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}}),
             ],
             "end_turn",
         ),
-        Script::Hang | Script::Unauthorized => unreachable!("not scripted for Claude Code"),
     };
     let mut events = vec![json!({"type": "message_start", "message": {
         "id": "msg_mock", "type": "message", "role": "assistant", "model": request["model"],
@@ -250,16 +289,7 @@ async fn anthropic(
         "usage": {"output_tokens": 5}}),
     );
     events.push(json!({"type": "message_stop"}));
-    stream
-        .write_all(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nConnection: close\r\n\r\n")
-        .await?;
-    for event in events {
-        let kind = event["type"].as_str().unwrap_or_default().to_string();
-        stream
-            .write_all(format!("event: {kind}\ndata: {event}\n\n").as_bytes())
-            .await?;
-    }
-    stream.shutdown().await
+    send_typed_events(&mut stream, events).await
 }
 
 /// Google's Gemini API, as Gemini CLI speaks it: a turn streamed as
@@ -283,16 +313,12 @@ async fn gemini(
     if conversation {
         seen.lock().unwrap().push(request.clone());
     }
-    let part = match script {
-        Script::Answer {
-            tool_first: Some((name, arguments)),
-            ..
-        } if conversation && !has_response => {
+    let part = match script.turn(!conversation || has_response) {
+        Turn::Call(name, arguments) => {
             let args: Value = serde_json::from_str(arguments).unwrap_or(json!({}));
             json!({"functionCall": {"name": name, "args": args}})
         }
-        Script::Answer { text, .. } => json!({"text": text}),
-        Script::Hang | Script::Unauthorized => unreachable!("not scripted for Gemini CLI"),
+        Turn::Say(text) => json!({"text": text}),
     };
     let chunk = json!({
         "candidates": [{"content": {"parts": [part], "role": "model"}, "finishReason": "STOP", "index": 0}],
@@ -303,13 +329,7 @@ async fn gemini(
     } else {
         ("application/json", chunk.to_string())
     };
-    let head = format!(
-        "HTTP/1.1 200 OK\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    );
-    stream.write_all(head.as_bytes()).await?;
-    stream.write_all(body.as_bytes()).await?;
-    stream.shutdown().await
+    send_whole(&mut stream, "200 OK", kind, &body).await
 }
 
 /// OpenAI's Responses API, as Codex speaks it: the turn's output items
@@ -327,11 +347,8 @@ async fn responses(
     seen.lock().unwrap().push(request.clone());
     let mut events = vec![json!({"type": "response.created",
         "response": {"id": "resp_mock", "object": "response", "status": "in_progress", "output": []}})];
-    let item = match script {
-        Script::Answer {
-            tool_first: Some((tool, arguments)),
-            ..
-        } if !has_output => {
+    let item = match script.turn(has_output) {
+        Turn::Call(tool, arguments) => {
             let (namespace, name) = tool.rsplit_once('/').unwrap_or(("", tool));
             let mut item = json!({"type": "function_call", "id": "fc_mock", "call_id": "call_mock_1",
                 "name": name, "arguments": arguments, "status": "completed"});
@@ -340,7 +357,7 @@ async fn responses(
             }
             item
         }
-        Script::Answer { text, .. } => {
+        Turn::Say(text) => {
             events.push(json!({"type": "response.output_item.added", "output_index": 0, "item":
                 {"type": "message", "id": "msg_mock", "role": "assistant", "status": "in_progress", "content": []}}));
             events.push(
@@ -350,21 +367,11 @@ async fn responses(
             json!({"type": "message", "id": "msg_mock", "role": "assistant", "status": "completed",
                 "content": [{"type": "output_text", "text": text, "annotations": []}]})
         }
-        Script::Hang | Script::Unauthorized => unreachable!("not scripted for Codex"),
     };
     events.push(json!({"type": "response.output_item.done", "output_index": 0, "item": item}));
     events.push(json!({"type": "response.completed", "response": {
         "id": "resp_mock", "object": "response", "status": "completed", "output": [item],
         "usage": {"input_tokens": 12, "output_tokens": 5, "total_tokens": 17,
             "input_tokens_details": {"cached_tokens": 0}, "output_tokens_details": {"reasoning_tokens": 0}}}}));
-    stream
-        .write_all(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nConnection: close\r\n\r\n")
-        .await?;
-    for event in events {
-        let kind = event["type"].as_str().unwrap_or_default().to_string();
-        stream
-            .write_all(format!("event: {kind}\ndata: {event}\n\n").as_bytes())
-            .await?;
-    }
-    stream.shutdown().await
+    send_typed_events(&mut stream, events).await
 }
