@@ -18,14 +18,67 @@ fn config(docs: &Path) -> String {
     godot_config(&docs.join("4.x")) + "[plugins.conformance]\ncapabilities = [\"client\"]\n"
 }
 
-/// A call that takes seconds, reporting progress, whose answer the model
-/// gets: the script and the answer.
-fn long_call(name: String) -> (Script, &'static str) {
-    let script = Script::Answer {
-        text: "It took a while.".into(),
-        tool_first: Some((name, json!({"seconds": 3, "label": "long"}).to_string())),
+/// What a client's model was sent in the scenarios every client goes
+/// through ([`drive`]): each run's requests as the mock saw them.
+struct Runs {
+    /// `godot.get_class Control` (19.8 KB compact): requests that must
+    /// carry [`Runs::expected`] whole.
+    found: Vec<Value>,
+    /// The same for a class that does not exist: an error to reach the
+    /// model as one, naming the class meant.
+    wrong: Vec<Value>,
+    /// A 3-second call reporting progress each second: requests that must
+    /// carry [`LONG_ANSWER`].
+    long: Vec<Value>,
+    /// Control's answer, as the host gives it.
+    expected: String,
+}
+
+const LONG_ANSWER: &str = "Computed long in 3 seconds";
+
+/// Drive a client (`ask` runs it once with a script) through the
+/// scenarios, naming our tools as it does (`name`); its final answer
+/// reaches its stdout.
+async fn drive<Fut>(env: &Env, name: fn(&str) -> String, ask: impl Fn(Script) -> Fut) -> Runs
+where
+    Fut: Future<Output = (String, Vec<Value>)>,
+{
+    let expected = {
+        let client = env.start().await;
+        let r = client
+            .call("godot.get_class", json!({"name": "Control"}))
+            .await;
+        r.content[0].as_text().unwrap().text.clone()
     };
-    (script, "Computed long in 3 seconds")
+    let call = |tool: &str, arguments: Value, text: &str| Script::Answer {
+        text: text.into(),
+        tool_first: Some((name(tool), arguments.to_string())),
+    };
+    let (stdout, found) = ask(call(
+        "godot.get_class",
+        json!({"name": "Control"}),
+        "Control is the base of every UI node.",
+    ))
+    .await;
+    assert!(stdout.contains("base of every UI node"), "{stdout}");
+    let (_, wrong) = ask(call(
+        "godot.get_class",
+        json!({"name": "Controll"}),
+        "No such class.",
+    ))
+    .await;
+    let (_, long) = ask(call(
+        "slow_compute",
+        json!({"seconds": 3, "label": "long"}),
+        "It took a while.",
+    ))
+    .await;
+    Runs {
+        found,
+        wrong,
+        long,
+        expected,
+    }
 }
 
 /// Claude Code's name for a tool of ours (`mcp__<server>__<tool>`).
@@ -117,60 +170,29 @@ async fn claude_code_calls_read_only_tools_as_configured_and_gets_whole_answers(
     std::fs::create_dir_all(&settings).unwrap();
     let allow = client_config(&env, "claude-code", &["--allow-read-only"]).await;
     std::fs::write(settings.join("settings.json"), &allow).unwrap();
-
-    // A large answer (Control, 19.8 KB compact) reaches the model whole.
-    let expected = {
-        let client = env.start().await;
-        let r = client
-            .call("godot.get_class", json!({"name": "Control"}))
-            .await;
-        r.content[0].as_text().unwrap().text.clone()
-    };
-    let call = Script::Answer {
-        text: "Control is the base of every UI node.".into(),
-        tool_first: Some((
-            claude_name("godot.get_class"),
-            json!({"name": "Control"}).to_string(),
-        )),
-    };
-    let (stdout, requests) = ask_claude(&claude, &env, call).await;
-    assert!(stdout.contains("base of every UI node"), "{stdout}");
+    let runs = drive(&env, claude_name, |script| {
+        ask_claude(&claude, &env, script)
+    })
+    .await;
     // Our tools are offered to the model (Claude Code lists MCP tools by
     // name and loads their schemas on demand, its tool search).
-    let offered = requests[0].to_string();
+    let offered = runs.found[0].to_string();
     assert!(
         offered.contains(&claude_name("godot.search")),
         "{offered:.2000}"
     );
-    let results = tool_results(&requests);
-    assert_eq!(results.len(), 1, "{results:#?}");
-    assert_ne!(results[0]["is_error"], true, "{:#}", results[0]);
-    assert_eq!(result_text(&results[0]), expected);
-
-    // An error reaches it as one, saying what to change.
-    let wrong = Script::Answer {
-        text: "No such class.".into(),
-        tool_first: Some((
-            claude_name("godot.get_class"),
-            json!({"name": "Controll"}).to_string(),
-        )),
+    let only = |requests: &[Value]| {
+        let results = tool_results(requests);
+        assert_eq!(results.len(), 1, "{results:#?}");
+        results[0].clone()
     };
-    let (_, requests) = ask_claude(&claude, &env, wrong).await;
-    let results = tool_results(&requests);
-    assert_eq!(results.len(), 1, "{results:#?}");
-    assert_eq!(results[0]["is_error"], true, "{:#}", results[0]);
-    assert!(
-        result_text(&results[0]).contains("Control"),
-        "{:#}",
-        results[0]
-    );
-
-    // A long call, reporting progress, ends and its answer gets through.
-    let (script, answer) = long_call(claude_name("slow_compute"));
-    let (_, requests) = ask_claude(&claude, &env, script).await;
-    let results = tool_results(&requests);
-    assert_eq!(results.len(), 1, "{results:#?}");
-    assert_eq!(result_text(&results[0]), answer);
+    let found = only(&runs.found);
+    assert_ne!(found["is_error"], true, "{found:#}");
+    assert_eq!(result_text(&found), runs.expected);
+    let wrong = only(&runs.wrong);
+    assert_eq!(wrong["is_error"], true, "{wrong:#}");
+    assert!(result_text(&wrong).contains("Control"), "{wrong:#}");
+    assert_eq!(result_text(&only(&runs.long)), LONG_ANSWER);
 }
 
 /// Gemini CLI's name for a tool of ours (`mcp_<server>_<tool>`).
@@ -228,62 +250,33 @@ async fn gemini_cli_calls_read_only_tools_as_configured_and_gets_whole_answers()
     };
     let Some(docs) = godot_docs() else { return };
     let env = Env::new(&["godot", "conformance", "run_test"], &config(&docs));
-    let expected = {
-        let client = env.start().await;
-        let r = client
-            .call("godot.get_class", json!({"name": "Control"}))
-            .await;
-        r.content[0].as_text().unwrap().text.clone()
-    };
-    let call = Script::Answer {
-        text: "Control is the base of every UI node.".into(),
-        tool_first: Some((
-            gemini_name("godot.get_class"),
-            json!({"name": "Control"}).to_string(),
-        )),
-    };
-    let (stdout, requests) = ask_gemini(&gemini, &env, call).await;
-    assert!(stdout.contains("base of every UI node"), "{stdout}");
+    let runs = drive(&env, gemini_name, |script| {
+        ask_gemini(&gemini, &env, script)
+    })
+    .await;
     // The read-only tools are offered, run_test (not read-only) is not.
-    let offered = requests[0]["tools"].to_string();
+    let offered = runs.found[0]["tools"].to_string();
     assert!(
         offered.contains(&gemini_name("godot.search")),
         "{offered:.2000}"
     );
     assert!(!offered.contains("run_test"), "{offered:.2000}");
-    let responses = function_responses(&requests);
-    assert_eq!(responses.len(), 1, "{responses:#?}");
-    let output = responses[0]["response"]["output"]
-        .as_str()
-        .unwrap_or_default();
-    assert!(output.contains(&expected), "{:#}", responses[0]);
-
-    // An error reaches it as one, saying what to change.
-    let wrong = Script::Answer {
-        text: "No such class.".into(),
-        tool_first: Some((
-            gemini_name("godot.get_class"),
-            json!({"name": "Controll"}).to_string(),
-        )),
+    let only = |requests: &[Value]| {
+        let responses = function_responses(requests);
+        assert_eq!(responses.len(), 1, "{responses:#?}");
+        responses[0]["response"].clone()
     };
-    let (_, requests) = ask_gemini(&gemini, &env, wrong).await;
-    let responses = function_responses(&requests);
-    assert_eq!(responses.len(), 1, "{responses:#?}");
-    let said = responses[0]["response"].to_string();
+    let output = |requests: &[Value]| {
+        let response = only(requests);
+        response["output"].as_str().unwrap_or_default().to_string()
+    };
+    assert!(output(&runs.found).contains(&runs.expected));
+    let said = only(&runs.wrong).to_string();
     assert!(
         said.contains("NOT_FOUND") && said.contains("did you mean: Control"),
         "{said}"
     );
-
-    // A long call, reporting progress, ends and its answer gets through.
-    let (script, answer) = long_call(gemini_name("slow_compute"));
-    let (_, requests) = ask_gemini(&gemini, &env, script).await;
-    let responses = function_responses(&requests);
-    assert_eq!(responses.len(), 1, "{responses:#?}");
-    let output = responses[0]["response"]["output"]
-        .as_str()
-        .unwrap_or_default();
-    assert!(output.contains(answer), "{:#}", responses[0]);
+    assert!(output(&runs.long).contains(LONG_ANSWER));
 }
 
 /// Copilot CLI's name for a tool of ours (`<server>-<tool>`).
@@ -345,46 +338,22 @@ async fn copilot_cli_calls_read_only_tools_unasked_and_gets_whole_answers() {
     };
     let Some(docs) = godot_docs() else { return };
     let env = Env::new(&["godot", "conformance"], &config(&docs));
-    let expected = {
-        let client = env.start_with(&["--underscore-names"]).await;
-        let r = client
-            .call("godot_get_class", json!({"name": "Control"}))
-            .await;
-        r.content[0].as_text().unwrap().text.clone()
-    };
-    let call = Script::Answer {
-        text: "Control is the base of every UI node.".into(),
-        tool_first: Some((
-            copilot_name("godot.get_class"),
-            json!({"name": "Control"}).to_string(),
-        )),
-    };
-    let (stdout, requests) = ask_copilot(&copilot, &env, call).await;
-    assert!(stdout.contains("base of every UI node"), "{stdout}");
-    let offered = requests[0]["tools"].to_string();
+    let runs = drive(&env, copilot_name, |script| {
+        ask_copilot(&copilot, &env, script)
+    })
+    .await;
+    let offered = runs.found[0]["tools"].to_string();
     assert!(
         offered.contains(&copilot_name("godot.search")),
         "{offered:.2000}"
     );
-    assert_eq!(tool_message(&requests), expected);
-
-    let wrong = Script::Answer {
-        text: "No such class.".into(),
-        tool_first: Some((
-            copilot_name("godot.get_class"),
-            json!({"name": "Controll"}).to_string(),
-        )),
-    };
-    let (_, requests) = ask_copilot(&copilot, &env, wrong).await;
-    let said = tool_message(&requests);
+    assert_eq!(tool_message(&runs.found), runs.expected);
+    let said = tool_message(&runs.wrong);
     assert!(
         said.contains("NOT_FOUND") && said.contains("did you mean: Control"),
         "{said}"
     );
-
-    let (script, answer) = long_call(copilot_name("slow_compute"));
-    let (_, requests) = ask_copilot(&copilot, &env, script).await;
-    assert!(tool_message(&requests).contains(answer));
+    assert!(tool_message(&runs.long).contains(LONG_ANSWER));
 }
 
 /// Codex's name for a tool of ours: the tool in the server's namespace.
@@ -445,49 +414,22 @@ async fn codex_calls_read_only_tools_unasked_and_gets_whole_answers() {
     };
     let Some(docs) = godot_docs() else { return };
     let env = Env::new(&["godot", "conformance"], &config(&docs));
-    let expected = {
-        let client = env.start_with(&["--underscore-names"]).await;
-        let r = client
-            .call("godot_get_class", json!({"name": "Control"}))
-            .await;
-        r.content[0].as_text().unwrap().text.clone()
-    };
-    let call = Script::Answer {
-        text: "Control is the base of every UI node.".into(),
-        tool_first: Some((
-            codex_name("godot.get_class"),
-            json!({"name": "Control"}).to_string(),
-        )),
-    };
-    let (stdout, requests) = ask_codex(&codex, &env, call).await;
-    assert!(stdout.contains("base of every UI node"), "{stdout}");
-    let offered = requests[0]["tools"].to_string();
+    let runs = drive(&env, codex_name, |script| ask_codex(&codex, &env, script)).await;
+    let offered = runs.found[0]["tools"].to_string();
     assert!(offered.contains("\"godot_search\""), "{offered:.2000}");
     // Codex puts a few lines of its own before the tool's output; without
     // the limit client-config sets it cut this one to 12 KB.
-    let output = call_output(&requests);
+    let output = call_output(&runs.found);
     assert!(
-        output.ends_with(&expected),
+        output.ends_with(&runs.expected),
         "{} of {} bytes",
         output.len(),
-        expected.len()
+        runs.expected.len()
     );
-
-    let wrong = Script::Answer {
-        text: "No such class.".into(),
-        tool_first: Some((
-            codex_name("godot.get_class"),
-            json!({"name": "Controll"}).to_string(),
-        )),
-    };
-    let (_, requests) = ask_codex(&codex, &env, wrong).await;
-    let said = call_output(&requests);
+    let said = call_output(&runs.wrong);
     assert!(
         said.contains("NOT_FOUND") && said.contains("did you mean: Control"),
         "{said}"
     );
-
-    let (script, answer) = long_call(codex_name("slow_compute"));
-    let (_, requests) = ask_codex(&codex, &env, script).await;
-    assert!(call_output(&requests).contains(answer));
+    assert!(call_output(&runs.long).contains(LONG_ANSWER));
 }
