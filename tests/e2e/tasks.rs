@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use rmcp::ClientLifecycleMode;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CancelTaskParams, ElicitResult, ElicitationAction,
-    ErrorCode, GetTaskParams, InputResponses, TaskPayload, TaskStatus, UpdateTaskParams,
+    ErrorCode, GetTaskParams, InputResponses, Task, TaskPayload, TaskStatus, UpdateTaskParams,
 };
 use serde_json::{Value, json};
 
@@ -26,6 +26,20 @@ fn current() -> ClientLifecycleMode {
 fn call(tool: &str, arguments: Value) -> CallToolRequestParams {
     CallToolRequestParams::new(tool.to_string())
         .with_arguments(arguments.as_object().unwrap().clone())
+}
+
+/// Call `tool`, which must answer with a task: the task as created.
+async fn task_of(client: &Client, tool: &str, arguments: Value) -> Task {
+    let response = client
+        .service
+        .peer()
+        .call_tool_once(call(tool, arguments))
+        .await
+        .unwrap();
+    let CallToolResponse::Task(created) = response else {
+        panic!("{tool}: a task, not {response:?}")
+    };
+    created.task
 }
 
 /// The task's state once `until` holds (or it ended), within 20 s.
@@ -78,30 +92,28 @@ async fn a_slow_call_is_a_task_polled_answered_and_cancelled() {
     assert!(matches!(quick, CallToolResponse::Complete(_)), "{quick:?}");
 
     // Still running: a task, whose result tasks/get holds once done.
-    let CallToolResponse::Task(task) = peer
-        .call_tool_once(call("slow_compute", json!({"seconds": 1, "label": "slow"})))
-        .await
-        .unwrap()
-    else {
-        panic!("a task")
-    };
-    assert_eq!(task.task.status, TaskStatus::Working);
-    assert!(task.task.ttl_ms.is_some_and(|ttl| ttl >= 60_000));
-    let done = poll(&client, &task.task.task_id, |_| false).await;
+    let task = task_of(
+        &client,
+        "slow_compute",
+        json!({"seconds": 1, "label": "slow"}),
+    )
+    .await;
+    assert_eq!(task.status, TaskStatus::Working);
+    assert!(task.ttl_ms.is_some_and(|ttl| ttl >= 60_000));
+    let done = poll(&client, &task.task_id, |_| false).await;
     assert_eq!(result_text(&done), "Computed slow in 1 seconds");
 
     // While it works, its progress is the task's status message.
-    let CallToolResponse::Task(task) = peer
-        .call_tool_once(call("slow_compute", json!({"seconds": 3, "label": "told"})))
-        .await
-        .unwrap()
-    else {
-        panic!("a task")
-    };
+    let task = task_of(
+        &client,
+        "slow_compute",
+        json!({"seconds": 3, "label": "told"}),
+    )
+    .await;
     let deadline = Instant::now() + Duration::from_secs(10);
     let message = loop {
         let got = peer
-            .get_task(GetTaskParams::new(&task.task.task_id))
+            .get_task(GetTaskParams::new(&task.task_id))
             .await
             .unwrap();
         let message = got.task.task.status_message.clone().unwrap_or_default();
@@ -111,19 +123,13 @@ async fn a_slow_call_is_a_task_polled_answered_and_cancelled() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
     assert_eq!(message, "2 of 3 seconds");
-    let done = poll(&client, &task.task.task_id, |_| false).await;
+    let done = poll(&client, &task.task_id, |_| false).await;
     assert_eq!(result_text(&done), "Computed told in 3 seconds");
 
     // A question: the task waits with it in `inputRequests`, and goes on
     // with the answer tasks/update brings.
-    let CallToolResponse::Task(asking) = peer
-        .call_tool_once(call("confirm_delete", json!({"filename": "notes.txt"})))
-        .await
-        .unwrap()
-    else {
-        panic!("a task")
-    };
-    let id = asking.task.task_id.clone();
+    let asking = task_of(&client, "confirm_delete", json!({"filename": "notes.txt"})).await;
+    let id = asking.task_id.clone();
     let waiting = poll(&client, &id, |s| s == TaskStatus::InputRequired).await;
     let TaskPayload::InputRequired { input_requests } = waiting else {
         panic!("input required, not {waiting:?}")
@@ -142,30 +148,18 @@ async fn a_slow_call_is_a_task_polled_answered_and_cancelled() {
     assert_eq!(result_text(&answered), r#"notes.txt: {"confirm":true}"#);
 
     // Cancelled: the call ends at once, though it would run a minute.
-    let CallToolResponse::Task(long) = peer
-        .call_tool_once(call("slow_compute", json!({"seconds": 60})))
-        .await
-        .unwrap()
-    else {
-        panic!("a task")
-    };
+    let long = task_of(&client, "slow_compute", json!({"seconds": 60})).await;
     let started = Instant::now();
-    peer.cancel_task(CancelTaskParams::new(&long.task.task_id))
+    peer.cancel_task(CancelTaskParams::new(&long.task_id))
         .await
         .unwrap();
-    let cancelled = poll(&client, &long.task.task_id, |_| false).await;
+    let cancelled = poll(&client, &long.task_id, |_| false).await;
     assert!(matches!(cancelled, TaskPayload::Cancelled), "{cancelled:?}");
     assert!(started.elapsed() < Duration::from_secs(20));
 
     // A plugin that crashes fails the task, with the error inlined.
-    let CallToolResponse::Task(crash) = peer
-        .call_tool_once(call("protocol_error_job", json!({})))
-        .await
-        .unwrap()
-    else {
-        panic!("a task")
-    };
-    let failed = poll(&client, &crash.task.task_id, |_| false).await;
+    let crash = task_of(&client, "protocol_error_job", json!({})).await;
+    let failed = poll(&client, &crash.task_id, |_| false).await;
     let TaskPayload::Failed { error } = failed else {
         panic!("failed, not {failed:?}")
     };
@@ -254,16 +248,8 @@ async fn a_run_test_task_outlives_its_connection_and_is_read_afterwards() {
         return;
     };
     let client = tasks_client(&host).await;
-    let response = client
-        .service
-        .peer()
-        .call_tool_once(call("run_test", run_test_args("npm", json!({}))))
-        .await
-        .unwrap();
-    let CallToolResponse::Task(task) = response else {
-        panic!("a task, not {response:?}")
-    };
-    let id = task.task.task_id;
+    let task = task_of(&client, "run_test", run_test_args("npm", json!({}))).await;
+    let id = task.task_id;
     client.service.cancel().await.unwrap();
 
     let again = tasks_client(&host).await;
@@ -287,15 +273,7 @@ async fn cancelling_a_run_test_task_kills_its_tree() {
         "npm",
         json!({"timeout_ms": 600_000, "no_output_timeout_ms": 600_000}),
     );
-    let response = client
-        .service
-        .peer()
-        .call_tool_once(call("run_test", args))
-        .await
-        .unwrap();
-    let CallToolResponse::Task(task) = response else {
-        panic!("a task, not {response:?}")
-    };
+    let task = task_of(&client, "run_test", args).await;
     let mut pids = crate::lifetime::pids_written(&env.workspace).await;
     if !require_cgroups(&std::fs::read_to_string(env.stderr_log()).unwrap()) {
         pids.pop(); // the env-cleared escapee is found by cgroups only
@@ -303,10 +281,10 @@ async fn cancelling_a_run_test_task_kills_its_tree() {
     client
         .service
         .peer()
-        .cancel_task(CancelTaskParams::new(&task.task.task_id))
+        .cancel_task(CancelTaskParams::new(&task.task_id))
         .await
         .unwrap();
-    let cancelled = poll(&client, &task.task.task_id, |_| false).await;
+    let cancelled = poll(&client, &task.task_id, |_| false).await;
     assert!(matches!(cancelled, TaskPayload::Cancelled), "{cancelled:?}");
     let deadline = Instant::now() + Duration::from_secs(5);
     let left = loop {
