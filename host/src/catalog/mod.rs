@@ -223,7 +223,8 @@ impl Catalog {
                     tool.description,
                     tool.input_schema,
                     tool.output_schema,
-                    tool.annotations
+                    tool.annotations,
+                    tool.icons
                 ]);
                 (name.clone(), sha256_hex(definition.to_string().as_bytes()))
             })

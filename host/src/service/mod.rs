@@ -36,6 +36,10 @@ pub struct Service {
     shutdown: CancellationToken,
     /// The calls in flight, so a shutdown can wait for their ends.
     in_flight: TaskTracker,
+    /// Held by a reload: one that a plugin asked for and one the folder's
+    /// watcher started must not each serve a catalog made without the
+    /// other's plugins.
+    reloading: tokio::sync::Mutex<()>,
 }
 
 impl Service {
@@ -47,6 +51,7 @@ impl Service {
             background: Background::default(),
             shutdown: CancellationToken::new(),
             in_flight: TaskTracker::new(),
+            reloading: tokio::sync::Mutex::new(()),
         }
     }
 
@@ -153,6 +158,7 @@ impl Service {
     /// Reload the plugins folder, `relisted` (a plugin's name) asked for its
     /// tools again even if its file is the same.
     async fn reload_against(&self, relisted: Option<&str>) -> bool {
+        let _one_at_a_time = self.reloading.lock().await;
         let old = self.loaded().await;
         let previous = match relisted {
             Some(plugin) => Arc::new(old.without(plugin)),
@@ -168,7 +174,6 @@ impl Service {
         changed
     }
 
-    /// Run a tool. `None` when no plugin serves `exposed`.
     /// Take out of `arguments` what client `client` adds to every call on
     /// its own (issue 39: Gemini CLI's `wait_for_previous`, which its
     /// prompt has the model set), unless the tool declares it: such a call
@@ -208,6 +213,7 @@ impl Service {
         }
     }
 
+    /// Run a tool. `None` when no plugin serves `exposed`.
     pub async fn call(
         &self,
         exposed: &str,
