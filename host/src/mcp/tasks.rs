@@ -77,10 +77,12 @@ impl Tasks {
             rmcp::task_manager::TaskContext,
         ) -> futures_util::future::BoxFuture<'static, Option<Outcome>>,
     ) -> Result<CreateTaskResult, McpError> {
-        self.admit(&client)?;
         let owned = self.owned.clone();
-        // Registered before the task can end, so that its size is counted.
+        // Held from the count to the entry: two calls cannot both take the
+        // last place, and the task is registered before it can end (so
+        // that its size is counted).
         let mut seeds = self.owned.lock().expect("tasks lock");
+        self.admit(&mut seeds, &client)?;
         let task: Task = self.manager.spawn(
             TaskOptions::new()
                 .with_ttl_ms(TTL_MS)
@@ -110,8 +112,7 @@ impl Tasks {
 
     /// Room for one more task of `client`, once the tasks rmcp forgot
     /// (expired) are forgotten here too.
-    fn admit(&self, client: &str) -> Result<(), McpError> {
-        let mut owned = self.owned.lock().expect("tasks lock");
+    fn admit(&self, owned: &mut HashMap<String, Owned>, client: &str) -> Result<(), McpError> {
         owned.retain(|id, _| self.manager.get_task(id).is_ok());
         let theirs = owned.values().filter(|o| o.client == client);
         let (count, bytes) = theirs.fold((0, 0), |(n, b), o| (n + 1, b + o.result_bytes));
@@ -119,8 +120,8 @@ impl Tasks {
             return Err(McpError::internal_error(
                 format!(
                     "this client holds {count} tasks ({} MiB of results); at most {MAX_TASKS_PER_CLIENT} \
-                     tasks and {} MiB: read or cancel some (tasks/get, tasks/cancel), or wait for them to \
-                     expire ({} minutes after they end)",
+                     tasks and {} MiB: a task is kept {} minutes after it ends (tasks/cancel ends a \
+                     running one sooner); call again once some are gone",
                     bytes >> 20,
                     MAX_RESULT_BYTES_PER_CLIENT >> 20,
                     TTL_MS / 60_000

@@ -237,7 +237,11 @@ impl Run {
                 let started = event["toolCallId"]
                     .as_str()
                     .and_then(|id| self.args.remove(id));
-                let mut args = event.get("args").cloned().or(started).unwrap_or(Value::Null);
+                let mut args = event
+                    .get("args")
+                    .cloned()
+                    .or(started)
+                    .unwrap_or(Value::Null);
                 shorten_strings(&mut args);
                 self.outcome.tool_calls.push(json!({
                     "toolCallId": event["toolCallId"], "toolName": event["toolName"],
