@@ -48,11 +48,7 @@ pub struct Rounds {
 /// A call waiting for the answers to the questions it asked.
 struct Parked {
     run: Running,
-    /// The questions the client was sent: their place, name and kind.
-    open: Vec<(usize, String, Kind)>,
-    /// One per question; those the client could not take are filled in.
-    answers: Vec<Option<Result<Answer, Unasked>>>,
-    reply: oneshot::Sender<Vec<Result<Answer, Unasked>>>,
+    open: Open,
 }
 
 /// What kind of answer a question wants.
@@ -181,50 +177,28 @@ impl Rounds {
                 None,
             ));
         };
-        let Parked {
-            run,
-            open,
-            mut answers,
-            reply,
-        } = parked;
-        for (place, key, kind) in open {
-            let response = responses.and_then(|r| r.get(&key)).cloned();
-            answers[place] = Some(answer_of(kind, &key, response));
+        let Parked { run, mut open } = parked;
+        for (place, key, kind, _) in &open.sent {
+            let response = responses.and_then(|r| r.get(key)).cloned();
+            open.answers[*place] = Some(answer_of(*kind, key, response));
         }
         *run.relay.current.lock().expect("relay lock") = (Reporter::Request(link), capabilities);
-        let _ = reply.send(
-            answers
-                .into_iter()
-                .map(|a| a.expect("every place answered"))
-                .collect(),
-        );
+        open.answer();
         Ok(run)
     }
 
     /// Keep `run` for the client's next call, under a new state, asking
     /// what `open` sends.
     fn park(self: &Arc<Self>, run: Running, open: Open) -> Round {
-        let Open {
-            sent,
-            answers,
-            reply,
-        } = open;
         let mut requests = InputRequests::new();
-        let mut open = Vec::with_capacity(sent.len());
-        for (place, key, kind, request) in sent {
-            requests.insert(key.clone(), request);
-            open.push((place, key, kind));
+        for (_, key, _, request) in &open.sent {
+            requests.insert(key.clone(), request.clone());
         }
         let state = uuid::Uuid::new_v4().simple().to_string();
-        self.parked.lock().expect("rounds lock").insert(
-            state.clone(),
-            Parked {
-                run,
-                open,
-                answers,
-                reply,
-            },
-        );
+        self.parked
+            .lock()
+            .expect("rounds lock")
+            .insert(state.clone(), Parked { run, open });
         // Unanswered for too long: forgotten, and the call cancelled.
         let (rounds, expired) = (Arc::downgrade(self), state.clone());
         tokio::spawn(async move {
@@ -323,7 +297,7 @@ impl Running {
         self.relay.current.lock().expect("relay lock").0 = Reporter::Task(task.clone());
         let mut used = std::collections::HashSet::new();
         loop {
-            let open = match self.open.take() {
+            let mut open = match self.open.take() {
                 Some(open) => open,
                 None => tokio::select! {
                     biased;
@@ -338,38 +312,31 @@ impl Running {
                     Some(asked) = self.questions.recv() => self.sort(asked),
                 },
             };
-            let Open {
-                sent,
-                mut answers,
-                reply,
-            } = open;
-            let asking = sent.into_iter().map(|(place, key, kind, request)| {
-                // Keys name one question in a task's life.
-                let mut unique = key.clone();
-                for n in 2.. {
-                    if used.insert(unique.clone()) {
-                        break;
-                    }
-                    unique = format!("{key}.{n}");
-                }
-                let task = task.clone();
-                async move {
-                    let answer = match task.request_input(unique.clone(), request).await {
-                        Ok(response) => answer_of(kind, &unique, Some(response)),
-                        Err(_) => Err(Unasked::Failed("the task was cancelled".into())),
-                    };
-                    (place, answer)
-                }
-            });
+            let asking =
+                std::mem::take(&mut open.sent)
+                    .into_iter()
+                    .map(|(place, key, kind, request)| {
+                        // Keys name one question in a task's life.
+                        let mut unique = key.clone();
+                        for n in 2.. {
+                            if used.insert(unique.clone()) {
+                                break;
+                            }
+                            unique = format!("{key}.{n}");
+                        }
+                        let task = task.clone();
+                        async move {
+                            let answer = match task.request_input(unique.clone(), request).await {
+                                Ok(response) => answer_of(kind, &unique, Some(response)),
+                                Err(_) => Err(Unasked::Failed("the task was cancelled".into())),
+                            };
+                            (place, answer)
+                        }
+                    });
             for (place, answer) in futures_util::future::join_all(asking).await {
-                answers[place] = Some(answer);
+                open.answers[place] = Some(answer);
             }
-            Open {
-                sent: Vec::new(),
-                answers,
-                reply,
-            }
-            .answer();
+            open.answer();
         }
     }
 }
