@@ -40,7 +40,7 @@ pub fn sync_archive(archive: &[u8]) {
     file.write_all(archive).expect("write");
     let root = cap_std::fs::Dir::open_ambient_dir(&target, cap_std::ambient_authority())
         .expect("open target");
-    let _ = crate::caps::containers::files::apply(
+    let _ = crate::caps::containers::unpack::apply(
         file,
         &root,
         &[std::path::PathBuf::from(".git")],

@@ -34,6 +34,7 @@ pub mod engine;
 #[cfg(fuzzing)]
 pub mod fuzzing;
 pub mod http;
+pub mod inspect;
 pub mod logging;
 pub mod mcp;
 pub mod paths;

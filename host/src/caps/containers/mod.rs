@@ -47,6 +47,7 @@ pub(crate) mod files;
 pub mod mounts;
 mod network;
 mod owned;
+pub(crate) mod unpack;
 mod volumes;
 
 use create::{create_body, ensure_image, env_list};

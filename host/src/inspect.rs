@@ -1,0 +1,151 @@
+//! `host list` and `host check`: what the host would serve, from the same
+//! start as `serve` ([`Service::start`]), printed instead of served.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Result;
+use clap::ValueEnum;
+
+use crate::catalog::Loader;
+use crate::client::StderrLink;
+use crate::runtime;
+use crate::service::Service;
+use crate::store::CallContext;
+
+/// What `host list` prints.
+#[derive(Clone, Copy, ValueEnum)]
+pub enum ListWhat {
+    Plugins,
+    Tools,
+    Grants,
+}
+
+pub fn list(service: &Service, what: ListWhat) {
+    let catalog = service.catalog();
+    match what {
+        ListWhat::Plugins => {
+            for p in &catalog.plugins {
+                println!(
+                    "{}\t{}\t{} tools\t{:?}",
+                    p.name,
+                    p.path.display(),
+                    p.tools.len(),
+                    p.origin
+                );
+            }
+            for p in &catalog.problems {
+                println!(
+                    "{}\t{}\tNOT LOADED: {}",
+                    p.plugin,
+                    p.path.display(),
+                    p.reason
+                );
+            }
+        }
+        ListWhat::Tools => {
+            for (name, (plugin, i)) in &catalog.tools {
+                let first_line = plugin.tools[*i].description.lines().next().unwrap_or("");
+                println!("{name}\t{}\t{first_line}", plugin.name);
+            }
+        }
+        ListWhat::Grants => {
+            for p in &catalog.plugins {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&grants_json(&p.grants)).expect("JSON")
+                );
+            }
+        }
+    }
+}
+
+fn grants_json(g: &crate::policy::Grants) -> serde_json::Value {
+    serde_json::json!({
+        "plugin": g.plugin,
+        "capabilities": g.capabilities,
+        "process.programs": g.programs,
+        "process.env": g.env,
+        "fs.read": g.read_roots,
+        "fs.write": g.write_roots,
+        "limits.memory_mb": g.memory_bytes / (1024 * 1024),
+        "limits.timeout_ms": g.timeout_ms,
+    })
+}
+
+pub async fn check(loader: Loader, strict: bool) -> Result<ExitCode> {
+    println!("config: ok ({})", loader.config_hint);
+    if !loader.plugins_dir.is_dir() {
+        println!(
+            "plugins folder {} does not exist: create it and copy *.wasm plugins into it",
+            loader.plugins_dir.display()
+        );
+        return Ok(ExitCode::FAILURE);
+    }
+    let service = Service::start(loader).await;
+    let catalog = service.catalog();
+    let mut problems = 0;
+    for p in &catalog.plugins {
+        println!("plugin {}: ok, {} tools", p.name, p.tools.len());
+        for root in p.grants.read_roots.iter().chain(&p.grants.write_roots) {
+            if !root.exists() {
+                println!(
+                    "plugin {}: note: granted directory {} does not exist (the plugin cannot use it until it does)",
+                    p.name,
+                    root.display()
+                );
+            }
+        }
+        // What a plugin with background work will serve: its first refresh,
+        // run here as `serve` runs it (its own log lines say what it found).
+        let call = CallContext::new(
+            "lifecycle.refresh",
+            p.grants.timeout_ms,
+            Arc::new(StderrLink),
+        );
+        match runtime::refresh(&p.prepared, p.grants.clone(), call, &[]).await {
+            None => {}
+            Some(Ok(Ok(dirs))) => {
+                println!("plugin {}: ready, serving from {}", p.name, dirs.join(", "))
+            }
+            Some(Ok(Err(e))) => {
+                problems += 1;
+                println!("plugin {}: NOT READY: {}: {}", p.name, e.code, e.message);
+            }
+            Some(Err(failure)) => {
+                problems += 1;
+                println!("plugin {}: NOT READY: {failure}", p.name);
+            }
+        }
+    }
+    for p in &catalog.problems {
+        problems += 1;
+        println!(
+            "plugin {}: NOT LOADED ({}): {}",
+            p.plugin,
+            p.path.display(),
+            p.reason
+        );
+    }
+    let names: Vec<&str> = catalog
+        .plugins
+        .iter()
+        .map(|p| p.name.as_str())
+        .chain(catalog.problems.iter().map(|p| p.plugin.as_str()))
+        .collect();
+    let warnings = service
+        .loader
+        .config
+        .warnings(&names, &service.loader.places);
+    for warning in &warnings {
+        println!("warning: {warning}");
+    }
+    if strict {
+        problems += warnings.len();
+    }
+    Ok(if problems == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
