@@ -117,6 +117,46 @@ async fn a_real_answer_from_the_cli_in_byok_mode() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_long_answer_keeps_its_ends_within_the_budget() {
+    let Some(cli) = copilot_cli() else { return };
+    // 60 KB of answer: more than clients pass their model whole.
+    let body: String = (0..2500)
+        .map(|i| format!("line {i:05} of the answer\n"))
+        .collect();
+    let text = format!("FIRST WORDS\n{body}LAST WORDS");
+    let mock = MockLlm::start(Script::Answer {
+        text: text.clone(),
+        tool_first: None,
+    })
+    .await;
+    let mut env = host_env(&path_with(cli.parent().unwrap()), &byok(&mock));
+    models_file(&mut env);
+    let client = env.start().await;
+    let r = client
+        .call(
+            "copilot.chat",
+            json!({"input": "Say a lot", "model": MODEL}),
+        )
+        .await;
+    assert!(!is_error(&r), "{r:?}");
+    let out = structured(&r);
+    let stdout = out["stdout"].as_str().unwrap();
+    assert!(
+        stdout.len() + out["stderr"].as_str().unwrap().len() <= 17 * 1024,
+        "{}",
+        stdout.len()
+    );
+    assert!(
+        stdout.contains("FIRST WORDS") && stdout.contains("LAST WORDS"),
+        "{stdout}"
+    );
+    let left_out = out["omitted_bytes"]["stdout"].as_u64().unwrap();
+    assert!(left_out > 40_000, "{out}");
+    assert!(stdout.contains(&format!("{left_out} bytes of copilot's output left out")));
+    assert_eq!(out["truncated"], true);
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn not_logged_in_without_a_token() {
     let Some(cli) = copilot_cli() else { return };
     let env = host_env(&path_with(cli.parent().unwrap()), &[]);

@@ -23,6 +23,12 @@ use serde_json::{Value, json};
 pub const TIMEOUT_MS: u64 = 30_000;
 /// Raw output kept per request.
 const TAIL_BYTES: u64 = 1024 * 1024;
+/// Most bytes of stdout and stderr in an answer: clients cut or hide
+/// bigger tool results (Claude Code shows its model a 2 KB preview of a
+/// saved file), so what is over is left out, said where and how much.
+const ANSWER_BYTES: usize = 16 * 1024;
+/// Of that, the most stderr keeps (its end: the CLI's last words).
+const STDERR_BYTES: usize = 2 * 1024;
 const PROGRAM: &str = "copilot";
 
 #[derive(Deserialize, JsonSchema)]
@@ -90,7 +96,7 @@ impl McpTool for Chat {
                 tty::chat(&args.input, &model, left)?
             }
         };
-        Ok(plugin_sdk::structured_output(&answer))
+        Ok(plugin_sdk::structured_output(&answer.within_budget()))
     }
 }
 
@@ -103,7 +109,8 @@ fn output_schema() -> Value {
             "exit_code": {"type": ["integer", "null"]},
             "mode": {"type": "string", "enum": ["prompt", "tty"]},
             "model": {"type": "string"},
-            "truncated": {"type": "boolean"},
+            "truncated": {"type": "boolean", "description": "Whether anything was left out: by the host's 1 MiB tail, or by the answer's 16 KB budget (see omitted_bytes)."},
+            "omitted_bytes": {"type": "object", "properties": {"stdout": {"type": "integer"}, "stderr": {"type": "integer"}}, "description": "Bytes left out to keep the answer within 16 KB: the middle of stdout (its start and end are kept, a line in it says where), the start of stderr."},
             "duration_ms": {"type": "integer", "description": "How long the CLI ran."},
         },
         "required": ["stdout", "stderr", "exit_code", "mode", "model"],
@@ -120,6 +127,57 @@ pub struct Answer {
     pub truncated: bool,
     pub duration_ms: u64,
     pub model: String,
+    #[serde(skip_serializing_if = "Omitted::is_none")]
+    pub omitted_bytes: Omitted,
+}
+
+/// What [`Answer::within_budget`] left out of each stream.
+#[derive(serde::Serialize, Default, Debug, PartialEq)]
+pub struct Omitted {
+    pub stdout: usize,
+    pub stderr: usize,
+}
+
+impl Omitted {
+    fn is_none(&self) -> bool {
+        self.stdout == 0 && self.stderr == 0
+    }
+}
+
+impl Answer {
+    /// The answer within [`ANSWER_BYTES`] ([`fit`]).
+    pub fn within_budget(mut self) -> Answer {
+        self.omitted_bytes = fit(&mut self.stdout, &mut self.stderr);
+        self.truncated |= !self.omitted_bytes.is_none();
+        self
+    }
+}
+
+/// Both streams within [`ANSWER_BYTES`]: stderr's end (at least
+/// [`STDERR_BYTES`] of it), then stdout's start and end in what is left,
+/// three quarters to the start (where an answer says what it is), a line
+/// between them saying how much is left out.
+pub fn fit(stdout: &mut String, stderr: &mut String) -> Omitted {
+    let mut omitted = Omitted::default();
+    let stderr_room = STDERR_BYTES.max(ANSWER_BYTES.saturating_sub(stdout.len()));
+    if stderr.len() > stderr_room {
+        let from = stderr.ceil_char_boundary(stderr.len() - stderr_room);
+        omitted.stderr = from;
+        stderr.replace_range(..from, "");
+    }
+    let room = ANSWER_BYTES - stderr.len();
+    if stdout.len() > room {
+        let head = stdout.floor_char_boundary(room * 3 / 4);
+        let tail = stdout.ceil_char_boundary(stdout.len() - (room - head));
+        omitted.stdout = tail - head;
+        let marker = format!(
+            "\n[... {} bytes of copilot's output left out here, to keep this answer within what \
+             clients pass to their model: ask for a shorter answer, or for the part you need ...]\n",
+            omitted.stdout
+        );
+        stdout.replace_range(head..tail, &marker);
+    }
+    omitted
 }
 
 /// Refuse inputs that could act as options or commands rather than text:
@@ -209,7 +267,7 @@ enum Flow {
 }
 
 fn classify(result: RunResult, model: &str) -> Result<Flow, ToolError> {
-    let (stdout, stderr) = result.streams();
+    let (mut stdout, mut stderr) = result.streams();
     match result.status {
         Status::Timeout | Status::NoOutput => Err(timeout()),
         Status::Cancelled => Err(ToolError::new(
@@ -230,9 +288,11 @@ fn classify(result: RunResult, model: &str) -> Result<Flow, ToolError> {
             truncated: result.truncated,
             duration_ms: result.duration_ms,
             model: model.to_string(),
+            omitted_bytes: Default::default(),
         })),
         Status::Exited if flags_unsupported(&stderr) => Ok(Flow::FlagsUnsupported),
         Status::Exited => Err(auth_error(&stdout, &stderr).unwrap_or_else(|| {
+            let omitted = fit(&mut stdout, &mut stderr);
             ToolError::new(
                 "copilot_failed",
                 format!(
@@ -242,6 +302,7 @@ fn classify(result: RunResult, model: &str) -> Result<Flow, ToolError> {
             )
             .with_details(json!({
                 "stdout": stdout, "stderr": stderr, "exit_code": result.exit_code,
+                "omitted_bytes": omitted,
                 "remediation": "read stderr: it is copilot's own message",
             }))
         })),
@@ -364,6 +425,37 @@ mod tests {
         for name in models::load().unwrap().models {
             assert!(description.contains(&name), "{description}");
         }
+    }
+
+    #[test]
+    fn answers_fit_the_budget_keeping_both_ends() {
+        let (mut out, mut err) = ("short".to_string(), "warn".to_string());
+        assert!(fit(&mut out, &mut err).is_none(), "small answers are whole");
+        assert_eq!((out.as_str(), err.as_str()), ("short", "warn"));
+
+        // Multi-byte characters at every cut: the ends stay valid text.
+        let long = format!("START{}END", "é".repeat(30_000));
+        let (mut out, mut err) = (long.clone(), format!("{}LAST", "x".repeat(10_000)));
+        let omitted = fit(&mut out, &mut err);
+        assert!(
+            out.len() + err.len() <= ANSWER_BYTES + 200,
+            "{}",
+            out.len() + err.len()
+        );
+        assert!(out.starts_with("START") && out.ends_with("END"));
+        assert!(
+            out.contains(&format!("{} bytes", omitted.stdout)),
+            "the cut says how much"
+        );
+        assert_eq!(err.len(), STDERR_BYTES);
+        assert!(err.ends_with("LAST"));
+        assert_eq!(omitted.stderr, 10_004 - STDERR_BYTES);
+        let kept = out.len() - out.lines().find(|l| l.contains("left out")).unwrap().len() - 2;
+        assert_eq!(kept + omitted.stdout, long.len(), "nothing lost unsaid");
+
+        // A short stdout leaves stderr the rest of the budget.
+        let (mut out, mut err) = ("ok".to_string(), "y".repeat(8_000));
+        assert!(fit(&mut out, &mut err).is_none());
     }
 
     #[test]

@@ -50,6 +50,7 @@ pub fn chat(input: &str, model: &str, budget_ms: u64) -> Result<Answer, ToolErro
         truncated: false,
         duration_ms: deadline.0.elapsed().as_millis() as u64,
         model: model.to_string(),
+        omitted_bytes: Default::default(),
     })
 }
 
