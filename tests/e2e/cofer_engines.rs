@@ -350,6 +350,64 @@ async fn an_environment_lives_on_another_machines_engine() {
     assert!(!is_error(&r), "{r:?}");
 }
 
+/// After the first command, only what changed comes back from another
+/// machine's engine (the container's `stat`s against the last sync's),
+/// and what comes back is what a whole copy would have brought: a file
+/// written twice in one second with the same size, one whose time was set
+/// back, one removed, and a worktree file changed on this machine behind
+/// the environment's back (the container's copy wins, as before).
+#[tokio::test(flavor = "multi_thread")]
+async fn only_what_changed_comes_back_from_another_engine() {
+    let Some(engine) = IsolatedEngine::start(&cofer_image()) else {
+        return;
+    };
+    let vars = [("RUST_LOG", "info,host::caps::containers::files=debug")];
+    let Some(f) = Fixture::with_podman(&vars, true).await else {
+        return;
+    };
+    std::fs::write(&f.env.config, far_engine_config(&engine)).unwrap();
+    let client = f.env.start().await;
+    let mut args = f.create_args("far");
+    args["engine"] = json!("far");
+    created(&client.call("environment_create", args).await);
+    let wt = f.worktree("far");
+    let run = |command: &str| {
+        let (client, args) = (&client, f.run_args("far", command));
+        async move {
+            let r = client.call("environment_run_cmd", args).await;
+            assert!(!is_error(&r), "{r:?}");
+        }
+    };
+    let changed_only = || f.env.logged("changed_only=true");
+
+    run("mkdir -p data && seq 1 2000 > data/numbers && echo aa > a.txt").await;
+    assert_eq!(std::fs::read_to_string(wt.join("a.txt")).unwrap(), "aa\n");
+    let before = changed_only();
+    // Same size, same second: only its ctime/inode can tell, or not even
+    // those; the second it was seen in makes it fetched again.
+    run("echo bb > a.txt").await;
+    assert_eq!(std::fs::read_to_string(wt.join("a.txt")).unwrap(), "bb\n");
+    run("echo cc > a.txt && touch -d '2001-01-01 00:00:00' a.txt").await;
+    assert_eq!(std::fs::read_to_string(wt.join("a.txt")).unwrap(), "cc\n");
+    run("rm data/numbers && mkdir -p deep/er && echo x > deep/er/f").await;
+    assert!(!wt.join("data/numbers").exists());
+    assert_eq!(std::fs::read_to_string(wt.join("deep/er/f")).unwrap(), "x\n");
+    std::fs::write(wt.join("README.md"), "changed here\n").unwrap();
+    run("true").await;
+    assert_eq!(
+        std::fs::read_to_string(wt.join("README.md")).unwrap(),
+        "hello\n",
+        "the container's copy is what the worktree holds"
+    );
+    assert!(
+        changed_only() >= before + 4,
+        "the later commands fetched only what changed: {}",
+        std::fs::read_to_string(f.env.stderr_log()).unwrap_or_default()
+    );
+    let r = client.call("environment_destroy", f.scoped("far")).await;
+    assert!(!is_error(&r), "{r:?}");
+}
+
 /// An engine the config does not name cannot be asked for: the URL comes
 /// from the user's config only.
 #[tokio::test(flavor = "multi_thread")]

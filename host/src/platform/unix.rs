@@ -112,6 +112,12 @@ pub fn has_mode(meta: &cap_std::fs::Metadata, mode: u32) -> bool {
     meta.permissions().mode() & 0o777 == mode
 }
 
+/// A file's permission bits, to tell when they change.
+pub fn mode_of(meta: &cap_std::fs::Metadata) -> u32 {
+    use cap_std::fs::PermissionsExt;
+    meta.permissions().mode() & 0o7777
+}
+
 /// Variables every child gets besides the policy's: none here (a Unix
 /// program runs without any).
 pub const SYSTEM_ENV: &[&str] = &[];

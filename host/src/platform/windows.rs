@@ -58,6 +58,11 @@ pub fn has_mode(_meta: &cap_std::fs::Metadata, _mode: u32) -> bool {
     true
 }
 
+/// Windows files have no Unix mode to change.
+pub fn mode_of(_meta: &cap_std::fs::Metadata) -> u32 {
+    0
+}
+
 /// Variables every child gets besides the policy's: without them Windows
 /// programs fail in odd ways (node cannot seed its crypto without
 /// `SystemRoot`, npm's `.cmd` shims need `ComSpec` and `PATHEXT`, most

@@ -9,20 +9,21 @@
 //! disk), then applied beneath a directory handle of the target
 //! ([`super::unpack`]).
 
+use std::collections::HashMap;
 use std::io::{Seek, Write};
 use std::path::{Component, Path, PathBuf};
 use std::process::Stdio;
+use std::sync::Arc;
 
 use bollard::Docker;
-
 use bollard::query_parameters::{DownloadFromContainerOptionsBuilder, UploadToContainerOptions};
 use cap_std::fs::Dir;
 use futures_util::TryStreamExt;
+use tokio_util::sync::CancellationToken;
 
+use super::{manifest, unpack};
 use crate::bindings::mcphost::plugin::containers::{ContainerError, SyncReport};
-use crate::podman::failed;
-
-use super::unpack;
+use crate::podman::{Engine, failed};
 
 /// A relative path of the caller's: plain names only, never `..` or `/`.
 pub fn relative(what: &str, path: &str) -> Result<PathBuf, ContainerError> {
@@ -96,28 +97,206 @@ pub async fn copy_in(
     Ok(())
 }
 
+/// One `sync-out`: the container's folder `source` into this machine's
+/// folder `target` (already confined and opened as `folder`).
+pub struct SyncOut {
+    pub container: String,
+    pub source: String,
+    pub target: PathBuf,
+    pub exclude: Vec<PathBuf>,
+    pub max_bytes: u64,
+}
+
+/// Changed files fetched one by one up to this many; past it the whole
+/// folder comes in one archive.
+const FETCH_ONE_BY_ONE: usize = 32;
+
 /// Make the host folder `target` hold what the container's folder `source`
-/// holds, `exclude` left alone on both sides.
+/// holds, `exclude` left alone on both sides: only what changed since the
+/// last sync when that is known ([`manifest`]), else all of it.
 pub async fn sync_out(
     docker: &Docker,
-    container: &str,
-    source: &str,
-    target: Dir,
-    exclude: Vec<PathBuf>,
-    max_bytes: u64,
+    engine: &Engine,
+    job: SyncOut,
+    folder: Dir,
+    cancel: &CancellationToken,
 ) -> Result<SyncReport, ContainerError> {
-    let what = format!("copying {container}:{source} out");
+    let what = format!("copying {}:{} out", job.container, job.source);
+    let key = manifest::Key {
+        engine: engine.name().to_string(),
+        container: job.container.clone(),
+        source: job.source.clone(),
+        target: job.target.clone(),
+        exclude: job.exclude.clone(),
+    };
+    let remote = match engine {
+        Engine::Local => None,
+        Engine::Remote(remote) => Some(remote.url.clone()),
+    };
+    let now = manifest::take(docker, &job.container, &job.source, remote, cancel).await;
+    let remembered = manifest::recall(&key);
+    // Until this sync has ended well, nothing is known of the folder.
+    manifest::remember(key.clone(), None);
+    let folder = Arc::new(folder);
+    let listed = match (&now, remembered) {
+        (Some(now), Some(was)) => {
+            let (root, exclude) = (folder.clone(), job.exclude.clone());
+            let local = blocking(&what, move || manifest::list_local(&root, &exclude)).await?;
+            let plan = was.plan(now, &local);
+            changed_only(docker, &job, &folder, plan, local, &what).await?
+        }
+        _ => None,
+    };
+    tracing::debug!(
+        container = %job.container, changed_only = listed.is_some(),
+        remembered = now.is_some(), "sync-out"
+    );
+    let (report, local) = match listed {
+        Some(done) => done,
+        None => {
+            let report = whole(docker, &job, folder.clone(), &what).await?;
+            let (root, exclude) = (folder.clone(), job.exclude.clone());
+            let local = blocking(&what, move || manifest::list_local(&root, &exclude)).await;
+            (report, local.ok())
+        }
+    };
+    if let (Some(now), Some(local)) = (now, local) {
+        manifest::remember(key, Some(manifest::Remembered::new(now, local)));
+    }
+    Ok(report)
+}
+
+/// `plan` carried out, fetching each changed file by itself; `None` when
+/// it is better done whole (many files, a link, a file that changed
+/// again while fetched). With the report, this machine's side after it.
+async fn changed_only(
+    docker: &Docker,
+    job: &SyncOut,
+    folder: &Arc<Dir>,
+    plan: manifest::Plan,
+    mut local: HashMap<PathBuf, manifest::Local>,
+    what: &str,
+) -> Result<Option<(SyncReport, Option<HashMap<PathBuf, manifest::Local>>)>, ContainerError> {
+    // A link's archive may be of what it points at: links come whole.
+    if plan.fetch.len() > FETCH_ONE_BY_ONE || plan.links > 0 {
+        return Ok(None);
+    }
+    let mut report = SyncReport {
+        written: 0,
+        removed: 0,
+        bytes: 0,
+    };
+    let (root, dirs) = (folder.clone(), plan.dirs.clone());
+    report.written += blocking(what, move || {
+        let mut made = 0;
+        for (dir, mode) in dirs {
+            made += unpack::make_dir(&root, &dir, mode)? as u32;
+        }
+        Ok(made)
+    })
+    .await?;
+    for rel in &plan.fetch {
+        let path = in_container(&job.source, rel);
+        let left = job.max_bytes.saturating_sub(report.bytes);
+        let Ok((archive, bytes)) = download(docker, &job.container, &path, left, what).await else {
+            return Ok(None);
+        };
+        report.bytes += bytes;
+        let (root, rel) = (folder.clone(), rel.clone());
+        let applied =
+            tokio::task::spawn_blocking(move || unpack::apply_one(archive, &root, &rel, left))
+                .await
+                .map_err(|e| ContainerError::Failed(format!("{what}: {e}")))?;
+        match applied {
+            Ok(changed) => report.written += changed as u32,
+            Err(e) if e.kind() == std::io::ErrorKind::FileTooLarge => return Err(too_big(job, &e)),
+            Err(_) => return Ok(None),
+        }
+    }
+    let (root, remove) = (folder.clone(), plan.remove.clone());
+    report.removed += blocking(what, move || {
+        for rel in &remove {
+            unpack::clear(&root, rel)?;
+        }
+        Ok(remove.len() as u32)
+    })
+    .await?;
+    let removed = plan.remove.clone();
+    let touched: Vec<PathBuf> = plan
+        .dirs
+        .into_iter()
+        .map(|(dir, _)| dir)
+        .chain(plan.fetch)
+        .chain(plan.remove)
+        .collect();
+    let root = folder.clone();
+    let now_here = blocking(what, move || {
+        Ok(touched
+            .into_iter()
+            .map(|rel| {
+                let here = manifest::local_of(&root, &rel);
+                (rel, here)
+            })
+            .collect::<Vec<_>>())
+    })
+    .await?;
+    for (rel, here) in now_here {
+        match here {
+            Some(here) => local.insert(rel, here),
+            None => local.remove(&rel),
+        };
+    }
+    // A removed folder took what it held.
+    local.retain(|p, _| !removed.iter().any(|gone| p.starts_with(gone)));
+    Ok(Some((report, Some(local))))
+}
+
+/// The whole folder in one archive, applied.
+async fn whole(
+    docker: &Docker,
+    job: &SyncOut,
+    folder: Arc<Dir>,
+    what: &str,
+) -> Result<SyncReport, ContainerError> {
+    let (archive, bytes) =
+        download(docker, &job.container, &job.source, job.max_bytes, what).await?;
+    let (exclude, max_bytes) = (job.exclude.clone(), job.max_bytes);
+    let applied =
+        tokio::task::spawn_blocking(move || unpack::apply(archive, &folder, &exclude, max_bytes))
+            .await
+            .map_err(|e| ContainerError::Failed(format!("{what}: {e}")))?;
+    let (written, removed) = applied.map_err(|e| match e.kind() {
+        std::io::ErrorKind::FileTooLarge => too_big(job, &e),
+        _ => ContainerError::Failed(format!("{what}: {e}")),
+    })?;
+    Ok(SyncReport {
+        written,
+        removed,
+        bytes,
+    })
+}
+
+/// The engine's archive of the container's `path`, stored whole in a
+/// temporary file (at most `max_bytes`, so a container cannot fill the
+/// disk) and rewound; its size.
+async fn download(
+    docker: &Docker,
+    container: &str,
+    path: &str,
+    max_bytes: u64,
+    what: &str,
+) -> Result<(std::fs::File, u64), ContainerError> {
     let mut archive = tempfile_here()?;
     let mut bytes = 0u64;
     let options = DownloadFromContainerOptionsBuilder::new()
-        .path(source)
+        .path(path)
         .build();
     let mut stream = docker.download_from_container(container, Some(options));
-    while let Some(chunk) = stream.try_next().await.map_err(failed(&what))? {
+    while let Some(chunk) = stream.try_next().await.map_err(failed(what))? {
         bytes += chunk.len() as u64;
         if bytes > max_bytes {
             return Err(ContainerError::Invalid(format!(
-                "{container}:{source} holds more than {max_bytes} bytes, the most this call takes back; \
+                "{container}:{path} holds more than {max_bytes} bytes, the most this call takes back; \
                  nothing was changed on this machine: remove what is not needed there (build output, \
                  caches), or allow more"
             )));
@@ -126,24 +305,40 @@ pub async fn sync_out(
             .write_all(&chunk)
             .map_err(|e| ContainerError::Failed(format!("{what}: {e}")))?;
     }
-    let applied = tokio::task::spawn_blocking(move || {
-        archive.rewind()?;
-        unpack::apply(archive, &target, &exclude, max_bytes)
-    })
-    .await
-    .map_err(|e| ContainerError::Failed(format!("{what}: {e}")))?;
-    let (written, removed) = applied.map_err(|e| match e.kind() {
-        std::io::ErrorKind::FileTooLarge => ContainerError::Invalid(format!(
-            "{container}:{source}: {e}; nothing was changed on this machine: remove what is not \
-             needed there (build output, caches, hard-linked copies), or allow more"
-        )),
-        _ => ContainerError::Failed(format!("{what}: {e}")),
-    })?;
-    Ok(SyncReport {
-        written,
-        removed,
-        bytes,
-    })
+    archive
+        .rewind()
+        .map_err(|e| ContainerError::Failed(format!("{what}: {e}")))?;
+    Ok((archive, bytes))
+}
+
+fn too_big(job: &SyncOut, e: &std::io::Error) -> ContainerError {
+    ContainerError::Invalid(format!(
+        "{}:{}: {e}; nothing was changed on this machine: remove what is not \
+         needed there (build output, caches, hard-linked copies), or allow more",
+        job.container, job.source
+    ))
+}
+
+/// The container's path of `rel` beneath `source`, `/` between names on
+/// every host.
+fn in_container(source: &str, rel: &Path) -> String {
+    let mut path = source.trim_end_matches('/').to_string();
+    for name in rel.components() {
+        path.push('/');
+        path.push_str(&name.as_os_str().to_string_lossy());
+    }
+    path
+}
+
+/// File-system work off the event loop.
+async fn blocking<T: Send + 'static>(
+    what: &str,
+    work: impl FnOnce() -> std::io::Result<T> + Send + 'static,
+) -> Result<T, ContainerError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| ContainerError::Failed(format!("{what}: {e}")))?
+        .map_err(|e| ContainerError::Failed(format!("{what}: {e}")))
 }
 
 /// An anonymous file in the temporary folder (gone when closed).

@@ -44,6 +44,7 @@ mod commit;
 mod create;
 mod ending;
 pub(crate) mod files;
+mod manifest;
 pub mod mounts;
 mod network;
 mod owned;
@@ -407,8 +408,15 @@ impl Host for CallState {
         // Applied beneath the folder that was checked, opened now.
         let folder = pinned_dir(&g, &target, &g.write_roots)?;
         let docker = podman::client(&self.engine).await?;
-        let report =
-            files::sync_out(&docker, &info.id, &source, folder, exclude, max_bytes).await?;
+        let job = files::SyncOut {
+            container: info.id.clone(),
+            source,
+            target,
+            exclude,
+            max_bytes,
+        };
+        let cancel = self.call.cancel.clone();
+        let report = files::sync_out(&docker, &self.engine, job, folder, &cancel).await?;
         tracing::debug!(
             plugin = %g.plugin, container = %info.name, written = report.written,
             removed = report.removed, bytes = report.bytes, "synced out"

@@ -20,7 +20,7 @@ use crate::platform;
 /// Whether `path` is one of `exclude` or beneath one, or passes through a
 /// `.git` (any case) at any depth: a nested repository's config, hooks or
 /// attributes never reach the host's side (issue 34).
-fn excluded(path: &Path, exclude: &[PathBuf]) -> bool {
+pub(super) fn excluded(path: &Path, exclude: &[PathBuf]) -> bool {
     exclude.iter().any(|e| path.starts_with(e))
         || path
             .components()
@@ -146,6 +146,64 @@ pub(crate) fn apply(
     Ok((written, removed))
 }
 
+/// Apply the engine's archive of one file or link of the container's, at
+/// `rel` beneath `root` (its archive names it by its own name only); at
+/// most `max_bytes` written. Whether it changed anything.
+pub(super) fn apply_one(
+    archive: std::fs::File,
+    root: &Dir,
+    rel: &Path,
+    max_bytes: u64,
+) -> std::io::Result<bool> {
+    let invalid = |why: &str| std::io::Error::new(std::io::ErrorKind::InvalidData, why.to_string());
+    let store = archive.try_clone()?;
+    let mut tar = tar::Archive::new(archive);
+    let mut entry = tar
+        .entries()?
+        .next()
+        .ok_or_else(|| invalid("the engine sent an empty archive"))??;
+    if entry.path()?.file_name() != rel.file_name() {
+        return Err(invalid("the engine's archive names another file"));
+    }
+    let mode = entry.header().mode().unwrap_or(0o644) & 0o777;
+    match entry.header().entry_type() {
+        tar::EntryType::Regular | tar::EntryType::Continuous => {
+            let size = entry.size();
+            if size > max_bytes {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::FileTooLarge,
+                    format!("its changed files come to more than {max_bytes} bytes"),
+                ));
+            }
+            let at = entry.raw_file_position();
+            write_file(
+                root,
+                rel,
+                mode,
+                size,
+                |own| {
+                    same_stream(
+                        &mut At {
+                            file: &store,
+                            pos: at,
+                        }
+                        .take(size),
+                        own,
+                    )
+                },
+                &mut entry,
+            )
+        }
+        tar::EntryType::Symlink => match entry.link_name()? {
+            Some(to) => make_link(root, rel, &to),
+            None => Ok(false),
+        },
+        // It became something else since it was listed: the next whole
+        // look at the folder finds it.
+        _ => Err(invalid("the file changed kind while it was fetched")),
+    }
+}
+
 /// `path` without its first component, if it is made of plain names.
 fn inner_path(path: &Path) -> Option<PathBuf> {
     let mut components = path.components().skip_while(|c| *c == Component::CurDir);
@@ -156,7 +214,7 @@ fn inner_path(path: &Path) -> Option<PathBuf> {
 }
 
 /// Whatever is at `rel` goes (a folder with all it holds).
-fn clear(root: &Dir, rel: &Path) -> std::io::Result<()> {
+pub(super) fn clear(root: &Dir, rel: &Path) -> std::io::Result<()> {
     match root.symlink_metadata(rel) {
         Ok(m) if m.is_dir() => root.remove_dir_all(rel),
         Ok(_) => root.remove_file(rel),
@@ -165,7 +223,7 @@ fn clear(root: &Dir, rel: &Path) -> std::io::Result<()> {
     }
 }
 
-fn make_dir(root: &Dir, rel: &Path, mode: u32) -> std::io::Result<bool> {
+pub(super) fn make_dir(root: &Dir, rel: &Path, mode: u32) -> std::io::Result<bool> {
     if root.symlink_metadata(rel).is_ok_and(|m| m.is_dir()) {
         return Ok(false);
     }
