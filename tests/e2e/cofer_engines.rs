@@ -391,7 +391,10 @@ async fn only_what_changed_comes_back_from_another_engine() {
     assert_eq!(std::fs::read_to_string(wt.join("a.txt")).unwrap(), "cc\n");
     run("rm data/numbers && mkdir -p deep/er && echo x > deep/er/f").await;
     assert!(!wt.join("data/numbers").exists());
-    assert_eq!(std::fs::read_to_string(wt.join("deep/er/f")).unwrap(), "x\n");
+    assert_eq!(
+        std::fs::read_to_string(wt.join("deep/er/f")).unwrap(),
+        "x\n"
+    );
     std::fs::write(wt.join("README.md"), "changed here\n").unwrap();
     run("true").await;
     assert_eq!(

@@ -39,6 +39,10 @@ pub struct ExecSpec {
     /// /proc does not show them): the tree is then found and killed inside
     /// the container.
     pub remote: Option<String>,
+    /// Whether to look, once it has ended well, for processes it left
+    /// running (a user's `cmd &`): an exec on another machine's engine
+    /// more. The host's own short commands need not.
+    pub sweep: bool,
 }
 
 const PROGRESS_EVERY: Duration = Duration::from_secs(1);
@@ -177,7 +181,7 @@ pub async fn exec(
     // Background descendants that closed their output but live on (`cmd
     // &`, `setsid`), found by the marker they carry: the leader may have
     // been gone before its pid was known.
-    if ending.is_none() {
+    if ending.is_none() && spec.sweep {
         let report = tree.kill(&marker).await;
         outcome.kill = (report.killed > 0).then_some(report);
     }

@@ -149,6 +149,10 @@ pub async fn take(
         no_output_timeout: None,
         tail_bytes: MAX_MANIFEST_BYTES,
         remote,
+        // `find` and `stat` leave nothing behind; an image whose do only
+        // adds to what its container may run anyway, and the container
+        // ends with its environment.
+        sweep: false,
     };
     let outcome = podman::exec::exec(docker.clone(), container, spec, cancel, &Quiet)
         .await

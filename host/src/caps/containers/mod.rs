@@ -214,6 +214,7 @@ impl Host for CallState {
                 Engine::Local => None,
                 Engine::Remote(remote) => Some(remote.url.clone()),
             },
+            sweep: true,
         };
         let outcome = podman::exec::exec(docker, &id, spec, &call.cancel, &progress).await?;
         tracing::debug!(
