@@ -112,6 +112,24 @@ enum Command {
         #[arg(long)]
         dir: Option<PathBuf>,
     },
+    /// Put a plugin in the plugins folder, from oci://registry/repo:tag (or
+    /// @sha256:…), an https:// URL or a file, after loading it as `serve`
+    /// would; record it in plugins.lock. With no source: install exactly
+    /// what plugins.lock lists (same digests).
+    Install {
+        source: Option<String>,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Take a plugin out of the plugins folder and plugins.lock.
+    Uninstall {
+        name: String,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Push a component to an OCI registry (oci://registry/repo:tag), as
+    /// `host install` and other wasm tools read it; print its digest.
+    Publish { file: PathBuf, target: String },
     /// Check the config and the plugins folder; exit 1 on any problem.
     Check {
         #[command(flatten)]
@@ -252,6 +270,37 @@ async fn run(command: Command) -> Result<ExitCode> {
                 })
                 .transpose()?;
             serve(common.loader()?, !no_watch, http).await
+        }
+        Command::Install { source, common } => {
+            let loader = common.loader()?;
+            let installed = match source {
+                Some(source) => vec![crate::install::install(&loader, &source).await?],
+                None => crate::install::install_locked(&loader).await?,
+            };
+            for done in installed {
+                println!(
+                    "{}\t{}\t{}\t{} tools",
+                    done.entry.name,
+                    done.entry.digest,
+                    done.file.display(),
+                    done.plugin.tools.len()
+                );
+            }
+            eprintln!(
+                "its grants go under [plugins.<name>] of your config; nothing in a plugin sets them"
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Uninstall { name, common } => {
+            let loader = common.loader()?;
+            let file = crate::install::uninstall(&loader.plugins_dir, &name)?;
+            eprintln!("removed {}", file.display());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Publish { file, target } => {
+            let digest = crate::install::publish(&file, &target).await?;
+            println!("{digest}");
+            Ok(ExitCode::SUCCESS)
         }
         Command::List { what, common } => {
             let service = Service::start(common.loader()?).await;

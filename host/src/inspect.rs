@@ -9,6 +9,7 @@ use clap::ValueEnum;
 
 use crate::catalog::Loader;
 use crate::client::StderrLink;
+use crate::install::Lock;
 use crate::runtime;
 use crate::service::Service;
 use crate::store::CallContext;
@@ -25,9 +26,14 @@ pub fn list(service: &Service, what: ListWhat) {
     let catalog = service.catalog();
     match what {
         ListWhat::Plugins => {
+            // Where `host install` took each from; `-` for files put there by hand.
+            let lock = Lock::read(&service.loader.plugins_dir).unwrap_or_default();
             for p in &catalog.plugins {
+                let (source, digest) = lock
+                    .get(&p.name)
+                    .map_or(("-", "-"), |e| (e.source.as_str(), e.digest.as_str()));
                 println!(
-                    "{}\t{}\t{} tools\t{:?}",
+                    "{}\t{}\t{} tools\t{:?}\t{source}\t{digest}",
                     p.name,
                     p.path.display(),
                     p.tools.len(),

@@ -35,6 +35,7 @@ pub mod engine;
 pub mod fuzzing;
 pub mod http;
 pub mod inspect;
+pub mod install;
 pub mod logging;
 pub mod mcp;
 pub mod paths;

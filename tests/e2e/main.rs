@@ -22,6 +22,7 @@ mod lifetime;
 mod mock_llm;
 mod pi;
 mod pty;
+mod registry;
 mod run_test;
 mod tasks;
 mod windows;

@@ -186,6 +186,29 @@ impl Loader {
         read
     }
 
+    /// `bytes` loaded as the plugin file `path` would be (compiled into the
+    /// cache, linked, asked for its tools) without serving it: what
+    /// `host install` checks before a file lands in the folder. Its
+    /// declared name, or `fallback`; its tools.
+    pub async fn try_bytes(
+        &self,
+        fallback: &str,
+        path: &Path,
+        bytes: Vec<u8>,
+    ) -> Result<Arc<Plugin>> {
+        let d = declared(&bytes)?;
+        let found = Found {
+            name: d.name.unwrap_or_else(|| fallback.to_string()),
+            path: path.to_path_buf(),
+            hash: sha256_hex(&bytes),
+            bytes: Ok(bytes),
+            instructions: d.instructions,
+            tools: d.tools,
+        };
+        let compiled = self.compile(&Catalog::default(), &found);
+        self.ready(&found, compiled).await
+    }
+
     /// The compile step of a plugin file: the plugin of `previous` with the
     /// same bytes, or its component, from the cache or compiled (blocking:
     /// ~0.1-0.3 s of both cores).

@@ -1,0 +1,342 @@
+//! `host install`, `host uninstall` and `host publish`: plugins from OCI
+//! registries ([`oci`]), `https://` URLs and files, into the plugins
+//! folder, recorded in its lock file ([`lock`]).
+//!
+//! What arrives is hostile input. Its size is bounded while it streams; a
+//! registry's digests are checked as it streams; it is loaded exactly as
+//! `serve` would load it (compiled into the cache, linked against what
+//! this host offers, asked for its tools) before it lands in the folder,
+//! and it lands there by a rename, so a running host sees the old file or
+//! the new one. Nothing in an artifact sets a policy: what a plugin may do
+//! is the user's config alone.
+
+mod lock;
+pub mod oci;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{Context, Result, anyhow, bail};
+
+use crate::catalog::{Loader, Plugin, sha256_hex, wasm_files};
+use crate::declared::declared;
+pub use lock::{Entry, Lock};
+
+/// Far above any plugin's size (the bundled ones are 1-12 MB).
+const MAX_PLUGIN_BYTES: u64 = 128 << 20;
+
+/// Where a plugin comes from.
+pub enum Source {
+    /// `oci://registry/repository:tag` or `…@sha256:…`.
+    Oci(oci_client::Reference),
+    /// `https://…/x.wasm` (`http://` only on this machine).
+    Url(reqwest::Url),
+    File(PathBuf),
+}
+
+impl Source {
+    pub fn parse(text: &str) -> Result<Source> {
+        if let Some(rest) = text.strip_prefix("oci://") {
+            return Ok(Source::Oci(oci::reference(rest)?));
+        }
+        if text.starts_with("https://") || text.starts_with("http://") {
+            let url =
+                reqwest::Url::parse(text).with_context(|| format!("`{text}` is not a URL"))?;
+            let here = url.host_str().is_some_and(oci::is_loopback);
+            if url.scheme() == "http" && !here {
+                bail!(
+                    "`{text}` is plain HTTP to another machine: use https:// (plain HTTP is taken from this machine only)"
+                );
+            }
+            return Ok(Source::Url(url));
+        }
+        if text.contains("://") {
+            bail!("`{text}`: a plugin comes from oci://…, https://… or a file path");
+        }
+        Ok(Source::File(PathBuf::from(text)))
+    }
+
+    /// The name a component that declares none is installed under.
+    fn default_name(&self) -> String {
+        let stem = |s: &str| {
+            s.rsplit('/')
+                .next()
+                .unwrap_or(s)
+                .trim_end_matches(".wasm")
+                .to_string()
+        };
+        match self {
+            Source::Oci(r) => stem(r.repository()),
+            Source::Url(u) => stem(u.path()),
+            Source::File(p) => p
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+        }
+    }
+
+    /// The component's bytes, and the manifest it came in (registries).
+    async fn fetch(&self) -> Result<(Vec<u8>, Option<String>)> {
+        match self {
+            Source::Oci(reference) => {
+                let pulled = oci::pull(reference, MAX_PLUGIN_BYTES).await?;
+                Ok((pulled.bytes, Some(pulled.manifest)))
+            }
+            Source::Url(url) => Ok((download(url).await?, None)),
+            Source::File(path) => {
+                let size = std::fs::metadata(path)
+                    .with_context(|| format!("cannot read {}", path.display()))?
+                    .len();
+                if size > MAX_PLUGIN_BYTES {
+                    bail!(
+                        "{} is {size} bytes, more than a plugin may have ({MAX_PLUGIN_BYTES})",
+                        path.display()
+                    );
+                }
+                let bytes = std::fs::read(path)
+                    .with_context(|| format!("cannot read {}", path.display()))?;
+                Ok((bytes, None))
+            }
+        }
+    }
+}
+
+/// Rustls speaks with ring's cryptography (installed once per process).
+fn use_ring() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
+async fn download(url: &reqwest::Url) -> Result<Vec<u8>> {
+    use_ring();
+    let client = reqwest::Client::builder()
+        .build()
+        .context("cannot make an HTTPS client")?;
+    let mut response = client
+        .get(url.clone())
+        .send()
+        .await
+        .with_context(|| format!("cannot fetch {url}"))?
+        .error_for_status()
+        .with_context(|| format!("cannot fetch {url}"))?;
+    let mut bytes = Vec::new();
+    while let Some(chunk) = response
+        .chunk()
+        .await
+        .with_context(|| format!("fetching {url}"))?
+    {
+        if bytes.len() as u64 + chunk.len() as u64 > MAX_PLUGIN_BYTES {
+            bail!("{url} sends more than a plugin may have ({MAX_PLUGIN_BYTES} bytes)");
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    Ok(bytes)
+}
+
+/// A plugin put in the folder.
+pub struct Installed {
+    pub entry: Entry,
+    pub file: PathBuf,
+    pub plugin: Arc<Plugin>,
+}
+
+/// Install what `text` names into the loader's plugins folder.
+pub async fn install(loader: &Loader, text: &str) -> Result<Installed> {
+    let source = Source::parse(text)?;
+    let (bytes, manifest) = source.fetch().await?;
+    put(loader, text, &source, bytes, manifest).await
+}
+
+/// Install again exactly what the lock file lists: each source fetched
+/// (a registry's by the manifest recorded), its digest the recorded one.
+pub async fn install_locked(loader: &Loader) -> Result<Vec<Installed>> {
+    let lock = Lock::read(&loader.plugins_dir)?;
+    if lock.plugins.is_empty() {
+        bail!(
+            "{} lists no plugin: give what to install (oci://…, https://… or a file)",
+            Lock::path(&loader.plugins_dir).display()
+        );
+    }
+    let mut done = Vec::new();
+    for entry in lock.plugins {
+        let source = match (Source::parse(&entry.source)?, &entry.manifest) {
+            (Source::Oci(r), Some(manifest)) => Source::Oci(r.clone_with_digest(manifest.clone())),
+            (source, _) => source,
+        };
+        let (bytes, manifest) = source.fetch().await?;
+        let digest = digest_of(&bytes);
+        if digest != entry.digest {
+            bail!(
+                "{} now holds {digest}, not the {} the lock file names for `{}`: nothing was changed for it; \
+                 `host install {}` takes what it holds now",
+                entry.source,
+                entry.digest,
+                entry.name,
+                entry.source
+            );
+        }
+        done.push(put(loader, &entry.source, &source, bytes, manifest).await?);
+    }
+    Ok(done)
+}
+
+fn digest_of(bytes: &[u8]) -> String {
+    format!("sha256:{}", sha256_hex(bytes))
+}
+
+/// `bytes`, checked by loading them, renamed into the folder as
+/// `<name>.wasm`, and recorded in the lock file.
+async fn put(
+    loader: &Loader,
+    text: &str,
+    source: &Source,
+    bytes: Vec<u8>,
+    manifest: Option<String>,
+) -> Result<Installed> {
+    let dir = &loader.plugins_dir;
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let fallback = source.default_name();
+    let name = declared(&bytes)
+        .with_context(|| format!("{text} is not a WebAssembly component"))?
+        .name
+        .unwrap_or(fallback.clone());
+    check_name(&name, text)?;
+    let file = dir.join(format!("{name}.wasm"));
+    if let Some(other) = claimed_by_another(dir, &name, &file)? {
+        bail!(
+            "{} already serves a plugin named `{name}`: `host uninstall {name}` or remove that file first",
+            other.display()
+        );
+    }
+    let digest = digest_of(&bytes);
+    let plugin = loader
+        .try_bytes(&fallback, &file, bytes.clone())
+        .await
+        .map_err(|e| anyhow!("{text} was not installed: it does not load in this host: {e:#}"))?;
+    let partial = dir.join(format!(".{name}.wasm.partial"));
+    std::fs::write(&partial, &bytes)
+        .and_then(|()| std::fs::rename(&partial, &file))
+        .with_context(|| format!("cannot write {}", file.display()))?;
+    let entry = Entry {
+        name,
+        source: text.to_string(),
+        digest,
+        manifest,
+    };
+    let mut lock = Lock::read(dir)?;
+    lock.put(entry.clone());
+    lock.write(dir)?;
+    Ok(Installed {
+        entry,
+        file,
+        plugin,
+    })
+}
+
+/// A name is a file stem and a policy table key: plain characters only.
+fn check_name(name: &str, text: &str) -> Result<()> {
+    let plain = !name.is_empty()
+        && name.len() <= 64
+        && !name.starts_with(['.', '-'])
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c));
+    if !plain {
+        bail!(
+            "{text} calls itself `{name}`, which cannot name a plugin file: letters, digits, `_`, `.` and `-` only"
+        );
+    }
+    Ok(())
+}
+
+/// Another `*.wasm` of `dir` (not `file`) that loads as plugin `name`.
+fn claimed_by_another(dir: &Path, name: &str, file: &Path) -> Result<Option<PathBuf>> {
+    for (stem, path) in wasm_files(dir)? {
+        if path == file {
+            continue;
+        }
+        let declared_name = std::fs::read(&path)
+            .ok()
+            .and_then(|b| declared(&b).ok())
+            .and_then(|d| d.name);
+        if declared_name.as_deref().unwrap_or(&stem) == name {
+            return Ok(Some(path));
+        }
+    }
+    Ok(None)
+}
+
+/// Take plugin `name` out of the folder and the lock file.
+pub fn uninstall(plugins_dir: &Path, name: &str) -> Result<PathBuf> {
+    let mut lock = Lock::read(plugins_dir)?;
+    let recorded = lock.remove(name);
+    let file = plugins_dir.join(format!("{name}.wasm"));
+    match std::fs::remove_file(&file) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && recorded.is_some() => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            bail!(
+                "no plugin `{name}` in {}: `host list plugins` shows what is there",
+                plugins_dir.display()
+            )
+        }
+        Err(e) => return Err(e).with_context(|| format!("cannot remove {}", file.display())),
+    }
+    if recorded.is_some() {
+        lock.write(plugins_dir)?;
+    }
+    Ok(file)
+}
+
+/// Push the component `file` to `target` (`oci://…`); the manifest's digest.
+pub async fn publish(file: &Path, target: &str) -> Result<String> {
+    let Some(rest) = target.strip_prefix("oci://") else {
+        bail!("`{target}`: publish to oci://registry/repository:tag");
+    };
+    let reference = oci::reference(rest)?;
+    let (bytes, _) = Source::File(file.to_path_buf()).fetch().await?;
+    if !wasmparser::Parser::is_component(&bytes) {
+        bail!(
+            "{} is not a WebAssembly component (a core module? build for wasm32-wasip2)",
+            file.display()
+        );
+    }
+    oci::push(&reference, bytes).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sources_and_the_names_they_give() {
+        let name = |t: &str| Source::parse(t).unwrap().default_name();
+        assert_eq!(name("oci://127.0.0.1:5000/tools/hello:1"), "hello");
+        assert_eq!(
+            name(
+                "oci://ghcr.io/me/hello@sha256:0000000000000000000000000000000000000000000000000000000000000000"
+            ),
+            "hello"
+        );
+        assert_eq!(name("https://example.com/dl/hello.wasm"), "hello");
+        assert_eq!(name("http://127.0.0.1:8000/x/hello.wasm"), "hello");
+        assert_eq!(name("./build/hello.wasm"), "hello");
+        for bad in [
+            "http://example.com/hello.wasm",
+            "ftp://x/y.wasm",
+            "oci://",
+            "oci://UPPER/Case:1",
+        ] {
+            assert!(Source::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn names_are_plain() {
+        for good in ["hello", "run_test", "godot.docs", "a-b"] {
+            assert!(check_name(good, "x").is_ok(), "{good}");
+        }
+        for bad in ["", ".hidden", "../x", "a/b", "a b", "-x", &"x".repeat(65)] {
+            assert!(check_name(bad, "x").is_err(), "{bad}");
+        }
+    }
+}

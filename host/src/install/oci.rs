@@ -1,0 +1,222 @@
+//! Components in OCI registries, in the layout wasm tooling uses (wkg,
+//! wash, wassette, oras): an image manifest whose config is
+//! `application/vnd.wasm.config.v0+json` and whose one layer is the
+//! component, `application/wasm`. The registry API is `oci-client`'s.
+//!
+//! A registry on a loopback address is spoken to over plain HTTP, as
+//! docker and oras do; any other only over TLS.
+
+use std::net::IpAddr;
+use std::pin::Pin;
+use std::task::{Context as TaskContext, Poll};
+
+use anyhow::{Context, Result, anyhow, bail};
+use oci_client::client::{ClientConfig, ClientProtocol, Config, ImageLayer};
+use oci_client::manifest::OciImageManifest;
+use oci_client::secrets::RegistryAuth;
+use oci_client::{Client, Reference};
+use tokio::io::AsyncWrite;
+
+pub const LAYER_MEDIA_TYPE: &str = "application/wasm";
+pub const CONFIG_MEDIA_TYPE: &str = "application/vnd.wasm.config.v0+json";
+
+/// A component pulled from a registry.
+pub struct Pulled {
+    pub bytes: Vec<u8>,
+    /// `sha256:…` of the manifest it came in.
+    pub manifest: String,
+}
+
+/// `registry/repository:tag` or `…@sha256:…`, as after `oci://`.
+pub fn reference(text: &str) -> Result<Reference> {
+    text.parse().with_context(|| {
+        format!("`oci://{text}` is not a registry reference: write oci://registry/repository:tag or oci://registry/repository@sha256:<digest>")
+    })
+}
+
+fn client(reference: &Reference) -> Client {
+    super::use_ring();
+    let registry = reference.resolve_registry().to_string();
+    let protocol = if is_loopback(&registry) {
+        ClientProtocol::HttpsExcept(vec![registry])
+    } else {
+        ClientProtocol::Https
+    };
+    Client::new(ClientConfig {
+        protocol,
+        ..Default::default()
+    })
+}
+
+/// `127.0.0.1:5000`, `[::1]:5000`, `localhost:5000`: this machine.
+pub fn is_loopback(host_port: &str) -> bool {
+    let host = match host_port.rsplit_once(':') {
+        Some((host, port)) if port.chars().all(|c| c.is_ascii_digit()) => host,
+        _ => host_port,
+    };
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    host.eq_ignore_ascii_case("localhost")
+        || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+/// The component `reference` names: its manifest, then its one wasm layer
+/// (at most `max_bytes`, its digest checked as it streams).
+pub async fn pull(reference: &Reference, max_bytes: u64) -> Result<Pulled> {
+    let client = client(reference);
+    let auth = RegistryAuth::Anonymous;
+    let (manifest, digest) = client
+        .pull_image_manifest(reference, &auth)
+        .await
+        .with_context(|| format!("cannot read the manifest of {reference}"))?;
+    if let Some(wanted) = reference.digest()
+        && wanted != digest
+    {
+        bail!("the registry answered {reference} with manifest {digest}: not the one named");
+    }
+    let layers: Vec<_> = manifest
+        .layers
+        .iter()
+        .filter(|l| l.media_type == LAYER_MEDIA_TYPE)
+        .collect();
+    let [layer] = layers[..] else {
+        bail!(
+            "{reference} is not a wasm component artifact: it has {} `{LAYER_MEDIA_TYPE}` layers, one is needed \
+             (publish one with `host publish FILE oci://…`, wkg or oras)",
+            layers.len()
+        );
+    };
+    if layer.size < 0 || layer.size as u64 > max_bytes {
+        bail!(
+            "{reference}'s component is {} bytes, more than the {max_bytes} a plugin may have",
+            layer.size
+        );
+    }
+    // No more than the manifest declared (its digest is checked too).
+    let mut out = Capped::new(layer.size as u64);
+    client
+        .pull_blob(reference, layer, &mut out)
+        .await
+        .with_context(|| {
+            format!(
+                "cannot fetch the component of {reference} ({})",
+                layer.digest
+            )
+        })?;
+    Ok(Pulled {
+        bytes: out.bytes,
+        manifest: digest,
+    })
+}
+
+/// Push `bytes` as a component artifact to `reference`; the manifest's
+/// digest.
+pub async fn push(reference: &Reference, bytes: Vec<u8>) -> Result<String> {
+    let client = client(reference);
+    let layer = ImageLayer::new(bytes, LAYER_MEDIA_TYPE.to_string(), None);
+    // The wasm OCI config: what the artifact is, and its layer's digest.
+    let config = serde_json::json!({
+        "architecture": "wasm",
+        "os": "wasip2",
+        "layerDigests": [layer.sha256_digest()],
+    });
+    let config = Config::new(
+        config.to_string().into_bytes(),
+        CONFIG_MEDIA_TYPE.to_string(),
+        None,
+    );
+    let manifest = OciImageManifest::build(std::slice::from_ref(&layer), &config, None);
+    let pushed = client
+        .push(
+            reference,
+            &[layer],
+            config,
+            &RegistryAuth::Anonymous,
+            Some(manifest),
+        )
+        .await
+        .with_context(|| format!("cannot push to {reference}"))?;
+    let (_, digest) = client
+        .pull_manifest_raw(
+            reference,
+            &RegistryAuth::Anonymous,
+            &[oci_client::manifest::OCI_IMAGE_MEDIA_TYPE],
+        )
+        .await
+        .map_err(|e| {
+            anyhow!(
+                "pushed to {} but cannot read the manifest back: {e}",
+                pushed.manifest_url
+            )
+        })?;
+    Ok(digest)
+}
+
+/// Bytes kept in memory up to a limit; past it, writing fails.
+struct Capped {
+    bytes: Vec<u8>,
+    max: u64,
+}
+
+impl Capped {
+    fn new(max: u64) -> Capped {
+        Capped {
+            bytes: Vec::new(),
+            max,
+        }
+    }
+}
+
+impl AsyncWrite for Capped {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        _: &mut TaskContext<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        let this = self.get_mut();
+        if this.bytes.len() as u64 + buf.len() as u64 > this.max {
+            return Poll::Ready(Err(std::io::Error::new(
+                std::io::ErrorKind::FileTooLarge,
+                format!(
+                    "the registry sent more than the {} bytes its manifest declared",
+                    this.max
+                ),
+            )));
+        }
+        this.bytes.extend_from_slice(buf);
+        Poll::Ready(Ok(buf.len()))
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _: &mut TaskContext<'_>) -> Poll<std::io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, _: &mut TaskContext<'_>) -> Poll<std::io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_this_machine_is_spoken_to_in_plain_http() {
+        for here in [
+            "127.0.0.1:5000",
+            "localhost:5000",
+            "[::1]:5000",
+            "127.0.0.2",
+            "LOCALHOST",
+        ] {
+            assert!(is_loopback(here), "{here}");
+        }
+        for there in [
+            "ghcr.io",
+            "10.0.0.5:5000",
+            "localhost.example.com:5000",
+            "127.0.0.1.nip.io",
+        ] {
+            assert!(!is_loopback(there), "{there}");
+        }
+    }
+}

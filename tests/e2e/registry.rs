@@ -1,0 +1,281 @@
+//! `host publish`, `host install`, `host uninstall` against a real OCI
+//! registry (Debian's `docker-registry`, the CNCF distribution registry)
+//! on 127.0.0.1, its storage in the test's folder.
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::harness::*;
+
+/// A registry of its own for one test, gone with it.
+struct Registry {
+    child: std::process::Child,
+    address: String,
+    storage: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Registry {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Registry {
+    /// `$OCI_REGISTRY` (default: `docker-registry` on PATH), or a skip.
+    fn start() -> Option<Registry> {
+        let program = match std::env::var_os("OCI_REGISTRY").filter(|p| !p.is_empty()) {
+            Some(p) => PathBuf::from(p),
+            None if require_program(
+                "docker-registry",
+                "apt-get install docker-registry, or set OCI_REGISTRY",
+            ) =>
+            {
+                PathBuf::from("docker-registry")
+            }
+            None => return None,
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let storage = dir.path().join("storage");
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let address = format!("127.0.0.1:{port}");
+        let config = dir.path().join("config.yml");
+        std::fs::write(
+            &config,
+            format!(
+                "version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\nhttp:\n  addr: {address}\n",
+                storage.display()
+            ),
+        )
+        .unwrap();
+        let child = std::process::Command::new(&program)
+            .arg("serve")
+            .arg(&config)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {}: {e}", program.display()));
+        let registry = Registry {
+            child,
+            address,
+            storage,
+            _dir: dir,
+        };
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while std::net::TcpStream::connect(&registry.address).is_err() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the registry never listened"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Some(registry)
+    }
+
+    fn url(&self, repo_tag: &str) -> String {
+        format!("oci://{}/{repo_tag}", self.address)
+    }
+
+    /// The files of every blob it stores.
+    fn blobs(&self) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        let mut dirs = vec![self.storage.join("docker/registry/v2/blobs")];
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    dirs.push(path);
+                } else if path.file_name().is_some_and(|n| n == "data") {
+                    out.push(path);
+                }
+            }
+        }
+        out
+    }
+}
+
+async fn host(env: &Env, args: &[&str]) -> Output {
+    env.host(args).output().await.unwrap()
+}
+
+/// `host publish FILE TARGET` (it reads no config or folder).
+async fn publish(file: &Path, target: &str) -> Output {
+    tokio::process::Command::new(env!("CARGO_BIN_EXE_host"))
+        .arg("publish")
+        .arg(file)
+        .arg(target)
+        .output()
+        .await
+        .unwrap()
+}
+
+fn ok(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn refused(out: &Output) -> String {
+    assert!(!out.status.success(), "expected a refusal");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn sha256(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    format!("sha256:{:x}", sha2::Sha256::digest(bytes))
+}
+
+fn lock(env: &Env) -> toml::Table {
+    toml::from_str(&std::fs::read_to_string(env.plugins.join("plugins.lock")).unwrap()).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_plugin_from_a_registry_is_installed_locked_served_and_installed_again() {
+    let Some(registry) = Registry::start() else {
+        return;
+    };
+    let env = Env::new(&[], "");
+    let hello = built_plugin("hello");
+    let hello_bytes = std::fs::read(&hello).unwrap();
+    let tag = registry.url("tools/hello:1");
+    let manifest = ok(&publish(&hello, &tag).await);
+    let manifest = manifest.trim();
+    assert!(manifest.starts_with("sha256:"), "{manifest}");
+
+    let out = ok(&host(&env, &["install", &tag]).await);
+    assert!(out.starts_with("hello\t"), "{out}");
+    let file = env.plugins.join("hello.wasm");
+    assert_eq!(std::fs::read(&file).unwrap(), hello_bytes);
+    let locked = lock(&env);
+    let entry = &locked["plugin"].as_array().unwrap()[0];
+    assert_eq!(entry["name"].as_str(), Some("hello"));
+    assert_eq!(entry["source"].as_str(), Some(tag.as_str()));
+    assert_eq!(
+        entry["digest"].as_str(),
+        Some(sha256(&hello_bytes).as_str())
+    );
+    assert_eq!(entry["manifest"].as_str(), Some(manifest));
+    let listed = ok(&host(&env, &["list", "plugins"]).await);
+    assert!(
+        listed.contains(&tag) && listed.contains(&sha256(&hello_bytes)),
+        "{listed}"
+    );
+
+    // Served as any plugin of the folder is.
+    let client = env.start().await;
+    let r = client.call("hello", json!({"name": "registry"})).await;
+    assert!(!is_error(&r), "{r:?}");
+    drop(client);
+
+    // The tag moves to another component; the lock still names the first,
+    // and a second machine (an empty folder) gets exactly that.
+    ok(&publish(&built_plugin("faulty"), &tag).await);
+    std::fs::remove_file(&file).unwrap();
+    let out = ok(&host(&env, &["install"]).await);
+    assert!(out.contains(&sha256(&hello_bytes)), "{out}");
+    assert_eq!(std::fs::read(&file).unwrap(), hello_bytes);
+
+    let out = host(&env, &["uninstall", "hello"]).await;
+    ok(&out);
+    assert!(!file.exists());
+    assert!(lock(&env).get("plugin").is_none(), "{:?}", lock(&env));
+    let err = refused(&host(&env, &["uninstall", "hello"]).await);
+    assert!(err.contains("no plugin `hello`"), "{err}");
+    let err = refused(&host(&env, &["install"]).await);
+    assert!(err.contains("lists no plugin"), "{err}");
+}
+
+/// A component importing what this host does not offer: an instance
+/// `evil:pwn/escape` with one function.
+fn foreign_component() -> Vec<u8> {
+    use wasm_encoder::{
+        Component, ComponentImportSection, ComponentTypeRef, ComponentTypeSection, InstanceType,
+    };
+    let mut instance = InstanceType::new();
+    instance
+        .ty()
+        .function()
+        .params::<[(&str, wasm_encoder::ComponentValType); 0], _>([])
+        .result(None);
+    instance.export("run", ComponentTypeRef::Func(0));
+    let mut types = ComponentTypeSection::new();
+    types.instance(&instance);
+    let mut imports = ComponentImportSection::new();
+    imports.import("evil:pwn/escape", ComponentTypeRef::Instance(0));
+    let mut component = Component::new();
+    component.section(&types).section(&imports);
+    component.finish()
+}
+
+fn plugins_in(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn what_a_registry_sends_wrong_never_lands_in_the_folder() {
+    let Some(registry) = Registry::start() else {
+        return;
+    };
+    let env = Env::new(&[], "");
+    std::fs::write(env.plugins.join("other.wasm"), b"").unwrap();
+
+    // Imports this host does not offer: refused before it lands.
+    let foreign = env.dir.path().join("foreign.wasm");
+    std::fs::write(&foreign, foreign_component()).unwrap();
+    let tag = registry.url("tools/foreign:1");
+    ok(&publish(&foreign, &tag).await);
+    let err = refused(&host(&env, &["install", &tag]).await);
+    assert!(
+        err.contains("does not load in this host") && err.contains("evil:pwn/escape"),
+        "{err}"
+    );
+    assert_eq!(plugins_in(&env.plugins), ["other.wasm"]);
+
+    // Bytes that are not what the manifest says: the digest check refuses.
+    let tag = registry.url("tools/hello:1");
+    ok(&publish(&built_plugin("hello"), &tag).await);
+    let size = std::fs::metadata(built_plugin("hello")).unwrap().len();
+    let blob = registry
+        .blobs()
+        .into_iter()
+        .find(|b| std::fs::metadata(b).unwrap().len() == size)
+        .expect("the component's blob");
+    let mut bytes = std::fs::read(&blob).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0xff;
+    std::fs::write(&blob, bytes).unwrap();
+    let err = refused(&host(&env, &["install", &tag]).await);
+    assert!(err.to_lowercase().contains("digest"), "{err}");
+    assert_eq!(plugins_in(&env.plugins), ["other.wasm"]);
+
+    // Not a component at all, and a name the folder already serves.
+    let core = env.dir.path().join("core.wasm");
+    std::fs::write(&core, wasm_encoder::Module::new().finish()).unwrap();
+    let err = refused(&publish(&core, &tag).await);
+    assert!(err.contains("not a WebAssembly component"), "{err}");
+    std::fs::copy(built_plugin("hello"), env.plugins.join("greeter.wasm")).unwrap();
+    let err = refused(&host(&env, &["install", built_plugin("hello").to_str().unwrap()]).await);
+    assert!(
+        err.contains("greeter.wasm already serves a plugin named `hello`"),
+        "{err}"
+    );
+    assert!(!env.plugins.join("plugins.lock").exists());
+}
