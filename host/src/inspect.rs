@@ -74,6 +74,8 @@ fn grants_json(g: &crate::policy::Grants) -> serde_json::Value {
         "process.env": g.env,
         "fs.read": g.read_roots,
         "fs.write": g.write_roots,
+        // Names only: a value is never printed.
+        "secrets": g.secret_names,
         "limits.memory_mb": g.memory_bytes / (1024 * 1024),
         "limits.timeout_ms": g.timeout_ms,
     })

@@ -49,6 +49,7 @@ pub mod policy;
 pub mod runtime;
 pub mod scaffold;
 pub mod schema;
+pub mod secrets;
 pub mod service;
 pub mod stdio;
 pub mod store;

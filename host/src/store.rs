@@ -196,6 +196,9 @@ fn wasi_ctx(grants: &Grants) -> WasiCtx {
     for (name, value) in &grants.vars {
         builder.env(name, guest_list(value));
     }
+    for (name, secret) in &grants.secrets {
+        builder.env(name, secret.expose());
+    }
     if grants.has("fs") {
         let writable = grants.write_roots.iter().map(|r| (r, FsPerms::ReadWrite));
         let readable = grants

@@ -22,14 +22,6 @@ use crate::harness::*;
 const RED_PIXEL: &[u8] = include_bytes!("../plugins/conformance/red.png");
 const GRANTED: &str = "[plugins.conformance]\ncapabilities = [\"client\"]\n";
 
-fn text(result: &rmcp::model::CallToolResult) -> String {
-    result
-        .content
-        .iter()
-        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
-        .collect()
-}
-
 fn accepting() -> Answers {
     let mut accept = ElicitResult::new(ElicitationAction::Accept);
     accept.content = Some(json!({"username": "ada", "email": "ada@example.org"}));

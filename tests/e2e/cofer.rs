@@ -206,14 +206,6 @@ impl Drop for Fixture {
     }
 }
 
-pub fn text(result: &rmcp::model::CallToolResult) -> String {
-    result
-        .content
-        .iter()
-        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
-        .collect()
-}
-
 /// The error object of a failed call (code, message, remediation, ...).
 /// The error of a failed call, checked to read as sentences for a person:
 /// no Rust debug text (`Some(128)`, `GitError::Denied(..)`) anywhere in it.

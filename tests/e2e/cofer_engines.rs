@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::cofer::{Fixture, created, error_of, text};
+use crate::cofer::{Fixture, created, error_of};
 use crate::harness::*;
 use crate::isolated_engine::IsolatedEngine;
 

@@ -9,7 +9,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::cofer::{Fixture, error_of, text};
+use crate::cofer::{Fixture, error_of};
 use crate::harness::*;
 
 /// Lay out a git directory `.evil` in the worktree from inside the

@@ -6,7 +6,7 @@
 
 use serde_json::{Value, json};
 
-use crate::cofer::{Fixture, error_of, files_by_message, text};
+use crate::cofer::{Fixture, error_of, files_by_message};
 use crate::harness::*;
 
 /// `args` for a file tool on environment `id`, with its explanation.

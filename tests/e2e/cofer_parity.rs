@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::cofer::{Fixture, container_of, error_of, text};
+use crate::cofer::{Fixture, container_of, error_of};
 use crate::harness::*;
 
 /// `args` on environment `id`, with an explanation.

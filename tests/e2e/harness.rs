@@ -41,6 +41,15 @@ pub fn built_plugin(name: &str) -> PathBuf {
     path
 }
 
+/// A result's text content, all of it.
+pub fn text(result: &rmcp::model::CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect()
+}
+
 /// Whether `program` is on PATH. Under CI=true a missing one fails the
 /// test; elsewhere the test says what it skipped and returns false.
 pub fn require_program(program: &str, how_to_get: &str) -> bool {

@@ -24,6 +24,7 @@ mod pi;
 mod pty;
 mod registry;
 mod run_test;
+mod secrets;
 mod tasks;
 mod windows;
 mod wine;

@@ -39,6 +39,8 @@ pub struct Loader {
     /// tools-changed`), and where the service hears it (taken once).
     relist: tokio::sync::mpsc::UnboundedSender<String>,
     pub relisted: std::sync::Mutex<Option<tokio::sync::mpsc::UnboundedReceiver<String>>>,
+    /// Where `host secret set` keeps what plugins' `secrets` name.
+    pub secrets: crate::secrets::Store,
 }
 
 /// How long a plugin may take to list its tools.
@@ -68,11 +70,21 @@ impl Loader {
             changes: broadcast::channel(64).0,
             relist,
             relisted: std::sync::Mutex::new(Some(relisted)),
+            secrets: crate::secrets::Store::at(crate::secrets::Store::default_dir()),
         })
     }
 
     pub fn grants(&self, plugin: &str) -> Grants {
-        self.config.grants(plugin, &self.places, &self.config_hint)
+        let mut grants = self.config.grants(plugin, &self.places, &self.config_hint);
+        let (secrets, missing) = self.secrets.for_plugin(plugin, &grants.secret_names);
+        if !missing.is_empty() {
+            tracing::warn!(
+                plugin, missing = %missing.join(", "),
+                "secrets the policy names are not set: `host secret set {plugin} NAME` (the value on stdin)"
+            );
+        }
+        grants.secrets = secrets;
+        grants
     }
 
     /// The tools of the plugin files `found` as the components declare

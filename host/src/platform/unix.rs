@@ -112,6 +112,26 @@ pub fn has_mode(meta: &cap_std::fs::Metadata, mode: u32) -> bool {
     meta.permissions().mode() & 0o777 == mode
 }
 
+/// A folder only the user may enter (made with its parents if missing).
+pub fn create_private_dir(dir: &std::path::Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+}
+
+/// A new file only the user may read or write.
+pub fn create_private_file(path: &std::path::Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+}
+
 /// A file's permission bits, to tell when they change.
 pub fn mode_of(meta: &cap_std::fs::Metadata) -> u32 {
     use cap_std::fs::PermissionsExt;

@@ -58,6 +58,20 @@ pub fn has_mode(_meta: &cap_std::fs::Metadata, _mode: u32) -> bool {
     true
 }
 
+/// A folder for the user's secrets: beneath the user's profile Windows
+/// already lets only the user (and administrators) in.
+pub fn create_private_dir(dir: &std::path::Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)
+}
+
+/// A new file, as private as the folder it is in (see above).
+pub fn create_private_file(path: &std::path::Path) -> std::io::Result<std::fs::File> {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+}
+
 /// Windows files have no Unix mode to change.
 pub fn mode_of(_meta: &cap_std::fs::Metadata) -> u32 {
     0

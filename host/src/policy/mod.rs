@@ -69,6 +69,10 @@ pub struct PluginPolicy {
     /// Environment variables the plugin itself sees (placeholders expanded).
     #[serde(default)]
     pub vars: BTreeMap<String, String>,
+    /// Secrets (`host secret set PLUGIN NAME`) the plugin sees as
+    /// variables of the same names.
+    #[serde(default)]
+    pub secrets: Vec<String>,
     #[serde(default)]
     pub limits: Limits,
 }
@@ -87,6 +91,7 @@ impl PluginPolicy {
             ("containers.pull", !self.containers.pull.is_empty()),
             ("containers.commit", !self.containers.commit.is_empty()),
             ("containers.engines", !self.containers.engines.is_empty()),
+            ("secrets", !self.secrets.is_empty()),
         ]
         .into_iter()
         .filter_map(|(key, set)| set.then_some(key))
@@ -253,6 +258,11 @@ pub struct Grants {
     pub plugin_cache: PathBuf,
     pub index_root: PathBuf,
     pub vars: Vec<(String, String)>,
+    /// The secrets it is granted (`secrets`), by name.
+    pub secret_names: Vec<String>,
+    /// Their values, as stored (filled in by the loader; see
+    /// [`crate::secrets`]).
+    pub secrets: Vec<(String, crate::secrets::Secret)>,
     pub workspace: PathBuf,
     pub memory_bytes: usize,
     pub timeout_ms: u64,
@@ -475,6 +485,8 @@ impl Config {
                 .iter()
                 .map(|(k, v)| (k.clone(), expand(v, places, &plugin_cache)))
                 .collect(),
+            secret_names: pick(|p| &p.secrets),
+            secrets: Vec::new(),
             plugin_cache,
             workspace: places.workspace.clone(),
             memory_bytes: (limit(|l| l.memory_mb).unwrap_or(256) * 1024 * 1024) as usize,

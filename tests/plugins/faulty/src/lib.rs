@@ -118,6 +118,27 @@ impl McpTool for Chatty {
     }
 }
 
+/// What the plugin's environment holds: how tests see which variables
+/// (and secrets) reach a plugin.
+struct EnvVar;
+
+#[derive(Deserialize, JsonSchema)]
+struct EnvVarArgs {
+    name: String,
+}
+
+impl McpTool for EnvVar {
+    const NAME: &'static str = "env_var";
+    const DESCRIPTION: &'static str =
+        "The value of one of the plugin's environment variables, or `(unset)`.";
+    type Args = EnvVarArgs;
+    fn call(args: EnvVarArgs) -> Result<ToolOutput, ToolError> {
+        Ok(text_output(
+            std::env::var(&args.name).unwrap_or_else(|_| "(unset)".into()),
+        ))
+    }
+}
+
 struct Spawn;
 
 #[derive(Deserialize, JsonSchema)]
@@ -211,5 +232,5 @@ impl McpTool for PtyScript {
 }
 
 plugin_sdk::export! {
-    tools: [FaultLoop, FaultTrap, FaultOom, FaultHuge, FaultIo, Noop, Chatty, DottedEcho, PtyScript, Spawn],
+    tools: [FaultLoop, FaultTrap, FaultOom, FaultHuge, FaultIo, Noop, Chatty, DottedEcho, PtyScript, Spawn, EnvVar],
 }

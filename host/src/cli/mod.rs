@@ -9,6 +9,8 @@ use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand};
 use tokio_util::sync::CancellationToken;
 
+mod manage;
+
 use crate::catalog::Loader;
 use crate::client::StderrLink;
 use crate::engine;
@@ -130,6 +132,12 @@ enum Command {
     /// Push a component to an OCI registry (oci://registry/repo:tag), as
     /// `host install` and other wasm tools read it; print its digest.
     Publish { file: PathBuf, target: String },
+    /// Keep a secret for a plugin (its value read from stdin, never an
+    /// argument); the plugin sees it only if its policy's `secrets` names it.
+    Secret {
+        #[command(subcommand)]
+        action: SecretAction,
+    },
     /// Check the config and the plugins folder; exit 1 on any problem.
     Check {
         #[command(flatten)]
@@ -137,6 +145,31 @@ enum Command {
         /// Treat warnings (unknown plugin tables, very wide grants) as problems.
         #[arg(long)]
         strict: bool,
+    },
+}
+
+#[derive(Subcommand)]
+enum SecretAction {
+    /// Store NAME for PLUGIN; the value is standard input (one trailing
+    /// line break dropped).
+    Set {
+        plugin: String,
+        name: String,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Forget NAME of PLUGIN.
+    Remove {
+        plugin: String,
+        name: String,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// The names stored (never the values), per plugin.
+    List {
+        plugin: Option<String>,
+        #[command(flatten)]
+        common: Common,
     },
 }
 
@@ -159,6 +192,9 @@ struct Common {
     /// Expose tool names with `_` in place of `.`, for clients that reject dots.
     #[arg(long)]
     underscore_names: bool,
+    /// Where `host secret` keeps plugins' secrets. [default: ~/.config/mcp-host/secrets]
+    #[arg(long, env = "MCP_HOST_SECRETS")]
+    secrets_dir: Option<PathBuf>,
 }
 
 impl Common {
@@ -208,13 +244,25 @@ impl Common {
             .unwrap_or_else(|| home.join(".local/share/mcp-host/plugins"));
         let engine = engine::new_engine()?;
         engine::start_epoch_ticker(&engine);
-        Loader::new(
+        let mut loader = Loader::new(
             engine,
             config,
             places,
             config_hint,
             plugins_dir,
             self.underscore_names,
+        )?;
+        if let Some(dir) = self.secrets_dir {
+            loader.secrets = crate::secrets::Store::at(dir);
+        }
+        Ok(loader)
+    }
+
+    fn secrets(&self) -> crate::secrets::Store {
+        crate::secrets::Store::at(
+            self.secrets_dir
+                .clone()
+                .unwrap_or_else(crate::secrets::Store::default_dir),
         )
     }
 }
@@ -271,37 +319,24 @@ async fn run(command: Command) -> Result<ExitCode> {
                 .transpose()?;
             serve(common.loader()?, !no_watch, http).await
         }
-        Command::Install { source, common } => {
-            let loader = common.loader()?;
-            let installed = match source {
-                Some(source) => vec![crate::install::install(&loader, &source).await?],
-                None => crate::install::install_locked(&loader).await?,
-            };
-            for done in installed {
-                println!(
-                    "{}\t{}\t{}\t{} tools",
-                    done.entry.name,
-                    done.entry.digest,
-                    done.file.display(),
-                    done.plugin.tools.len()
-                );
-            }
-            eprintln!(
-                "its grants go under [plugins.<name>] of your config; nothing in a plugin sets them"
-            );
-            Ok(ExitCode::SUCCESS)
-        }
+        Command::Install { source, common } => manage::install(source, common.loader()?).await,
         Command::Uninstall { name, common } => {
-            let loader = common.loader()?;
-            let file = crate::install::uninstall(&loader.plugins_dir, &name)?;
-            eprintln!("removed {}", file.display());
-            Ok(ExitCode::SUCCESS)
+            manage::uninstall(&name, &common.loader()?.plugins_dir)
         }
-        Command::Publish { file, target } => {
-            let digest = crate::install::publish(&file, &target).await?;
-            println!("{digest}");
-            Ok(ExitCode::SUCCESS)
-        }
+        Command::Secret { action } => match action {
+            SecretAction::Set {
+                plugin,
+                name,
+                common,
+            } => manage::secret_set(&common.secrets(), &plugin, &name),
+            SecretAction::Remove {
+                plugin,
+                name,
+                common,
+            } => manage::secret_remove(&common.secrets(), &plugin, &name),
+            SecretAction::List { plugin, common } => manage::secret_list(&common.secrets(), plugin),
+        },
+        Command::Publish { file, target } => manage::publish(&file, &target).await,
         Command::List { what, common } => {
             let service = Service::start(common.loader()?).await;
             list(&service, what);

@@ -1,0 +1,74 @@
+//! `host install`, `uninstall`, `publish` and `secret`: what the plugins
+//! folder holds and what its plugins are given.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, bail};
+
+use crate::catalog::Loader;
+use crate::secrets::Store;
+
+pub async fn install(source: Option<String>, loader: Loader) -> Result<ExitCode> {
+    let installed = match source {
+        Some(source) => vec![crate::install::install(&loader, &source).await?],
+        None => crate::install::install_locked(&loader).await?,
+    };
+    for done in installed {
+        println!(
+            "{}\t{}\t{}\t{} tools",
+            done.entry.name,
+            done.entry.digest,
+            done.file.display(),
+            done.plugin.tools.len()
+        );
+    }
+    eprintln!("its grants go under [plugins.<name>] of your config; nothing in a plugin sets them");
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn uninstall(name: &str, plugins_dir: &Path) -> Result<ExitCode> {
+    let file = crate::install::uninstall(plugins_dir, name)?;
+    eprintln!("removed {}", file.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+pub async fn publish(file: &Path, target: &str) -> Result<ExitCode> {
+    let digest = crate::install::publish(file, target).await?;
+    println!("{digest}");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `host secret set`: the value is standard input, one trailing line
+/// break dropped.
+pub fn secret_set(store: &Store, plugin: &str, name: &str) -> Result<ExitCode> {
+    let mut value = String::new();
+    std::io::Read::read_to_string(&mut std::io::stdin(), &mut value)
+        .context("cannot read the secret from standard input")?;
+    let value = value.strip_suffix('\n').unwrap_or(&value);
+    let value = value.strip_suffix('\r').unwrap_or(value);
+    store.set(plugin, name, value)?;
+    eprintln!(
+        "stored {name} for {plugin} in {}; it reaches the plugin once `secrets = [\"{name}\"]` is under [plugins.{plugin}] and the host (re)loads it",
+        store.dir().display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn secret_remove(store: &Store, plugin: &str, name: &str) -> Result<ExitCode> {
+    if !store.remove(plugin, name)? {
+        bail!("{plugin} has no secret {name}: `host secret list` shows what is stored");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The names stored (never the values), per plugin.
+pub fn secret_list(store: &Store, plugin: Option<String>) -> Result<ExitCode> {
+    let plugins = plugin.map_or_else(|| store.plugins(), |p| vec![p]);
+    for plugin in plugins {
+        for name in store.names(&plugin)? {
+            println!("{plugin}\t{name}");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
