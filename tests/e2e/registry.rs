@@ -128,7 +128,11 @@ fn ok(out: &Output) -> String {
 }
 
 fn refused(out: &Output) -> String {
-    assert!(!out.status.success(), "expected a refusal");
+    assert!(
+        !out.status.success(),
+        "expected a refusal: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
@@ -278,4 +282,88 @@ async fn what_a_registry_sends_wrong_never_lands_in_the_folder() {
         "{err}"
     );
     assert!(!env.plugins.join("plugins.lock").exists());
+}
+
+/// A P-256 key pair from fixed bytes, written as openssl writes them:
+/// the private key PKCS#8 PEM, the public key SPKI PEM (cosign.pub).
+fn key_pair(dir: &Path, name: &str, seed: u8) -> (PathBuf, PathBuf) {
+    use p256::ecdsa::SigningKey;
+    use p256::pkcs8::{EncodePrivateKey, EncodePublicKey, LineEnding};
+    let key = SigningKey::from_bytes(&[seed; 32].into()).unwrap();
+    let private = dir.join(format!("{name}.key"));
+    let public = dir.join(format!("{name}.pub"));
+    std::fs::write(
+        &private,
+        key.to_pkcs8_pem(LineEnding::LF).unwrap().as_bytes(),
+    )
+    .unwrap();
+    std::fs::write(
+        &public,
+        key.verifying_key()
+            .to_public_key_pem(LineEnding::LF)
+            .unwrap(),
+    )
+    .unwrap();
+    (private, public)
+}
+
+async fn publish_signed(file: &Path, target: &str, key: &Path) -> Output {
+    tokio::process::Command::new(env!("CARGO_BIN_EXE_host"))
+        .arg("publish")
+        .arg(file)
+        .arg(target)
+        .arg("--sign")
+        .arg(key)
+        .output()
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn signatures_by_trusted_keys_are_required_when_the_config_says_so() {
+    let Some(registry) = Registry::start() else {
+        return;
+    };
+    let env = Env::new(&[], "");
+    let (alice_key, alice_pub) = key_pair(env.dir.path(), "alice", 7);
+    let (mallory_key, _) = key_pair(env.dir.path(), "mallory", 9);
+    let hello = built_plugin("hello");
+    let signed = registry.url("tools/hello:signed");
+    // Signatures belong to a manifest's digest, not a tag: the unsigned
+    // one is another component.
+    let plain = registry.url("tools/conformance:plain");
+    let forged = registry.url("tools/faulty:other");
+    ok(&publish_signed(&hello, &signed, &alice_key).await);
+    ok(&publish(&built_plugin("conformance"), &plain).await);
+    ok(&publish_signed(&built_plugin("faulty"), &forged, &mallory_key).await);
+    std::fs::write(
+        &env.config,
+        format!(
+            "[trust]\nkeys = [{:?}]\nrequire_signatures = true\n",
+            alice_pub.display().to_string()
+        ),
+    )
+    .unwrap();
+
+    let out = ok(&host(&env, &["install", &signed]).await);
+    assert!(out.starts_with("hello\t"), "{out}");
+    let locked = lock(&env);
+    let signer = locked["plugin"][0]["signer"].as_str().unwrap();
+    assert!(signer.starts_with("alice (sha256:"), "{signer}");
+
+    let err = refused(&host(&env, &["install", &forged]).await);
+    assert!(
+        err.contains("none by a key you trust") && err.contains("alice"),
+        "{err}"
+    );
+    let err = refused(&host(&env, &["install", &plain]).await);
+    assert!(err.contains("no signature by a key you trust"), "{err}");
+    let err = refused(&host(&env, &["install", hello.to_str().unwrap()]).await);
+    assert!(err.contains("cannot carry a signature"), "{err}");
+    assert_eq!(plugins_in(&env.plugins), ["hello.wasm", "plugins.lock"]);
+
+    // The lock is checked again on a second machine, signatures too.
+    std::fs::remove_file(env.plugins.join("hello.wasm")).unwrap();
+    ok(&host(&env, &["install"]).await);
+    assert!(env.plugins.join("hello.wasm").exists());
 }

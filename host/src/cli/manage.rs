@@ -33,8 +33,8 @@ pub fn uninstall(name: &str, plugins_dir: &Path) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub async fn publish(file: &Path, target: &str) -> Result<ExitCode> {
-    let digest = crate::install::publish(file, target).await?;
+pub async fn publish(file: &Path, target: &str, sign: Option<&Path>) -> Result<ExitCode> {
+    let digest = crate::install::publish(file, target, sign).await?;
     println!("{digest}");
     Ok(ExitCode::SUCCESS)
 }

@@ -131,7 +131,15 @@ enum Command {
     },
     /// Push a component to an OCI registry (oci://registry/repo:tag), as
     /// `host install` and other wasm tools read it; print its digest.
-    Publish { file: PathBuf, target: String },
+    Publish {
+        file: PathBuf,
+        target: String,
+        /// Sign it with this ECDSA P-256 private key (PKCS#8 PEM), in
+        /// cosign's format: `cosign verify --key` and `host install` with
+        /// the public key in `[trust] keys` check it.
+        #[arg(long, value_name = "KEY")]
+        sign: Option<PathBuf>,
+    },
     /// Keep a secret for a plugin (its value read from stdin, never an
     /// argument); the plugin sees it only if its policy's `secrets` names it.
     Secret {
@@ -336,7 +344,9 @@ async fn run(command: Command) -> Result<ExitCode> {
             } => manage::secret_remove(&common.secrets(), &plugin, &name),
             SecretAction::List { plugin, common } => manage::secret_list(&common.secrets(), plugin),
         },
-        Command::Publish { file, target } => manage::publish(&file, &target).await,
+        Command::Publish { file, target, sign } => {
+            manage::publish(&file, &target, sign.as_deref()).await
+        }
         Command::List { what, common } => {
             let service = Service::start(common.loader()?).await;
             list(&service, what);

@@ -29,6 +29,9 @@ pub struct Entry {
     /// not change what is installed again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub manifest: Option<String>,
+    /// The trusted key whose signature it carried, when it was checked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signer: Option<String>,
 }
 
 impl Lock {
@@ -97,6 +100,7 @@ mod tests {
             source: format!("oci://127.0.0.1:5000/{name}:1"),
             digest: "sha256:00".into(),
             manifest: Some("sha256:11".into()),
+            signer: None,
         };
         lock.put(entry("b"));
         lock.put(entry("a"));

@@ -12,6 +12,7 @@
 
 mod lock;
 pub mod oci;
+mod signature;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -75,30 +76,92 @@ impl Source {
         }
     }
 
-    /// The component's bytes, and the manifest it came in (registries).
-    async fn fetch(&self) -> Result<(Vec<u8>, Option<String>)> {
-        match self {
+    /// The component's bytes, the manifest it came in and who signed it
+    /// (registries), as `trust` requires.
+    async fn fetch(&self, trust: &Trust) -> Result<Fetched> {
+        let path = match self {
             Source::Oci(reference) => {
                 let pulled = oci::pull(reference, MAX_PLUGIN_BYTES).await?;
-                Ok((pulled.bytes, Some(pulled.manifest)))
-            }
-            Source::Url(url) => Ok((download(url).await?, None)),
-            Source::File(path) => {
-                let size = std::fs::metadata(path)
-                    .with_context(|| format!("cannot read {}", path.display()))?
-                    .len();
-                if size > MAX_PLUGIN_BYTES {
+                let signer = if trust.keys.is_empty() {
+                    None
+                } else {
+                    let client = oci::client(reference);
+                    signature::signer(&client, reference, &pulled.manifest, &trust.keys).await?
+                };
+                if trust.required && signer.is_none() {
                     bail!(
-                        "{} is {size} bytes, more than a plugin may have ({MAX_PLUGIN_BYTES})",
-                        path.display()
+                        "{reference} ({}) carries no signature by a key you trust, and `[trust] require_signatures` \
+                         is on: ask its publisher to sign it (`host publish --sign`, `cosign sign --key`) and add \
+                         their public key to `[trust] keys`",
+                        pulled.manifest
                     );
                 }
-                let bytes = std::fs::read(path)
-                    .with_context(|| format!("cannot read {}", path.display()))?;
-                Ok((bytes, None))
+                return Ok(Fetched {
+                    bytes: pulled.bytes,
+                    manifest: Some(pulled.manifest),
+                    signer,
+                });
             }
+            Source::Url(url) if trust.required => bail!(
+                "{url} cannot carry a signature (registry artifacts do), and `[trust] require_signatures` is on: \
+                 install it from a registry where it is signed"
+            ),
+            Source::Url(url) => {
+                return Ok(Fetched {
+                    bytes: download(url).await?,
+                    manifest: None,
+                    signer: None,
+                });
+            }
+            Source::File(path) => path,
+        };
+        if trust.required {
+            bail!(
+                "{} cannot carry a signature (registry artifacts do), and `[trust] require_signatures` is on",
+                path.display()
+            );
         }
+        Ok(Fetched {
+            bytes: read_bounded(path)?,
+            manifest: None,
+            signer: None,
+        })
     }
+}
+
+/// What a source gave.
+struct Fetched {
+    bytes: Vec<u8>,
+    manifest: Option<String>,
+    signer: Option<String>,
+}
+
+/// Whose signatures are taken (`[trust]`), the keys read.
+struct Trust {
+    keys: Vec<signature::TrustedKey>,
+    required: bool,
+}
+
+impl Trust {
+    fn of(loader: &Loader) -> Result<Trust> {
+        Ok(Trust {
+            keys: signature::trusted(&loader.config.trusted_keys(&loader.places))?,
+            required: loader.config.trust.require_signatures,
+        })
+    }
+}
+
+fn read_bounded(path: &Path) -> Result<Vec<u8>> {
+    let size = std::fs::metadata(path)
+        .with_context(|| format!("cannot read {}", path.display()))?
+        .len();
+    if size > MAX_PLUGIN_BYTES {
+        bail!(
+            "{} is {size} bytes, more than a plugin may have ({MAX_PLUGIN_BYTES})",
+            path.display()
+        );
+    }
+    std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))
 }
 
 /// Rustls speaks with ring's cryptography (installed once per process).
@@ -142,8 +205,8 @@ pub struct Installed {
 /// Install what `text` names into the loader's plugins folder.
 pub async fn install(loader: &Loader, text: &str) -> Result<Installed> {
     let source = Source::parse(text)?;
-    let (bytes, manifest) = source.fetch().await?;
-    put(loader, text, &source, bytes, manifest).await
+    let fetched = source.fetch(&Trust::of(loader)?).await?;
+    put(loader, text, &source, fetched).await
 }
 
 /// Install again exactly what the lock file lists: each source fetched
@@ -156,14 +219,15 @@ pub async fn install_locked(loader: &Loader) -> Result<Vec<Installed>> {
             Lock::path(&loader.plugins_dir).display()
         );
     }
+    let trust = Trust::of(loader)?;
     let mut done = Vec::new();
     for entry in lock.plugins {
         let source = match (Source::parse(&entry.source)?, &entry.manifest) {
             (Source::Oci(r), Some(manifest)) => Source::Oci(r.clone_with_digest(manifest.clone())),
             (source, _) => source,
         };
-        let (bytes, manifest) = source.fetch().await?;
-        let digest = digest_of(&bytes);
+        let fetched = source.fetch(&trust).await?;
+        let digest = digest_of(&fetched.bytes);
         if digest != entry.digest {
             bail!(
                 "{} now holds {digest}, not the {} the lock file names for `{}`: nothing was changed for it; \
@@ -174,7 +238,7 @@ pub async fn install_locked(loader: &Loader) -> Result<Vec<Installed>> {
                 entry.source
             );
         }
-        done.push(put(loader, &entry.source, &source, bytes, manifest).await?);
+        done.push(put(loader, &entry.source, &source, fetched).await?);
     }
     Ok(done)
 }
@@ -185,13 +249,12 @@ fn digest_of(bytes: &[u8]) -> String {
 
 /// `bytes`, checked by loading them, renamed into the folder as
 /// `<name>.wasm`, and recorded in the lock file.
-async fn put(
-    loader: &Loader,
-    text: &str,
-    source: &Source,
-    bytes: Vec<u8>,
-    manifest: Option<String>,
-) -> Result<Installed> {
+async fn put(loader: &Loader, text: &str, source: &Source, fetched: Fetched) -> Result<Installed> {
+    let Fetched {
+        bytes,
+        manifest,
+        signer,
+    } = fetched;
     let dir = &loader.plugins_dir;
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let fallback = source.default_name();
@@ -221,6 +284,7 @@ async fn put(
         source: text.to_string(),
         digest,
         manifest,
+        signer,
     };
     let mut lock = Lock::read(dir)?;
     lock.put(entry.clone());
@@ -287,20 +351,25 @@ pub fn uninstall(plugins_dir: &Path, name: &str) -> Result<PathBuf> {
     Ok(file)
 }
 
-/// Push the component `file` to `target` (`oci://…`); the manifest's digest.
-pub async fn publish(file: &Path, target: &str) -> Result<String> {
+/// Push the component `file` to `target` (`oci://…`), signed with the
+/// PKCS#8 PEM key `sign` if given; the manifest's digest.
+pub async fn publish(file: &Path, target: &str, sign: Option<&Path>) -> Result<String> {
     let Some(rest) = target.strip_prefix("oci://") else {
         bail!("`{target}`: publish to oci://registry/repository:tag");
     };
     let reference = oci::reference(rest)?;
-    let (bytes, _) = Source::File(file.to_path_buf()).fetch().await?;
+    let bytes = read_bounded(file)?;
     if !wasmparser::Parser::is_component(&bytes) {
         bail!(
             "{} is not a WebAssembly component (a core module? build for wasm32-wasip2)",
             file.display()
         );
     }
-    oci::push(&reference, bytes).await
+    let manifest = oci::push(&reference, bytes).await?;
+    if let Some(key) = sign {
+        signature::sign(&oci::client(&reference), &reference, &manifest, key).await?;
+    }
+    Ok(manifest)
 }
 
 #[cfg(test)]

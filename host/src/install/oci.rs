@@ -34,7 +34,7 @@ pub fn reference(text: &str) -> Result<Reference> {
     })
 }
 
-fn client(reference: &Reference) -> Client {
+pub fn client(reference: &Reference) -> Client {
     super::use_ring();
     let registry = reference.resolve_registry().to_string();
     let protocol = if is_loopback(&registry) {
@@ -152,13 +152,13 @@ pub async fn push(reference: &Reference, bytes: Vec<u8>) -> Result<String> {
 }
 
 /// Bytes kept in memory up to a limit; past it, writing fails.
-struct Capped {
-    bytes: Vec<u8>,
+pub struct Capped {
+    pub bytes: Vec<u8>,
     max: u64,
 }
 
 impl Capped {
-    fn new(max: u64) -> Capped {
+    pub fn new(max: u64) -> Capped {
         Capped {
             bytes: Vec::new(),
             max,

@@ -47,10 +47,25 @@ pub struct Config {
     pub defaults: PluginPolicy,
     #[serde(default)]
     pub plugins: BTreeMap<String, PluginPolicy>,
+    /// Whose signatures `host install` takes.
+    #[serde(default)]
+    pub trust: Trust,
     /// The plugin tables the user's file has (the shipped ones name plugins
     /// a user may not have installed).
     #[serde(skip)]
     user_tables: Vec<String>,
+}
+
+/// `[trust]`: the public keys (PEM files; placeholders expanded) whose
+/// signatures `host install` accepts, and whether it refuses a plugin
+/// without a signature by one of them.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Trust {
+    #[serde(default)]
+    pub keys: Vec<String>,
+    #[serde(default)]
+    pub require_signatures: bool,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -314,6 +329,15 @@ impl Grants {
 
 impl Config {
     /// The shipped default merged with the user's file, if any.
+    /// The `[trust] keys` files, placeholders expanded.
+    pub fn trusted_keys(&self, places: &Places) -> Vec<PathBuf> {
+        self.trust
+            .keys
+            .iter()
+            .map(|k| expand_path(k, places, &places.cache_dir))
+            .collect()
+    }
+
     pub fn load(user_file: Option<&Path>) -> Result<Config> {
         let user = match user_file {
             Some(path) => Some((
