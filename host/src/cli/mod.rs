@@ -9,6 +9,7 @@ use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand};
 use tokio_util::sync::CancellationToken;
 
+mod clients;
 mod manage;
 
 use crate::catalog::Loader;
@@ -392,7 +393,7 @@ async fn run(command: Command) -> Result<ExitCode> {
             allow_read_only: true,
             common,
             ..
-        } => allow_list(client, &name, common.loader()?).await,
+        } => clients::allow_list(client, &name, common.loader()?).await,
         Command::ClientConfig {
             client,
             name,
@@ -434,44 +435,6 @@ async fn run(command: Command) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Watchdog { .. } => unreachable!("handled before the runtime starts"),
-    }
-}
-
-/// `client`'s allow-list of the read-only tools the plugins serve, named
-/// as the client calls them.
-async fn allow_list(
-    client: crate::client_config::Client,
-    name: &str,
-    mut loader: Loader,
-) -> Result<ExitCode> {
-    if let Err(why) = client.allow_list(name, &[]) {
-        eprintln!("{why}");
-        return Ok(ExitCode::FAILURE);
-    }
-    // Named as this client is served them.
-    loader.underscore_names = client.needs_underscores();
-    let service = Service::start(loader).await;
-    let catalog = service.catalog();
-    let read_only: Vec<String> = catalog
-        .served_tools()
-        .into_iter()
-        .filter(|(_, def)| {
-            def.annotations
-                .as_ref()
-                .is_some_and(|a| a.read_only_hint == Some(true))
-        })
-        .map(|(exposed, _)| exposed.to_string())
-        .collect();
-    match client.allow_list(name, &read_only) {
-        Ok((text, place)) => {
-            print!("{text}");
-            eprintln!("{place}.");
-            Ok(ExitCode::SUCCESS)
-        }
-        Err(why) => {
-            eprintln!("{why}");
-            Ok(ExitCode::FAILURE)
-        }
     }
 }
 

@@ -1,0 +1,47 @@
+//! `host client-config CLIENT --allow-read-only`: a client's own list of
+//! the tools it may run without asking.
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+
+use crate::catalog::Loader;
+use crate::service::Service;
+
+/// `client`'s allow-list of the read-only tools the plugins serve, named
+/// as the client calls them.
+pub async fn allow_list(
+    client: crate::client_config::Client,
+    name: &str,
+    mut loader: Loader,
+) -> Result<ExitCode> {
+    if let Err(why) = client.allow_list(name, &[]) {
+        eprintln!("{why}");
+        return Ok(ExitCode::FAILURE);
+    }
+    // Named as this client is served them.
+    loader.underscore_names = client.needs_underscores();
+    let service = Service::start(loader).await;
+    let catalog = service.catalog();
+    let read_only: Vec<String> = catalog
+        .served_tools()
+        .into_iter()
+        .filter(|(_, def)| {
+            def.annotations
+                .as_ref()
+                .is_some_and(|a| a.read_only_hint == Some(true))
+        })
+        .map(|(exposed, _)| exposed.to_string())
+        .collect();
+    match client.allow_list(name, &read_only) {
+        Ok((text, place)) => {
+            print!("{text}");
+            eprintln!("{place}.");
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(why) => {
+            eprintln!("{why}");
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}
