@@ -1,7 +1,10 @@
-//! `host new NAME`: a plugin crate to start from, made of the repository's
-//! own example (`examples/hello`, which CI builds and serves) under a new
-//! name. It builds as it is with `cargo build --release --target
-//! wasm32-wasip2` and with `cargo component build --release`.
+//! `host new NAME`: a plugin to start from, made of the repository's own
+//! examples (which CI builds and serves) under a new name. In Rust
+//! (`examples/hello`): a crate that builds as it is with `cargo build
+//! --release --target wasm32-wasip2` and with `cargo component build
+//! --release`. In Python (`examples/hello-py`, componentize-py) and
+//! JavaScript (`examples/hello-js`, componentize-js): the app, the host's
+//! WIT beside it, and the one command that builds it.
 
 use std::path::{Path, PathBuf};
 
@@ -9,6 +12,29 @@ use anyhow::{Context, Result, bail};
 
 const LIB_RS: &str = include_str!("../../examples/hello/src/lib.rs");
 const TOOLS_JSON: &str = include_str!("../../examples/hello/tools.json");
+const APP_PY: &str = include_str!("../../examples/hello-py/app.py");
+const MCP_PLUGIN_PY: &str = include_str!("../../examples/hello-py/mcp_plugin.py");
+const APP_JS: &str = include_str!("../../examples/hello-js/app.js");
+const WIT: &str = include_str!("../../wit/plugin.wit");
+
+/// The language a plugin is written in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Lang {
+    Rust,
+    Python,
+    Js,
+}
+
+impl Lang {
+    /// How the plugin made in `dir` becomes `<plugin>.wasm`.
+    pub fn build_command(self, plugin: &str) -> String {
+        match self {
+            Lang::Rust => "cargo test, then cargo build --release --target wasm32-wasip2 (or cargo component build --release)".into(),
+            Lang::Python => format!("componentize-py -d wit -w plugin componentize app -o {plugin}.wasm"),
+            Lang::Js => format!("componentize-js app.js --wit wit --world-name plugin -d http fetch-event -o {plugin}.wasm"),
+        }
+    }
+}
 /// The SDK beside this host's sources, when they are still where it was
 /// built (a checkout): a path dependency; else the git one.
 const SDK_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../plugins/sdk");
@@ -19,8 +45,8 @@ pub fn plugin_name(crate_name: &str) -> String {
     crate_name.replace('-', "_")
 }
 
-/// Make the crate `name` in `parent/name`; the directory made.
-pub fn new_plugin(name: &str, parent: &Path) -> Result<PathBuf> {
+/// Make the plugin `name` in `parent/name`, in `lang`; the directory made.
+pub fn new_plugin(name: &str, parent: &Path, lang: Lang) -> Result<PathBuf> {
     let valid = name.starts_with(|c: char| c.is_ascii_lowercase())
         && !name.ends_with('-')
         && name
@@ -39,6 +65,28 @@ pub fn new_plugin(name: &str, parent: &Path) -> Result<PathBuf> {
             "{} exists already: choose another name or --dir",
             dir.display()
         );
+    }
+    let write = |path: &str, text: &str| -> Result<()> {
+        let path = dir.join(path);
+        std::fs::create_dir_all(path.parent().expect("a file in the plugin"))?;
+        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))
+    };
+    let plugin = plugin_name(name);
+    match lang {
+        Lang::Rust => {}
+        Lang::Python => {
+            write("app.py", &renamed(APP_PY, name, &plugin, "name=\"hello\""))?;
+            write("mcp_plugin.py", MCP_PLUGIN_PY)?;
+            write("wit/plugin.wit", WIT)?;
+            write(".gitignore", "*.wasm\n__pycache__/\n")?;
+            return Ok(dir);
+        }
+        Lang::Js => {
+            write("app.js", &renamed(APP_JS, name, &plugin, "name: \"hello\""))?;
+            write("wit/plugin.wit", WIT)?;
+            write(".gitignore", "*.wasm\n")?;
+            return Ok(dir);
+        }
     }
     let sdk = std::path::absolute(SDK_DIR)
         .ok()
@@ -84,16 +132,26 @@ strip = true
     );
     let lib_rs = lib_rs(name);
     let tools_json = TOOLS_JSON.replace("\"name\": \"hello\"", &format!("\"name\": \"{name}\""));
-    let write = |path: &str, text: &str| -> Result<()> {
-        let path = dir.join(path);
-        std::fs::create_dir_all(path.parent().expect("a file in the crate"))?;
-        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))
-    };
     write("Cargo.toml", &cargo_toml)?;
     write("src/lib.rs", &lib_rs)?;
     write("tools.json", &tools_json)?;
     write(".gitignore", "/target\n")?;
     Ok(dir)
+}
+
+/// An example's source with its tool named `name` (`tool_name` is how the
+/// example names it) and its file and policy key `plugin`.
+fn renamed(example: &str, name: &str, plugin: &str, tool_name: &str) -> String {
+    example
+        .replacen(tool_name, &tool_name.replace("hello", name), 1)
+        .replacen(
+            "hello: the smallest plugin",
+            &format!("{name}: a plugin made by `host new` from the smallest plugin"),
+            1,
+        )
+        .replace("hello.wasm", &format!("{plugin}.wasm"))
+        .replace("host call hello", &format!("host call {name}"))
+        .replace("[plugins.hello]", &format!("[plugins.{plugin}]"))
 }
 
 /// The example's source under `name`, with a header for a crate of its own.
@@ -131,21 +189,21 @@ mod tests {
     #[test]
     fn a_hyphenated_crate_name_is_taken_and_its_policy_key_said() {
         let parent = tempfile::tempdir().unwrap();
-        let dir = new_plugin("hello-bar", parent.path()).unwrap();
+        let dir = new_plugin("hello-bar", parent.path(), Lang::Rust).unwrap();
         let lib = std::fs::read_to_string(dir.join("src/lib.rs")).unwrap();
         assert!(
             lib.contains("[plugins.hello_bar]") && lib.contains("hello_bar.wasm"),
             "{lib}"
         );
         for bad in ["-x", "x-", "X", "1x", "a b"] {
-            assert!(new_plugin(bad, parent.path()).is_err(), "{bad}");
+            assert!(new_plugin(bad, parent.path(), Lang::Rust).is_err(), "{bad}");
         }
     }
 
     #[test]
     fn the_crate_is_the_example_under_a_new_name() {
         let parent = tempfile::tempdir().unwrap();
-        let dir = new_plugin("weather", parent.path()).unwrap();
+        let dir = new_plugin("weather", parent.path(), Lang::Rust).unwrap();
         let lib = std::fs::read_to_string(dir.join("src/lib.rs")).unwrap();
         assert!(
             lib.contains("const NAME: &'static str = \"weather\";"),
@@ -164,8 +222,34 @@ mod tests {
             .unwrap();
         assert!(Path::new(sdk).join("Cargo.toml").is_file(), "{sdk}");
         for bad in ["Weather", "1x", "a-", "", "x y"] {
-            assert!(new_plugin(bad, parent.path()).is_err(), "{bad}");
+            assert!(new_plugin(bad, parent.path(), Lang::Rust).is_err(), "{bad}");
         }
-        assert!(new_plugin("weather", parent.path()).is_err(), "exists");
+        assert!(
+            new_plugin("weather", parent.path(), Lang::Rust).is_err(),
+            "exists"
+        );
+    }
+
+    #[test]
+    fn python_and_javascript_plugins_are_the_examples_under_a_new_name() {
+        let parent = tempfile::tempdir().unwrap();
+        let py = new_plugin("weather-now", parent.path(), Lang::Python).unwrap();
+        let app = std::fs::read_to_string(py.join("app.py")).unwrap();
+        assert!(app.contains("name=\"weather-now\""), "{app}");
+        assert!(
+            app.contains("[plugins.weather_now]") && app.contains("-o weather_now.wasm"),
+            "{app}"
+        );
+        assert!(py.join("mcp_plugin.py").is_file() && py.join("wit/plugin.wit").is_file());
+        let js = new_plugin("weather", parent.path().join("js").as_path(), Lang::Js).unwrap();
+        let app = std::fs::read_to_string(js.join("app.js")).unwrap();
+        assert!(
+            app.contains("name: \"weather\"") && app.contains("-o weather.wasm"),
+            "{app}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(js.join("wit/plugin.wit")).unwrap(),
+            WIT
+        );
     }
 }

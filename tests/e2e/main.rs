@@ -17,6 +17,7 @@ mod harness;
 mod host_core;
 mod http;
 mod isolated_engine;
+mod languages;
 mod layout;
 mod lifetime;
 mod mock_llm;

@@ -114,6 +114,10 @@ enum Command {
         /// Where to make it. [default: current directory]
         #[arg(long)]
         dir: Option<PathBuf>,
+        /// The language: a Rust crate (the SDK), Python (componentize-py)
+        /// or JavaScript (componentize-js).
+        #[arg(long, value_enum, default_value = "rust")]
+        lang: crate::scaffold::Lang,
     },
     /// Put a plugin in the plugins folder, from oci://registry/repo:tag (or
     /// @sha256:…), an https:// URL or a file, after loading it as `serve`
@@ -418,19 +422,19 @@ async fn run(command: Command) -> Result<ExitCode> {
             common,
             ..
         } => client_config(client, &name, common),
-        Command::New { name, dir } => {
+        Command::New { name, dir, lang } => {
             let parent = match dir {
                 Some(dir) => dir,
                 None => std::env::current_dir().context("cannot read the current directory")?,
             };
-            let made = crate::scaffold::new_plugin(&name, &parent)?;
+            let made = crate::scaffold::new_plugin(&name, &parent, lang)?;
             println!("{}", made.display());
             let plugin = crate::scaffold::plugin_name(&name);
             eprintln!(
-                "made {}: `cargo test` there, then `cargo build --release --target wasm32-wasip2` \
-                 (or `cargo component build --release`), which writes {plugin}.wasm; its grants go \
-                 under [plugins.{plugin}]; see its src/lib.rs",
-                made.display()
+                "made {}: {} there writes {plugin}.wasm (`host install` it); its grants go under \
+                 [plugins.{plugin}]",
+                made.display(),
+                lang.build_command(&plugin)
             );
             Ok(ExitCode::SUCCESS)
         }
