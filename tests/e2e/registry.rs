@@ -367,3 +367,44 @@ async fn signatures_by_trusted_keys_are_required_when_the_config_says_so() {
     ok(&host(&env, &["install"]).await);
     assert!(env.plugins.join("hello.wasm").exists());
 }
+
+/// Serve `body` once per connection over plain HTTP on 127.0.0.1.
+async fn serve_file(body: Vec<u8>) -> (String, tokio::task::JoinHandle<()>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap().to_string();
+    let task = tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let mut request = [0u8; 4096];
+            let _ = stream.read(&mut request).await;
+            let head = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/wasm\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = stream.write_all(head.as_bytes()).await;
+            let _ = stream.write_all(&body).await;
+        }
+    });
+    (address, task)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_plugin_from_a_url_on_this_machine_is_installed_and_locked() {
+    let env = Env::new(&[], "");
+    let bytes = std::fs::read(built_plugin("hello")).unwrap();
+    let (address, server) = serve_file(bytes.clone()).await;
+    let url = format!("http://{address}/dl/hello.wasm");
+    let out = ok(&host(&env, &["install", &url]).await);
+    assert!(out.starts_with("hello\t"), "{out}");
+    assert_eq!(
+        std::fs::read(env.plugins.join("hello.wasm")).unwrap(),
+        bytes
+    );
+    let locked = lock(&env);
+    assert_eq!(locked["plugin"][0]["source"].as_str(), Some(url.as_str()));
+    assert!(locked["plugin"][0].get("manifest").is_none());
+    server.abort();
+    // Plain HTTP to another machine is refused before anything is fetched.
+    let err = refused(&host(&env, &["install", "http://192.0.2.1/hello.wasm"]).await);
+    assert!(err.contains("use https://"), "{err}");
+}
