@@ -41,7 +41,17 @@ tool({ name: "run_ls", description: "Runs ls (needs the process capability).",
 });
 "#;
 
-async fn made(env: &Env, name: &str, lang: &str) -> PathBuf {
+/// `host new name --lang lang`, then the build command it printed, run
+/// with `program` (the builder found) in the plugin's folder; the
+/// component. `edit` changes the made app's source first.
+async fn made_and_built(
+    env: &Env,
+    name: &str,
+    lang: &str,
+    app: &str,
+    program: &Path,
+    edit: impl FnOnce(String) -> String,
+) -> PathBuf {
     // `host new` reads no config or folder: the binary alone.
     let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_host"))
         .args(["new", name, "--lang", lang, "--dir"])
@@ -49,29 +59,29 @@ async fn made(env: &Env, name: &str, lang: &str) -> PathBuf {
         .output()
         .await
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let said = String::from_utf8_lossy(&out.stderr);
-    assert!(said.contains(&format!("{name}.wasm")), "{said}");
-    env.dir.path().join(name)
-}
-
-fn build(dir: &Path, program: &Path, args: &[&str]) {
+    let said = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{said}");
+    let dir = env.dir.path().join(name);
+    let command = said
+        .split_once(": ")
+        .and_then(|(_, rest)| rest.split_once(" there writes"))
+        .map(|(command, _)| command.to_string())
+        .unwrap_or_else(|| panic!("no build command said: {said}"));
+    let app = dir.join(app);
+    let source = edit(std::fs::read_to_string(&app).unwrap());
+    std::fs::write(&app, source).unwrap();
     let out = std::process::Command::new(program)
-        .args(args)
-        .current_dir(dir)
+        .args(command.split_whitespace().skip(1))
+        .current_dir(&dir)
         .output()
         .unwrap_or_else(|e| panic!("cannot run {}: {e}", program.display()));
     assert!(
         out.status.success(),
-        "{} failed:\n{}\n{}",
-        program.display(),
+        "{command} failed:\n{}\n{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
+    dir.join(format!("{name}.wasm"))
 }
 
 /// Installed as users install, served, called: the greeting, a blank name
@@ -127,25 +137,11 @@ async fn a_python_plugin_is_made_built_installed_and_served() {
         return;
     };
     let env = Env::new(&[], "");
-    let dir = made(&env, "pyhello", "python").await;
-    let app = dir.join("app.py");
-    let source = std::fs::read_to_string(&app).unwrap() + PY_RUN_LS;
-    std::fs::write(&app, source).unwrap();
-    build(
-        &dir,
-        &componentize,
-        &[
-            "-d",
-            "wit",
-            "-w",
-            "plugin",
-            "componentize",
-            "app",
-            "-o",
-            "pyhello.wasm",
-        ],
-    );
-    served_like_rust(&env, "pyhello", &dir.join("pyhello.wasm")).await;
+    let wasm = made_and_built(&env, "pyhello", "python", "app.py", &componentize, |app| {
+        app + PY_RUN_LS
+    })
+    .await;
+    served_like_rust(&env, "pyhello", &wasm).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -158,28 +154,9 @@ async fn a_javascript_plugin_is_made_built_installed_and_served() {
         return;
     };
     let env = Env::new(&[], "");
-    let dir = made(&env, "jshello", "js").await;
-    let app = dir.join("app.js");
-    let source = format!(
-        "import {{ run }} from \"mcphost:plugin/process@0.1.0\";\n{}{JS_RUN_LS}",
-        std::fs::read_to_string(&app).unwrap()
-    );
-    std::fs::write(&app, source).unwrap();
-    build(
-        &dir,
-        &componentize,
-        &[
-            "app.js",
-            "--wit",
-            "wit",
-            "--world-name",
-            "plugin",
-            "-d",
-            "http",
-            "fetch-event",
-            "-o",
-            "jshello.wasm",
-        ],
-    );
-    served_like_rust(&env, "jshello", &dir.join("jshello.wasm")).await;
+    let wasm = made_and_built(&env, "jshello", "js", "app.js", &componentize, |app| {
+        format!("import {{ run }} from \"mcphost:plugin/process@0.1.0\";\n{app}{JS_RUN_LS}")
+    })
+    .await;
+    served_like_rust(&env, "jshello", &wasm).await;
 }

@@ -96,25 +96,7 @@ pub(crate) fn apply(
         let changed = match entry.header().entry_type() {
             tar::EntryType::Directory => make_dir(root, &rel, mode)?,
             tar::EntryType::Regular | tar::EntryType::Continuous => {
-                let at = entry.raw_file_position();
-                let size = entry.size();
-                write_file(
-                    root,
-                    &rel,
-                    mode,
-                    size,
-                    |own| {
-                        same_stream(
-                            &mut At {
-                                file: &store,
-                                pos: at,
-                            }
-                            .take(size),
-                            own,
-                        )
-                    },
-                    &mut entry,
-                )?
+                write_entry(root, &rel, mode, &store, &mut entry)?
             }
             tar::EntryType::Symlink => match entry.link_name()? {
                 Some(to) => make_link(root, &rel, &to)?,
@@ -175,24 +157,7 @@ pub(super) fn apply_one(
                     format!("its changed files come to more than {max_bytes} bytes"),
                 ));
             }
-            let at = entry.raw_file_position();
-            write_file(
-                root,
-                rel,
-                mode,
-                size,
-                |own| {
-                    same_stream(
-                        &mut At {
-                            file: &store,
-                            pos: at,
-                        }
-                        .take(size),
-                        own,
-                    )
-                },
-                &mut entry,
-            )
+            write_entry(root, rel, mode, &store, &mut entry)
         }
         tar::EntryType::Symlink => match entry.link_name()? {
             Some(to) => make_link(root, rel, &to),
@@ -261,6 +226,31 @@ fn write_file(
     drop(file);
     platform::set_mode(root, rel, mode)?;
     Ok(true)
+}
+
+/// A file entry of the archive at `rel`, unless the file there already
+/// holds its bytes (compared in place in `store`, the archive's file).
+fn write_entry(
+    root: &Dir,
+    rel: &Path,
+    mode: u32,
+    store: &std::fs::File,
+    entry: &mut tar::Entry<'_, std::fs::File>,
+) -> std::io::Result<bool> {
+    let at = entry.raw_file_position();
+    let size = entry.size();
+    let stored = At {
+        file: store,
+        pos: at,
+    };
+    write_file(
+        root,
+        rel,
+        mode,
+        size,
+        |own| same_stream(&mut stored.take(size), own),
+        entry,
+    )
 }
 
 /// The archive's bytes from `pos` on, read in place (the archive is also
