@@ -33,7 +33,7 @@ pub fn list(service: &Service, what: ListWhat) {
                     .get(&p.name)
                     .map_or(("-", "-"), |e| (e.source.as_str(), e.digest.as_str()));
                 println!(
-                    "{}\t{}\t{} tools\t{:?}\t{source}\t{digest}",
+                    "{}\t{}\t{} tools\t{source}\t{digest}\t{:?}",
                     p.name,
                     p.path.display(),
                     p.tools.len(),

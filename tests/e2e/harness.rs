@@ -198,6 +198,9 @@ impl Env {
     /// Start `host serve --http 127.0.0.1:0` with extra options; it is
     /// ready once it has logged its URL.
     pub async fn start_http(&self, options: &[&str]) -> HttpHost {
+        // The HTTP clients of the tests are reqwest's, whose rustls (the
+        // host's `host install` enables it) needs a process-wide provider.
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let args: Vec<&str> = ["serve", "--http", "127.0.0.1:0"]
             .iter()
             .chain(options)
