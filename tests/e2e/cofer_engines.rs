@@ -407,6 +407,13 @@ async fn only_what_changed_comes_back_from_another_engine() {
         "the later commands fetched only what changed: {}",
         std::fs::read_to_string(f.env.stderr_log()).unwrap_or_default()
     );
+    // Their `stat`s came with the sweep after each command: no exec of
+    // the sync's own.
+    assert!(
+        f.env.logged("from_sweep=true") >= 4,
+        "{}",
+        std::fs::read_to_string(f.env.stderr_log()).unwrap_or_default()
+    );
     let r = client.call("environment_destroy", f.scoped("far")).await;
     assert!(!is_error(&r), "{r:?}");
 }

@@ -43,6 +43,28 @@ pub struct ExecSpec {
     /// running (a user's `cmd &`): an exec on another machine's engine
     /// more. The host's own short commands need not.
     pub sweep: bool,
+    /// On another machine's engine, a script the sweep's exec runs after
+    /// it: one API exec instead of two (each costs a round trip and a
+    /// `conmon` there). Its stdout comes back in [`Ran::then`].
+    pub then: Option<Then>,
+}
+
+/// A shell script run inside the container right after the sweep, `args`
+/// as its `$1`…; at most `max_bytes` of its stdout are kept.
+pub struct Then {
+    pub script: &'static str,
+    pub args: Vec<String>,
+    pub max_bytes: usize,
+    /// Its time, past the sweep's own.
+    pub timeout: Duration,
+}
+
+/// An exec's outcome, and what its [`Then`] printed (`None` when it did
+/// not run: the command did not end well, or the engine is this
+/// machine's, or the output was too long).
+pub struct Ran {
+    pub outcome: Outcome,
+    pub then: Option<String>,
 }
 
 const PROGRESS_EVERY: Duration = Duration::from_secs(1);
@@ -56,7 +78,7 @@ pub async fn exec(
     spec: ExecSpec,
     cancel: &CancellationToken,
     progress: &dyn Progress,
-) -> Result<Outcome, PodmanError> {
+) -> Result<Ran, PodmanError> {
     let what = format!("exec in {container}");
     let start = Instant::now();
     let marker = timebox::new_marker();
@@ -181,15 +203,24 @@ pub async fn exec(
     // Background descendants that closed their output but live on (`cmd
     // &`, `setsid`), found by the marker they carry: the leader may have
     // been gone before its pid was known.
+    let mut then = None;
     if ending.is_none() && spec.sweep {
-        let report = tree.kill(&marker).await;
+        let report = match (&spec.then, tree.local) {
+            (Some(script), false) => {
+                let (report, said) =
+                    kill_inside_then(&docker, container, &marker, Some(script)).await;
+                then = said;
+                report
+            }
+            _ => tree.kill(&marker).await,
+        };
         outcome.kill = (report.killed > 0).then_some(report);
     }
     guard.marker = None;
     drop(in_flight);
     let _ = tokio::task::spawn_blocking(move || reap_session(&session)).await;
     outcome.duration = start.elapsed();
-    Ok(outcome)
+    Ok(Ran { outcome, then })
 }
 
 fn record(outcome: &mut Outcome, chunk: LogOutput) {
@@ -261,6 +292,34 @@ const KILL_INSIDE_LIMIT: Duration = Duration::from_secs(10);
 
 /// Kill the run's tree in `container` by its marker; what was killed.
 pub async fn kill_inside(docker: &Docker, container: &str, marker: &str) -> KillReport {
+    kill_inside_then(docker, container, marker, None).await.0
+}
+
+/// [`kill_inside`], then `then` in the same exec; what was killed, and
+/// what `then` printed if it ran and its output was not cut.
+async fn kill_inside_then(
+    docker: &Docker,
+    container: &str,
+    marker: &str,
+    then: Option<&Then>,
+) -> (KillReport, Option<String>) {
+    let (script, args, max_bytes, limit) = match then {
+        Some(t) => (
+            format!("{KILL_INSIDE}\nshift\n{}", t.script),
+            t.args.clone(),
+            t.max_bytes,
+            KILL_INSIDE_LIMIT + t.timeout,
+        ),
+        None => (KILL_INSIDE.to_string(), Vec::new(), 0, KILL_INSIDE_LIMIT),
+    };
+    let mut cmd = vec![
+        "sh".to_string(),
+        "-c".into(),
+        script,
+        "sh".into(),
+        format!("{MARKER_VAR}={marker}"),
+    ];
+    cmd.extend(args);
     let run = async {
         let created = docker
             .create_exec(
@@ -268,13 +327,7 @@ pub async fn kill_inside(docker: &Docker, container: &str, marker: &str) -> Kill
                 CreateExecOptions {
                     attach_stdout: Some(true),
                     attach_stderr: Some(true),
-                    cmd: Some(vec![
-                        "sh".to_string(),
-                        "-c".into(),
-                        KILL_INSIDE.into(),
-                        "sh".into(),
-                        format!("{MARKER_VAR}={marker}"),
-                    ]),
+                    cmd: Some(cmd),
                     ..Default::default()
                 },
             )
@@ -285,27 +338,34 @@ pub async fn kill_inside(docker: &Docker, container: &str, marker: &str) -> Kill
         else {
             return None;
         };
+        // The counts' line, and past it what `then` printed.
+        let limit = max_bytes + 64;
         let mut said = Vec::new();
+        let mut cut = false;
         while let Some(Ok(chunk)) = output.next().await {
             if let LogOutput::StdOut { message } = chunk {
-                said.extend_from_slice(&message);
+                cut |= said.len() + message.len() > limit;
+                let room = limit.saturating_sub(said.len());
+                said.extend_from_slice(&message[..message.len().min(room)]);
             }
         }
         let said = String::from_utf8_lossy(&said);
-        let mut counts = said.split_whitespace().filter_map(|n| n.parse().ok());
-        Some(KillReport {
+        let (counts, rest) = said.split_once('\n').unwrap_or((&said, ""));
+        let mut counts = counts.split_whitespace().filter_map(|n| n.parse().ok());
+        let report = KillReport {
             killed: counts.next()?,
             forced: counts.next()?,
-        })
+        };
+        Some((report, (then.is_some() && !cut).then(|| rest.to_string())))
     };
-    match tokio::time::timeout(KILL_INSIDE_LIMIT, run).await {
-        Ok(Some(report)) => report,
+    match tokio::time::timeout(limit, run).await {
+        Ok(Some(done)) => done,
         _ => {
             tracing::warn!(
                 container,
                 "could not end a run's processes inside the container"
             );
-            KillReport::default()
+            (KillReport::default(), None)
         }
     }
 }

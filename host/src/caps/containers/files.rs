@@ -133,7 +133,14 @@ pub async fn sync_out(
         Engine::Local => None,
         Engine::Remote(remote) => Some(remote.url.clone()),
     };
-    let now = manifest::take(docker, &job.container, &job.source, remote, cancel).await;
+    // The command before took the `stat`s on its way out, or they are
+    // asked for now.
+    let kept = manifest::kept(engine.name(), &job.container, &job.source);
+    let from_sweep = kept.is_some();
+    let now = match kept {
+        Some(kept) => Some(kept),
+        None => manifest::take(docker, &job.container, &job.source, remote, cancel).await,
+    };
     let remembered = manifest::recall(&key);
     // Until this sync has ended well, nothing is known of the folder.
     manifest::remember(key.clone(), None);
@@ -149,7 +156,7 @@ pub async fn sync_out(
     };
     tracing::debug!(
         container = %job.container, changed_only = listed.is_some(),
-        remembered = now.is_some(), "sync-out"
+        remembered = now.is_some(), from_sweep, "sync-out"
     );
     let (report, local) = match listed {
         Some(done) => done,

@@ -128,6 +128,10 @@ impl timebox::Progress for Quiet {
     fn running(&self, _: Duration, _: u64) {}
 }
 
+/// The script that prints the `stat` of everything in its `$1`.
+const STAT_SCRIPT: &str =
+    r#"date +%s && exec find "$1" -xdev -exec stat -c '%f %s %Y %Z %i %n' {} +"#;
+
 /// Ask the container for the `stat` of everything in `source`; `None`
 /// when it cannot or does not answer in a form that parses.
 pub async fn take(
@@ -137,9 +141,8 @@ pub async fn take(
     remote: Option<String>,
     cancel: &CancellationToken,
 ) -> Option<Manifest> {
-    let script = r#"date +%s && exec find "$1" -xdev -exec stat -c '%f %s %Y %Z %i %n' {} +"#;
     let spec = podman::exec::ExecSpec {
-        argv: ["sh", "-c", script, "sh", source]
+        argv: ["sh", "-c", STAT_SCRIPT, "sh", source]
             .map(String::from)
             .to_vec(),
         workdir: None,
@@ -153,10 +156,12 @@ pub async fn take(
         // adds to what its container may run anyway, and the container
         // ends with its environment.
         sweep: false,
+        then: None,
     };
     let outcome = podman::exec::exec(docker.clone(), container, spec, cancel, &Quiet)
         .await
-        .ok()?;
+        .ok()?
+        .outcome;
     if outcome.exit_code != Some(0) || outcome.tail.truncated() {
         return None;
     }
@@ -168,6 +173,94 @@ pub async fn take(
         .map(|(_, text)| text)
         .collect();
     parse(&stdout, source)
+}
+
+/// The `stat`s of `source`, taken by a command's own sweep on another
+/// machine's engine (so the sync that follows needs no exec of its own).
+pub fn after_sweep(source: &str) -> podman::exec::Then {
+    podman::exec::Then {
+        script: STAT_SCRIPT,
+        args: vec![source.to_string()],
+        max_bytes: MAX_MANIFEST_BYTES,
+        timeout: MANIFEST_TIMEOUT,
+    }
+}
+
+/// The folder of `container` last synced out, whose `stat`s a command's
+/// sweep can take on the way.
+pub fn synced_source(engine: &str, container: &str) -> Option<String> {
+    let memory = MEMORY.lock().expect("sync memory poisoned");
+    memory
+        .iter()
+        .rev()
+        .find(|(k, _)| k.engine == engine && k.container == container)
+        .map(|(k, _)| k.source.clone())
+}
+
+/// Manifests taken at the end of a command, each valid until anything
+/// else of the host's runs in or writes to its container ([`touched`]).
+struct Taken {
+    engine: String,
+    container: String,
+    /// Bumped by every [`touched`].
+    generation: u64,
+    manifest: Option<(String, Manifest)>,
+}
+
+static TAKEN: Mutex<Vec<Taken>> = Mutex::new(Vec::new());
+
+/// The host is about to run in or write to `container`: a manifest taken
+/// before is no longer the folder's. The generation to hand to [`keep`].
+pub fn touched(engine: &str, container: &str) -> u64 {
+    let mut taken = TAKEN.lock().expect("manifests poisoned");
+    let i = match taken
+        .iter()
+        .position(|t| t.engine == engine && t.container == container)
+    {
+        Some(i) => i,
+        None => {
+            if taken.len() >= REMEMBERED {
+                taken.remove(0);
+            }
+            taken.push(Taken {
+                engine: engine.to_string(),
+                container: container.to_string(),
+                generation: 0,
+                manifest: None,
+            });
+            taken.len() - 1
+        }
+    };
+    taken[i].generation += 1;
+    taken[i].manifest = None;
+    taken[i].generation
+}
+
+/// Keep what a command's sweep printed as `source`'s manifest, if nothing
+/// touched the container since that command began (`generation`).
+pub fn keep(engine: &str, container: &str, generation: u64, source: &str, printed: &str) {
+    let Some(manifest) = parse(printed, source) else {
+        return;
+    };
+    let mut taken = TAKEN.lock().expect("manifests poisoned");
+    if let Some(t) = taken
+        .iter_mut()
+        .find(|t| t.engine == engine && t.container == container && t.generation == generation)
+    {
+        t.manifest = Some((source.to_string(), manifest));
+    }
+}
+
+/// The manifest of `source` a command's sweep left, taken once.
+pub fn kept(engine: &str, container: &str, source: &str) -> Option<Manifest> {
+    let mut taken = TAKEN.lock().expect("manifests poisoned");
+    let t = taken
+        .iter_mut()
+        .find(|t| t.engine == engine && t.container == container)?;
+    match t.manifest.take() {
+        Some((s, manifest)) if s == source => Some(manifest),
+        _ => None,
+    }
 }
 
 /// `date +%s`, then `<mode hex> <size> <mtime> <ctime> <inode> <path>` per

@@ -53,9 +53,7 @@ mod volumes;
 
 use create::{create_body, ensure_image, env_list};
 use ending::{force_removal, kill_leftovers, probed, stop};
-use owned::{
-    MACHINE, OWNED, check_word, forget, granted, owned, owned_key, owner, remember, this_machine,
-};
+use owned::{MACHINE, check_word, forget, granted, known, owned, owner, remember, this_machine};
 use volumes::{check_volume, ensure_volumes, volume_owned};
 
 /// The label that ties a container to the plugin that made it.
@@ -161,16 +159,14 @@ impl Host for CallState {
         let g = self.grants.clone();
         let engine = self.engine.clone();
         granted(&g)?;
-        let known = OWNED
-            .lock()
-            .expect("owned set poisoned")
-            .contains(&owned_key(&g.plugin, &engine, &id));
         // An empty argv runs the image's default command, as create does.
         let needs_image = request.use_entrypoint || request.argv.is_empty();
-        let image = if needs_image || !known {
-            Some(owned(&g, &engine, &id).await?.image_name)
-        } else {
-            None
+        let (container, image) = match known(&g.plugin, &engine, &id) {
+            Some(container) if !needs_image => (container, None),
+            _ => {
+                let info = owned(&g, &engine, &id).await?;
+                (info.id, Some(info.image_name))
+            }
         };
         let env = env_list(&request.env)?;
         let docker = podman::client(&engine).await?;
@@ -202,6 +198,18 @@ impl Host for CallState {
             call.client.clone(),
             format!("the command in container {id}"),
         );
+        // On another machine's engine the sweep after the command also
+        // takes the `stat`s of the folder last synced out, which the sync
+        // that follows a command would otherwise ask for in an exec of its
+        // own.
+        let (remote, then) = match &engine {
+            Engine::Local => (None, None),
+            Engine::Remote(remote) => (
+                Some(remote.url.clone()),
+                manifest::synced_source(engine.name(), &container),
+            ),
+        };
+        let generation = manifest::touched(engine.name(), &container);
         let spec = podman::exec::ExecSpec {
             argv,
             workdir: request.workdir,
@@ -210,13 +218,15 @@ impl Host for CallState {
             timeout,
             no_output_timeout,
             tail_bytes,
-            remote: match &engine {
-                Engine::Local => None,
-                Engine::Remote(remote) => Some(remote.url.clone()),
-            },
+            remote,
             sweep: true,
+            then: then.as_deref().map(manifest::after_sweep),
         };
-        let outcome = podman::exec::exec(docker, &id, spec, &call.cancel, &progress).await?;
+        let ran = podman::exec::exec(docker, &container, spec, &call.cancel, &progress).await?;
+        if let (Some(source), Some(printed)) = (&then, &ran.then) {
+            manifest::keep(engine.name(), &container, generation, source, printed);
+        }
+        let outcome = ran.outcome;
         tracing::debug!(
             plugin = %g.plugin, trace_id = %call.trace_id, container = %id,
             ending = ?outcome.ending, exit_code = ?outcome.exit_code, kill = ?outcome.kill,
@@ -390,6 +400,7 @@ impl Host for CallState {
         let folder = pinned_dir(&g, &source, &roots)?;
         let docker = podman::client(&self.engine).await?;
         let through = crate::pin::proc_path(&folder);
+        manifest::touched(self.engine.name(), &info.id);
         Ok(files::copy_in(&docker, &info.id, &through, &target, &paths, &exclude).await?)
     }
 

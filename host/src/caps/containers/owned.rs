@@ -1,7 +1,7 @@
 //! Which containers are this plugin's: those with its label, made on
 //! this machine; remembered once seen, so an `exec` does not inspect.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::sync::{LazyLock, Mutex};
 
 use super::{MACHINE_LABEL, OWNER_LABEL};
@@ -20,11 +20,24 @@ pub(super) static MACHINE: LazyLock<String> = LazyLock::new(|| {
 });
 
 /// (plugin, engine, id or name) already seen to carry the plugin's label,
-/// so an `exec` does not pay for a `podman inspect` every time.
-pub(super) static OWNED: LazyLock<Mutex<HashSet<(String, String, String)>>> =
-    LazyLock::new(Default::default);
+/// so an `exec` does not pay for a `podman inspect` every time; each with
+/// the container's id.
+static OWNED: LazyLock<Mutex<HashMap<OwnedKey, String>>> = LazyLock::new(Default::default);
 
-pub(super) fn owned_key(plugin: &str, engine: &Engine, id: &str) -> (String, String, String) {
+/// (plugin, engine, id or name).
+type OwnedKey = (String, String, String);
+
+/// The id of the container `id` (an id or a name) if it was seen to be
+/// the plugin's.
+pub(super) fn known(plugin: &str, engine: &Engine, id: &str) -> Option<String> {
+    OWNED
+        .lock()
+        .expect("owned set poisoned")
+        .get(&owned_key(plugin, engine, id))
+        .cloned()
+}
+
+fn owned_key(plugin: &str, engine: &Engine, id: &str) -> OwnedKey {
     (
         plugin.to_string(),
         engine.name().to_string(),
@@ -34,8 +47,8 @@ pub(super) fn owned_key(plugin: &str, engine: &Engine, id: &str) -> (String, Str
 
 pub(super) fn remember(plugin: &str, engine: &Engine, info: &Inspected) {
     let mut owned = OWNED.lock().expect("owned set poisoned");
-    owned.insert(owned_key(plugin, engine, &info.id));
-    owned.insert(owned_key(plugin, engine, &info.name));
+    owned.insert(owned_key(plugin, engine, &info.id), info.id.clone());
+    owned.insert(owned_key(plugin, engine, &info.name), info.id.clone());
 }
 
 pub(super) fn forget(plugin: &str, engine: &Engine, info: &Inspected) {
