@@ -416,6 +416,58 @@ async fn only_what_changed_comes_back_from_another_engine() {
     );
     let r = client.call("environment_destroy", f.scoped("far")).await;
     assert!(!is_error(&r), "{r:?}");
+    eprintln!(
+        "LOG {}",
+        std::fs::read_to_string(f.env.stderr_log()).unwrap_or_default()
+    );
+}
+
+/// The worktree goes into another engine's container through the
+/// container's own `tar` (Podman's archive API takes seconds on 10,000
+/// files), and through the archive API when the image has no `tar`.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_worktree_goes_in_with_or_without_tar_in_the_image() {
+    let Some(engine) = IsolatedEngine::start(&cofer_image()) else {
+        return;
+    };
+    let vars = [("RUST_LOG", "info,host::caps::containers::files=debug")];
+    let Some(f) = Fixture::with_podman(&vars, true).await else {
+        return;
+    };
+    engine.remote(&["run", "--name", "no-tar", &cofer_image(), "rm", "/bin/tar"]);
+    engine.remote(&["commit", "no-tar", "localhost/cofer-no-tar:latest"]);
+    engine.remote(&["rm", "-f", "no-tar"]);
+    std::fs::write(&f.env.config, far_engine_config(&engine)).unwrap();
+    let client = f.env.start().await;
+    for (id, image, said) in [
+        ("with", cofer_image(), "copied in by the container's tar"),
+        (
+            "without",
+            "localhost/cofer-no-tar:latest".to_string(),
+            "no tar in the container: copied in through the archive API",
+        ),
+    ] {
+        let mut args = f.create_args(id);
+        args["engine"] = json!("far");
+        args["image"] = json!(image);
+        created(&client.call("environment_create", args).await);
+        let r = client
+            .call(
+                "environment_run_cmd",
+                f.run_args(id, "cat README.md && ls -la README.md"),
+            )
+            .await;
+        assert!(!is_error(&r), "{r:?}");
+        let stdout = structured(&r)["stdout"].as_str().unwrap().to_string();
+        assert!(stdout.starts_with("hello"), "{stdout}");
+        assert!(
+            f.env.logged(said) >= 1,
+            "{}",
+            std::fs::read_to_string(f.env.stderr_log()).unwrap_or_default()
+        );
+        let r = client.call("environment_destroy", f.scoped(id)).await;
+        assert!(!is_error(&r), "{r:?}");
+    }
 }
 
 /// An engine the config does not name cannot be asked for: the URL comes

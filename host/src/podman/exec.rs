@@ -31,7 +31,9 @@ pub struct ExecSpec {
     pub workdir: Option<String>,
     /// `KEY=value` entries (the run's marker is added here).
     pub env: Vec<String>,
-    pub stdin: Option<Vec<u8>>,
+    pub stdin: Option<Input>,
+    /// The user it runs as (the container's own when `None`).
+    pub user: Option<String>,
     pub timeout: Duration,
     pub no_output_timeout: Option<Duration>,
     pub tail_bytes: usize,
@@ -47,6 +49,19 @@ pub struct ExecSpec {
     /// it: one API exec instead of two (each costs a round trip and a
     /// `conmon` there). Its stdout comes back in [`Ran::then`].
     pub then: Option<Then>,
+}
+
+/// Progress nobody is shown (the host's own short commands).
+pub struct Quiet;
+impl Progress for Quiet {
+    fn running(&self, _: Duration, _: u64) {}
+}
+
+/// What an exec reads on its stdin.
+pub enum Input {
+    Bytes(Vec<u8>),
+    /// Read as it is sent (a folder's tar: never whole in memory).
+    Stream(Box<dyn tokio::io::AsyncRead + Send + Unpin>),
 }
 
 /// A shell script run inside the container right after the sweep, `args`
@@ -95,6 +110,7 @@ pub async fn exec(
                 env: Some(env),
                 cmd: Some(spec.argv.clone()),
                 working_dir: spec.workdir.clone(),
+                user: spec.user.clone(),
                 ..Default::default()
             },
         )
@@ -104,11 +120,7 @@ pub async fn exec(
         .start_exec(&session, None)
         .await
         .map_err(failed(&what))?;
-    let StartExecResults::Attached {
-        mut output,
-        mut input,
-    } = started
-    else {
+    let StartExecResults::Attached { mut output, input } = started else {
         return Err(PodmanError::Failed(format!(
             "{what}: the session did not attach"
         )));
@@ -137,10 +149,21 @@ pub async fn exec(
         tree: tree.clone(),
         marker: Some(marker.clone()),
     };
-    if let Some(bytes) = spec.stdin {
-        let _ = input.write_all(&bytes).await;
-        let _ = input.shutdown().await;
-    }
+    // Fed beside the output loop: a command that writes while it reads
+    // must not wait for us.
+    let mut input = Some(input);
+    let feeding = spec.stdin.map(|stdin| {
+        let mut input = input.take().expect("not taken yet");
+        tokio::spawn(async move {
+            let _ = match stdin {
+                Input::Bytes(bytes) => input.write_all(&bytes).await,
+                Input::Stream(mut reader) => {
+                    tokio::io::copy(&mut reader, &mut input).await.map(drop)
+                }
+            };
+            let _ = input.shutdown().await;
+        })
+    });
 
     let mut outcome = Outcome::new(Ending::Exited, spec.tail_bytes);
     // The command's time starts when it does, not while Podman sets up the
@@ -185,6 +208,9 @@ pub async fn exec(
         .await;
     }
     drop(input);
+    if let Some(feeding) = feeding {
+        feeding.abort();
+    }
     match exit_code(&docker, &session).await {
         Ok(code) => outcome.exit_code = code,
         // Podman's service went away mid-run: the command's fate is

@@ -159,15 +159,14 @@ async fn with_mounts_copied(
                 continue;
             };
             let through = crate::pin::proc_path(dir);
-            files::copy_in(
-                docker,
-                &staging,
-                &through,
-                &mount.destination,
-                &[],
-                &exclude,
-            )
-            .await?;
+            let copy = files::CopyIn {
+                container: &staging,
+                source: &through,
+                target: &mount.destination,
+                paths: &[],
+                exclude: &exclude,
+            };
+            files::copy_in(docker, &copy).await?;
         }
         commit_as(docker, &staging, image, None).await
     }

@@ -1,7 +1,7 @@
 //! Files between this machine and a container, for engines that cannot
 //! mount this machine's folders (another machine's): `copy-in` streams a
-//! host folder into the container (GNU tar, through the engine's archive
-//! API) and `sync-out` makes a host folder hold what a container folder
+//! host folder into the container (GNU tar, into the container's own `tar`
+//! when it runs and has one, else through the engine's archive API) and `sync-out` makes a host folder hold what a container folder
 //! holds. Checkpoints use both directions too ([`super::commit`]).
 //!
 //! What comes out of a container is hostile input: the archive is first
@@ -14,6 +14,7 @@ use std::io::{Seek, Write};
 use std::path::{Component, Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Arc;
+use std::time::Duration;
 
 use bollard::Docker;
 use bollard::query_parameters::{DownloadFromContainerOptionsBuilder, UploadToContainerOptions};
@@ -23,7 +24,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{manifest, unpack};
 use crate::bindings::mcphost::plugin::containers::{ContainerError, SyncReport};
-use crate::podman::{Engine, failed};
+use crate::podman::{self, Engine, failed};
 
 /// A relative path of the caller's: plain names only, never `..` or `/`.
 pub fn relative(what: &str, path: &str) -> Result<PathBuf, ContainerError> {
@@ -36,16 +37,18 @@ pub fn relative(what: &str, path: &str) -> Result<PathBuf, ContainerError> {
     Ok(p.to_path_buf())
 }
 
-/// Copy `paths` of the host folder `source` (all of it when empty), minus
-/// `exclude`, into the container's folder `target`.
-pub async fn copy_in(
-    docker: &Docker,
-    container: &str,
-    source: &Path,
-    target: &str,
-    paths: &[PathBuf],
-    exclude: &[PathBuf],
-) -> Result<(), ContainerError> {
+/// `paths` of the host folder `source` (all of it when empty), minus
+/// `exclude`, to copy into the container's folder `target`.
+pub struct CopyIn<'a> {
+    pub container: &'a str,
+    pub source: &'a Path,
+    pub target: &'a str,
+    pub paths: &'a [PathBuf],
+    pub exclude: &'a [PathBuf],
+}
+
+/// A tar of what `copy` names, streamed from GNU tar on this machine.
+fn tar_of(copy: &CopyIn) -> Result<tokio::process::Child, ContainerError> {
     let Some(program) = timebox::host_program("tar") else {
         return Err(ContainerError::Unavailable(
             "GNU tar was not found on PATH (outside the workspace): install it (Debian/Ubuntu: `apt-get install tar`)".into(),
@@ -53,48 +56,136 @@ pub async fn copy_in(
     };
     let mut tar = tokio::process::Command::new(program);
     tar.arg("-C")
-        .arg(source)
+        .arg(copy.source)
         .args(["-c", "--one-file-system", "--no-wildcards"]);
-    for rel in exclude {
+    for rel in copy.exclude {
         tar.arg(format!("--exclude=./{}", rel.display()));
     }
-    if paths.is_empty() {
+    if copy.paths.is_empty() {
         tar.arg(".");
     }
     // `./` in front: never taken for an option.
-    tar.args(paths.iter().map(|p| format!("./{}", p.display())));
-    let mut tar = tar
-        .stdin(Stdio::null())
+    tar.args(copy.paths.iter().map(|p| format!("./{}", p.display())));
+    tar.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true)
         .spawn()
-        .map_err(|e| ContainerError::Failed(format!("cannot run tar: {e}")))?;
-    let stream = tokio_util::io::ReaderStream::new(tar.stdout.take().expect("piped"));
-    let options = UploadToContainerOptions {
-        path: target.to_string(),
-        ..Default::default()
-    };
-    let uploaded = docker
-        .upload_to_container(container, Some(options), bollard::body_try_stream(stream))
-        .await
-        .map_err(failed(&format!(
-            "copying {} into {container}:{target}",
-            source.display()
-        )));
+        .map_err(|e| ContainerError::Failed(format!("cannot run tar: {e}")))
+}
+
+/// Wait for the tar of `copy`; an error if it failed.
+async fn tarred(tar: tokio::process::Child, copy: &CopyIn<'_>) -> Result<(), ContainerError> {
     let tarred = tar
         .wait_with_output()
         .await
         .map_err(|e| ContainerError::Failed(format!("tar: {e}")))?;
-    uploaded?;
     if !tarred.status.success() {
         return Err(ContainerError::Failed(format!(
             "tar of {} failed: {}",
-            source.display(),
+            copy.source.display(),
             String::from_utf8_lossy(&tarred.stderr).trim()
         )));
     }
     Ok(())
+}
+
+/// Copy through Podman's archive API (the container need not run).
+pub async fn copy_in(docker: &Docker, copy: &CopyIn<'_>) -> Result<(), ContainerError> {
+    let mut tar = tar_of(copy)?;
+    let stream = tokio_util::io::ReaderStream::new(tar.stdout.take().expect("piped"));
+    let options = UploadToContainerOptions {
+        path: copy.target.to_string(),
+        ..Default::default()
+    };
+    let uploaded = docker
+        .upload_to_container(
+            copy.container,
+            Some(options),
+            bollard::body_try_stream(stream),
+        )
+        .await
+        .map_err(failed(&format!(
+            "copying {} into {}:{}",
+            copy.source.display(),
+            copy.container,
+            copy.target
+        )));
+    let tarred = tarred(tar, copy).await;
+    uploaded?;
+    tarred
+}
+
+/// Longest a copy into a running container may take.
+const UNTAR_TIMEOUT: Duration = Duration::from_secs(3600);
+
+/// Copy into a running container by its own `tar -x` (as root, as the
+/// archive API writes); through the archive API when the image has no
+/// `tar`. The container only ever reads what this machine's tar wrote.
+pub async fn untar_inside(
+    docker: &Docker,
+    copy: &CopyIn<'_>,
+    remote: Option<String>,
+    cancel: &CancellationToken,
+) -> Result<(), ContainerError> {
+    let mut tar = tar_of(copy)?;
+    let stdout = tar.stdout.take().expect("piped");
+    let spec = podman::exec::ExecSpec {
+        argv: ["tar", "-x", "-f", "-", "-C", copy.target]
+            .map(String::from)
+            .to_vec(),
+        workdir: None,
+        env: Vec::new(),
+        stdin: Some(podman::exec::Input::Stream(Box::new(stdout))),
+        user: Some("0".into()),
+        timeout: UNTAR_TIMEOUT,
+        no_output_timeout: None,
+        tail_bytes: 8 * 1024,
+        remote,
+        sweep: false,
+        then: None,
+    };
+    let what = format!(
+        "copying {} into {}:{}",
+        copy.source.display(),
+        copy.container,
+        copy.target
+    );
+    let ran = podman::exec::exec(
+        docker.clone(),
+        copy.container,
+        spec,
+        cancel,
+        &podman::exec::Quiet,
+    )
+    .await
+    .map_err(|e| ContainerError::Failed(format!("{what}: {e}")))?;
+    let outcome = ran.outcome;
+    match (outcome.ending, outcome.exit_code) {
+        (timebox::Ending::Exited, Some(0)) => {
+            tracing::debug!(
+                container = copy.container,
+                "copied in by the container's tar"
+            );
+            tarred(tar, copy).await
+        }
+        // No `tar` in the image (126: not runnable, 127: not found).
+        (timebox::Ending::Exited, Some(126 | 127)) => {
+            drop(tar);
+            tracing::debug!(
+                container = copy.container,
+                "no tar in the container: copied in through the archive API"
+            );
+            copy_in(docker, copy).await
+        }
+        (ending, code) => {
+            let said: String = outcome.tail.chunks().into_iter().map(|(_, t)| t).collect();
+            Err(ContainerError::Failed(format!(
+                "{what}: tar in the container ended {ending:?} (exit code {code:?}): {}",
+                said.trim()
+            )))
+        }
+    }
 }
 
 /// One `sync-out`: the container's folder `source` into this machine's

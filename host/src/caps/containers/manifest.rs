@@ -123,11 +123,6 @@ pub fn remember(key: Key, remembered: Option<Remembered>) {
     }
 }
 
-struct Quiet;
-impl timebox::Progress for Quiet {
-    fn running(&self, _: Duration, _: u64) {}
-}
-
 /// The script that prints the `stat` of everything in its `$1`.
 const STAT_SCRIPT: &str =
     r#"date +%s && exec find "$1" -xdev -exec stat -c '%f %s %Y %Z %i %n' {} +"#;
@@ -148,6 +143,7 @@ pub async fn take(
         workdir: None,
         env: Vec::new(),
         stdin: None,
+        user: None,
         timeout: MANIFEST_TIMEOUT,
         no_output_timeout: None,
         tail_bytes: MAX_MANIFEST_BYTES,
@@ -158,10 +154,16 @@ pub async fn take(
         sweep: false,
         then: None,
     };
-    let outcome = podman::exec::exec(docker.clone(), container, spec, cancel, &Quiet)
-        .await
-        .ok()?
-        .outcome;
+    let outcome = podman::exec::exec(
+        docker.clone(),
+        container,
+        spec,
+        cancel,
+        &podman::exec::Quiet,
+    )
+    .await
+    .ok()?
+    .outcome;
     if outcome.exit_code != Some(0) || outcome.tail.truncated() {
         return None;
     }
