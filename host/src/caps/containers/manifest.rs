@@ -13,9 +13,12 @@
 //! [`super::unpack`] as before. An answer that does not parse, is too big,
 //! or too late means a whole sync, as does having nothing remembered.
 //!
-//! The container's clock counts seconds; a path changed in the second its
-//! `stat` was taken could change again unseen, so such a path is fetched
-//! again next time (git's "racily clean" rule).
+//! A path stamped at or after the moment its `stat` was taken could change
+//! again unseen, so such a path is fetched again next time (git's "racily
+//! clean" rule). The moment and the stamps are in nanoseconds where the
+//! container's `stat` and file system give them (GNU and BusyBox print
+//! them in `%y`; the moment is the stamp of a new `/proc/self`), else in
+//! seconds, and then anything of the second before is fetched again.
 
 use std::collections::HashMap;
 use std::path::{Component, Path, PathBuf};
@@ -38,6 +41,9 @@ pub struct Stat {
     pub size: u64,
     pub mtime: i64,
     pub ctime: i64,
+    /// The nanoseconds of each (0: not known).
+    pub mtime_ns: u32,
+    pub ctime_ns: u32,
     pub inode: u64,
 }
 
@@ -50,6 +56,8 @@ impl Stat {
 /// The container's folder as its `stat`s say, taken at `now` (its clock).
 pub struct Manifest {
     pub now: i64,
+    /// Its nanoseconds, when the container's clock said.
+    pub now_ns: Option<u32>,
     pub paths: HashMap<PathBuf, Stat>,
 }
 
@@ -65,9 +73,9 @@ pub struct Local {
 /// Both sides of every path at the end of a sync.
 pub struct Remembered {
     paths: HashMap<PathBuf, (Stat, Option<Local>)>,
-    /// Paths changed at or after this second of the container's clock are
-    /// fetched again next time.
-    racy_from: i64,
+    /// When the container's `stat`s were taken (its clock).
+    taken: i64,
+    taken_ns: Option<u32>,
 }
 
 /// What a sync has to do.
@@ -124,8 +132,7 @@ pub fn remember(key: Key, remembered: Option<Remembered>) {
 }
 
 /// The script that prints the `stat` of everything in its `$1`.
-const STAT_SCRIPT: &str =
-    r#"date +%s && exec find "$1" -xdev -exec stat -c '%f %s %Y %Z %i %n' {} +"#;
+const STAT_SCRIPT: &str = r#"{ stat -c '%Y %y' /proc/self/ 2>/dev/null || date +%s; } && exec find "$1" -xdev -exec stat -c '%f %s %Y %Z %i %y %z %n' {} +"#;
 
 /// Ask the container for the `stat` of everything in `source`; `None`
 /// when it cannot or does not answer in a form that parses.
@@ -265,21 +272,32 @@ pub fn kept(engine: &str, container: &str, source: &str) -> Option<Manifest> {
     }
 }
 
-/// `date +%s`, then `<mode hex> <size> <mtime> <ctime> <inode> <path>` per
+/// The moment (`<seconds>`, or `<seconds> <%y>` with its nanoseconds),
+/// then `<mode hex> <size> <mtime> <ctime> <inode> <%y> <%z> <path>` per
 /// line, every path `source` or beneath it.
 pub fn parse(text: &str, source: &str) -> Option<Manifest> {
     let mut lines = text.lines();
-    let now = lines.next()?.trim().parse().ok()?;
+    let mut moment = lines.next()?.split(' ');
+    let now = moment.next()?.trim().parse().ok()?;
+    let now_ns = match (moment.next(), moment.next()) {
+        (Some(_date), Some(time)) => Some(nanos(time)?),
+        _ => None,
+    };
     let mut paths = HashMap::new();
     for line in lines.filter(|l| !l.is_empty()) {
-        let mut fields = line.splitn(6, ' ');
+        let mut fields = line.splitn(12, ' ');
         let mut next = || fields.next();
+        let (mode, size, mtime, ctime, inode) = (next()?, next()?, next()?, next()?, next()?);
+        let (_, mtime_ns, _) = (next()?, nanos(next()?)?, next()?);
+        let (_, ctime_ns, _) = (next()?, nanos(next()?)?, next()?);
         let stat = Stat {
-            mode: u32::from_str_radix(next()?, 16).ok()?,
-            size: next()?.parse().ok()?,
-            mtime: next()?.parse().ok()?,
-            ctime: next()?.parse().ok()?,
-            inode: next()?.parse().ok()?,
+            mode: u32::from_str_radix(mode, 16).ok()?,
+            size: size.parse().ok()?,
+            mtime: mtime.parse().ok()?,
+            ctime: ctime.parse().ok()?,
+            inode: inode.parse().ok()?,
+            mtime_ns,
+            ctime_ns,
         };
         let path = next()?;
         // Text that was not UTF-8 cannot name a file to fetch.
@@ -297,7 +315,19 @@ pub fn parse(text: &str, source: &str) -> Option<Manifest> {
         }
         paths.insert(rel.to_path_buf(), stat);
     }
-    Some(Manifest { now, paths })
+    Some(Manifest { now, now_ns, paths })
+}
+
+/// The nanoseconds of a `%y` time of day (`20:45:35.933727983`); 0 when
+/// it has none.
+fn nanos(time: &str) -> Option<u32> {
+    let Some((_, fraction)) = time.split_once('.') else {
+        return Some(0);
+    };
+    if fraction.is_empty() || fraction.len() > 9 || !fraction.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    format!("{fraction:0<9}").parse().ok()
 }
 
 /// Everything beneath `root` but `exclude`, as this machine has it.
@@ -353,7 +383,8 @@ impl Remembered {
     /// said, this machine's as `local` lists it.
     pub fn new(manifest: Manifest, mut local: HashMap<PathBuf, Local>) -> Remembered {
         Remembered {
-            racy_from: manifest.now - 1,
+            taken: manifest.now,
+            taken_ns: manifest.now_ns,
             paths: manifest
                 .paths
                 .into_iter()
@@ -362,6 +393,17 @@ impl Remembered {
                     (p, (stat, here))
                 })
                 .collect(),
+        }
+    }
+
+    /// Whether a path stamped `seconds` (and `ns`) was stamped before its
+    /// `stat` was taken, so that any later change changes its stamp.
+    fn settled(&self, seconds: i64, ns: u32) -> bool {
+        match self.taken_ns {
+            Some(taken_ns) if ns != 0 => (seconds, ns) < (self.taken, taken_ns),
+            // In seconds: the one before too, as the clocks' seconds may
+            // not turn together.
+            _ => seconds < self.taken - 1,
         }
     }
 
@@ -380,8 +422,8 @@ impl Remembered {
                 Some((was, was_here)) => {
                     was == stat
                         && *was_here == here
-                        && was.mtime < self.racy_from
-                        && was.ctime < self.racy_from
+                        && self.settled(was.mtime, was.mtime_ns)
+                        && self.settled(was.ctime, was.ctime_ns)
                 }
                 None => false,
             };
@@ -419,9 +461,32 @@ mod tests {
 
     const SOURCE: &str = "/workdir";
 
-    fn manifest(now: i64, lines: &[&str]) -> Manifest {
-        let text = format!("{now}\n41ed 4096 1 1 2 /workdir\n{}\n", lines.join("\n"));
-        parse(&text, SOURCE).expect("parses")
+    /// `now`, then lines of `<mode> <size> <mtime> <ctime> <inode> <path>`
+    /// (times in seconds only), made into what `stat` prints.
+    fn manifest(now: &str, lines: &[&str]) -> Manifest {
+        parse(&listing(now, lines), SOURCE).expect("parses")
+    }
+
+    fn listing(now: &str, lines: &[&str]) -> String {
+        let day = "2026-11-26 10:00:00 +0000";
+        let lines: Vec<String> = ["41ed 4096 1 1 2 /workdir"]
+            .iter()
+            .chain(lines)
+            .map(|l| {
+                let (stat, path) = l.split_at(l.find(" /").unwrap());
+                let mut f: Vec<&str> = stat.split(' ').collect();
+                // `<mtime>.<ns>` gives the nanoseconds of both times.
+                let (seconds, ns) = f[2].split_once('.').unwrap_or((f[2], ""));
+                let at = if ns.is_empty() {
+                    day.to_string()
+                } else {
+                    day.replace(" +", &format!(".{ns} +"))
+                };
+                f[2] = seconds;
+                format!("{} {at} {at}{path}", f.join(" "))
+            })
+            .collect();
+        format!("{now}\n{}\n", lines.join("\n"))
     }
 
     fn dir() -> (tempfile::TempDir, Dir) {
@@ -432,23 +497,23 @@ mod tests {
 
     #[test]
     fn what_does_not_parse_means_a_whole_sync() {
+        let at = "2026-11-26 10:00:00.5 +0000";
         for bad in [
-            "",
-            "soon\n",
-            "100\n81a4 3 1 1 5\n",
-            "100\n81a4 x 1 1 5 /workdir/a\n",
-            "100\n81a4 3 1 1 5 /elsewhere/a\n",
-            "100\n81a4 3 1 1 5 /workdir/../etc/passwd\n",
-            "100\n81a4 3 1 1 5 /workdirx/a\n",
-            "100\n81a4 3 1 1 5 /workdir/\u{FFFD}\n",
+            String::new(),
+            "soon\n".into(),
+            "100 2026-11-26 10:00:00.x +0000\n".into(),
+            "100\n81a4 3 1 1 5\n".into(),
+            format!("100\n81a4 3 1 1 5 {at} {at}\n"),
+            format!("100\n81a4 x 1 1 5 {at} {at} /workdir/a\n"),
+            format!("100\n81a4 3 1 1 5 2026-11-26 10:00:00.1234567890 +0000 {at} /workdir/a\n"),
+            format!("100\n81a4 3 1 1 5 {at} {at} /elsewhere/a\n"),
+            format!("100\n81a4 3 1 1 5 {at} {at} /workdir/../etc/passwd\n"),
+            format!("100\n81a4 3 1 1 5 {at} {at} /workdirx/a\n"),
+            format!("100\n81a4 3 1 1 5 {at} {at} /workdir/\u{FFFD}\n"),
         ] {
-            assert!(parse(bad, SOURCE).is_none(), "{bad:?}");
+            assert!(parse(&bad, SOURCE).is_none(), "{bad:?}");
         }
-        let m = parse(
-            "100\n41ed 4096 1 1 2 /workdir\n81a4 3 1 1 5 /workdir/a b\n",
-            SOURCE,
-        )
-        .unwrap();
+        let m = manifest("100", &["81a4 3 1 1 5 /workdir/a b"]);
         assert_eq!(
             m.paths.len(),
             1,
@@ -468,7 +533,7 @@ mod tests {
         root.write("gone_there", "x").unwrap();
         root.create_dir("d").unwrap();
         let before = manifest(
-            100,
+            "100",
             &[
                 "81a4 1 50 50 10 /workdir/same",
                 "81a4 1 50 50 11 /workdir/edited_here",
@@ -480,7 +545,7 @@ mod tests {
         let remembered = Remembered::new(before, list_local(&root, &[]).unwrap());
         root.write("edited_here", "xy").unwrap();
         let now = manifest(
-            200,
+            "200",
             &[
                 "81a4 1 50 50 10 /workdir/same",
                 "81a4 1 50 50 11 /workdir/edited_here",
@@ -508,7 +573,7 @@ mod tests {
         let (_t, root) = dir();
         let seen = || {
             manifest(
-                100,
+                "100",
                 &[
                     "81a4 1 100 100 10 /workdir/racy",
                     "81a4 1 90 90 11 /workdir/old",
@@ -520,6 +585,35 @@ mod tests {
         assert_eq!(plan.fetch, [PathBuf::from("racy")]);
     }
 
+    /// With nanoseconds on both sides only what was stamped at or after
+    /// the moment the `stat`s were taken is fetched again, and a second
+    /// write in the same second shows.
+    #[test]
+    fn nanoseconds_narrow_what_is_fetched_again() {
+        let (_t, root) = dir();
+        let now = "100 2026-11-26 10:00:00.500000000 +0000";
+        let seen = |rewritten: &str| {
+            manifest(
+                now,
+                &[
+                    "81a4 1 100.400000000 100 10 /workdir/before",
+                    "81a4 1 100.500000000 100 11 /workdir/at",
+                    &format!("81a4 1 {rewritten} 100 12 /workdir/rewritten"),
+                    "81a4 1 100 100 13 /workdir/no_ns",
+                ],
+            )
+        };
+        let m = seen("100.100000000");
+        assert_eq!(m.now_ns, Some(500_000_000));
+        assert_eq!(m.paths[Path::new("before")].mtime_ns, 400_000_000);
+        let remembered = Remembered::new(m, list_local(&root, &[]).unwrap());
+        let mut plan = remembered.plan(&seen("100.100000000"), &list_local(&root, &[]).unwrap());
+        plan.fetch.sort();
+        assert_eq!(plan.fetch, ["at", "no_ns"].map(PathBuf::from));
+        let plan = remembered.plan(&seen("100.200000000"), &list_local(&root, &[]).unwrap());
+        assert!(plan.fetch.contains(&PathBuf::from("rewritten")), "{plan:?}");
+    }
+
     #[test]
     fn a_removed_folder_takes_what_it_holds_and_excluded_paths_are_not_seen() {
         let (_t, root) = dir();
@@ -529,8 +623,8 @@ mod tests {
         root.write(".git/config", "x").unwrap();
         let local = list_local(&root, &[]).unwrap();
         assert!(!local.keys().any(|p| p.starts_with(".git")), "{local:?}");
-        let empty = manifest(100, &[]);
-        let plan = Remembered::new(manifest(100, &[]), HashMap::new()).plan(&empty, &local);
+        let empty = manifest("100", &[]);
+        let plan = Remembered::new(manifest("100", &[]), HashMap::new()).plan(&empty, &local);
         assert_eq!(plan.remove, [PathBuf::from("gone")]);
     }
 }
