@@ -11,8 +11,13 @@
 //!   and over Streamable HTTP (keep-alive) from rmcp's client, in a session
 //!   (2025-11-25) and stateless (2026-07-28);
 //! - time from a timeout to the whole process tree being dead.
+//!
+//! Call figures are also given as ratios to the floor: the smallest rmcp
+//! stdio server, one no-op tool ([`floor`]), measured in the same run.
 
 mod common;
+#[path = "common/floor.rs"]
+mod floor;
 #[path = "../../tests/e2e/harness.rs"]
 #[allow(dead_code)]
 mod harness;
@@ -35,6 +40,9 @@ async fn start_to_list(env: &Env) -> (Duration, harness::Client) {
 
 #[tokio::main]
 async fn main() {
+    if floor::asked() {
+        return floor::serve().await;
+    }
     // Every bundled plugin, plus the fixture whose `noop` the call figures use.
     let bundled: Vec<String> = include_str!("../../plugins/bundled")
         .lines()
@@ -119,7 +127,28 @@ async fn main() {
     let (rss, _) = rss_kib(client.pid);
     println!("RSS after 5300 calls: {:.1} MiB", rss as f64 / 1024.0);
     drop(client);
-    raw_round_trips(&env).await;
+    let floor = floor_client().await;
+    let mut floor_calls = noop_calls(&floor).await;
+    drop(floor);
+    let (p50, p99) = (percentile(&mut calls, 0.5), percentile(&mut calls, 0.99));
+    let (f50, f99) = (
+        percentile(&mut floor_calls, 0.5),
+        percentile(&mut floor_calls, 0.99),
+    );
+    println!(
+        "floor: no-op tools/call round trip to a bare rmcp stdio server (5000 calls): p50 {}, p99 {}; ours / floor: p50 {:.2}x, p99 {:.2}x",
+        ms(f50),
+        ms(f99),
+        p50.as_secs_f64() / f50.as_secs_f64(),
+        p99.as_secs_f64() / f99.as_secs_f64()
+    );
+    let ours = raw_round_trips(env.host(&["serve", "--stdio", "--no-watch"]), "ours").await;
+    let floor = raw_round_trips(floor::command(), "floor").await;
+    println!(
+        "bare client, ours / floor: p50 {:.2}x, p99 {:.2}x",
+        ours.0.as_secs_f64() / floor.0.as_secs_f64(),
+        ours.1.as_secs_f64() / floor.1.as_secs_f64()
+    );
     http_round_trips(&env).await;
 
     // A tree with a plain child, a grandchild in its own session, and a
@@ -155,6 +184,22 @@ async fn main() {
 }
 
 /// 5000 timed no-op calls, after 300 to warm up.
+/// An MCP client of the floor server.
+async fn floor_client() -> harness::Client {
+    let (transport, _) = rmcp::transport::TokioChildProcess::builder(floor::command())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("the floor server starts");
+    let pid = transport.id().expect("its pid");
+    harness::Client::answering(
+        transport,
+        rmcp::ClientLifecycleMode::Initialize,
+        pid,
+        Default::default(),
+    )
+    .await
+}
+
 async fn noop_calls(client: &harness::Client) -> Vec<Duration> {
     for _ in 0..300 {
         client.call("noop", json!({})).await;
@@ -205,10 +250,11 @@ impl timebox::Progress for NoProgress {
 
 /// The same two round trips with a bare JSON-RPC client (write a line, read
 /// a line): the host without rmcp's client-side dispatch in the way.
-async fn raw_round_trips(env: &Env) {
+/// Pings and no-op calls from a bare client (write a line, read a line)
+/// to the server `command` starts; the calls' p50 and p99.
+async fn raw_round_trips(mut command: tokio::process::Command, who: &str) -> (Duration, Duration) {
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-    let mut child = env
-        .host(&["serve", "--stdio", "--no-watch"])
+    let mut child = command
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
@@ -246,12 +292,14 @@ async fn raw_round_trips(env: &Env) {
             calls.push(c);
         }
     }
+    let (p50, p99) = (percentile(&mut calls, 0.5), percentile(&mut calls, 0.99));
     println!(
-        "bare client: ping p50 {}, p99 {}; no-op tools/call p50 {}, p99 {} (5000 each)",
+        "bare client, {who}: ping p50 {}, p99 {}; no-op tools/call p50 {}, p99 {} (5000 each)",
         ms(percentile(&mut pings, 0.5)),
         ms(percentile(&mut pings, 0.99)),
-        ms(percentile(&mut calls, 0.5)),
-        ms(percentile(&mut calls, 0.99))
+        ms(p50),
+        ms(p99)
     );
     let _ = child.kill().await;
+    (p50, p99)
 }
