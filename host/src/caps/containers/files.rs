@@ -22,7 +22,7 @@ use cap_std::fs::Dir;
 use futures_util::TryStreamExt;
 use tokio_util::sync::CancellationToken;
 
-use super::{manifest, unpack};
+use super::{manifest, taken, unpack};
 use crate::bindings::mcphost::plugin::containers::{ContainerError, SyncReport};
 use crate::podman::{self, Engine, failed};
 
@@ -226,7 +226,7 @@ pub async fn sync_out(
     };
     // The command before took the `stat`s on its way out, or they are
     // asked for now.
-    let kept = manifest::kept(engine.name(), &job.container, &job.source);
+    let kept = taken::kept(engine.name(), &job.container, &job.source);
     let from_sweep = kept.is_some();
     let now = match kept {
         Some(kept) => Some(kept),

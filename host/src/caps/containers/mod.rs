@@ -48,6 +48,7 @@ mod manifest;
 pub mod mounts;
 mod network;
 mod owned;
+mod taken;
 pub(crate) mod unpack;
 mod volumes;
 
@@ -209,7 +210,7 @@ impl Host for CallState {
                 manifest::synced_source(engine.name(), &container),
             ),
         };
-        let generation = manifest::touched(engine.name(), &container);
+        let generation = taken::touched(engine.name(), &container);
         let spec = podman::exec::ExecSpec {
             argv,
             workdir: request.workdir,
@@ -225,7 +226,7 @@ impl Host for CallState {
         };
         let ran = podman::exec::exec(docker, &container, spec, &call.cancel, &progress).await?;
         if let (Some(source), Some(printed)) = (&then, &ran.then) {
-            manifest::keep(engine.name(), &container, generation, source, printed);
+            taken::keep(engine.name(), &container, generation, source, printed);
         }
         let outcome = ran.outcome;
         tracing::debug!(
@@ -401,7 +402,7 @@ impl Host for CallState {
         let folder = pinned_dir(&g, &source, &roots)?;
         let docker = podman::client(&self.engine).await?;
         let through = crate::pin::proc_path(&folder);
-        manifest::touched(self.engine.name(), &info.id);
+        taken::touched(self.engine.name(), &info.id);
         let copy = files::CopyIn {
             container: &info.id,
             source: &through,
