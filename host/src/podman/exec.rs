@@ -313,6 +313,25 @@ killed=$(scan TERM | wc -l)
 [ "$killed" -gt 0 ] && sleep 0.2 && forced=$(scan KILL | wc -l)
 echo "$killed $forced""#;
 
+/// What the sweep's exec printed: the counts' line, and what its [`Then`]
+/// printed if it was there and ended well.
+fn read_sweep(said: &str) -> Option<(KillReport, Option<String>)> {
+    let (counts, rest) = said.split_once('\n').unwrap_or((said, ""));
+    let mut counts = counts.split_whitespace().filter_map(|n| n.parse().ok());
+    let report = KillReport {
+        killed: counts.next()?,
+        forced: counts.next()?,
+    };
+    let printed = rest
+        .strip_suffix('\n')
+        .and_then(|r| r.strip_suffix(&format!("{THEN_STATUS}0")))
+        .map(str::to_string);
+    Some((report, printed))
+}
+
+/// Starts the line that gives a [`Then`] script's exit status.
+const THEN_STATUS: &str = "mcp-host-then-status ";
+
 /// How long the in-container kill may take (its grace is 200 ms).
 const KILL_INSIDE_LIMIT: Duration = Duration::from_secs(10);
 
@@ -331,7 +350,12 @@ async fn kill_inside_then(
 ) -> (KillReport, Option<String>) {
     let (script, args, max_bytes, limit) = match then {
         Some(t) => (
-            format!("{KILL_INSIDE}\nshift\n{}", t.script),
+            // Its status on a last line: what a failed script printed is
+            // not its answer.
+            format!(
+                "{KILL_INSIDE}\nshift\n( {} )\necho \"{THEN_STATUS}$?\"",
+                t.script
+            ),
             t.args.clone(),
             t.max_bytes,
             KILL_INSIDE_LIMIT + t.timeout,
@@ -375,14 +399,8 @@ async fn kill_inside_then(
                 said.extend_from_slice(&message[..message.len().min(room)]);
             }
         }
-        let said = String::from_utf8_lossy(&said);
-        let (counts, rest) = said.split_once('\n').unwrap_or((&said, ""));
-        let mut counts = counts.split_whitespace().filter_map(|n| n.parse().ok());
-        let report = KillReport {
-            killed: counts.next()?,
-            forced: counts.next()?,
-        };
-        Some((report, (then.is_some() && !cut).then(|| rest.to_string())))
+        let (report, printed) = read_sweep(&String::from_utf8_lossy(&said))?;
+        Some((report, printed.filter(|_| then.is_some() && !cut)))
     };
     match tokio::time::timeout(limit, run).await {
         Ok(Some(done)) => done,
@@ -471,5 +489,26 @@ impl Drop for Guard {
 fn reap_session(session: &str) {
     for pid in crate::platform::processes_naming(&[session]) {
         crate::platform::kill_process(pid);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_then_script_that_failed_or_was_not_run_prints_nothing() {
+        let (report, printed) = read_sweep("2 1\n100\na\nmcp-host-then-status 0\n").unwrap();
+        assert_eq!((report.killed, report.forced), (2, 1));
+        assert_eq!(printed.as_deref(), Some("100\na\n"));
+        for failed in [
+            "0 0\n100\nmcp-host-then-status 127\n",
+            "0 0\n100\na\n",
+            "0 0\n",
+            "0 0\n100\nmcp-host-then-status 0\nmore\n",
+        ] {
+            assert_eq!(read_sweep(failed).unwrap().1, None, "{failed:?}");
+        }
+        assert!(read_sweep("killed\n").is_none());
     }
 }
