@@ -389,13 +389,13 @@ async fn kill_inside_then(
             return None;
         };
         // The counts' line, and past it what `then` printed.
-        let limit = max_bytes + 64;
+        let keep = max_bytes + 64;
         let mut said = Vec::new();
         let mut cut = false;
         while let Some(Ok(chunk)) = output.next().await {
             if let LogOutput::StdOut { message } = chunk {
-                cut |= said.len() + message.len() > limit;
-                let room = limit.saturating_sub(said.len());
+                cut |= said.len() + message.len() > keep;
+                let room = keep.saturating_sub(said.len());
                 said.extend_from_slice(&message[..message.len().min(room)]);
             }
         }

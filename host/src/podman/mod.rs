@@ -31,6 +31,15 @@ impl Engine {
         }
     }
 
+    /// The engine's URL when it is another machine's (its processes are
+    /// not in this machine's /proc).
+    pub fn remote_url(&self) -> Option<String> {
+        match self {
+            Engine::Local => None,
+            Engine::Remote(remote) => Some(remote.url.clone()),
+        }
+    }
+
     /// Where ports published there are reached from this machine.
     pub fn address(&self) -> &str {
         match self {

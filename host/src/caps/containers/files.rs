@@ -1,8 +1,9 @@
 //! Files between this machine and a container, for engines that cannot
 //! mount this machine's folders (another machine's): `copy-in` streams a
 //! host folder into the container (GNU tar, into the container's own `tar`
-//! when it runs and has one, else through the engine's archive API) and `sync-out` makes a host folder hold what a container folder
-//! holds. Checkpoints use both directions too ([`super::commit`]).
+//! when it runs and has one, else through the engine's archive API) and
+//! `sync-out` makes a host folder hold what a container folder holds.
+//! Checkpoints use both directions too ([`super::commit`]).
 //!
 //! What comes out of a container is hostile input: the archive is first
 //! stored whole (up to the caller's limit, so a container cannot fill the
@@ -45,6 +46,18 @@ pub struct CopyIn<'a> {
     pub target: &'a str,
     pub paths: &'a [PathBuf],
     pub exclude: &'a [PathBuf],
+}
+
+impl CopyIn<'_> {
+    /// What it does, for error messages.
+    fn what(&self) -> String {
+        format!(
+            "copying {} into {}:{}",
+            self.source.display(),
+            self.container,
+            self.target
+        )
+    }
 }
 
 /// A tar of what `copy` names, streamed from GNU tar on this machine.
@@ -105,12 +118,7 @@ pub async fn copy_in(docker: &Docker, copy: &CopyIn<'_>) -> Result<(), Container
             bollard::body_try_stream(stream),
         )
         .await
-        .map_err(failed(&format!(
-            "copying {} into {}:{}",
-            copy.source.display(),
-            copy.container,
-            copy.target
-        )));
+        .map_err(failed(&copy.what()));
     let tarred = tarred(tar, copy).await;
     uploaded?;
     tarred
@@ -145,12 +153,7 @@ pub async fn untar_inside(
         sweep: false,
         then: None,
     };
-    let what = format!(
-        "copying {} into {}:{}",
-        copy.source.display(),
-        copy.container,
-        copy.target
-    );
+    let what = copy.what();
     let ran = podman::exec::exec(
         docker.clone(),
         copy.container,
@@ -220,10 +223,7 @@ pub async fn sync_out(
         target: job.target.clone(),
         exclude: job.exclude.clone(),
     };
-    let remote = match engine {
-        Engine::Local => None,
-        Engine::Remote(remote) => Some(remote.url.clone()),
-    };
+    let remote = engine.remote_url();
     // The command before took the `stat`s on its way out, or they are
     // asked for now.
     let kept = taken::kept(engine.name(), &job.container, &job.source);

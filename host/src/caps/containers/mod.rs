@@ -203,14 +203,15 @@ impl Host for CallState {
         // takes the `stat`s of the folder last synced out, which the sync
         // that follows a command would otherwise ask for in an exec of its
         // own.
-        let (remote, then) = match &engine {
-            Engine::Local => (None, None),
-            Engine::Remote(remote) => (
-                Some(remote.url.clone()),
+        // (This machine's engine shares the folders: nothing is synced.)
+        let remote = engine.remote_url();
+        let (then, generation) = match remote {
+            None => (None, 0),
+            Some(_) => (
                 manifest::synced_source(engine.name(), &container),
+                taken::touched(engine.name(), &container),
             ),
         };
-        let generation = taken::touched(engine.name(), &container);
         let spec = podman::exec::ExecSpec {
             argv,
             workdir: request.workdir,
@@ -413,10 +414,7 @@ impl Host for CallState {
         if paths.is_empty() {
             // A whole folder: unpacked by the container's own tar, many
             // times faster than Podman's archive API on many files.
-            let remote = match &self.engine {
-                Engine::Local => None,
-                Engine::Remote(remote) => Some(remote.url.clone()),
-            };
+            let remote = self.engine.remote_url();
             let cancel = self.call.cancel.clone();
             return Ok(files::untar_inside(&docker, &copy, remote, &cancel).await?);
         }
