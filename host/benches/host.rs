@@ -102,7 +102,7 @@ async fn main() {
         mib("RssFile:")
     );
 
-    // The floor: a ping through the same client, transport and rmcp server.
+    // The transport alone: a ping through the same client, transport and rmcp server.
     let mut pings = Vec::with_capacity(5000);
     for _ in 0..5000 {
         let t = Instant::now();
@@ -114,41 +114,31 @@ async fn main() {
         pings.push(t.elapsed());
     }
     println!(
-        "ping round trip over stdio (floor, 5000 pings): p50 {}, p99 {}",
+        "ping round trip over stdio (the transport alone, 5000 pings): p50 {}, p99 {}",
         ms(percentile(&mut pings, 0.5)),
         ms(percentile(&mut pings, 0.99))
     );
-    let mut calls = noop_calls(&client).await;
+    let ours = p50_p99(noop_calls(&client).await);
     println!(
         "no-op tools/call round trip over stdio (5000 calls): p50 {}, p99 {}",
-        ms(percentile(&mut calls, 0.5)),
-        ms(percentile(&mut calls, 0.99))
+        ms(ours.0),
+        ms(ours.1)
     );
     let (rss, _) = rss_kib(client.pid);
     println!("RSS after 5300 calls: {:.1} MiB", rss as f64 / 1024.0);
     drop(client);
     let floor = floor_client().await;
-    let mut floor_calls = noop_calls(&floor).await;
+    let floor_calls = p50_p99(noop_calls(&floor).await);
     drop(floor);
-    let (p50, p99) = (percentile(&mut calls, 0.5), percentile(&mut calls, 0.99));
-    let (f50, f99) = (
-        percentile(&mut floor_calls, 0.5),
-        percentile(&mut floor_calls, 0.99),
-    );
     println!(
-        "floor: no-op tools/call round trip to a bare rmcp stdio server (5000 calls): p50 {}, p99 {}; ours / floor: p50 {:.2}x, p99 {:.2}x",
-        ms(f50),
-        ms(f99),
-        p50.as_secs_f64() / f50.as_secs_f64(),
-        p99.as_secs_f64() / f99.as_secs_f64()
+        "floor: no-op tools/call round trip to a bare rmcp stdio server (5000 calls): p50 {}, p99 {}; {}",
+        ms(floor_calls.0),
+        ms(floor_calls.1),
+        against_floor(ours, floor_calls)
     );
     let ours = raw_round_trips(env.host(&["serve", "--stdio", "--no-watch"]), "ours").await;
     let floor = raw_round_trips(floor::command(), "floor").await;
-    println!(
-        "bare client, ours / floor: p50 {:.2}x, p99 {:.2}x",
-        ours.0.as_secs_f64() / floor.0.as_secs_f64(),
-        ours.1.as_secs_f64() / floor.1.as_secs_f64()
-    );
+    println!("bare client, {}", against_floor(ours, floor));
     http_round_trips(&env).await;
 
     // A tree with a plain child, a grandchild in its own session, and a
@@ -183,7 +173,24 @@ async fn main() {
     );
 }
 
-/// 5000 timed no-op calls, after 300 to warm up.
+/// The p50 and p99 of `samples`.
+fn p50_p99(mut samples: Vec<Duration>) -> (Duration, Duration) {
+    (
+        percentile(&mut samples, 0.5),
+        percentile(&mut samples, 0.99),
+    )
+}
+
+/// Our (p50, p99) as ratios to the floor's.
+fn against_floor(ours: (Duration, Duration), floor: (Duration, Duration)) -> String {
+    let ratio = |a: Duration, b: Duration| a.as_secs_f64() / b.as_secs_f64();
+    format!(
+        "ours / floor: p50 {:.2}x, p99 {:.2}x",
+        ratio(ours.0, floor.0),
+        ratio(ours.1, floor.1)
+    )
+}
+
 /// An MCP client of the floor server.
 async fn floor_client() -> harness::Client {
     let (transport, _) = rmcp::transport::TokioChildProcess::builder(floor::command())
@@ -200,6 +207,7 @@ async fn floor_client() -> harness::Client {
     .await
 }
 
+/// 5000 timed no-op calls, after 300 to warm up.
 async fn noop_calls(client: &harness::Client) -> Vec<Duration> {
     for _ in 0..300 {
         client.call("noop", json!({})).await;
@@ -292,7 +300,7 @@ async fn raw_round_trips(mut command: tokio::process::Command, who: &str) -> (Du
             calls.push(c);
         }
     }
-    let (p50, p99) = (percentile(&mut calls, 0.5), percentile(&mut calls, 0.99));
+    let (p50, p99) = p50_p99(calls);
     println!(
         "bare client, {who}: ping p50 {}, p99 {}; no-op tools/call p50 {}, p99 {} (5000 each)",
         ms(percentile(&mut pings, 0.5)),
