@@ -416,10 +416,6 @@ async fn only_what_changed_comes_back_from_another_engine() {
     );
     let r = client.call("environment_destroy", f.scoped("far")).await;
     assert!(!is_error(&r), "{r:?}");
-    eprintln!(
-        "LOG {}",
-        std::fs::read_to_string(f.env.stderr_log()).unwrap_or_default()
-    );
 }
 
 /// The worktree goes into another engine's container through the
