@@ -818,6 +818,51 @@ async fn a_grandchild_that_clears_its_environment_does_not_survive() {
     );
 }
 
+/// Many failing tests with long diffs, and a flood of failure lines: the
+/// answer stays within what clients show a model, says what it left out,
+/// and summary.json keeps it all.
+#[tokio::test]
+async fn a_large_failing_run_answers_within_the_budget() {
+    let Some(env) = pytest_env() else {
+        return;
+    };
+    let tests: String = (0..60)
+        .map(|i| {
+            format!(
+                "def test_{i}():\n    print('ERROR ' + 'x' * 300)\n    assert list(range(300)) == list(range(1, 301))\n"
+            )
+        })
+        .collect();
+    write(&env.workspace, &[("test_many.py", tests.as_str())]);
+    let host = env.start().await;
+    let result = host
+        .call("run_test", run_test_args("pytest", json!({})))
+        .await;
+    let answer = text(&result);
+    assert!(answer.len() <= 20_000, "{} bytes", answer.len());
+    let out = structured(&result);
+    assert_eq!(out["status"], "fail", "{out}");
+    assert_eq!(out["tests"]["failed"], 60, "{out}");
+    let shown = out["failures"].as_array().unwrap().len();
+    assert!(shown >= 1, "{out}");
+    assert_eq!(
+        shown as u64 + out["failures_omitted"].as_u64().unwrap_or(0),
+        20,
+        "the answer details 20 failures or counts those it left out: {out}"
+    );
+    let summary: Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            env.workspace
+                .join(out["report_dir"].as_str().unwrap())
+                .join("summary.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(summary["failed_tests"].as_array().unwrap().len(), 60);
+    assert!(summary["failures"][0]["excerpt"].as_str().unwrap().len() > 300);
+}
+
 #[tokio::test]
 async fn output_flood_keeps_host_memory_bounded() {
     // 500 MB of 71-byte lines.

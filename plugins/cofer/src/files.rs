@@ -59,7 +59,7 @@ pub fn read(a: args::FileRead) -> Result<ToolOutput, ToolError> {
 
 /// What a read without a range shows of a file: clients show a model
 /// about 20 KB of an answer whole.
-const DEFAULT_READ_BYTES: usize = 16 * 1024;
+const DEFAULT_READ_BYTES: usize = plugin_sdk::text::ANSWER_BYTES;
 
 /// `text` whole when short; else its first lines within
 /// [`DEFAULT_READ_BYTES`] and how to read the rest.

@@ -519,7 +519,7 @@ fn update_metadata(args: args::UpdateMetadata) -> Result<ToolOutput, ToolError> 
 const MAX_HISTORY_BYTES: u64 = 256 * 1024;
 /// What a log or diff shows unless asked for more: clients show a model
 /// about 20 KB of an answer whole.
-const DEFAULT_HISTORY_BYTES: u64 = 16 * 1024;
+const DEFAULT_HISTORY_BYTES: u64 = plugin_sdk::text::ANSWER_BYTES as u64;
 
 /// The environment's log (`Some(patch)`) or its whole diff (`None`), from
 /// the commit it was created at.

@@ -25,7 +25,7 @@ const TAIL_BYTES: u64 = 64 * 1024;
 const TAIL_LINES: usize = 512;
 /// Bytes of stdout and stderr returned together unless asked for more:
 /// clients show a model about 20 KB of an answer whole, and cut the rest.
-const DEFAULT_OUTPUT_BYTES: usize = 16 * 1024;
+const DEFAULT_OUTPUT_BYTES: usize = plugin_sdk::text::ANSWER_BYTES;
 
 pub fn output_schema() -> Value {
     json!({

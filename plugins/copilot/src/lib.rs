@@ -14,6 +14,7 @@ mod models;
 mod tty;
 
 use plugin_sdk::process::{self, RunRequest, RunResult, Status};
+use plugin_sdk::text::ANSWER_BYTES;
 use plugin_sdk::{CapabilityError, Hints, McpTool, TaskSupport, Tool, ToolError, ToolOutput};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -23,10 +24,6 @@ use serde_json::{Value, json};
 pub const TIMEOUT_MS: u64 = 30_000;
 /// Raw output kept per request.
 const TAIL_BYTES: u64 = 1024 * 1024;
-/// Most bytes of stdout and stderr in an answer: clients cut or hide
-/// bigger tool results (Claude Code shows its model a 2 KB preview of a
-/// saved file), so what is over is left out, said where and how much.
-const ANSWER_BYTES: usize = 16 * 1024;
 /// Of that, the most stderr keeps (its end: the CLI's last words).
 const STDERR_BYTES: usize = 2 * 1024;
 const PROGRAM: &str = "copilot";
@@ -166,17 +163,12 @@ pub fn fit(stdout: &mut String, stderr: &mut String) -> Omitted {
         stderr.replace_range(..from, "");
     }
     let room = ANSWER_BYTES - stderr.len();
-    if stdout.len() > room {
-        let head = stdout.floor_char_boundary(room * 3 / 4);
-        let tail = stdout.ceil_char_boundary(stdout.len() - (room - head));
-        omitted.stdout = tail - head;
-        let marker = format!(
-            "\n[... {} bytes of copilot's output left out here, to keep this answer within what \
-             clients pass to their model: ask for a shorter answer, or for the part you need ...]\n",
-            omitted.stdout
-        );
-        stdout.replace_range(head..tail, &marker);
-    }
+    omitted.stdout = plugin_sdk::text::keep_ends(stdout, room, room * 3 / 4, |n| {
+        format!(
+            "\n[... {n} bytes of copilot's output left out here, to keep this answer within what \
+             clients pass to their model: ask for a shorter answer, or for the part you need ...]\n"
+        )
+    });
     omitted
 }
 

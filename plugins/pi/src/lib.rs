@@ -71,7 +71,7 @@ impl McpTool for Prompt {
             .or_else(|| std::env::var("PI_TIMEOUT_MS").ok()?.parse().ok())
             .unwrap_or(600_000);
         let result = run::run(&args.prompt, &provider, &agent_dir, timeout_ms)?;
-        Ok(plugin_sdk::structured_output(&result))
+        Ok(plugin_sdk::structured_output(&result.within_budget()))
     }
 }
 

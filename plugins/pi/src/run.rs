@@ -8,6 +8,7 @@
 //! after the next event (or a short silence).
 
 use plugin_sdk::process::{self, Child, LineEvent, StartRequest};
+use plugin_sdk::text::{ANSWER_BYTES, keep_ends};
 use plugin_sdk::{ToolError, notify};
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -55,6 +56,7 @@ pub fn output_schema() -> Value {
                 "input": {"type": "integer"}, "output": {"type": "integer"},
                 "cacheRead": {"type": "integer"}, "cacheWrite": {"type": "integer"},
                 "totalTokens": {"type": "integer"}, "cost": {"type": "number"}}},
+            "tool_calls_omitted": {"type": "integer", "description": "The earliest tool calls left out of tool_calls to keep this answer within 16 KB; each was relayed as a notification while it ran."},
             "turns": {"type": "integer"},
         },
         "required": ["text", "stop_reason", "tool_calls", "usage", "turns"],
@@ -66,8 +68,60 @@ pub struct Outcome {
     text: String,
     stop_reason: String,
     tool_calls: Vec<Value>,
+    /// The earliest tool calls left out of the answer to keep it within
+    /// [`ANSWER_BYTES`] (each was relayed as it ran).
+    #[serde(skip_serializing_if = "is_zero")]
+    tool_calls_omitted: usize,
     usage: Usage,
     turns: u64,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+impl Outcome {
+    fn size(&self) -> usize {
+        serde_json::to_string(self).map_or(0, |s| s.len())
+    }
+
+    /// The answer within [`ANSWER_BYTES`]: the earliest tool calls go
+    /// first (the latest stays), then the middle of the text (a long
+    /// final answer keeps its start and end).
+    pub fn within_budget(mut self) -> Outcome {
+        let over = self.size().saturating_sub(ANSWER_BYTES);
+        if over == 0 {
+            return self;
+        }
+        let mut freed = 0;
+        let calls = self
+            .tool_calls
+            .iter()
+            .take(self.tool_calls.len().saturating_sub(1))
+            .take_while(|call| {
+                let enough = freed >= over;
+                freed += call.to_string().len() + 1;
+                !enough
+            })
+            .count();
+        self.tool_calls.drain(..calls);
+        self.tool_calls_omitted = calls;
+        // JSON escaping can make a byte of text cost more: cut, measure,
+        // cut more.
+        let whole = self.text.clone();
+        let mut drop = 0;
+        while self.size() > ANSWER_BYTES && drop < whole.len() {
+            drop += self.size() - ANSWER_BYTES;
+            let keep = whole.len().saturating_sub(drop + 100);
+            self.text = whole.clone();
+            keep_ends(&mut self.text, keep, keep * 3 / 4, |n| {
+                format!(
+                    "\n[… {n} bytes of pi's answer left out here; ask it for the part you need]\n"
+                )
+            });
+        }
+        self
+    }
 }
 
 #[derive(Serialize, Default, Debug)]
@@ -498,6 +552,43 @@ mod tests {
             "the start's arguments"
         );
         assert_eq!(outcome.usage.total_tokens, 24);
+    }
+
+    #[test]
+    fn a_long_run_answers_within_the_budget() {
+        let small = Outcome {
+            text: "Done.".into(),
+            tool_calls: vec![json!({"toolCallId": "c0"})],
+            ..Outcome::default()
+        };
+        assert_eq!(small.within_budget().tool_calls_omitted, 0);
+        let calls: Vec<Value> = (0..300)
+            .map(|i| json!({"toolCallId": format!("c{i}"), "toolName": "bash", "args": {"command": "x".repeat(200)}}))
+            .collect();
+        let outcome = Outcome {
+            text: format!("START\n{}\nEND", "\"quoted\" line\n".repeat(5000)),
+            tool_calls: calls,
+            ..Outcome::default()
+        }
+        .within_budget();
+        assert!(outcome.size() <= ANSWER_BYTES, "{}", outcome.size());
+        assert_eq!(outcome.tool_calls.len(), 1, "the last call stays");
+        assert_eq!(outcome.tool_calls[0]["toolCallId"], "c299");
+        assert_eq!(outcome.tool_calls_omitted, 299);
+        assert!(outcome.text.starts_with("START\n") && outcome.text.ends_with("\nEND"));
+        assert!(outcome.text.contains("bytes of pi's answer left out here"));
+        // Only as many calls go as make room.
+        let calls: Vec<Value> = (0..100)
+            .map(|i| json!({"toolCallId": format!("c{i}"), "args": {"command": "x".repeat(200)}}))
+            .collect();
+        let outcome = Outcome {
+            tool_calls: calls,
+            ..Outcome::default()
+        }
+        .within_budget();
+        assert!(outcome.size() <= ANSWER_BYTES);
+        assert!(outcome.size() > ANSWER_BYTES - 300, "{}", outcome.size());
+        assert_eq!(outcome.tool_calls.len() + outcome.tool_calls_omitted, 100);
     }
 
     #[test]

@@ -10,6 +10,8 @@ use crate::template::Runner;
 pub const CONTEXT: usize = 3;
 pub const MAX_BLOCKS: usize = 5;
 pub const LAST_LINES: usize = 30;
+/// Most lines of one block: a flood of failure lines merges into one.
+const MAX_BLOCK_LINES: usize = 20;
 /// Lines longer than this are cut in summaries (a flood can be one line).
 const MAX_LINE: usize = 400;
 
@@ -137,6 +139,7 @@ pub fn summarize(tail: &str, truncated: bool, runner: Runner) -> Summary {
     let blocks = ranges
         .into_iter()
         .take(MAX_BLOCKS)
+        .map(|(s, e)| (s, e.min(s + MAX_BLOCK_LINES - 1)))
         .map(|(s, e)| Block {
             first_line: s + 1,
             last_line: e + 1,

@@ -8,6 +8,7 @@
 //! only; per-test results ([`results`]) from the runner's own report where
 //! it writes one, else from that output.
 
+mod answer;
 mod excerpt;
 mod request;
 pub mod results;
@@ -173,7 +174,7 @@ fn run(args: &request::Args, checked: &Checked) -> serde_json::Value {
         excerpt = format!("[not written] {}\n{excerpt}", missing.join("; "));
         artifacts.insert("not_written".into(), serde_json::Value::Object(not_written));
     }
-    json!({
+    answer::fit(json!({
         "status": outcome.status,
         "exit_code": outcome.exit_code,
         "duration_ms": outcome.duration_ms,
@@ -182,7 +183,7 @@ fn run(args: &request::Args, checked: &Checked) -> serde_json::Value {
         "excerpt": excerpt,
         "tests": tests,
         "failures": failures,
-    })
+    }))
 }
 
 /// The per-test results: from the report the run wrote, else from its
@@ -370,13 +371,14 @@ fn output_schema() -> serde_json::Value {
                                "skipped": {"type": "integer"}, "total": {"type": "integer"}}
             },
             "failures": {
-                "description": "The failing tests (at most 20): name as the runner reruns it, file and line where the runner says, the message and an excerpt.",
+                "description": "The failing tests (at most 20, fewer when the answer would pass 16 KB: see failures_omitted): name as the runner reruns it, file and line where the runner says, the message and an excerpt (shortened when the answer would pass 16 KB; whole in summary.json).",
                 "type": "array",
                 "items": {"type": "object", "properties": {
                     "name": {"type": "string"}, "file": {"type": "string"}, "line": {"type": "integer"},
                     "message": {"type": "string"}, "excerpt": {"type": "string"}},
                     "required": ["name", "message", "excerpt"]}
-            }
+            },
+            "failures_omitted": {"type": "integer", "description": "Failures left out of this answer to keep it within 16 KB; summary.json in report_dir details them."}
         },
         "required": ["status", "exit_code", "duration_ms", "report_dir", "artifacts", "excerpt"]
     })

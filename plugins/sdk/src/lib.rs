@@ -28,6 +28,7 @@
 
 pub mod errors;
 mod run;
+pub mod text;
 mod time;
 pub mod tool;
 
