@@ -7,7 +7,8 @@
 //! - SIGKILL to the host during the same run → the last process of the
 //!   tree is gone (the watchdog's work);
 //! - SIGINT to an idle host → it has exited, with stdin and stdout as
-//!   pipes and as a socket (how Claude Code and Gemini CLI start servers).
+//!   pipes, as a socket (how Claude Code and Gemini CLI start servers) and
+//!   as a pseudo-terminal.
 //!
 //! The tree: a grandchild in its own session, a double-forked daemon, one
 //! that also cleared its environment, and the test's own `sleep`.
@@ -108,13 +109,15 @@ async fn main() {
             ms(percentile(samples, 1.0))
         )
     };
-    let (mut piped, mut socketed) = (Vec::new(), Vec::new());
+    let (mut piped, mut socketed, mut terminal) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..ROUNDS {
-        piped.push(idle_sigint(&env, false).await);
-        socketed.push(idle_sigint(&env, true).await);
+        piped.push(idle_sigint(&env, Streams::Pipes).await);
+        socketed.push(idle_sigint(&env, Streams::Socket).await);
+        terminal.push(idle_sigint(&env, Streams::Pty).await);
     }
     line("SIGINT to an idle host -> exited, pipes", &mut piped);
     line("SIGINT to an idle host -> exited, a socket", &mut socketed);
+    line("SIGINT to an idle host -> exited, a pty", &mut terminal);
     line("SIGTERM -> host exited", &mut exited);
     line(
         "SIGTERM -> last process of the tree gone",
@@ -126,47 +129,70 @@ async fn main() {
     );
 }
 
+/// What the host's stdin and stdout are.
+#[derive(Clone, Copy)]
+enum Streams {
+    Pipes,
+    /// One socket for both (how Claude Code and Gemini CLI start servers).
+    Socket,
+    /// A pseudo-terminal in raw mode, as from a terminal.
+    Pty,
+}
+
 /// SIGINT to a host that has answered `initialize` and waits; how long
-/// until it has exited. Its stdin and stdout are pipes, or one socket.
-async fn idle_sigint(env: &Env, socket: bool) -> Duration {
+/// until it has exited.
+async fn idle_sigint(env: &Env, streams: Streams) -> Duration {
+    use std::os::fd::OwnedFd;
     use tokio::io::AsyncBufReadExt;
-    let (mut host, ours) = if socket {
-        let (ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
-        let child = env
-            .host(&["serve", "--stdio"])
-            .stdin(Stdio::from(std::os::fd::OwnedFd::from(
-                theirs.try_clone().unwrap(),
-            )))
-            .stdout(Stdio::from(std::os::fd::OwnedFd::from(theirs)))
+    // The host on one end of a socket or terminal, both ways.
+    let on = |theirs: OwnedFd| {
+        env.host(&["serve", "--stdio"])
+            .stdin(Stdio::from(theirs.try_clone().unwrap()))
+            .stdout(Stdio::from(theirs))
             .stderr(Stdio::null())
             .kill_on_drop(true)
             .spawn()
-            .unwrap();
-        ours.set_nonblocking(true).unwrap();
-        (child, Some(tokio::net::UnixStream::from_std(ours).unwrap()))
-    } else {
-        (serve_raw(env, Stdio::piped()), None)
+            .unwrap()
     };
-    match ours {
-        Some(stream) => {
-            let (read, mut write) = stream.into_split();
-            write.write_all(handshake().as_bytes()).await.unwrap();
-            let mut lines = tokio::io::BufReader::new(read).lines();
-            lines.next_line().await.unwrap();
-            let start = Instant::now();
-            kill(Pid::from_raw(host.id().unwrap() as i32), Signal::SIGINT).unwrap();
-            host.wait().await.unwrap();
-            start.elapsed()
+    let (mut host, read, mut write): (
+        _,
+        Box<dyn tokio::io::AsyncRead + Unpin>,
+        Box<dyn tokio::io::AsyncWrite + Unpin>,
+    ) = match streams {
+        Streams::Pipes => {
+            let mut host = serve_raw(env, Stdio::piped());
+            let (stdout, stdin) = (host.stdout.take().unwrap(), host.stdin.take().unwrap());
+            (host, Box::new(stdout), Box::new(stdin))
         }
-        None => {
-            let mut stdin = host.stdin.take().unwrap();
-            stdin.write_all(handshake().as_bytes()).await.unwrap();
-            let mut lines = tokio::io::BufReader::new(host.stdout.take().unwrap()).lines();
-            lines.next_line().await.unwrap();
-            let start = Instant::now();
-            kill(Pid::from_raw(host.id().unwrap() as i32), Signal::SIGINT).unwrap();
-            host.wait().await.unwrap();
-            start.elapsed()
+        Streams::Socket => {
+            let (ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+            let host = on(theirs.into());
+            ours.set_nonblocking(true).unwrap();
+            let (read, write) = tokio::net::UnixStream::from_std(ours).unwrap().into_split();
+            (host, Box::new(read), Box::new(write))
         }
-    }
+        Streams::Pty => {
+            let pty = nix::pty::openpty(None, None).unwrap();
+            let mut raw = nix::sys::termios::tcgetattr(&pty.slave).unwrap();
+            nix::sys::termios::cfmakeraw(&mut raw);
+            nix::sys::termios::tcsetattr(&pty.slave, nix::sys::termios::SetArg::TCSANOW, &raw)
+                .unwrap();
+            let host = on(pty.slave);
+            let master = std::fs::File::from(pty.master);
+            let read = tokio::fs::File::from_std(master.try_clone().unwrap());
+            (
+                host,
+                Box::new(read),
+                Box::new(tokio::fs::File::from_std(master)),
+            )
+        }
+    };
+    write.write_all(handshake().as_bytes()).await.unwrap();
+    write.flush().await.unwrap();
+    let mut lines = tokio::io::BufReader::new(read).lines();
+    lines.next_line().await.unwrap();
+    let start = Instant::now();
+    kill(Pid::from_raw(host.id().unwrap() as i32), Signal::SIGINT).unwrap();
+    host.wait().await.unwrap();
+    start.elapsed()
 }

@@ -1326,3 +1326,71 @@ async fn claude_code_gets_an_allow_list_of_the_read_only_tools() {
         .unwrap();
     assert!(!out.status.success(), "{out:?}");
 }
+
+/// Clients start servers on pipes, on a socket (Claude Code, Gemini CLI)
+/// or on a terminal: the host answers a call on each, and a terminal it
+/// shares stays blocking for the shell that shares it.
+#[tokio::test]
+async fn the_host_serves_over_a_socket_and_a_terminal() {
+    use std::io::{BufRead, Write};
+    use std::os::fd::OwnedFd;
+    let env = Env::new(&["faulty"], "");
+    for terminal in [false, true] {
+        let (ours, theirs): (std::fs::File, OwnedFd) = if terminal {
+            let pty = nix::pty::openpty(None, None).unwrap();
+            let mut raw = nix::sys::termios::tcgetattr(&pty.slave).unwrap();
+            nix::sys::termios::cfmakeraw(&mut raw);
+            nix::sys::termios::tcsetattr(&pty.slave, nix::sys::termios::SetArg::TCSANOW, &raw)
+                .unwrap();
+            (pty.master.into(), pty.slave)
+        } else {
+            let (ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+            (OwnedFd::from(ours).into(), theirs.into())
+        };
+        let mut host = env
+            .host(&["serve", "--stdio"])
+            .stdin(std::process::Stdio::from(theirs.try_clone().unwrap()))
+            .stdout(std::process::Stdio::from(theirs.try_clone().unwrap()))
+            .stderr(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "noop", "arguments": {}}});
+        let answer = tokio::task::spawn_blocking(move || {
+            let mut write = ours.try_clone().unwrap();
+            write
+                .write_all(format!("{}{call}\n", handshake()).as_bytes())
+                .unwrap();
+            let mut lines = std::io::BufReader::new(ours).lines();
+            loop {
+                let line = lines.next().expect("the host answers").unwrap();
+                let message: Value = serde_json::from_str(&line).unwrap();
+                if message["id"] == 2 {
+                    return message;
+                }
+            }
+        });
+        let answer = tokio::time::timeout(Duration::from_secs(60), answer)
+            .await
+            .expect("an answer within a minute")
+            .unwrap();
+        assert_eq!(answer["result"]["isError"], false, "{answer}");
+        if terminal {
+            let flags = nix::fcntl::fcntl(&theirs, nix::fcntl::FcntlArg::F_GETFL).unwrap();
+            assert_eq!(
+                nix::fcntl::OFlag::from_bits_truncate(flags) & nix::fcntl::OFlag::O_NONBLOCK,
+                nix::fcntl::OFlag::empty(),
+                "the host made the terminal non-blocking for the shell too"
+            );
+        }
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(host.id().unwrap() as i32),
+            nix::sys::signal::Signal::SIGINT,
+        )
+        .unwrap();
+        tokio::time::timeout(Duration::from_secs(10), host.wait())
+            .await
+            .expect("SIGINT ends the host")
+            .unwrap();
+    }
+}

@@ -8,9 +8,9 @@ use tokio::net::unix::pipe;
 
 use crate::stdio::{Reader, Writer};
 
-/// stdin and stdout, driven by the event loop when they are pipes or
-/// sockets (Claude Code and Gemini CLI start servers on sockets); a
-/// blocking reader thread is the fallback for files and terminals, and it
+/// stdin and stdout, driven by the event loop when they are pipes,
+/// sockets (Claude Code and Gemini CLI start servers on sockets) or
+/// terminals; a blocking reader thread is the fallback for files, and it
 /// delays the exit (a SIGINT took 106 ms to end the host on a socket).
 pub fn std_streams() -> (Reader, Writer) {
     let stdin = std::io::stdin();
@@ -18,6 +18,10 @@ pub fn std_streams() -> (Reader, Writer) {
         Box::new(pipe)
     } else if let Some(socket) = socket(stdin.as_fd()) {
         Box::new(socket)
+    } else if let Some(tty) = terminal(stdin.as_fd(), false)
+        .and_then(|file| pipe::Receiver::from_file_unchecked(file).ok())
+    {
+        Box::new(tty)
     } else {
         Box::new(tokio::io::stdin())
     };
@@ -26,10 +30,34 @@ pub fn std_streams() -> (Reader, Writer) {
         Box::new(pipe)
     } else if let Some(socket) = socket(stdout.as_fd()) {
         Box::new(socket)
+    } else if let Some(tty) =
+        terminal(stdout.as_fd(), true).and_then(|file| pipe::Sender::from_file_unchecked(file).ok())
+    {
+        Box::new(tty)
     } else {
         Box::new(tokio::io::stdout())
     };
     (reader, writer)
+}
+
+/// The terminal `fd` is, opened again non-blocking: a file description
+/// of our own, so the shell sharing the terminal keeps its blocking one.
+/// tokio's pipe types read and write it as they do a pipe (a terminal
+/// polls like one).
+fn terminal(fd: std::os::fd::BorrowedFd<'_>, write: bool) -> Option<std::fs::File> {
+    use std::io::IsTerminal;
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::OpenOptionsExt;
+    if !fd.is_terminal() {
+        return None;
+    }
+    let flags = nix::fcntl::OFlag::O_NONBLOCK | nix::fcntl::OFlag::O_NOCTTY;
+    std::fs::OpenOptions::new()
+        .read(!write)
+        .write(write)
+        .custom_flags(flags.bits())
+        .open(format!("/proc/self/fd/{}", fd.as_raw_fd()))
+        .ok()
 }
 
 fn dup(fd: std::os::fd::BorrowedFd<'_>) -> std::io::Result<std::fs::File> {
