@@ -49,6 +49,12 @@ fn pytest_env() -> Option<Env> {
     .then(env)
 }
 
+/// The summary.json a run wrote.
+fn summary_json(env: &Env, out: &Value) -> Value {
+    let dir = env.workspace.join(out["report_dir"].as_str().unwrap());
+    serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap()
+}
+
 /// The response has the seed's six keys and the per-test results
 /// (`tests`, `failures`), and the reports exist. (The full-disk test
 /// checks the other case: what is missing is said.)
@@ -211,15 +217,7 @@ async fn cargo_pass_and_fail() {
         json!({"passed": 0, "failed": 1, "skipped": 0, "total": 1}),
         "{out:#}"
     );
-    let summary: Value = serde_json::from_str(
-        &std::fs::read_to_string(
-            env.workspace
-                .join(out["report_dir"].as_str().unwrap())
-                .join("summary.json"),
-        )
-        .unwrap(),
-    )
-    .unwrap();
+    let summary = summary_json(&env, out);
     assert_eq!(
         summary["command"]["args"],
         json!([
@@ -850,15 +848,7 @@ async fn a_large_failing_run_answers_within_the_budget() {
         20,
         "the answer details 20 failures or counts those it left out: {out}"
     );
-    let summary: Value = serde_json::from_str(
-        &std::fs::read_to_string(
-            env.workspace
-                .join(out["report_dir"].as_str().unwrap())
-                .join("summary.json"),
-        )
-        .unwrap(),
-    )
-    .unwrap();
+    let summary = summary_json(&env, &out);
     assert_eq!(summary["failed_tests"].as_array().unwrap().len(), 60);
     assert!(summary["failures"][0]["excerpt"].as_str().unwrap().len() > 300);
 }

@@ -136,6 +136,7 @@ pub async fn untar_inside(
     remote: Option<String>,
     cancel: &CancellationToken,
 ) -> Result<(), ContainerError> {
+    let started = std::time::Instant::now();
     let mut tar = tar_of(copy)?;
     let stdout = tar.stdout.take().expect("piped");
     let spec = podman::exec::ExecSpec {
@@ -168,6 +169,7 @@ pub async fn untar_inside(
         (timebox::Ending::Exited, Some(0)) => {
             tracing::debug!(
                 container = copy.container,
+                took_ms = started.elapsed().as_millis(),
                 "copied in by the container's tar"
             );
             tarred(tar, copy).await
