@@ -107,7 +107,11 @@ fn disk_copy(repo: &std::path::Path) -> Duration {
         let copied = std::process::Command::new("sh")
             .arg("-c")
             .arg(r#"tar -c -f - -C "$1" --exclude=.git . | tar -x -f - -C "$2""#)
-            .args(["sh", &repo.to_string_lossy(), &into.path().to_string_lossy()])
+            .args([
+                "sh",
+                &repo.to_string_lossy(),
+                &into.path().to_string_lossy(),
+            ])
             .status()
             .unwrap();
         assert!(copied.success());

@@ -101,6 +101,15 @@ async fn main() {
         mib("RssAnon:"),
         mib("RssFile:")
     );
+    // The watchdog is a process of its own (it outlives the host).
+    for pid in harness::processes_with(&format!("watchdog --instance {}.", client.pid)) {
+        let watchdog = rss_kib(pid as u32).0 as f64 / 1024.0;
+        println!(
+            "its watchdog: {watchdog:.1} MiB ({:.1} MiB private); host and watchdog together {:.1} MiB",
+            harness::status_kib(pid as u32, "RssAnon:") as f64 / 1024.0,
+            rss as f64 / 1024.0 + watchdog
+        );
+    }
 
     // The transport alone: a ping through the same client, transport and rmcp server.
     let mut pings = Vec::with_capacity(5000);

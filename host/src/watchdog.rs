@@ -82,6 +82,8 @@ pub fn run(instance: &str) -> ExitCode {
         Ok(nix::unistd::ForkResult::Child) => {}
         Err(e) => eprintln!("mcp-host watchdog: cannot leave the host's process tree: {e}"),
     }
+    // It waits, maybe for days: nothing it ran to start is needed now.
+    crate::platform::release_startup_pages();
     let mut buf = [0u8; 64];
     let mut stdin = std::io::stdin();
     while matches!(stdin.read(&mut buf), Ok(n) if n > 0) {}

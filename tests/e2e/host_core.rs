@@ -1394,3 +1394,28 @@ async fn the_host_serves_over_a_socket_and_a_terminal() {
             .unwrap();
     }
 }
+
+/// Once start-up is over the host lets go of the pages it mapped only to
+/// read (its own start-up code above all), and goes on answering: what
+/// runs maps its pages again.
+#[tokio::test]
+async fn after_start_up_the_host_releases_what_it_read_and_still_answers() {
+    let env = Env::new(&["run_test", "faulty"], "");
+    let host = env.start().await;
+    env.wait_for_log("start-up over: read-only file pages released", 1)
+        .await;
+    let log = std::fs::read_to_string(env.stderr_log()).unwrap();
+    let released: u64 = log
+        .lines()
+        .find(|l| l.contains("start-up over"))
+        .and_then(|l| l.split("mapped_bytes=").nth(1))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap();
+    assert!(released > 1 << 20, "{released} bytes released");
+    for _ in 0..3 {
+        let r = host.call("noop", json!({})).await;
+        assert_ne!(r.is_error, Some(true), "{r:?}");
+    }
+    assert!(!host.tools().await.is_empty());
+}

@@ -508,6 +508,7 @@ async fn serve(
     tracing::info!(programs, "{}", crate::platform::containment());
     let memo = loader.places.cache_dir.join("watched");
     let service = Service::start_listed(loader, memo).await;
+    tokio::spawn(service.clone().release_when_settled());
     let _watcher = if watch {
         Some(crate::watch::watch(service.clone())?)
     } else {

@@ -90,6 +90,80 @@ pub async fn shutdown_signal() -> &'static str {
     }
 }
 
+/// Start-up is over: let go of the pages of files the host has mapped only
+/// to read (its own code above all: start-up ran code nothing runs again)
+/// that hold nothing private. What runs later maps its pages again from
+/// the page cache (a minor fault), as it would after the kernel reclaimed
+/// them, which it may do with such pages at any time; the rest stops
+/// counting as the host's memory. A mapping with private pages (relocated
+/// data looks read-only too) is left alone: those would be lost.
+pub fn release_startup_pages() {
+    let Ok(smaps) = std::fs::read_to_string("/proc/self/smaps") else {
+        return;
+    };
+    let mut released = 0;
+    for (start, end) in read_only_file_mappings(&smaps) {
+        let (Some(at), Some(len)) = (
+            std::ptr::NonNull::new(start as *mut std::ffi::c_void),
+            std::num::NonZeroUsize::new(end - start),
+        ) else {
+            continue;
+        };
+        // SAFETY: a read-only mapping of a file with no private pages:
+        // dropping its pages loses nothing; they are read again on use.
+        if unsafe {
+            nix::sys::mman::madvise(at, len.get(), nix::sys::mman::MmapAdvise::MADV_DONTNEED)
+        }
+        .is_ok()
+        {
+            released += len.get();
+        }
+    }
+    tracing::debug!(
+        mapped_bytes = released,
+        "start-up over: read-only file pages released"
+    );
+}
+
+/// The address ranges of `smaps` (as /proc/self/smaps prints it) that map
+/// a file, are not writable and hold no private (anonymous) pages.
+fn read_only_file_mappings(smaps: &str) -> Vec<(usize, usize)> {
+    let mut found = Vec::new();
+    let mut current: Option<(usize, usize)> = None;
+    for line in smaps.lines() {
+        let mut fields = line.split_whitespace();
+        let first = fields.next().unwrap_or_default();
+        if let Some(value) = line.strip_prefix("Anonymous:") {
+            if let Some(range) = current.take()
+                && value.trim() == "0 kB"
+            {
+                found.push(range);
+            }
+            continue;
+        }
+        let Some((start, end)) = first.split_once('-') else {
+            continue;
+        };
+        let (Ok(start), Ok(end)) = (
+            usize::from_str_radix(start, 16),
+            usize::from_str_radix(end, 16),
+        ) else {
+            continue;
+        };
+        // perms, offset, device, inode, path.
+        let (perms, inode, path) = (fields.next(), fields.nth(2), fields.next());
+        current = match (perms, inode, path) {
+            (Some(perms), Some(inode), Some(path))
+                if !perms.contains('w') && inode != "0" && path.starts_with('/') =>
+            {
+                Some((start, end))
+            }
+            _ => None,
+        };
+    }
+    found
+}
+
 /// Raise the open-file limit to its hard limit: each connection is a
 /// descriptor, and the soft default (often 1024) is reached long before
 /// the HTTP connection cap on a busy host.
@@ -303,4 +377,40 @@ pub fn connect_podman(
     timeout_s: u64,
 ) -> Result<bollard::Docker, bollard::errors::Error> {
     bollard::Docker::connect_with_unix(path, timeout_s, bollard::API_DEFAULT_VERSION)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_read_only_file_mappings_without_private_pages_are_released() {
+        let smaps = "\
+5593456d7000-5593461b3000 r--p 00000000 fe:00 5316833 /usr/bin/host
+Rss: 3740 kB
+Anonymous: 0 kB
+5593461b3000-5593480fc000 r-xp 00adb000 fe:00 5316833 /usr/bin/host
+Anonymous: 0 kB
+5593480fc000-55934826a000 r--p 02a23000 fe:00 5316833 /usr/bin/host
+Anonymous: 1464 kB
+55934826a000-55934827a000 rw-p 02b91000 fe:00 5316833 /usr/bin/host
+Anonymous: 0 kB
+5593696a1000-5593698dc000 rw-p 00000000 00:00 0 [heap]
+Anonymous: 2216 kB
+7f95d6801000-7f95d6934000 r-xp 00001000 fe:00 10576019 /cache/a b.cwasm
+Anonymous: 0 kB
+7f95d7000000-7f95d7001000 r--p 00000000 00:00 0
+Anonymous: 0 kB
+7ffd1000-7ffd3000 r-xp 00000000 00:00 0 [vdso]
+Anonymous: 0 kB
+";
+        assert_eq!(
+            read_only_file_mappings(smaps),
+            [
+                (0x5593456d7000, 0x5593461b3000),
+                (0x5593461b3000, 0x5593480fc000),
+                (0x7f95d6801000, 0x7f95d6934000)
+            ]
+        );
+    }
 }

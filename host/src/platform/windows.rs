@@ -25,6 +25,10 @@ pub async fn shutdown_signal() -> &'static str {
 /// Windows has no per-process descriptor limit to raise.
 pub fn raise_fd_limit() {}
 
+/// Start-up is over; Windows trims a process's working set itself when
+/// memory is short.
+pub fn release_startup_pages() {}
+
 /// Windows ends processes with exit codes, not signals.
 pub fn signal_name(signal: i32) -> String {
     signal.to_string()

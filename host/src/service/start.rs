@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use super::Service;
 use crate::caps::notify::Change;
@@ -102,5 +103,18 @@ impl Service {
         if listed.as_listed() != loaded.as_listed() {
             let _ = self.loader.changes.send(Change::Tools);
         }
+    }
+
+    /// Once every plugin is loaded and has ended its first refresh,
+    /// start-up is over: the pages only it used are let go
+    /// ([`crate::platform::release_startup_pages`]).
+    pub async fn release_when_settled(self: Arc<Self>) {
+        let catalog = self.loaded().await;
+        for plugin in &catalog.plugins {
+            plugin
+                .first_refresh_done(Duration::from_millis(plugin.grants.timeout_ms))
+                .await;
+        }
+        let _ = tokio::task::spawn_blocking(crate::platform::release_startup_pages).await;
     }
 }
