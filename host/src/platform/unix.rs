@@ -119,7 +119,7 @@ pub fn release_startup_pages() {
             released += len.get();
         }
     }
-    tracing::debug!(
+    tracing::info!(
         mapped_bytes = released,
         "start-up over: read-only file pages released"
     );
