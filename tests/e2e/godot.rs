@@ -344,7 +344,7 @@ async fn real_3x_reference_parses_completely() {
 
 /// How many questions of a set (tests/fixtures/godot-questions, each with
 /// the answers that would do) find an answer first, and in the first
-/// three; the misses, said.
+/// three; the misses.
 async fn ask_set(client: &crate::harness::Client, set: &str) -> (usize, usize, usize, Vec<String>) {
     let questions = std::fs::read_to_string(
         Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -375,7 +375,7 @@ async fn ask_set(client: &crate::harness::Client, set: &str) -> (usize, usize, u
             None => misses.push(format!("{question:?}: got {uris:?}")),
         }
     }
-    eprintln!("{set}: top-1 {top1}/{total}, top-3 {top3}/{total}; not first: {misses:#?}");
+    eprintln!("{set}: top-1 {top1}/{total}, top-3 {top3}/{total}");
     (top1, top3, total, misses)
 }
 
@@ -391,6 +391,9 @@ async fn plain_word_questions_find_their_answer() {
     let client = env.start().await;
     let plain = ask_set(&client, "plain-words.tsv").await;
     let sentences = ask_set(&client, "sentences.tsv").await;
+    // The second set's misses are not shown: it was kept out of tuning.
+    let second = ask_set(&client, "sentences-2.tsv").await;
+    eprintln!("not first: {:#?}", [&plain.3, &sentences.3]);
     let (top1, top3, total, misses) = plain;
     assert!(total >= 40, "the set holds {total} questions");
     assert!(
@@ -402,6 +405,12 @@ async fn plain_word_questions_find_their_answer() {
     assert!(
         top1 >= SENTENCE_TOP1 && top3 >= SENTENCE_TOP3,
         "top-1 {top1}/{total}, top-3 {top3}/{total}, below {SENTENCE_TOP1} / {SENTENCE_TOP3}: {misses:#?}"
+    );
+    let (top1, top3, total, _) = second;
+    assert!(total >= 40, "the set holds {total} questions");
+    assert!(
+        top1 >= SECOND_TOP1 && top3 >= SECOND_TOP3,
+        "top-1 {top1}/{total}, top-3 {top3}/{total}, below {SECOND_TOP1} / {SECOND_TOP3}"
     );
 }
 
@@ -597,6 +606,8 @@ const PLAIN_TOP1: usize = 25;
 const PLAIN_TOP3: usize = 31;
 const SENTENCE_TOP1: usize = 31;
 const SENTENCE_TOP3: usize = 41;
+const SECOND_TOP1: usize = 9;
+const SECOND_TOP3: usize = 18;
 
 /// Godot 3 and 4 at once: each its own index, asked by `version`, the
 /// newest by default, versions in the URIs.
