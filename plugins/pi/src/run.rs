@@ -8,7 +8,7 @@
 //! after the next event (or a short silence).
 
 use plugin_sdk::process::{self, Child, LineEvent, StartRequest};
-use plugin_sdk::text::{ANSWER_BYTES, keep_ends};
+use plugin_sdk::text::{ANSWER_BYTES, fit_text};
 use plugin_sdk::{ToolError, notify};
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -106,20 +106,20 @@ impl Outcome {
             .count();
         self.tool_calls.drain(..calls);
         self.tool_calls_omitted = calls;
-        // JSON escaping can make a byte of text cost more: cut, measure,
-        // cut more.
-        let whole = self.text.clone();
-        let mut drop = 0;
-        while self.size() > ANSWER_BYTES && drop < whole.len() {
-            drop += self.size() - ANSWER_BYTES;
-            let keep = whole.len().saturating_sub(drop + 100);
-            self.text = whole.clone();
-            keep_ends(&mut self.text, keep, keep * 3 / 4, |n| {
+        let whole = std::mem::take(&mut self.text);
+        self.text = fit_text(
+            &whole,
+            |keep| keep * 3 / 4,
+            |n| {
                 format!(
                     "\n[… {n} bytes of pi's answer left out here; ask it for the part you need]\n"
                 )
-            });
-        }
+            },
+            |text| {
+                self.text = text.to_string();
+                self.size()
+            },
+        );
         self
     }
 }

@@ -2,7 +2,7 @@
 //! summary.json and raw.log keep everything; the answer says what it left
 //! out.
 
-use plugin_sdk::text::{ANSWER_BYTES, keep_ends};
+use plugin_sdk::text::{ANSWER_BYTES, fit_text};
 use serde_json::{Value, json};
 
 /// A failure's excerpt once the answer had to shrink.
@@ -43,21 +43,21 @@ pub fn fit(mut answer: Value) -> Value {
         omitted += 1;
         answer["failures_omitted"] = json!(omitted);
     }
-    // JSON escaping can make a byte of text cost more in the answer: cut,
-    // measure, cut more.
     let whole = answer["excerpt"].as_str().unwrap_or_default().to_string();
-    let mut drop = 0;
-    while size(&answer) > ANSWER_BYTES && drop < whole.len() {
-        drop += size(&answer) - ANSWER_BYTES;
-        let mut text = whole.clone();
-        let keep = whole.len().saturating_sub(drop + 100);
-        keep_ends(&mut text, keep, keep / 3, |n| {
+    let excerpt = fit_text(
+        &whole,
+        |keep| keep / 3,
+        |n| {
             format!(
                 "[… {n} bytes left out here: summary.json and raw.log in report_dir have them]\n"
             )
-        });
-        answer["excerpt"] = json!(text);
-    }
+        },
+        |text| {
+            answer["excerpt"] = json!(text);
+            size(&answer)
+        },
+    );
+    answer["excerpt"] = json!(excerpt);
     answer
 }
 

@@ -38,6 +38,39 @@ pub fn keep_ends(
     left_out
 }
 
+/// `whole`, a text inside an answer, cut in its middle (as by
+/// [`keep_ends`], `head(keep)` bytes kept before the cut) until the answer
+/// fits [`ANSWER_BYTES`]. `measure(text)` puts `text` in the answer and
+/// returns the answer's size. JSON escaping can make a byte of text cost
+/// more than a byte of answer: the cut is sized by what the text costs on
+/// average, then measured and cut more where the cost is uneven. Returns
+/// what to leave in the answer: `whole` when it fits, and the shortest cut
+/// when nothing of `whole` would.
+pub fn fit_text(
+    whole: &str,
+    head: impl Fn(usize) -> usize,
+    mark: impl Fn(usize) -> String,
+    mut measure: impl FnMut(&str) -> usize,
+) -> String {
+    let mut text = whole.to_string();
+    let mut size = measure(&text);
+    if size <= ANSWER_BYTES {
+        return text;
+    }
+    // Answer bytes per byte of text.
+    let cost = (size.saturating_sub(measure("")).max(1)) as f64 / whole.len().max(1) as f64;
+    let mut drop = 0;
+    while size > ANSWER_BYTES && drop < whole.len() {
+        drop += ((size - ANSWER_BYTES) as f64 / cost).ceil() as usize;
+        // A little more: the mark takes room too.
+        let keep = whole.len().saturating_sub(drop + 100);
+        text = whole.to_string();
+        keep_ends(&mut text, keep, head(keep), &mark);
+        size = measure(&text);
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -64,6 +97,32 @@ mod tests {
         assert!(text.contains(&marker));
         assert_eq!(text.len() - marker.len() + left_out, long.len());
         assert!(text.len() - marker.len() <= 1000);
+    }
+
+    #[test]
+    fn a_text_is_cut_until_its_answer_fits() {
+        // Quotes cost two bytes each once in JSON.
+        let whole = format!("START\n{}END", "\"q\"\n".repeat(10_000));
+        let mut turns = 0;
+        let answer = |text: &str| serde_json::json!({ "text": text }).to_string();
+        let fitted = fit_text(
+            &whole,
+            |keep| keep / 2,
+            mark,
+            |text| {
+                turns += 1;
+                answer(text).len()
+            },
+        );
+        assert!(answer(&fitted).len() <= ANSWER_BYTES);
+        assert!(
+            answer(&fitted).len() > ANSWER_BYTES - 1000,
+            "not cut far past the budget"
+        );
+        assert!(fitted.starts_with("START\n") && fitted.ends_with("END"));
+        assert!(turns <= 4, "{turns} measures");
+        let short = fit_text("short", |k| k, mark, |text| text.len());
+        assert_eq!(short, "short");
     }
 
     #[test]
