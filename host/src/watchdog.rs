@@ -1,99 +1,102 @@
 //! What outlives the host, so that nothing a call started does.
 //!
-//! `host serve` starts `host watchdog` (this same binary) in a session of
-//! its own, its stdin the read end of a pipe only the host holds. However
-//! the host ends (exit, SIGKILL, the OOM killer, a panic abort) the kernel
-//! closes that pipe; the watchdog then kills this host instance's cgroups
-//! ([`timebox::cgroup`]) and every process carrying one of its run
-//! markers (inside containers too: their processes are in the host's
-//! `/proc`; on another machine's engine, by the runs the host recorded
-//! there, [`crate::podman::exec::end_in_flight`]), and exits. After a
-//! graceful shutdown it finds nothing left.
+//! `host serve` forks its watchdog first thing, before any thread or
+//! plugin exists: it shares the pages the host has loaded by then instead
+//! of loading a second copy of the binary (an exec'd watchdog held 1.7 MiB
+//! of its own, mostly relocated data). It leaves the host's process tree at
+//! once (a second fork; a client may kill the host and everything under
+//! it) in a session of its own, and reads a pipe only the host holds.
+//! However the host ends (exit, SIGKILL, the OOM killer, a panic abort)
+//! the kernel closes that pipe; the watchdog then kills this host
+//! instance's cgroups ([`timebox::cgroup`]) and every process carrying one
+//! of its run markers (inside containers too: their processes are in the
+//! host's `/proc`; on another machine's engine, by the runs the host
+//! recorded there, [`crate::podman::exec::end_in_flight`]), and exits.
+//! After a graceful shutdown it finds nothing left.
 //!
-//! It leaves the host's process tree at once (a client may kill the host
-//! and everything under it). A watchdog can be killed as well: the next
-//! host's [`sweep`] kills what a host instance no longer alive left behind.
+//! A watchdog can be killed as well: the next host's [`sweep`] kills what a
+//! host instance no longer alive left behind.
 
-use std::io::Read;
-use std::os::unix::process::CommandExt;
-use std::process::{Child, Command, ExitCode, Stdio};
+use std::io::{Read, Write};
+use std::os::fd::OwnedFd;
 use std::time::Duration;
 
+use nix::fcntl::OFlag;
 use nix::sys::signal::{Signal, kill};
-use nix::unistd::Pid;
+use nix::sys::wait::waitpid;
+use nix::unistd::{ForkResult, Pid, fork, pipe2};
 
 use timebox::cgroup;
 
-/// Off the path to the first answer (they cost a process start and a
-/// /proc scan): sweep what dead hosts left, then start this host's
-/// watchdog, whose pipe is then held until the process ends.
-pub fn start_in_background() {
-    static WATCHDOG: std::sync::OnceLock<Child> = std::sync::OnceLock::new();
-    std::thread::spawn(|| {
-        sweep();
-        match start() {
-            Ok(child) => {
-                let _ = WATCHDOG.set(child);
-            }
-            Err(e) => tracing::warn!(
-                "no watchdog ({e}): if the host is killed, its calls' processes may survive it"
-            ),
-        }
-    });
+/// Off the path to the first answer (a /proc scan): kill what dead hosts
+/// left behind.
+pub fn sweep_in_background() {
+    std::thread::spawn(sweep);
 }
 
-/// Start this host instance's watchdog. Keep the child: dropping it closes
-/// the pipe, and the watchdog then ends every run of this host.
-fn start() -> std::io::Result<Child> {
-    let exe = std::env::current_exe()?;
-    let mut command = Command::new(exe);
-    command
-        .args(["watchdog", "--instance", timebox::instance()])
-        // It needs nothing of the host's environment (and is then not
-        // mistaken for something a call started) but where its temporary
-        // files are.
-        .env_clear()
-        .env("TMPDIR", std::env::temp_dir())
-        .stdin(Stdio::piped())
-        // stdout is the MCP channel: never the watchdog's.
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit());
-    // SAFETY: setsid is async-signal-safe. Its own session keeps it out of
-    // a kill aimed at the host's process group.
-    unsafe {
-        command.pre_exec(|| {
-            nix::unistd::setsid()
-                .map(drop)
-                .map_err(std::io::Error::from)
-        });
+/// Fork this host instance's watchdog; its pid. Call it before any other
+/// thread starts: a fork copies only the calling thread, and a lock
+/// another one held would stay locked in the watchdog.
+pub fn start() -> nix::Result<i32> {
+    let instance = timebox::instance().to_string();
+    // The host keeps `held` open until it ends; the watchdog says its pid
+    // on `report` (only its parent, which exits at once, knows it).
+    let (watched, held) = pipe2(OFlag::O_CLOEXEC)?;
+    let (report_read, report) = pipe2(OFlag::O_CLOEXEC)?;
+    // SAFETY: no other thread runs yet (see above).
+    match unsafe { fork() }? {
+        ForkResult::Parent { child } => {
+            drop((watched, report));
+            waitpid(child, None)?;
+            let mut pid = [0u8; 4];
+            std::fs::File::from(report_read)
+                .read_exact(&mut pid)
+                .map_err(|_| nix::Error::ECHILD)?;
+            static HELD: std::sync::OnceLock<OwnedFd> = std::sync::OnceLock::new();
+            let _ = HELD.set(held);
+            Ok(i32::from_le_bytes(pid))
+        }
+        ForkResult::Child => {
+            drop((held, report_read));
+            // Its own session keeps it out of a kill aimed at the host's
+            // process group; the second fork out of the host's tree.
+            let _ = nix::unistd::setsid();
+            // SAFETY: still the only thread.
+            match unsafe { fork() } {
+                Ok(ForkResult::Child) => {}
+                // SAFETY: ends this process at once, running nothing of the host's.
+                _ => unsafe { nix::libc::_exit(0) },
+            }
+            let _ = std::fs::File::from(report).write_all(&std::process::id().to_le_bytes());
+            watch(&instance, watched)
+        }
     }
-    command.spawn()
 }
 
 /// The watchdog itself: wait for the host's end, then end its runs.
-pub fn run(instance: &str) -> ExitCode {
-    // Out of the host's process tree: a client that ends the host by
-    // killing it and every process under it (opencode does) must not reach
-    // the watchdog. The process the host started exits at once; its child,
-    // re-parented, is the watchdog, with the same pipe for stdin.
-    // SAFETY: nothing but this thread runs yet (no runtime was started).
-    match unsafe { nix::unistd::fork() } {
-        Ok(nix::unistd::ForkResult::Parent { .. }) => return ExitCode::SUCCESS,
-        Ok(nix::unistd::ForkResult::Child) => {}
-        Err(e) => eprintln!("mcp-host watchdog: cannot leave the host's process tree: {e}"),
+fn watch(instance: &str, watched: OwnedFd) -> ! {
+    // stdin and stdout are the MCP channel: never the watchdog's (the
+    // client must see the host's end when it comes).
+    if let Ok(null) = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/null")
+    {
+        let _ = nix::unistd::dup2_stdin(&null);
+        let _ = nix::unistd::dup2_stdout(&null);
     }
     // It waits, maybe for days: nothing it ran to start is needed now.
     crate::platform::release_startup_pages();
     let mut buf = [0u8; 64];
-    let mut stdin = std::io::stdin();
-    while matches!(stdin.read(&mut buf), Ok(n) if n > 0) {}
+    let mut pipe = std::fs::File::from(watched);
+    while matches!(pipe.read(&mut buf), Ok(n) if n > 0) {}
     let processes = end_instance(instance);
     if processes > 0 {
         eprintln!(
             "mcp-host watchdog: host {instance} is gone; killed {processes} processes of its calls"
         );
     }
-    ExitCode::SUCCESS
+    std::process::exit(0)
 }
 
 /// Kill what a host instance started: its cgroups, then (for processes

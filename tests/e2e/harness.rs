@@ -135,6 +135,21 @@ impl Env {
             .count()
     }
 
+    /// The pid of the watchdog of the host `host_pid` (which logs it at
+    /// start, before anything else).
+    pub fn watchdog_of(&self, host_pid: u32) -> Option<i32> {
+        let log = std::fs::read_to_string(self.stderr_log()).unwrap_or_default();
+        log.lines()
+            .filter(|l| l.contains("watchdog started"))
+            .find(|l| l.contains(&format!(" instance={host_pid}.")))?
+            .split_once(" pid=")?
+            .1
+            .split(' ')
+            .next()?
+            .parse()
+            .ok()
+    }
+
     /// Wait until the host has logged `needle` at least `times` times. The
     /// cap is generous: a loaded machine is slow, not wrong.
     pub async fn wait_for_log(&self, needle: &str, times: usize) {

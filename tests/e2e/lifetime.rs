@@ -167,8 +167,9 @@ async fn a_new_host_sweeps_what_a_killed_host_and_watchdog_left() {
     };
     // Fault injection: the watchdog dies first, then the host.
     let host_pid = run.host.id().unwrap() as i32;
-    let watchdog = *processes_with(&format!("watchdog --instance {host_pid}."))
-        .first()
+    let watchdog = run
+        .env
+        .watchdog_of(host_pid as u32)
         .expect("the host's watchdog");
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(watchdog),
@@ -214,8 +215,9 @@ async fn killing_the_hosts_whole_tree_leaves_the_watchdog_to_end_the_run() {
         }
         tree.extend(more);
     }
-    let watchdog = *processes_with(&format!("watchdog --instance {host_pid}."))
-        .first()
+    let watchdog = run
+        .env
+        .watchdog_of(host_pid as u32)
         .expect("the host's watchdog");
     assert!(
         !tree.contains(&watchdog),

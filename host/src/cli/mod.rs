@@ -77,13 +77,6 @@ enum Command {
         #[command(flatten)]
         common: Common,
     },
-    /// (Started by `serve`.) Wait for the host instance to end, then kill
-    /// whatever its calls left running.
-    #[command(hide = true)]
-    Watchdog {
-        #[arg(long)]
-        instance: String,
-    },
     /// Print the snippet that adds this host to an MCP client's config (on
     /// stdout, in the client's format; where it goes on stderr).
     ClientConfig {
@@ -282,13 +275,23 @@ impl Common {
 
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    if let Command::Watchdog { instance } = &cli.command {
-        return crate::platform::watchdog(instance);
-    }
+    // Nothing a call starts may outlive the host: the watchdog is forked
+    // before any thread exists (crate::watchdog).
+    let watchdog =
+        matches!(cli.command, Command::Serve { .. }).then(crate::platform::start_watchdog);
     let one_shot = matches!(cli.command, Command::List { .. } | Command::Call { .. });
     if let Err(e) = crate::logging::init(one_shot) {
         eprintln!("error: {e:#}");
         return ExitCode::from(2);
+    }
+    match watchdog {
+        Some(Ok(Some(pid))) => {
+            tracing::info!(pid, instance = %timebox::instance(), "watchdog started")
+        }
+        Some(Err(e)) => tracing::warn!(
+            "no watchdog ({e}): if the host is killed, its calls' processes may survive it"
+        ),
+        _ => {}
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -438,7 +441,6 @@ async fn run(command: Command) -> Result<ExitCode> {
             );
             Ok(ExitCode::SUCCESS)
         }
-        Command::Watchdog { .. } => unreachable!("handled before the runtime starts"),
     }
 }
 
@@ -494,9 +496,9 @@ async fn serve(
             loader.plugins_dir.display()
         )
     })?;
-    // Nothing a call starts may outlive the host: what an earlier host left
-    // is killed now, what this one leaves is the watchdog's.
-    crate::platform::start_watchdog();
+    // What an earlier host left is killed now; what this one leaves is its
+    // watchdog's.
+    crate::platform::sweep_left_behind();
     let programs: Vec<String> = timebox::host_program_list()
         .into_iter()
         .map(|(name, path)| match path {

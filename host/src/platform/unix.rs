@@ -192,14 +192,17 @@ pub fn containment() -> String {
     }
 }
 
-/// Start the watchdog that outlives the host ([`crate::watchdog`]).
-pub fn start_watchdog() {
-    crate::watchdog::start_in_background();
+/// Start the watchdog that outlives the host ([`crate::watchdog`]), before
+/// any other thread: its pid, or why there is none.
+pub fn start_watchdog() -> Result<Option<i32>, String> {
+    crate::watchdog::start()
+        .map(Some)
+        .map_err(|e| e.to_string())
 }
 
-/// `host watchdog`: watch the host instance `instance` ([`crate::watchdog`]).
-pub fn watchdog(instance: &str) -> std::process::ExitCode {
-    crate::watchdog::run(instance)
+/// Kill what hosts that are gone left running, in the background.
+pub fn sweep_left_behind() {
+    crate::watchdog::sweep_in_background();
 }
 
 /// Give `rel` beneath `root` the Unix `mode` a container's archive says.

@@ -40,13 +40,12 @@ pub fn containment() -> String {
 }
 
 /// No watchdog: a Job Object kills its tree when the host's handle closes.
-pub fn start_watchdog() {}
-
-/// `host watchdog`: not used on Windows (Job Objects end the trees).
-pub fn watchdog(_instance: &str) -> std::process::ExitCode {
-    eprintln!("host watchdog: not used on Windows, where each run's Job Object ends its tree");
-    std::process::ExitCode::FAILURE
+pub fn start_watchdog() -> Result<Option<i32>, String> {
+    Ok(None)
 }
+
+/// Nothing to sweep: Job Objects leave nothing behind.
+pub fn sweep_left_behind() {}
 
 /// Windows files have no Unix mode: a container's is not kept.
 pub fn set_mode(
