@@ -274,6 +274,7 @@ impl Common {
 }
 
 pub fn main() -> ExitCode {
+    crate::platform::limit_heap_arenas();
     let cli = Cli::parse();
     // Nothing a call starts may outlive the host: the watchdog is forked
     // before any thread exists (crate::watchdog).

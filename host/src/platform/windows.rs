@@ -39,6 +39,9 @@ pub fn containment() -> String {
     "runs are contained in a Job Object each".into()
 }
 
+/// The Windows heap keeps its own arenas.
+pub fn limit_heap_arenas() {}
+
 /// No watchdog: a Job Object kills its tree when the host's handle closes.
 pub fn start_watchdog() -> Result<Option<i32>, String> {
     Ok(None)
