@@ -1299,31 +1299,3 @@ async fn without_a_doc_dir_or_an_engine_the_error_gives_both_ways() {
         "{text}"
     );
 }
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn zz_dump() {
-    let Some(docs) = godot_docs() else { return };
-    let config = godot_config_with_manual(&docs.join("4.x"), &docs.join("manual"));
-    let env = Env::new(&["godot"], &config);
-    let client = env.start().await;
-    let file = std::env::var("ZZ_SET").unwrap();
-    let questions = std::fs::read_to_string(file).unwrap();
-    for line in questions.lines().filter(|l| !l.starts_with('#')) {
-        let (question, _) = line.split_once('\t').unwrap();
-        for kind in [None, Some("manual")] {
-            let mut args = json!({ "query": question, "limit": 8 });
-            if let Some(k) = kind {
-                args["kind"] = json!(k);
-            }
-            let found = results(&client.call("godot.search", args).await);
-            println!("Q {question} [{kind:?}]");
-            for r in found {
-                println!(
-                    "  {:.1}\t{}",
-                    r["score"].as_f64().unwrap(),
-                    r["uri"].as_str().unwrap()
-                );
-            }
-        }
-    }
-}
