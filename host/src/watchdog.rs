@@ -85,6 +85,20 @@ fn watch(instance: &str, watched: OwnedFd) -> ! {
         let _ = nix::unistd::dup2_stdin(&null);
         let _ = nix::unistd::dup2_stdout(&null);
     }
+    // Nor anything else the host had open when it forked: only stderr and
+    // the pipe it watches.
+    use std::os::fd::AsRawFd;
+    let keep = [2, watched.as_raw_fd()];
+    let open: Vec<i32> = std::fs::read_dir("/proc/self/fd")
+        .map(|dir| {
+            dir.flatten()
+                .filter_map(|e| e.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    for fd in open.into_iter().filter(|fd| *fd > 2 && !keep.contains(fd)) {
+        let _ = nix::unistd::close(fd);
+    }
     // It waits, maybe for days: nothing it ran to start is needed now.
     crate::platform::release_startup_pages();
     let mut buf = [0u8; 64];

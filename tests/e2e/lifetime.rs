@@ -257,3 +257,61 @@ async fn host_sent_sigint() {
 async fn client_closes_stdin() {
     end_host_during_a_run(End::StdinClosed).await;
 }
+
+/// The watchdog is forked from the host, so it starts with the host's
+/// files: it must keep none of the MCP channel (a client waits for the
+/// host's stdout to close to know it is gone) and nothing of the
+/// workspace, only its own pipe and stderr.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_watchdog_keeps_none_of_the_hosts_channel() {
+    let env = Env::new(&[], "");
+    let mut host = serve_raw(&env, Stdio::piped());
+    let pid = host.id().unwrap();
+    env.wait_for_log("watchdog started", 1).await;
+    let watchdog = env.watchdog_of(pid).expect("the host's watchdog");
+    let target = |pid: u32, fd: &str| {
+        std::fs::read_link(format!("/proc/{pid}/fd/{fd}"))
+            .map(|p| p.display().to_string())
+            .unwrap_or_default()
+    };
+    let channel = [target(pid, "0"), target(pid, "1")];
+    assert!(
+        channel.iter().all(|t| t.starts_with("pipe:")),
+        "{channel:?}"
+    );
+    let held: Vec<String> = std::fs::read_dir(format!("/proc/{watchdog}/fd"))
+        .unwrap()
+        .flatten()
+        .map(|e| target(watchdog as u32, &e.file_name().to_string_lossy()))
+        .collect();
+    assert!(
+        !held.iter().any(|t| channel.contains(t)),
+        "the watchdog holds {held:?}; the host's stdin and stdout are {channel:?}"
+    );
+    let mut kinds: Vec<&str> = held
+        .iter()
+        .map(|t| {
+            if t.starts_with("pipe:") {
+                "pipe"
+            } else {
+                t.as_str()
+            }
+        })
+        .collect();
+    kinds.sort();
+    let log = env.stderr_log().display().to_string();
+    let mut expected = vec!["/dev/null", "/dev/null", log.as_str(), "pipe"];
+    expected.sort();
+    assert_eq!(
+        kinds, expected,
+        "stdin and stdout on /dev/null, stderr, its pipe"
+    );
+    // Once the host is gone, so is its watchdog.
+    host.kill().await.unwrap();
+    host.wait().await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !process_gone(watchdog) {
+        assert!(Instant::now() < deadline, "the watchdog outlived its host");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
