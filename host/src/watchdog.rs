@@ -68,9 +68,42 @@ pub fn start() -> nix::Result<i32> {
                 _ => unsafe { nix::libc::_exit(0) },
             }
             let _ = std::fs::File::from(report).write_all(&std::process::id().to_le_bytes());
+            forget_environment();
             watch(&instance, watched)
         }
     }
+}
+
+/// The watchdog needs nothing of the host's environment but where
+/// temporary files go, and keeps none of it: a call's processes are told
+/// apart by theirs, and the host's may hold secrets. Not even in
+/// `/proc/<pid>/environ`, which shows the block the process started with
+/// (a fork's is its parent's): that block is blanked.
+fn forget_environment() {
+    let tmp = std::env::temp_dir();
+    for (key, _) in std::env::vars_os() {
+        // SAFETY: the watchdog's only thread.
+        unsafe { std::env::remove_var(key) };
+    }
+    if let Some((start, end)) = environment_block() {
+        // SAFETY: the strings the process started with, on its own stack;
+        // nothing points into them now that every variable is removed.
+        unsafe { std::ptr::write_bytes(start as *mut u8, 0, end - start) };
+    }
+    // SAFETY: as above.
+    unsafe { std::env::set_var("TMPDIR", tmp) };
+}
+
+/// Where the environment the process started with lies in its memory
+/// (`env_start`, `env_end`: fields 50 and 51 of /proc/self/stat).
+fn environment_block() -> Option<(usize, usize)> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // After the command name (in parentheses, which may hold spaces) come
+    // the fields from the third on.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let start: usize = fields.get(50 - 3)?.parse().ok()?;
+    let end: usize = fields.get(51 - 3)?.parse().ok()?;
+    (start < end).then_some((start, end))
 }
 
 /// The watchdog itself: wait for the host's end, then end its runs.

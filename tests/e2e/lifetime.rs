@@ -306,6 +306,10 @@ async fn the_watchdog_keeps_none_of_the_hosts_channel() {
         kinds, expected,
         "stdin and stdout on /dev/null, stderr, its pipe"
     );
+    // Nor the host's environment (a call's processes are told by theirs).
+    let environ = std::fs::read(format!("/proc/{watchdog}/environ")).unwrap();
+    let environ = String::from_utf8_lossy(&environ);
+    assert!(!environ.contains("HOME="), "{environ:?}");
     // Once the host is gone, so is its watchdog.
     host.kill().await.unwrap();
     host.wait().await.unwrap();
