@@ -69,6 +69,7 @@ pub fn start() -> nix::Result<i32> {
             }
             let _ = std::fs::File::from(report).write_all(&std::process::id().to_le_bytes());
             forget_environment();
+            rename(&instance);
             watch(&instance, watched)
         }
     }
@@ -94,15 +95,39 @@ fn forget_environment() {
     unsafe { std::env::set_var("TMPDIR", tmp) };
 }
 
-/// Where the environment the process started with lies in its memory
-/// (`env_start`, `env_end`: fields 50 and 51 of /proc/self/stat).
+/// Say what it is where `ps` and `/proc/<pid>/cmdline` look, instead of
+/// the host's command line it forked with (which names the host's
+/// folders: it would pass for the host): `host watchdog --instance <id>`,
+/// cut to the room the command line had.
+fn rename(instance: &str) {
+    let Some((start, end)) = started_with(48) else {
+        return;
+    };
+    let name = format!("host watchdog --instance {instance}");
+    let room = end - start;
+    let mut block = vec![0u8; room];
+    let kept = name.len().min(room - 1);
+    block[..kept].copy_from_slice(&name.as_bytes()[..kept]);
+    // SAFETY: the command line the process started with, on its own
+    // stack; the watchdog reads its arguments no more.
+    unsafe { std::ptr::copy_nonoverlapping(block.as_ptr(), start as *mut u8, room) };
+}
+
+/// Where the environment the process started with lies in its memory.
 fn environment_block() -> Option<(usize, usize)> {
+    started_with(50)
+}
+
+/// The range of /proc/self/stat's fields `field` and `field + 1`: where
+/// the arguments (48) or the environment (50) the process started with
+/// lie in its memory.
+fn started_with(field: usize) -> Option<(usize, usize)> {
     let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
     // After the command name (in parentheses, which may hold spaces) come
     // the fields from the third on.
     let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
-    let start: usize = fields.get(50 - 3)?.parse().ok()?;
-    let end: usize = fields.get(51 - 3)?.parse().ok()?;
+    let start: usize = fields.get(field - 3)?.parse().ok()?;
+    let end: usize = fields.get(field + 1 - 3)?.parse().ok()?;
     (start < end).then_some((start, end))
 }
 

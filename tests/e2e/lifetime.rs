@@ -306,6 +306,13 @@ async fn the_watchdog_keeps_none_of_the_hosts_channel() {
         kinds, expected,
         "stdin and stdout on /dev/null, stderr, its pipe"
     );
+    // It says what it is, not the host's command line.
+    let cmdline = std::fs::read(format!("/proc/{watchdog}/cmdline")).unwrap();
+    let cmdline = String::from_utf8_lossy(&cmdline);
+    assert!(
+        cmdline.starts_with("host watchdog --instance") && !cmdline.contains("serve"),
+        "{cmdline:?}"
+    );
     // Nor the host's environment (a call's processes are told by theirs).
     let environ = std::fs::read(format!("/proc/{watchdog}/environ")).unwrap();
     let environ = String::from_utf8_lossy(&environ);
