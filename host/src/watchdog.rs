@@ -86,7 +86,7 @@ fn forget_environment() {
         // SAFETY: the watchdog's only thread.
         unsafe { std::env::remove_var(key) };
     }
-    if let Some((start, end)) = environment_block() {
+    if let Some((start, end)) = started_with(ENVIRONMENT) {
         // SAFETY: the strings the process started with, on its own stack;
         // nothing points into them now that every variable is removed.
         unsafe { std::ptr::write_bytes(start as *mut u8, 0, end - start) };
@@ -100,7 +100,7 @@ fn forget_environment() {
 /// folders: it would pass for the host): `host watchdog --instance <id>`,
 /// cut to the room the command line had.
 fn rename(instance: &str) {
-    let Some((start, end)) = started_with(48) else {
+    let Some((start, end)) = started_with(ARGUMENTS) else {
         return;
     };
     let name = format!("host watchdog --instance {instance}");
@@ -113,14 +113,15 @@ fn rename(instance: &str) {
     unsafe { std::ptr::copy_nonoverlapping(block.as_ptr(), start as *mut u8, room) };
 }
 
-/// Where the environment the process started with lies in its memory.
-fn environment_block() -> Option<(usize, usize)> {
-    started_with(50)
-}
+/// The fields of /proc/self/stat where the arguments (`arg_start`,
+/// `arg_end`) and the environment (`env_start`, `env_end`) the process
+/// started with begin.
+const ARGUMENTS: usize = 48;
+const ENVIRONMENT: usize = 50;
 
 /// The range of /proc/self/stat's fields `field` and `field + 1`: where
-/// the arguments (48) or the environment (50) the process started with
-/// lie in its memory.
+/// the [`ARGUMENTS`] or the [`ENVIRONMENT`] the process started with lie
+/// in its memory.
 fn started_with(field: usize) -> Option<(usize, usize)> {
     let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
     // After the command name (in parentheses, which may hold spaces) come
