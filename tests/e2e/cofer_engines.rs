@@ -447,15 +447,39 @@ async fn the_worktree_goes_in_with_or_without_tar_in_the_image() {
         args["engine"] = json!("far");
         args["image"] = json!(image);
         created(&client.call("environment_create", args).await);
-        let r = client
-            .call(
-                "environment_run_cmd",
-                f.run_args(id, "cat README.md && ls -la README.md"),
-            )
-            .await;
+        let mut args = f.run_args(id, "cat README.md && ls -la README.md");
+        args["shell"] = json!("ash");
+        let r = client.call("environment_run_cmd", args).await;
         assert!(!is_error(&r), "{r:?}");
         let stdout = structured(&r)["stdout"].as_str().unwrap().to_string();
         assert!(stdout.starts_with("hello"), "{stdout}");
+        // The sweep after a command comes in the command's own exec,
+        // beneath `sh`: output, status and what it left running. Without
+        // `sh` (removed under the running container) the command runs on
+        // its own, and the sweep, which needs `sh` too, cannot end what it
+        // left (destroy does).
+        let names = engine.remote(&["ps", "--format", "{{.Names}}"]);
+        let main = names
+            .lines()
+            .find(|n| n.starts_with(&format!("cofer-{id}-")))
+            .unwrap()
+            .to_string();
+        for sh in [true, false] {
+            if !sh {
+                engine.remote(&["exec", &main, "rm", "/bin/sh"]);
+            }
+            let mut args = f.run_args(id, "printf 'no newline'; (sleep 995 &) ; exit 4");
+            args["shell"] = json!("ash");
+            let r = client.call("environment_run_cmd", args).await;
+            assert_eq!(structured(&r)["stdout"], "no newline", "{r:?}");
+            assert_eq!(structured(&r)["exit_code"], 4, "{r:?}");
+            let left = engine.remote(&["exec", &main, "ps", "-o", "args"]);
+            assert_eq!(left.contains("sleep 995"), !sh, "left running:\n{left}");
+        }
+        assert_eq!(
+            f.env.logged("no sh in the container to frame the command"),
+            if id == "with" { 1 } else { 2 }
+        );
         assert!(
             f.env.logged(said) >= 1,
             "{}",

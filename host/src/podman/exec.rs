@@ -7,8 +7,9 @@
 //! carry the run's marker, so on any abnormal end the whole tree inside the
 //! container is killed by the /proc scan ([`timebox::kill_tree`]); on an
 //! engine on another machine, whose processes this machine's /proc does
-//! not show, by the same scan run inside the container ([`kill_inside`]). When it
-//! has ended, the two `conmon` processes Podman keeps for the session (to
+//! not show, by the same scan run inside the container ([`kill_inside`]),
+//! where the scan for what a command left running also follows it in its
+//! own exec ([`super::framed`]). When it has ended, the two `conmon` processes Podman keeps for the session (to
 //! run its cleanup five minutes later) are ended too: otherwise every
 //! command left them behind until the environment was destroyed.
 
@@ -22,6 +23,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::time::sleep_until;
 use tokio_util::sync::CancellationToken;
 
+use super::framed::{Frame, SHELL_VAR};
 use super::{PodmanError, failed, service};
 use timebox::{Ending, KillReport, MARKER_VAR, Outcome, Progress, Stream};
 
@@ -42,12 +44,12 @@ pub struct ExecSpec {
     /// the container.
     pub remote: Option<String>,
     /// Whether to look, once it has ended well, for processes it left
-    /// running (a user's `cmd &`): an exec on another machine's engine
-    /// more. The host's own short commands need not.
+    /// running (a user's `cmd &`); on another machine's engine in the
+    /// command's own exec ([`super::framed`]). The host's own short
+    /// commands need not.
     pub sweep: bool,
-    /// On another machine's engine, a script the sweep's exec runs after
-    /// it: one API exec instead of two (each costs a round trip and a
-    /// `conmon` there). Its stdout comes back in [`Ran::then`].
+    /// On another machine's engine, a script run after the sweep in the
+    /// same exec. Its stdout comes back in [`Ran::then`].
     pub then: Option<Then>,
 }
 
@@ -61,14 +63,14 @@ impl Progress for Quiet {
 pub enum Input {
     Bytes(Vec<u8>),
     /// Read as it is sent (a folder's tar: never whole in memory).
-    Stream(Box<dyn tokio::io::AsyncRead + Send + Unpin>),
+    Stream(Box<dyn tokio::io::AsyncRead + Send + Sync + Unpin>),
 }
 
-/// A shell script run inside the container right after the sweep, `args`
-/// as its `$1`…; at most `max_bytes` of its stdout are kept.
+/// A shell script run inside the container right after the sweep, `arg`
+/// as its `$1`; at most `max_bytes` of its stdout are kept.
 pub struct Then {
     pub script: &'static str,
-    pub args: Vec<String>,
+    pub arg: String,
     pub max_bytes: usize,
     /// Its time, past the sweep's own.
     pub timeout: Duration,
@@ -90,25 +92,77 @@ const DRAIN_LIMIT: Duration = Duration::from_secs(2);
 pub async fn exec(
     docker: Docker,
     container: &str,
-    spec: ExecSpec,
+    mut spec: ExecSpec,
     cancel: &CancellationToken,
     progress: &dyn Progress,
 ) -> Result<Ran, PodmanError> {
+    // On another machine's engine the sweep (and `then`) come in the
+    // command's own exec ([`framed`]), unless the image has no `sh`.
+    let stdin = spec.stdin.take();
+    let bytes = match &stdin {
+        Some(Input::Stream(_)) => None,
+        Some(Input::Bytes(b)) => Some(Some(Input::Bytes(b.clone()))),
+        None => Some(None),
+    };
+    if let (Some(copy), Some(_), true) = (bytes, &spec.remote, spec.sweep) {
+        let frame = Frame::new(spec.then.as_ref());
+        match run(
+            docker.clone(),
+            container,
+            &spec,
+            copy,
+            Some(frame),
+            cancel,
+            progress,
+        )
+        .await?
+        {
+            Some(ran) => return Ok(ran),
+            None => tracing::debug!(
+                container,
+                "no sh in the container to frame the command: it runs on its own, its sweep after it"
+            ),
+        }
+    }
+    let ran = run(docker, container, &spec, stdin, None, cancel, progress).await?;
+    Ok(ran.expect("only a framed run can find no sh"))
+}
+
+/// [`exec`], the command framed or not; `None` when the frame's `sh` did
+/// not run (nothing of the command did either).
+async fn run(
+    docker: Docker,
+    container: &str,
+    spec: &ExecSpec,
+    stdin: Option<Input>,
+    mut frame: Option<Frame>,
+    cancel: &CancellationToken,
+    progress: &dyn Progress,
+) -> Result<Option<Ran>, PodmanError> {
     let what = format!("exec in {container}");
     let start = Instant::now();
     let marker = timebox::new_marker();
-    let mut env = spec.env;
-    env.push(format!("{MARKER_VAR}={marker}"));
+    let mut env = spec.env.clone();
+    let argv = match &frame {
+        Some(frame) => {
+            env.push(format!("{SHELL_VAR}={marker}"));
+            frame.argv(&spec.argv, &marker, spec.then.as_ref())
+        }
+        None => {
+            env.push(format!("{MARKER_VAR}={marker}"));
+            spec.argv.clone()
+        }
+    };
     let created = docker
         .create_exec(
             container,
             CreateExecOptions {
-                attach_stdin: Some(spec.stdin.is_some()),
+                attach_stdin: Some(stdin.is_some()),
                 attach_stdout: Some(true),
                 attach_stderr: Some(true),
                 tty: Some(false),
                 env: Some(env),
-                cmd: Some(spec.argv.clone()),
+                cmd: Some(argv),
                 working_dir: spec.workdir.clone(),
                 user: spec.user.clone(),
                 ..Default::default()
@@ -152,7 +206,7 @@ pub async fn exec(
     // Fed beside the output loop: a command that writes while it reads
     // must not wait for us.
     let mut input = Some(input);
-    let feeding = spec.stdin.map(|stdin| {
+    let feeding = stdin.map(|stdin| {
         let mut input = input.take().expect("not taken yet");
         tokio::spawn(async move {
             let _ = match stdin {
@@ -173,12 +227,24 @@ pub async fn exec(
     let mut ticker = tokio::time::interval(PROGRESS_EVERY);
     ticker.tick().await;
     let mut ending = None;
+    // Once a framed command has ended, the time its sweep may take.
+    let mut sweeping = None;
+    let mut overran = false;
     loop {
-        let silence_end = spec.no_output_timeout.map(|d| last_output + d);
+        let silence_end = spec
+            .no_output_timeout
+            .filter(|_| sweeping.is_none())
+            .map(|d| last_output + d);
         tokio::select! {
             biased;
             _ = cancel.cancelled() => { ending = Some(Ending::Cancelled); break; }
-            _ = sleep_until(deadline) => { ending = Some(Ending::Timeout); break; }
+            _ = sleep_until(sweeping.unwrap_or(deadline)) => {
+                match sweeping {
+                    Some(_) => overran = true,
+                    None => ending = Some(Ending::Timeout),
+                }
+                break;
+            }
             _ = sleep_until(silence_end.unwrap_or(deadline)), if silence_end.is_some() => {
                 ending = Some(Ending::NoOutput);
                 break;
@@ -186,7 +252,11 @@ pub async fn exec(
             chunk = output.next() => match chunk {
                 Some(Ok(chunk)) => {
                     last_output = tokio::time::Instant::now();
-                    record(&mut outcome, chunk);
+                    record(&mut outcome, frame.as_mut(), chunk);
+                    if sweeping.is_none() && frame.as_ref().is_some_and(Frame::closed) {
+                        let then = spec.then.as_ref().map_or(Duration::ZERO, |t| t.timeout);
+                        sweeping = Some(tokio::time::Instant::now() + KILL_INSIDE_LIMIT + then);
+                    }
                 }
                 // The service going away ends the stream too; the exit
                 // code below tells.
@@ -202,10 +272,17 @@ pub async fn exec(
         // Keep what the killed tree had already written.
         let _ = tokio::time::timeout(DRAIN_LIMIT, async {
             while let Some(Ok(chunk)) = output.next().await {
-                record(&mut outcome, chunk);
+                record(&mut outcome, frame.as_mut(), chunk);
             }
         })
         .await;
+    }
+    if overran {
+        // The command ended well; what hangs is the frame's sweep.
+        tree.kill(&marker).await;
+    }
+    if let Some(frame) = &mut frame {
+        outcome.tail.push(Stream::Stdout, &frame.finish());
     }
     drop(input);
     if let Some(feeding) = feeding {
@@ -226,33 +303,46 @@ pub async fn exec(
         }
         Err(_) => {}
     }
+    let framed = frame.as_ref().filter(|f| f.started());
+    if let Some(status) = framed.and_then(Frame::status) {
+        outcome.exit_code = Some(status);
+    }
+    let no_shell = frame.is_some()
+        && framed.is_none()
+        && ending.is_none()
+        && matches!(outcome.exit_code, Some(126 | 127));
     // Background descendants that closed their output but live on (`cmd
     // &`, `setsid`), found by the marker they carry: the leader may have
-    // been gone before its pid was known.
+    // been gone before its pid was known. A framed command's were swept
+    // in its exec.
     let mut then = None;
-    if ending.is_none() && spec.sweep {
-        let report = match (&spec.then, tree.local) {
-            (Some(script), false) => {
-                let (report, said) =
-                    kill_inside_then(&docker, container, &marker, Some(script)).await;
-                then = said;
+    if ending.is_none() && spec.sweep && !no_shell {
+        let report = match framed.and_then(Frame::sweep).filter(|_| !overran) {
+            Some((report, printed)) => {
+                then = printed.filter(|_| spec.then.is_some());
                 report
             }
-            _ => tree.kill(&marker).await,
+            None => tree.kill(&marker).await,
         };
         outcome.kill = (report.killed > 0).then_some(report);
     }
     guard.marker = None;
     drop(in_flight);
     let _ = tokio::task::spawn_blocking(move || reap_session(&session)).await;
+    if no_shell {
+        return Ok(None);
+    }
     outcome.duration = start.elapsed();
-    Ok(Ran { outcome, then })
+    Ok(Some(Ran { outcome, then }))
 }
 
-fn record(outcome: &mut Outcome, chunk: LogOutput) {
+fn record(outcome: &mut Outcome, frame: Option<&mut Frame>, chunk: LogOutput) {
     let (stream, bytes) = match chunk {
         LogOutput::StdErr { message } => (Stream::Stderr, message),
-        LogOutput::StdOut { message } | LogOutput::Console { message } => (Stream::Stdout, message),
+        LogOutput::StdOut { message } | LogOutput::Console { message } => match frame {
+            Some(frame) => (Stream::Stdout, frame.stdout(&message).into()),
+            None => (Stream::Stdout, message),
+        },
         LogOutput::StdIn { .. } => return,
     };
     match stream {
@@ -301,21 +391,22 @@ impl Tree {
 }
 
 /// Inside the container: every process whose environment carries the
-/// run's marker gets SIGTERM, and SIGKILL after 200 ms if it is still
+/// line `$m` or `$w` gets SIGTERM, and SIGKILL after 200 ms if it is still
 /// there (as [`timebox::kill_tree`] does here). Needs `sh`, `tr` and
 /// `grep` in the image; prints how many were signalled and forced.
-const KILL_INSIDE: &str = r#"m="$1"; killed=0; forced=0
+pub(super) const SWEEP: &str = r#"killed=0; forced=0
 scan() { for e in /proc/[0-9]*/environ; do p=${e#/proc/}; p=${p%/environ}
   [ "$p" = "$$" ] && continue
-  tr '\0' '\n' < "$e" 2>/dev/null | grep -qxF "$m" && kill -"$1" "$p" 2>/dev/null && echo "$p"
+  tr '\0' '\n' 2>/dev/null < "$e" | grep -qxF -e "$m" -e "$w" && kill -"$1" "$p" 2>/dev/null && echo "$p"
 done; }
 killed=$(scan TERM | wc -l)
 [ "$killed" -gt 0 ] && sleep 0.2 && forced=$(scan KILL | wc -l)
 echo "$killed $forced""#;
 
-/// What the sweep's exec printed: the counts' line, and what its [`Then`]
-/// printed if it was there and ended well.
-fn read_sweep(said: &str) -> Option<(KillReport, Option<String>)> {
+/// What a sweep printed: the counts' line, and what a [`Then`] after it
+/// printed if it was there and ended well (its status on a last line:
+/// what a failed script printed is not its answer).
+pub(super) fn read_sweep(said: &str) -> Option<(KillReport, Option<String>)> {
     let (counts, rest) = said.split_once('\n').unwrap_or((said, ""));
     let mut counts = counts.split_whitespace().filter_map(|n| n.parse().ok());
     let report = KillReport {
@@ -330,46 +421,22 @@ fn read_sweep(said: &str) -> Option<(KillReport, Option<String>)> {
 }
 
 /// Starts the line that gives a [`Then`] script's exit status.
-const THEN_STATUS: &str = "mcp-host-then-status ";
+pub(super) const THEN_STATUS: &str = "mcp-host-then-status ";
 
 /// How long the in-container kill may take (its grace is 200 ms).
 const KILL_INSIDE_LIMIT: Duration = Duration::from_secs(10);
 
-/// Kill the run's tree in `container` by its marker; what was killed.
+/// Kill the run's tree in `container` by its marker (a framed command's
+/// script with it); what was killed.
 pub async fn kill_inside(docker: &Docker, container: &str, marker: &str) -> KillReport {
-    kill_inside_then(docker, container, marker, None).await.0
-}
-
-/// [`kill_inside`], then `then` in the same exec; what was killed, and
-/// what `then` printed if it ran and its output was not cut.
-async fn kill_inside_then(
-    docker: &Docker,
-    container: &str,
-    marker: &str,
-    then: Option<&Then>,
-) -> (KillReport, Option<String>) {
-    let (script, args, max_bytes, limit) = match then {
-        Some(t) => (
-            // Its status on a last line: what a failed script printed is
-            // not its answer.
-            format!(
-                "{KILL_INSIDE}\nshift\n( {} )\necho \"{THEN_STATUS}$?\"",
-                t.script
-            ),
-            t.args.clone(),
-            t.max_bytes,
-            KILL_INSIDE_LIMIT + t.timeout,
-        ),
-        None => (KILL_INSIDE.to_string(), Vec::new(), 0, KILL_INSIDE_LIMIT),
-    };
-    let mut cmd = vec![
+    let cmd = vec![
         "sh".to_string(),
         "-c".into(),
-        script,
+        format!("m=$1 w=$2\n{SWEEP}"),
         "sh".into(),
         format!("{MARKER_VAR}={marker}"),
+        format!("{SHELL_VAR}={marker}"),
     ];
-    cmd.extend(args);
     let run = async {
         let created = docker
             .create_exec(
@@ -388,28 +455,22 @@ async fn kill_inside_then(
         else {
             return None;
         };
-        // The counts' line, and past it what `then` printed.
-        let keep = max_bytes + 64;
         let mut said = Vec::new();
-        let mut cut = false;
         while let Some(Ok(chunk)) = output.next().await {
             if let LogOutput::StdOut { message } = chunk {
-                cut |= said.len() + message.len() > keep;
-                let room = keep.saturating_sub(said.len());
-                said.extend_from_slice(&message[..message.len().min(room)]);
+                said.extend_from_slice(&message[..message.len().min(64)]);
             }
         }
-        let (report, printed) = read_sweep(&String::from_utf8_lossy(&said))?;
-        Some((report, printed.filter(|_| then.is_some() && !cut)))
+        Some(read_sweep(&String::from_utf8_lossy(&said))?.0)
     };
-    match tokio::time::timeout(limit, run).await {
-        Ok(Some(done)) => done,
+    match tokio::time::timeout(KILL_INSIDE_LIMIT, run).await {
+        Ok(Some(report)) => report,
         _ => {
             tracing::warn!(
                 container,
                 "could not end a run's processes inside the container"
             );
-            (KillReport::default(), None)
+            KillReport::default()
         }
     }
 }

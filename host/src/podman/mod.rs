@@ -6,6 +6,7 @@
 //! the plugin's.
 
 pub mod exec;
+mod framed;
 mod service;
 
 use std::collections::BTreeMap;

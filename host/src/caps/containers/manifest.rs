@@ -189,7 +189,7 @@ pub async fn take(
 pub fn after_sweep(source: &str) -> podman::exec::Then {
     podman::exec::Then {
         script: STAT_SCRIPT,
-        args: vec![source.to_string()],
+        arg: source.to_string(),
         max_bytes: MAX_MANIFEST_BYTES,
         timeout: MANIFEST_TIMEOUT,
     }
