@@ -21,9 +21,10 @@ use bollard::Docker;
 use bollard::query_parameters::{DownloadFromContainerOptionsBuilder, UploadToContainerOptions};
 use cap_std::fs::Dir;
 use futures_util::TryStreamExt;
+use tokio_util::io::SyncIoBridge;
 use tokio_util::sync::CancellationToken;
 
-use super::{manifest, taken, unpack};
+use super::{dealt, manifest, taken, unpack};
 use crate::bindings::mcphost::plugin::containers::{ContainerError, SyncReport};
 use crate::podman::{self, Engine, failed};
 
@@ -60,8 +61,9 @@ impl CopyIn<'_> {
     }
 }
 
-/// A tar of what `copy` names, streamed from GNU tar on this machine.
-fn tar_of(copy: &CopyIn) -> Result<tokio::process::Child, ContainerError> {
+/// A tar of what `copy` names, streamed from GNU tar on this machine
+/// (hard links as files when it is to be [`dealt`] out).
+fn tar_of(copy: &CopyIn, to_deal: bool) -> Result<tokio::process::Child, ContainerError> {
     let Some(program) = timebox::host_program("tar") else {
         return Err(ContainerError::Unavailable(
             "GNU tar was not found on PATH (outside the workspace): install it (Debian/Ubuntu: `apt-get install tar`)".into(),
@@ -73,6 +75,9 @@ fn tar_of(copy: &CopyIn) -> Result<tokio::process::Child, ContainerError> {
         .args(["-c", "--one-file-system", "--no-wildcards"]);
     for rel in copy.exclude {
         tar.arg(format!("--exclude=./{}", rel.display()));
+    }
+    if to_deal {
+        tar.arg("--hard-dereference");
     }
     if copy.paths.is_empty() {
         tar.arg(".");
@@ -105,7 +110,7 @@ async fn tarred(tar: tokio::process::Child, copy: &CopyIn<'_>) -> Result<(), Con
 
 /// Copy through Podman's archive API (the container need not run).
 pub async fn copy_in(docker: &Docker, copy: &CopyIn<'_>) -> Result<(), ContainerError> {
-    let mut tar = tar_of(copy)?;
+    let mut tar = tar_of(copy, false)?;
     let stream = tokio_util::io::ReaderStream::new(tar.stdout.take().expect("piped"));
     let options = UploadToContainerOptions {
         path: copy.target.to_string(),
@@ -128,8 +133,9 @@ pub async fn copy_in(docker: &Docker, copy: &CopyIn<'_>) -> Result<(), Container
 const UNTAR_TIMEOUT: Duration = Duration::from_secs(3600);
 
 /// Copy into a running container by its own `tar -x` (as root, as the
-/// archive API writes); through the archive API when the image has no
-/// `tar`. The container only ever reads what this machine's tar wrote.
+/// archive API writes), one `tar` per core of the engine's machine
+/// ([`dealt`]); through the archive API when the image has no `tar`.
+/// The container only ever reads what this machine's tar wrote.
 pub async fn untar_inside(
     docker: &Docker,
     copy: &CopyIn<'_>,
@@ -137,15 +143,80 @@ pub async fn untar_inside(
     cancel: &CancellationToken,
 ) -> Result<(), ContainerError> {
     let started = std::time::Instant::now();
-    let mut tar = tar_of(copy)?;
+    let cores = match docker.info().await {
+        Ok(info) => info.ncpu.unwrap_or(1).clamp(1, MAX_PARTS) as usize,
+        Err(_) => 1,
+    };
+    let mut tar = tar_of(copy, true)?;
     let stdout = tar.stdout.take().expect("piped");
+    let ended = if cores == 1 {
+        let stream = podman::exec::Input::Stream(Box::new(stdout));
+        vec![untar_part(docker, copy, stream, remote, cancel).await]
+    } else {
+        let (writers, readers): (Vec<_>, Vec<_>) =
+            (0..cores).map(|_| tokio::io::duplex(DEAL_BUFFER)).unzip();
+        let from = SyncIoBridge::new(stdout);
+        let writers: Vec<_> = writers.into_iter().map(SyncIoBridge::new).collect();
+        let dealing = tokio::task::spawn_blocking(move || dealt::deal(from, writers));
+        let runs = readers.into_iter().map(|reader| {
+            let stream = podman::exec::Input::Stream(Box::new(reader));
+            untar_part(docker, copy, stream, remote.clone(), cancel)
+        });
+        let ended = futures_util::future::join_all(runs).await;
+        // A part that failed ends the dealing (its stream is closed); what
+        // the parts say is the answer.
+        let _ = dealing.await;
+        ended
+    };
+    let ended: Vec<Untar> = ended.into_iter().collect::<Result<_, _>>()?;
+    if ended.contains(&Untar::NoTar) {
+        drop(tar);
+        tracing::debug!(
+            container = copy.container,
+            "no tar in the container: copied in through the archive API"
+        );
+        return copy_in(docker, copy).await;
+    }
+    tarred(tar, copy).await?;
+    tracing::debug!(
+        container = copy.container,
+        parts = ended.len(),
+        took_ms = started.elapsed().as_millis(),
+        "copied in by the container's tar"
+    );
+    Ok(())
+}
+
+/// What a part's stream holds ahead of its `tar -x`: a few hundred small
+/// files, so no part waits while another writes.
+const DEAL_BUFFER: usize = 256 * 1024;
+
+/// At most this many `tar`s side by side.
+const MAX_PARTS: i64 = 4;
+
+/// How one `tar -x` in the container ended.
+#[derive(PartialEq)]
+enum Untar {
+    Done,
+    /// The image has none.
+    NoTar,
+}
+
+/// One `tar -x` in the container, of `stream`.
+async fn untar_part(
+    docker: &Docker,
+    copy: &CopyIn<'_>,
+    stream: podman::exec::Input,
+    remote: Option<String>,
+    cancel: &CancellationToken,
+) -> Result<Untar, ContainerError> {
     let spec = podman::exec::ExecSpec {
         argv: ["tar", "-x", "-f", "-", "-C", copy.target]
             .map(String::from)
             .to_vec(),
         workdir: None,
         env: Vec::new(),
-        stdin: Some(podman::exec::Input::Stream(Box::new(stdout))),
+        stdin: Some(stream),
         user: Some("0".into()),
         timeout: UNTAR_TIMEOUT,
         no_output_timeout: None,
@@ -166,23 +237,9 @@ pub async fn untar_inside(
     .map_err(|e| ContainerError::Failed(format!("{what}: {e}")))?;
     let outcome = ran.outcome;
     match (outcome.ending, outcome.exit_code) {
-        (timebox::Ending::Exited, Some(0)) => {
-            tracing::debug!(
-                container = copy.container,
-                took_ms = started.elapsed().as_millis(),
-                "copied in by the container's tar"
-            );
-            tarred(tar, copy).await
-        }
+        (timebox::Ending::Exited, Some(0)) => Ok(Untar::Done),
         // No `tar` in the image (126: not runnable, 127: not found).
-        (timebox::Ending::Exited, Some(126 | 127)) => {
-            drop(tar);
-            tracing::debug!(
-                container = copy.container,
-                "no tar in the container: copied in through the archive API"
-            );
-            copy_in(docker, copy).await
-        }
+        (timebox::Ending::Exited, Some(126 | 127)) => Ok(Untar::NoTar),
         (ending, code) => {
             let said: String = outcome.tail.chunks().into_iter().map(|(_, t)| t).collect();
             Err(ContainerError::Failed(format!(

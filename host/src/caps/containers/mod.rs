@@ -42,6 +42,7 @@ use crate::store::CallState;
 
 mod commit;
 mod create;
+mod dealt;
 mod ending;
 pub(crate) mod files;
 mod manifest;
