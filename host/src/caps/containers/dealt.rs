@@ -47,7 +47,7 @@ pub fn deal<R: Read, W: Write>(from: R, parts: Vec<W>) -> std::io::Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use std::path::PathBuf;
+    use std::path::{Path, PathBuf};
 
     use super::*;
 
@@ -103,18 +103,18 @@ mod tests {
             .unwrap();
         let whole = whole.into_inner().unwrap();
 
-        let mut parts = vec![Vec::new(), Vec::new()];
+        let mut parts = [Vec::new(), Vec::new()];
         deal(&whole[..], parts.iter_mut().collect()).unwrap();
         let parts: Vec<_> = parts.iter().map(|p| entries(p)).collect();
         let mut all: Vec<_> = parts
             .iter()
             .flatten()
-            .filter(|e| e.0 != PathBuf::from("d"))
+            .filter(|e| e.0 != Path::new("d"))
             .cloned()
             .collect();
         let mut expected: Vec<_> = entries(&whole)
             .into_iter()
-            .filter(|e| e.0 != PathBuf::from("d"))
+            .filter(|e| e.0 != Path::new("d"))
             .collect();
         all.sort_by(|a, b| a.0.cmp(&b.0));
         expected.sort_by(|a, b| a.0.cmp(&b.0));
