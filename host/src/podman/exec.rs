@@ -307,8 +307,9 @@ async fn run(
     if let Some(status) = framed.and_then(Frame::status) {
         outcome.exit_code = Some(status);
     }
-    let no_shell = frame.is_some()
-        && framed.is_none()
+    // Not even the opening token, and the status of a program not found:
+    // the frame's `sh` never ran, so nothing of the command did.
+    let no_shell = frame.as_ref().is_some_and(Frame::silent)
         && ending.is_none()
         && matches!(outcome.exit_code, Some(126 | 127));
     // Background descendants that closed their output but live on (`cmd

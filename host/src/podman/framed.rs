@@ -69,11 +69,11 @@ impl Frame {
         });
         let script = format!(
             "m=$1 t=$2 a=$3; shift 3\n\
-             printf %s \"$t\"\n\
+             echo \"$t\"\n\
              ( unset {SHELL_VAR}; export \"$m\"; exec \"$@\" )\n\
              s=$?\n\
              exec </dev/null 2>/dev/null\n\
-             printf '%s%s\\n' \"$t\" \"$s\"\n\
+             echo \"$t$s\"\n\
              w=$m\n\
              {SWEEP}\n\
              {then}exit $s"
@@ -96,16 +96,18 @@ impl Frame {
         let token = self.token.as_bytes();
         match &mut self.state {
             State::Opening(seen) => {
+                // The token on a line of its own (`echo`, in every `sh`).
+                let opening = [token, b"\n"].concat();
                 seen.extend_from_slice(bytes);
-                if seen.len() < token.len() && token.starts_with(seen) {
+                if seen.len() < opening.len() && opening.starts_with(seen) {
                     return Vec::new();
                 }
-                if !seen.starts_with(token) {
+                if !seen.starts_with(&opening) {
                     let all = std::mem::take(seen);
                     self.state = State::Absent;
                     return all;
                 }
-                let rest = seen.split_off(token.len());
+                let rest = seen.split_off(opening.len());
                 self.state = State::Command(Vec::new());
                 self.stdout(&rest)
             }
@@ -132,6 +134,11 @@ impl Frame {
     /// The stream ended: what was held back is the command's.
     pub fn finish(&mut self) -> Vec<u8> {
         match &mut self.state {
+            State::Opening(held) if !held.is_empty() => {
+                let held = std::mem::take(held);
+                self.state = State::Absent;
+                held
+            }
             State::Opening(held) | State::Command(held) => std::mem::take(held),
             State::Closed | State::Absent => Vec::new(),
         }
@@ -147,6 +154,11 @@ impl Frame {
     /// Whether the script ran (it printed the opening token).
     pub fn started(&self) -> bool {
         !matches!(self.state, State::Opening(_) | State::Absent)
+    }
+
+    /// Whether nothing at all came on stdout: not even the opening token.
+    pub fn silent(&self) -> bool {
+        matches!(&self.state, State::Opening(seen) if seen.is_empty())
     }
 
     /// Whether the command has ended beneath it (the closing token came).
@@ -217,6 +229,24 @@ mod tests {
         assert_eq!(printed.as_deref(), Some("stat of /workdir\n"));
     }
 
+    /// A run is tried again without the frame only when its `sh` printed
+    /// nothing: once the opening token came, the command may have run.
+    #[test]
+    fn only_a_frame_that_saw_nothing_is_silent() {
+        let mut frame = Frame::new(None);
+        assert!(frame.silent());
+        let opening = format!("{}\n", frame.token);
+        frame.stdout(&opening.as_bytes()[..5]);
+        assert!(!frame.silent());
+        frame.stdout(&opening.as_bytes()[5..]);
+        frame.finish();
+        assert!(!frame.silent() && frame.started());
+        let mut cut_short = Frame::new(None);
+        cut_short.stdout(&opening.as_bytes()[..5]);
+        assert_eq!(cut_short.finish(), &opening.as_bytes()[..5]);
+        assert!(!cut_short.silent() && !cut_short.started());
+    }
+
     #[test]
     fn output_without_the_opening_token_is_all_the_commands() {
         let mut frame = Frame::new(None);
@@ -234,7 +264,7 @@ mod tests {
         let t = then();
         let mut frame = Frame::new(Some(&t));
         let token = frame.token.clone();
-        let forged = format!("{token}mine{token}0\n9 9\nlies\n");
+        let forged = format!("{token}\nmine{token}0\n9 9\nlies\n");
         let mut own = frame.stdout(forged.as_bytes());
         // The script's own closing comes after; it is past the cut.
         own.extend(frame.stdout(format!("{token}0\n0 0\nmcp-host-then-status 0\n").as_bytes()));
@@ -249,7 +279,7 @@ mod tests {
         let t = then();
         let mut frame = Frame::new(Some(&t));
         let token = frame.token.clone();
-        frame.stdout(token.as_bytes());
+        frame.stdout(format!("{token}\n").as_bytes());
         let long = "x".repeat(500);
         frame.stdout(format!("{token}0\n0 0\n{long}\nmcp-host-then-status 0\n").as_bytes());
         let (_, printed) = frame.sweep().unwrap();
