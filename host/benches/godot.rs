@@ -206,9 +206,12 @@ async fn main() {
 
     let bare = Env::new(&["run_test"], "");
     drop(bare.start().await); // compile once: measure a warm start
+    // Idle once start-up is over (its pages let go), as the loaded host
+    // has long been after its searches.
+    let settled = bare.logged("start-up over");
     let idle = bare.start().await;
     idle.tools().await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    bare.wait_for_log("start-up over", settled + 1).await;
     let idle_kib = rss_kib(idle.pid).0;
     for (label, loaded_kib) in loaded {
         println!(
