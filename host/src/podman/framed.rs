@@ -200,6 +200,7 @@ mod tests {
     /// The frame's script run by this machine's `sh` (its sweep scans this
     /// machine's /proc, for a marker no other process has).
     #[test]
+    #[cfg(unix)] // the script runs in a container: here, a POSIX sh and /proc
     fn the_script_runs_the_command_then_sweeps_and_says_so() {
         let t = then();
         let mut frame = Frame::new(Some(&t));
