@@ -1,6 +1,6 @@
 //! On another machine's engine, a command and what must follow it in one
 //! exec. There the sweep of what the command left running (by the run's
-//! marker, as [`super::exec::kill_inside`] does) and the `stat`s the sync
+//! marker, as [`super::exec::kill_inside`] does: [`super::sweep`]) and the `stat`s the sync
 //! after it needs ([`Then`]) would cost an exec of their own, a round trip
 //! and a `conmon` there (about 100 ms of a 360 ms `true`): instead the
 //! command runs beneath a short `sh` script that does both once it has
@@ -21,7 +21,7 @@
 
 use timebox::{KillReport, MARKER_VAR};
 
-use super::exec::{SWEEP, Then, read_sweep};
+use super::sweep::{SWEEP, THEN_STATUS, Then, read_sweep};
 
 /// Carries the run's marker in the framing script (not in the command).
 pub const SHELL_VAR: &str = "MCP_HOST_RUN_SHELL";
@@ -62,8 +62,7 @@ impl Frame {
         let (then, arg) = then.map_or((String::new(), String::new()), |t| {
             let run = format!(
                 "set -- \"$a\"\n( {} )\necho \"{}$?\"\n",
-                t.script,
-                super::exec::THEN_STATUS
+                t.script, THEN_STATUS
             );
             (run, t.arg.clone())
         });

@@ -8,6 +8,7 @@
 pub mod exec;
 mod framed;
 mod service;
+mod sweep;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
