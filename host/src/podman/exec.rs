@@ -9,9 +9,10 @@
 //! engine on another machine, whose processes this machine's /proc does
 //! not show, by the same scan run inside the container ([`kill_inside`]),
 //! where the scan for what a command left running also follows it in its
-//! own exec ([`super::framed`]). When it has ended, the two `conmon` processes Podman keeps for the session (to
-//! run its cleanup five minutes later) are ended too: otherwise every
-//! command left them behind until the environment was destroyed.
+//! own exec ([`super::framed`]). When it has ended, the two `conmon`
+//! processes Podman keeps for the session (to run its cleanup five minutes
+//! later) are ended too: otherwise every command left them behind until
+//! the environment was destroyed.
 
 use std::time::{Duration, Instant};
 
@@ -89,14 +90,16 @@ pub async fn exec(
     progress: &dyn Progress,
 ) -> Result<Ran, PodmanError> {
     // On another machine's engine the sweep (and `then`) come in the
-    // command's own exec ([`framed`]), unless the image has no `sh`.
+    // command's own exec ([`framed`]), unless the image has no `sh`: that
+    // try is then run again plainly, so its stdin must be there twice (an
+    // exec fed a stream is not framed).
     let stdin = spec.stdin.take();
-    let bytes = match &stdin {
-        Some(Input::Stream(_)) => None,
-        Some(Input::Bytes(b)) => Some(Some(Input::Bytes(b.clone()))),
-        None => Some(None),
-    };
-    if let (Some(copy), Some(_), true) = (bytes, &spec.remote, spec.sweep) {
+    let framable = spec.remote.is_some() && spec.sweep && !matches!(stdin, Some(Input::Stream(_)));
+    if framable {
+        let copy = match &stdin {
+            Some(Input::Bytes(bytes)) => Some(Input::Bytes(bytes.clone())),
+            _ => None,
+        };
         let frame = Frame::new(spec.then.as_ref());
         match run(
             docker.clone(),

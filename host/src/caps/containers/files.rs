@@ -147,7 +147,7 @@ pub async fn untar_inside(
         Ok(info) => info.ncpu.unwrap_or(1).clamp(1, MAX_PARTS) as usize,
         Err(_) => 1,
     };
-    let mut tar = tar_of(copy, true)?;
+    let mut tar = tar_of(copy, cores > 1)?;
     let stdout = tar.stdout.take().expect("piped");
     let ended = if cores == 1 {
         let stream = podman::exec::Input::Stream(Box::new(stdout));
