@@ -141,7 +141,7 @@ async fn run(
     let argv = match &frame {
         Some(frame) => {
             env.push(format!("{SHELL_VAR}={marker}"));
-            frame.argv(&spec.argv, &marker, spec.then.as_ref())
+            frame.argv(&spec.argv, &marker)
         }
         None => {
             env.push(format!("{MARKER_VAR}={marker}"));

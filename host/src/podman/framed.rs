@@ -29,6 +29,9 @@ pub const SHELL_VAR: &str = "MCP_HOST_RUN_SHELL";
 /// The frame of one run, and what came through it so far.
 pub struct Frame {
     token: String,
+    /// What runs after the sweep (`Then`'s script and its status line), and
+    /// its argument: empty without one.
+    then: (String, String),
     state: State,
     /// After the closing token: status, sweep counts, what `Then` printed.
     after: Vec<u8>,
@@ -50,6 +53,13 @@ impl Frame {
     pub fn new(then: Option<&Then>) -> Frame {
         Frame {
             token: format!("mcp-host-frame-{}", uuid::Uuid::new_v4().simple()),
+            then: then.map_or_else(Default::default, |t| {
+                let run = format!(
+                    "set -- \"$a\"\n( {} )\necho \"{THEN_STATUS}$?\"\n",
+                    t.script
+                );
+                (run, t.arg.clone())
+            }),
             state: State::Opening(Vec::new()),
             after: Vec::new(),
             keep: then.map_or(0, |t| t.max_bytes) + 128,
@@ -58,14 +68,8 @@ impl Frame {
     }
 
     /// `argv` beneath the framing script, for the run `marker`.
-    pub fn argv(&self, argv: &[String], marker: &str, then: Option<&Then>) -> Vec<String> {
-        let (then, arg) = then.map_or((String::new(), String::new()), |t| {
-            let run = format!(
-                "set -- \"$a\"\n( {} )\necho \"{}$?\"\n",
-                t.script, THEN_STATUS
-            );
-            (run, t.arg.clone())
-        });
+    pub fn argv(&self, argv: &[String], marker: &str) -> Vec<String> {
+        let (then, arg) = &self.then;
         let script = format!(
             "m=$1 t=$2 a=$3; shift 3\n\
              echo \"$t\"\n\
@@ -84,7 +88,7 @@ impl Frame {
             "sh".into(),
             format!("{MARKER_VAR}={marker}"),
             self.token.clone(),
-            arg,
+            arg.clone(),
         ];
         framed.extend(argv.iter().cloned());
         framed
@@ -208,7 +212,7 @@ mod tests {
             "-c",
             "printf 'out\\nno newline'; (sleep 30 &); echo err >&2; exit 3",
         ];
-        let argv = frame.argv(&command.map(String::from), &timebox::new_marker(), Some(&t));
+        let argv = frame.argv(&command.map(String::from), &timebox::new_marker());
         let ran = std::process::Command::new(&argv[0])
             .args(&argv[1..])
             .output()
