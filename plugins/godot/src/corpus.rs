@@ -18,6 +18,7 @@ use plugin_sdk::log::{Level, log};
 
 use crate::bbcode::{first_sentence, prose_only, without_inline_code};
 use crate::engine;
+use crate::links::{Links, mentions};
 use crate::manual::{self, Section};
 use crate::model::ClassDoc;
 use crate::parse::parse_class;
@@ -25,7 +26,7 @@ use crate::source::Source;
 use crate::uri;
 
 /// Bump when the documents change shape.
-const FORMAT: &str = "godot-docs/9";
+const FORMAT: &str = "godot-docs/10";
 const BATCH: usize = 2000;
 
 /// One reference served, checked, and where it came from.
@@ -96,7 +97,7 @@ impl DocDir {
             }
         }
         // Newest first; of two with one version, the first listed.
-        found.sort_by(|a, b| version_key(&b.version).cmp(&version_key(&a.version)));
+        found.sort_by_key(|d| std::cmp::Reverse(version_key(&d.version)));
         found.dedup_by(|later, first| {
             let same = later.version == first.version;
             if same {
@@ -491,6 +492,12 @@ fn build(docs: &DocDir, sources: &Sources, version: &str) -> Result<IndexInfo, T
             docs.path.display()
         )));
     }
+    let links = Links::new(&classes);
+    let sections = match &sources.manual {
+        Some((dir, pages)) => read_manual(&links, dir, pages),
+        None => Vec::new(),
+    };
+    let mentions = mentions(&links, &sections);
     let descendants = descendant_counts(&classes);
     // The global scopes hold what every script uses: rank them with the most
     // central class.
@@ -510,19 +517,22 @@ fn build(docs: &DocDir, sources: &Sources, version: &str) -> Result<IndexInfo, T
             1.0
         };
         let prior = audience * (1.0 + 0.08 * (1.0 + reach as f64).ln());
-        batch.push(class_document(class, prior));
+        let mentioned = |qname: String| mentions.get(&qname).map_or("", String::as_str);
+        batch.push(class_document(
+            class,
+            prior,
+            mentioned(class.name.to_lowercase()),
+        ));
         for symbol in class.symbols() {
-            batch.push(symbol_document(class, &symbol, prior));
+            let qname = format!("{}.{}", class.name, symbol.name).to_lowercase();
+            batch.push(symbol_document(class, &symbol, prior, mentioned(qname)));
             if batch.len() >= BATCH {
                 builder.add(&std::mem::take(&mut batch))?;
             }
         }
     }
     builder.add(&batch)?;
-    let sections = match &sources.manual {
-        Some((dir, pages)) => add_manual(&builder, &classes, dir, pages)?,
-        None => 0,
-    };
+    let sections = add_manual(&builder, &sections)?;
     let info = builder.commit()?;
     log(
         Level::Info,
@@ -540,16 +550,10 @@ fn build(docs: &DocDir, sources: &Sources, version: &str) -> Result<IndexInfo, T
     Ok(info)
 }
 
-/// The manual's sections as documents; how many. A page that cannot be
-/// read is logged and left out.
-fn add_manual(
-    builder: &index::Builder,
-    classes: &[ClassDoc],
-    dir: &Path,
-    pages: &[Source],
-) -> Result<usize, ToolError> {
-    let links = Links::new(classes);
-    let mut sections: Vec<(Section, Vec<String>)> = Vec::new();
+/// The manual's sections, each with its links resolved against the
+/// reference. A page that cannot be read is logged and left out.
+fn read_manual(links: &Links, dir: &Path, pages: &[Source]) -> Vec<(Section, Vec<String>)> {
+    let mut sections = Vec::new();
     for file in pages.iter().map(|p| &p.path) {
         let page = file
             .strip_prefix(dir)
@@ -568,21 +572,29 @@ fn add_manual(
             }
         };
         for section in manual::parse(&page, &text) {
-            let resolved = links.resolve(&section.links);
+            let resolved = links.resolve(&section.links, &section.links);
             sections.push((section, resolved));
         }
     }
+    sections
+}
+
+/// The manual's sections as documents; how many.
+fn add_manual(
+    builder: &index::Builder,
+    sections: &[(Section, Vec<String>)],
+) -> Result<usize, ToolError> {
     // A name the manual links everywhere (Node, Vector2, `_ready`) says
     // nothing of what one section is about: only the rarer ones are kept.
     let mut seen: HashMap<&str, usize> = HashMap::new();
-    for (_, resolved) in &sections {
+    for (_, resolved) in sections {
         for link in resolved {
             *seen.entry(link.as_str()).or_default() += 1;
         }
     }
     let common = (sections.len() as f64 * COMMON_LINK_SHARE).ceil() as usize;
     let mut batch = Vec::with_capacity(BATCH);
-    for (section, resolved) in &sections {
+    for (section, resolved) in sections {
         let rare: Vec<String> = resolved
             .iter()
             .filter(|l| seen.get(l.as_str()).is_none_or(|n| *n <= common))
@@ -600,97 +612,6 @@ fn add_manual(
 /// The share of the manual's sections past which a link is too common to
 /// say what a section is about (measured: 1% keeps too few, none too many).
 const COMMON_LINK_SHARE: f64 = 0.02;
-
-/// What a manual section's links name in this reference.
-struct Links<'a> {
-    /// Class names by their lowercase form.
-    classes: HashMap<String, &'a ClassDoc>,
-    /// Each class's parent.
-    parents: HashMap<&'a str, &'a str>,
-    /// The classes declaring each method, property and signal name.
-    owners: HashMap<&'a str, Vec<&'a str>>,
-}
-
-impl<'a> Links<'a> {
-    fn new(classes: &'a [ClassDoc]) -> Links<'a> {
-        let mut owners: HashMap<&str, Vec<&str>> = HashMap::new();
-        for class in classes {
-            for symbol in class.symbols() {
-                if matches!(symbol.kind, "method" | "property" | "signal") {
-                    owners
-                        .entry(symbol.name)
-                        .or_default()
-                        .push(class.name.as_str());
-                }
-            }
-        }
-        Links {
-            classes: classes.iter().map(|c| (c.name.to_lowercase(), c)).collect(),
-            parents: classes
-                .iter()
-                .filter_map(|c| Some((c.name.as_str(), c.inherits.as_deref()?)))
-                .collect(),
-            owners,
-        }
-    }
-
-    /// `class` and its ancestors, nearest first.
-    fn lineage(&self, class: &'a str) -> Vec<&'a str> {
-        let mut line = vec![class];
-        while let Some(&up) = line.last().and_then(|c| self.parents.get(c)) {
-            if line.contains(&up) || line.len() > 64 {
-                break;
-            }
-            line.push(up);
-        }
-        line
-    }
-
-    /// `Class` and `Class.member` names the section refers to: classes and
-    /// qualified members that exist, and a member name as a member of a
-    /// class the section names (or of its ancestor that declares it), or
-    /// of the one or two classes that have it.
-    fn resolve(&self, written: &[String]) -> Vec<String> {
-        let mut found: Vec<String> = Vec::new();
-        let mut add = |s: String| {
-            if !found.contains(&s) {
-                found.push(s);
-            }
-        };
-        let mut named: Vec<&str> = Vec::new();
-        for link in written {
-            let (class, member) = match link.split_once('.') {
-                Some((c, m)) => (c, Some(m)),
-                None => (link.as_str(), None),
-            };
-            let Some(doc) = self.classes.get(&class.to_lowercase()) else {
-                continue;
-            };
-            named.extend(self.lineage(doc.name.as_str()));
-            add(doc.name.clone());
-            if let Some(member) = member
-                && doc.symbols().iter().any(|s| s.name == member)
-            {
-                add(format!("{}.{member}", doc.name));
-            }
-        }
-        for link in written.iter().filter(|l| !l.contains('.')) {
-            let Some(owners) = self.owners.get(link.as_str()) else {
-                continue;
-            };
-            match owners.iter().find(|c| named.contains(c)) {
-                Some(class) => add(format!("{class}.{link}")),
-                None if owners.len() <= 2 => {
-                    for class in owners {
-                        add(format!("{class}.{link}"));
-                    }
-                }
-                None => {}
-            }
-        }
-        found
-    }
-}
 
 fn manual_document(section: &Section, links: &[String]) -> Vec<(String, String)> {
     let uri = uri::manual(&section.page, &section.anchor);
@@ -802,6 +723,8 @@ fn schema() -> Schema {
             field("inherits", FieldType::Stored, true),
             field("members", FieldType::Stored, true),
             field("json", FieldType::Stored, true),
+            // What the manual says where it refers to a class or member.
+            field("mentions", FieldType::Text(Analyzer::Prose), false),
             // A manual section's `Class` and `Class.member` names.
             field("links", FieldType::Keyword, true),
             field("weight", FieldType::Weight, false),
@@ -810,7 +733,7 @@ fn schema() -> Schema {
     }
 }
 
-fn class_document(class: &ClassDoc, prior: f64) -> Vec<(String, String)> {
+fn class_document(class: &ClassDoc, prior: f64, mentions: &str) -> Vec<(String, String)> {
     let members: Vec<String> = class
         .symbols()
         .iter()
@@ -845,6 +768,7 @@ fn class_document(class: &ClassDoc, prior: f64) -> Vec<(String, String)> {
             "json".into(),
             serde_json::to_string(class).expect("classes serialise"),
         ),
+        ("mentions".into(), mentions.to_string()),
         ("weight".into(), weight.to_string()),
     ]
 }
@@ -865,6 +789,7 @@ fn symbol_document(
     class: &ClassDoc,
     symbol: &crate::model::Symbol<'_>,
     prior: f64,
+    mentions: &str,
 ) -> Vec<(String, String)> {
     let weight = prior * kind_prior(symbol.kind) * if symbol.deprecated { 0.7 } else { 1.0 };
     let prose = prose_only(symbol.description);
@@ -906,6 +831,7 @@ fn symbol_document(
         ),
         ("body".into(), prose.trim().to_string()),
         ("json".into(), json.to_string()),
+        ("mentions".into(), mentions.to_string()),
         ("weight".into(), weight.to_string()),
     ]
 }

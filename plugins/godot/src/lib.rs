@@ -15,6 +15,7 @@ pub mod binary;
 pub mod budget;
 pub mod corpus;
 pub mod engine;
+pub mod links;
 pub mod manual;
 pub mod model;
 pub mod parse;

@@ -25,6 +25,22 @@ pub struct Section {
     /// the section refers to, as written; checked against the reference
     /// when indexed.
     pub links: Vec<String>,
+    /// The section's paragraphs, each with what it refers to: what the
+    /// manual says of a class or member, in the words of the sentences
+    /// around it.
+    pub passages: Vec<Passage>,
+    /// Each block of code with the paragraph that introduces it.
+    blocks: Vec<(String, String)>,
+}
+
+/// A paragraph of a section, or a block of code told by the paragraph
+/// before it and the code's comments, and what it refers to (as
+/// [`Section::links`], and also names reached through a dot from a class
+/// or a call: `Input.mouse_mode`, `get_tree().paused`).
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Passage {
+    pub text: String,
+    pub links: Vec<String>,
 }
 
 /// Characters that underline (or overline) a heading in reStructuredText.
@@ -100,7 +116,13 @@ pub fn parse(page: &str, text: &str) -> Vec<Section> {
         if let Some((base, kind)) = block {
             if line.trim().is_empty() || indent > base {
                 match kind {
-                    Block::Code => push_line(&mut current.code, line.trim()),
+                    Block::Code => {
+                        push_line(&mut current.code, line.trim());
+                        if let Some((_, code)) = current.blocks.last_mut() {
+                            code.push_str(line.trim_end());
+                            code.push('\n');
+                        }
+                    }
                     Block::Prose => push_line(&mut current.prose, line.trim()),
                     Block::Skip => {}
                 }
@@ -150,6 +172,8 @@ pub fn parse(page: &str, text: &str) -> Vec<Section> {
                     push_line(&mut current.prose, after.trim());
                     Block::Prose
                 } else if CODE_DIRECTIVES.contains(&name) {
+                    let intro = last_paragraph(&current.prose);
+                    current.blocks.push((intro, String::new()));
                     Block::Code
                 } else {
                     Block::Skip
@@ -165,6 +189,8 @@ pub fn parse(page: &str, text: &str) -> Vec<Section> {
         // A paragraph ending in `::` introduces a literal (code) block.
         if trimmed.ends_with("::") {
             push_line(&mut current.prose, trimmed.trim_end_matches(':'));
+            let intro = last_paragraph(&current.prose);
+            current.blocks.push((intro, String::new()));
             block = Some((indent, Block::Code));
             i += 1;
             continue;
@@ -180,9 +206,110 @@ pub fn parse(page: &str, text: &str) -> Vec<Section> {
             section.page_title = section.heading.clone();
         }
         section.links = links(&section.prose, &section.code);
+        let mut passages: Vec<Passage> = section
+            .prose
+            .split("\n\n")
+            .filter(|p| !p.trim().is_empty())
+            .map(|p| Passage {
+                text: inline_text(p.trim()),
+                links: chains(&links(p, ""), p.split("``").skip(1).step_by(2)),
+            })
+            .collect();
+        for (intro, code) in std::mem::take(&mut section.blocks) {
+            let comments: Vec<&str> = code
+                .lines()
+                .filter_map(|l| {
+                    let l = l.trim_start();
+                    l.strip_prefix('#').or_else(|| l.strip_prefix("//"))
+                })
+                .map(str::trim)
+                .collect();
+            passages.push(Passage {
+                text: format!("{} {}", inline_text(&intro), comments.join(" ")),
+                links: chains(&links("", &code), std::iter::once(code.as_str())),
+            });
+        }
+        section.passages = passages;
         section.prose = inline_text(&section.prose);
     }
     sections
+}
+
+/// The last paragraph written so far.
+fn last_paragraph(prose: &str) -> String {
+    prose
+        .trim_end()
+        .rsplit("\n\n")
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_string()
+}
+
+/// `found` and the chains of names in `texts` that start at a class or a
+/// call and go on through a dot (`Input.mouse_mode`,
+/// `get_tree().paused`, `get_viewport().get_texture().get_image()`),
+/// written with `()` after each call; resolved against the reference
+/// when indexed.
+fn chains<'a>(found: &[String], texts: impl Iterator<Item = &'a str>) -> Vec<String> {
+    let mut out = found.to_vec();
+    let word_byte = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    for text in texts {
+        let bytes = text.as_bytes();
+        let mut i = 0;
+        while i < bytes.len() {
+            if !word_byte(bytes[i])
+                || (i > 0
+                    && (word_byte(bytes[i - 1]) || bytes[i - 1] == b'.' || bytes[i - 1] == b'$'))
+            {
+                i += 1;
+                continue;
+            }
+            let mut chain = String::new();
+            let mut parts = 0;
+            let mut j = i;
+            loop {
+                let start = j;
+                while j < bytes.len() && word_byte(bytes[j]) {
+                    j += 1;
+                }
+                if start == j {
+                    break;
+                }
+                chain.push_str(&text[start..j]);
+                parts += 1;
+                if bytes.get(j) == Some(&b'(') {
+                    // Skip the arguments, on this line.
+                    let mut depth = 0;
+                    while j < bytes.len() && bytes[j] != b'\n' {
+                        match bytes[j] {
+                            b'(' => depth += 1,
+                            b')' => depth -= 1,
+                            _ => {}
+                        }
+                        j += 1;
+                        if depth == 0 {
+                            break;
+                        }
+                    }
+                    chain.push_str("()");
+                }
+                if bytes.get(j) == Some(&b'.') && bytes.get(j + 1).is_some_and(|b| word_byte(*b)) {
+                    chain.push('.');
+                    j += 1;
+                } else {
+                    break;
+                }
+            }
+            let head_class = text[i..].starts_with(|c: char| c.is_ascii_uppercase());
+            let head_call = chain.split('.').next().is_some_and(|h| h.ends_with("()"));
+            if parts > 1 && (head_class || head_call) && !out.contains(&chain) {
+                out.push(chain);
+            }
+            i = j.max(i + 1);
+        }
+    }
+    out
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -316,9 +443,8 @@ fn links(prose: &str, code: &str) -> Vec<String> {
             let member = (first.is_ascii_lowercase() || first == '_')
                 && word.len() > 3
                 && !word.bytes().any(|b| b.is_ascii_uppercase());
-            if first.is_ascii_uppercase() && word.chars().any(|c| c.is_ascii_lowercase()) {
-                add(word.to_string());
-            } else if member && called {
+            let class = first.is_ascii_uppercase() && word.chars().any(|c| c.is_ascii_lowercase());
+            if class || (member && called) {
                 add(word.to_string());
             }
         }
@@ -418,9 +544,37 @@ That is all.
                 jump.links
             );
         }
+        // The code is told by the paragraph before it; a chain from a
+        // class is kept whole.
+        let code = jump.passages.last().unwrap();
+        assert!(
+            code.text.starts_with("To make the character jump"),
+            "{}",
+            code.text
+        );
+        assert!(
+            code.links
+                .contains(&"Input.is_action_just_pressed()".to_string()),
+            "{:?}",
+            code.links
+        );
         assert_eq!(
             anchor("What is a character body?"),
             "what-is-a-character-body"
+        );
+    }
+
+    #[test]
+    fn chains_start_at_a_class_or_a_call() {
+        let code = "get_tree().paused = true\nInput.mouse_mode = x\nvelocity.y = 1\n\
+                    $Sprite.hide()\nvar t = get_viewport().get_texture().get_image()\n";
+        assert_eq!(
+            chains(&[], std::iter::once(code)),
+            [
+                "get_tree().paused",
+                "Input.mouse_mode",
+                "get_viewport().get_texture().get_image()"
+            ]
         );
     }
 }
