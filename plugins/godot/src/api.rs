@@ -10,7 +10,7 @@ use serde_json::Value;
 use crate::corpus::ensure;
 use crate::model::SYMBOL_KINDS;
 use crate::renames::{self, Kind};
-use crate::{thesaurus, uri};
+use crate::{ranking, thesaurus, uri};
 
 const MAX_SUGGESTIONS: usize = 5;
 
@@ -167,14 +167,18 @@ pub fn search(
         return Ok(manual.into_iter().map(|(hit, _)| hit).collect());
     }
     if plain {
-        terms.extend(linked_from(&manual));
+        let sections: Vec<(f32, &[String])> = manual
+            .iter()
+            .map(|(h, l)| (h.score, l.as_slice()))
+            .collect();
+        terms.extend(ranking::linked_from(&sections));
     }
     let fields = vec![
         boost("name_text", 3.0),
         boost("class_text", 1.5),
         boost("summary", 1.0),
         boost("body", 0.3),
-        boost("mentions", MENTIONS),
+        boost("mentions", ranking::MENTIONS),
     ];
     let filter = match kind {
         Some(k) => Filter {
@@ -186,7 +190,7 @@ pub fn search(
             any_of: vec!["reference".into()],
         },
     };
-    let mut request = SearchRequest {
+    let request = SearchRequest {
         query: text,
         fields,
         terms,
@@ -202,20 +206,11 @@ pub fn search(
         snippet_chars: 160,
         return_: vec!["uri".into(), "kind".into(), "class".into(), "name".into()],
     };
-    // The best entries' cross references say what else the question is
-    // about: asked once for them, then again with them.
-    if plain {
-        let first = SearchRequest {
-            limit: FEEDBACK_ENTRIES as u32,
-            snippet_field: None,
-            return_: vec!["class".into(), "body".into()],
-            ..request.clone()
-        };
-        request
-            .terms
-            .extend(cited_by(&index::search(&docs.index(), &first)?));
-    }
-    let hits = index::search(&docs.index(), &request)?;
+    let hits = if plain {
+        ranking::plain(&docs.index(), request)?
+    } else {
+        index::search(&docs.index(), &request)?
+    };
     let api = hits
         .into_iter()
         .map(|hit| search_hit(hit, served, &docs.version));
@@ -238,9 +233,6 @@ pub const SEARCH_KINDS: [&str; 10] = [
     "constructor",
     MANUAL,
 ];
-
-/// How many of the best manual sections say what a question is about.
-const FEEDBACK_SECTIONS: usize = 5;
 
 /// The manual's sections for `text`, best first, each with what it links
 /// to; none when the manual is not indexed.
@@ -274,7 +266,7 @@ fn search_manual(
             fields: vec!["summary".into(), "body".into()],
             bonus: 10.0,
         }),
-        limit: limit.max(FEEDBACK_SECTIONS as u32),
+        limit: limit.max(ranking::FEEDBACK_SECTIONS as u32),
         snippet_field: Some("body".into()),
         snippet_chars: 160,
         return_: vec![
@@ -297,119 +289,6 @@ fn search_manual(
             (search_hit(hit, 1, ""), links)
         })
         .collect())
-}
-
-/// Boosts for the classes and members the best manual sections link to,
-/// each in proportion to the sections' scores: what the manual's prose
-/// about a question points at in the reference.
-fn linked_from(manual: &[(SearchHit, Vec<String>)]) -> Vec<TermBoost> {
-    let mut votes = Votes::default();
-    let top = manual.first().map_or(0.0, |(h, _)| h.score);
-    for (hit, links) in manual.iter().take(FEEDBACK_SECTIONS) {
-        for link in links {
-            let weight = if link.contains('.') {
-                LINKED_MEMBER
-            } else {
-                LINKED_CLASS
-            };
-            votes.add(link.to_lowercase(), weight * hit.score / top);
-        }
-    }
-    votes.boosts()
-}
-
-/// How much a link from the manual counts, per unit of a section's share.
-const LINKED_CLASS: f32 = 1.0;
-const LINKED_MEMBER: f32 = 2.0;
-
-/// How much what the manual says around a name counts (the `mentions`
-/// field: measured 0.5-4, 2 best on the development sets).
-const MENTIONS: f32 = 2.0;
-
-/// How many of the best entries' cross references count.
-const FEEDBACK_ENTRIES: usize = 10;
-/// How much a cross reference counts, per unit of its entry's share.
-const CITED: f32 = 1.0;
-/// The most boosts feedback adds to a query.
-const MAX_FEEDBACK_TERMS: usize = 64;
-
-/// Boosts for the classes and members the best entries refer to in their
-/// descriptions (`SceneTree.paused` written out, `mode` of their own
-/// class), each in proportion to the entry's score: a question that finds
-/// the constant `PROCESS_MODE_ALWAYS` is about the `paused` it names too.
-fn cited_by(hits: &[index::Hit]) -> Vec<TermBoost> {
-    let mut votes = Votes::default();
-    let top = hits.first().map_or(0.0, |h| h.score);
-    for hit in hits {
-        let field = |name: &str| {
-            hit.fields
-                .iter()
-                .find(|(k, _)| k == name)
-                .map_or("", |(_, v)| v.as_str())
-        };
-        let mut cited: Vec<String> = Vec::new();
-        for code in field("body").split('`').skip(1).step_by(2) {
-            if let Some(link) = reference(field("class"), code)
-                && !cited.contains(&link)
-            {
-                cited.push(link);
-            }
-        }
-        for link in cited {
-            votes.add(link, CITED * hit.score / top);
-        }
-    }
-    votes.boosts()
-}
-
-/// The lowercase `class` or `class.member` a description's inline code
-/// names, when it is a name: `SceneTree.paused`, `Node`, or `mode` and
-/// `play()` of `class` itself.
-fn reference(class: &str, code: &str) -> Option<String> {
-    let name = code.strip_suffix("()").unwrap_or(code);
-    let is_name = !name.is_empty()
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'@'));
-    let a_class = name.starts_with(|c: char| c.is_ascii_uppercase())
-        && name.bytes().any(|b| b.is_ascii_lowercase());
-    match is_name {
-        false => None,
-        true if name.contains('.') || a_class => Some(name.to_lowercase()),
-        true => Some(format!("{class}.{name}").to_lowercase()),
-    }
-}
-
-/// Weights summed by the `qname_lc` they go to; the heaviest become
-/// boosts.
-#[derive(Default)]
-struct Votes(Vec<(String, f32)>);
-
-impl Votes {
-    fn add(&mut self, qname: String, weight: f32) {
-        if !weight.is_finite() || weight <= 0.0 {
-            return;
-        }
-        match self.0.iter_mut().find(|(q, _)| *q == qname) {
-            Some((_, w)) => *w += weight,
-            None => self.0.push((qname, weight)),
-        }
-    }
-
-    fn boosts(mut self) -> Vec<TermBoost> {
-        // Heaviest first; equal weights by name, so a query always asks the same.
-        self.0
-            .sort_by(|(q1, w1), (q2, w2)| w2.total_cmp(w1).then_with(|| q1.cmp(q2)));
-        self.0.truncate(MAX_FEEDBACK_TERMS);
-        self.0
-            .into_iter()
-            .map(|(term, boost)| TermBoost {
-                field: "qname_lc".into(),
-                term,
-                boost,
-            })
-            .collect()
-    }
 }
 
 /// The reference's entries first: the three best lead (a question about
@@ -805,21 +684,6 @@ fn levenshtein(a: &str, b: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_descriptions_inline_code_names_classes_and_members() {
-        assert_eq!(
-            reference("Node", "SceneTree.paused").as_deref(),
-            Some("scenetree.paused")
-        );
-        assert_eq!(reference("Node", "Timer").as_deref(), Some("timer"));
-        assert_eq!(
-            reference("Node", "queue_free()").as_deref(),
-            Some("node.queue_free")
-        );
-        assert_eq!(reference("Node", "x + 1"), None);
-        assert_eq!(reference("Node", ""), None);
-    }
 
     #[test]
     fn suggestions_prefer_case_prefix_then_edit_distance() {

@@ -19,6 +19,7 @@ pub mod links;
 pub mod manual;
 pub mod model;
 pub mod parse;
+pub mod ranking;
 pub mod renames;
 pub mod source;
 pub mod thesaurus;

@@ -1,0 +1,281 @@
+//! How a question in plain words is ranked beyond BM25 over the entries'
+//! own words (issue 35): what the manual's best sections link to, what
+//! the best entries name in their descriptions, and how many of the
+//! question's words an entry holds.
+
+use std::collections::HashSet;
+
+use frostem::{Algorithm, Stemmer};
+use plugin_sdk::ToolError;
+use plugin_sdk::index::{self, SearchRequest, TermBoost};
+
+/// How many of the best manual sections say what a question is about.
+pub const FEEDBACK_SECTIONS: usize = 5;
+
+/// How much what the manual says around a name counts (the `mentions`
+/// field: measured 0.5-4, 2 best on the development sets).
+pub const MENTIONS: f32 = 2.0;
+
+/// The question's search, ranked again: asked once for the classes and
+/// members its best entries name, then again with them, among more
+/// entries than asked for, which [`by_words`] orders.
+pub fn plain(index_name: &str, mut request: SearchRequest) -> Result<Vec<index::Hit>, ToolError> {
+    let first = SearchRequest {
+        limit: FEEDBACK_ENTRIES as u32,
+        snippet_field: None,
+        return_: vec!["class".into(), "body".into()],
+        ..request.clone()
+    };
+    request
+        .terms
+        .extend(cited_by(&index::search(index_name, &first)?));
+    let (limit, returned) = (request.limit as usize, request.return_.clone());
+    let mut wider = SearchRequest {
+        limit: request.limit.max(RERANKED),
+        ..request
+    };
+    for field in ["name", "class", "body"] {
+        if !wider.return_.iter().any(|f| f == field) {
+            wider.return_.push(field.into());
+        }
+    }
+    let mut hits = index::search(index_name, &wider)?;
+    by_words(&mut hits, &wider.query);
+    hits.truncate(limit);
+    for hit in &mut hits {
+        hit.fields.retain(|(k, _)| returned.contains(k));
+    }
+    Ok(hits)
+}
+
+/// How many entries a question in plain words is ranked among again
+/// (measured: 30 finds fewer answers, 120 no more than 60).
+const RERANKED: u32 = 60;
+
+/// Orders `hits` by their score times the share of the question's words
+/// (any of `word|related|…`) each holds in its name, class or
+/// description, compared as the index's stems: an entry that holds one
+/// rare word of four in its name (`ground_bottom_color` for "standing on
+/// the ground") falls behind one that says them all. Lucene's classic
+/// coordination factor.
+fn by_words(hits: &mut [index::Hit], query: &str) {
+    let stemmer = Stemmer::new(Algorithm::English);
+    let stem = |w: &str| stemmer.stem(&w.to_lowercase()).into_owned();
+    let wanted: Vec<Vec<String>> = query
+        .split_whitespace()
+        .map(|w| w.split('|').map(stem).collect())
+        .collect();
+    if wanted.is_empty() {
+        return;
+    }
+    for hit in hits.iter_mut() {
+        let mut held: HashSet<String> = HashSet::new();
+        for (field, text) in &hit.fields {
+            if matches!(field.as_str(), "name" | "class" | "body") {
+                held.extend(words(text).map(stem));
+            }
+        }
+        let found = wanted
+            .iter()
+            .filter(|any| any.iter().any(|w| held.contains(w)))
+            .count();
+        hit.score *= found as f32 / wanted.len() as f32;
+    }
+    // Equal scores in the order the index gave them (a stable sort).
+    hits.sort_by(|a, b| b.score.total_cmp(&a.score));
+}
+
+/// The words of a text, names split at `_` and camelCase
+/// (`is_on_floor`, `CharacterBody2D`: character, body, 2d).
+fn words(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| !c.is_ascii_alphanumeric())
+        .flat_map(|word| {
+            let bytes = word.as_bytes();
+            let mut start = 0;
+            let mut parts = Vec::new();
+            for i in 1..bytes.len() {
+                if bytes[i].is_ascii_uppercase() && bytes[i - 1].is_ascii_lowercase() {
+                    parts.push(&word[start..i]);
+                    start = i;
+                }
+            }
+            parts.push(&word[start..]);
+            parts
+        })
+        .filter(|w| !w.is_empty())
+}
+
+/// Boosts for the classes and members the best manual sections link to,
+/// each in proportion to the sections' scores: what the manual's prose
+/// about a question points at in the reference.
+pub fn linked_from(manual: &[(f32, &[String])]) -> Vec<TermBoost> {
+    let mut votes = Votes::default();
+    let top = manual.first().map_or(0.0, |(score, _)| *score);
+    for (score, links) in manual.iter().take(FEEDBACK_SECTIONS) {
+        for link in links.iter() {
+            let weight = if link.contains('.') {
+                LINKED_MEMBER
+            } else {
+                LINKED_CLASS
+            };
+            votes.add(link.to_lowercase(), weight * score / top);
+        }
+    }
+    votes.boosts()
+}
+
+/// How much a link from the manual counts, per unit of a section's share.
+const LINKED_CLASS: f32 = 1.0;
+const LINKED_MEMBER: f32 = 2.0;
+
+/// How many of the best entries' cross references count.
+const FEEDBACK_ENTRIES: usize = 10;
+/// How much a cross reference counts, per unit of its entry's share.
+const CITED: f32 = 1.0;
+/// The most boosts feedback adds to a query.
+const MAX_FEEDBACK_TERMS: usize = 64;
+
+/// Boosts for the classes and members the best entries refer to in their
+/// descriptions (`SceneTree.paused` written out, `mode` of their own
+/// class), each in proportion to the entry's score: a question that finds
+/// the constant `PROCESS_MODE_ALWAYS` is about the `paused` it names too.
+fn cited_by(hits: &[index::Hit]) -> Vec<TermBoost> {
+    let mut votes = Votes::default();
+    let top = hits.first().map_or(0.0, |h| h.score);
+    for hit in hits {
+        let field = |name: &str| {
+            hit.fields
+                .iter()
+                .find(|(k, _)| k == name)
+                .map_or("", |(_, v)| v.as_str())
+        };
+        let mut cited: Vec<String> = Vec::new();
+        for code in field("body").split('`').skip(1).step_by(2) {
+            if let Some(link) = reference(field("class"), code)
+                && !cited.contains(&link)
+            {
+                cited.push(link);
+            }
+        }
+        for link in cited {
+            votes.add(link, CITED * hit.score / top);
+        }
+    }
+    votes.boosts()
+}
+
+/// The lowercase `class` or `class.member` a description's inline code
+/// names, when it is a name: `SceneTree.paused`, `Node`, or `mode` and
+/// `play()` of `class` itself.
+fn reference(class: &str, code: &str) -> Option<String> {
+    let name = code.strip_suffix("()").unwrap_or(code);
+    let is_name = !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'@'));
+    let a_class = name.starts_with(|c: char| c.is_ascii_uppercase())
+        && name.bytes().any(|b| b.is_ascii_lowercase());
+    match is_name {
+        false => None,
+        true if name.contains('.') || a_class => Some(name.to_lowercase()),
+        true => Some(format!("{class}.{name}").to_lowercase()),
+    }
+}
+
+/// Weights summed by the `qname_lc` they go to; the heaviest become
+/// boosts.
+#[derive(Default)]
+struct Votes(Vec<(String, f32)>);
+
+impl Votes {
+    fn add(&mut self, qname: String, weight: f32) {
+        if !weight.is_finite() || weight <= 0.0 {
+            return;
+        }
+        match self.0.iter_mut().find(|(q, _)| *q == qname) {
+            Some((_, w)) => *w += weight,
+            None => self.0.push((qname, weight)),
+        }
+    }
+
+    fn boosts(mut self) -> Vec<TermBoost> {
+        // Heaviest first; equal weights by name, so a query always asks the same.
+        self.0
+            .sort_by(|(q1, w1), (q2, w2)| w2.total_cmp(w1).then_with(|| q1.cmp(q2)));
+        self.0.truncate(MAX_FEEDBACK_TERMS);
+        self.0
+            .into_iter()
+            .map(|(term, boost)| TermBoost {
+                field: "qname_lc".into(),
+                term,
+                boost,
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_descriptions_inline_code_names_classes_and_members() {
+        assert_eq!(
+            reference("Node", "SceneTree.paused").as_deref(),
+            Some("scenetree.paused")
+        );
+        assert_eq!(reference("Node", "Timer").as_deref(), Some("timer"));
+        assert_eq!(
+            reference("Node", "queue_free()").as_deref(),
+            Some("node.queue_free")
+        );
+        assert_eq!(reference("Node", "x + 1"), None);
+        assert_eq!(reference("Node", ""), None);
+    }
+
+    fn hit(score: f32, name: &str, class: &str, body: &str) -> index::Hit {
+        index::Hit {
+            score,
+            fields: vec![
+                ("name".into(), name.into()),
+                ("class".into(), class.into()),
+                ("body".into(), body.into()),
+            ],
+            snippet: None,
+        }
+    }
+
+    #[test]
+    fn entries_holding_more_of_the_question_rank_first() {
+        let mut hits = vec![
+            hit(
+                9.0,
+                "ground_bottom_color",
+                "ProceduralSkyMaterial",
+                "Color of the ground.",
+            ),
+            hit(
+                6.0,
+                "is_on_floor",
+                "CharacterBody2D",
+                "Returns true if the body collided with the floor. Check it before a jump: \
+                 is the player standing on the ground?",
+            ),
+        ];
+        by_words(&mut hits, "check player|character standing ground");
+        let names: Vec<&str> = hits.iter().map(|h| h.fields[0].1.as_str()).collect();
+        assert_eq!(names, ["is_on_floor", "ground_bottom_color"]);
+        // Stems and names split at camelCase count: 4 of 4, then 1 of 4.
+        assert_eq!(hits[0].score, 6.0);
+        assert_eq!(hits[1].score, 9.0 / 4.0);
+    }
+
+    #[test]
+    fn names_are_words_at_underscores_and_camel_case() {
+        let split: Vec<&str> = words("CharacterBody2D.is_on_floor(), HTTPRequest").collect();
+        assert_eq!(
+            split,
+            ["Character", "Body2D", "is", "on", "floor", "HTTPRequest"]
+        );
+    }
+}
