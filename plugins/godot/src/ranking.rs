@@ -7,7 +7,7 @@ use std::collections::HashSet;
 
 use frostem::{Algorithm, Stemmer};
 use plugin_sdk::ToolError;
-use plugin_sdk::index::{self, SearchRequest, TermBoost};
+use plugin_sdk::index::{self, Filter, SearchRequest, TermBoost};
 
 /// How many of the best manual sections say what a question is about.
 pub const FEEDBACK_SECTIONS: usize = 5;
@@ -30,11 +30,13 @@ pub fn plain(index_name: &str, mut request: SearchRequest) -> Result<Vec<index::
         .terms
         .extend(cited_by(&index::search(index_name, &first)?));
     let (limit, returned) = (request.limit as usize, request.return_.clone());
+    // Snippets for the few that stay, not the many ranked.
     let mut wider = SearchRequest {
         limit: request.limit.max(RERANKED),
-        ..request
+        snippet_field: None,
+        ..request.clone()
     };
-    for field in ["name", "class", "body"] {
+    for field in ["uri", "name", "class", "body"] {
         if !wider.return_.iter().any(|f| f == field) {
             wider.return_.push(field.into());
         }
@@ -42,10 +44,51 @@ pub fn plain(index_name: &str, mut request: SearchRequest) -> Result<Vec<index::
     let mut hits = index::search(index_name, &wider)?;
     by_words(&mut hits, &wider.query);
     hits.truncate(limit);
+    if request.snippet_field.is_some() {
+        add_snippets(index_name, request, &mut hits)?;
+    }
     for hit in &mut hits {
         hit.fields.retain(|(k, _)| returned.contains(k));
     }
     Ok(hits)
+}
+
+/// The snippets `request` would give `hits`, asked for them alone.
+fn add_snippets(
+    index_name: &str,
+    request: SearchRequest,
+    hits: &mut [index::Hit],
+) -> Result<(), ToolError> {
+    let uri = |hit: &index::Hit| {
+        hit.fields
+            .iter()
+            .find(|(k, _)| k == "uri")
+            .map(|(_, v)| v.clone())
+            .unwrap_or_default()
+    };
+    let uris: Vec<String> = hits.iter().map(uri).collect();
+    let mut filters = request.filters;
+    filters.push(Filter {
+        field: "uri".into(),
+        any_of: uris.clone(),
+    });
+    let these = SearchRequest {
+        terms: Vec::new(),
+        coverage: None,
+        filters,
+        limit: uris.len() as u32,
+        return_: vec!["uri".into()],
+        ..request
+    };
+    let found = index::search(index_name, &these)?;
+    for hit in hits.iter_mut() {
+        let wanted = uri(hit);
+        hit.snippet = found
+            .iter()
+            .find(|f| uri(f) == wanted)
+            .and_then(|f| f.snippet.clone());
+    }
+    Ok(())
 }
 
 /// How many entries a question in plain words is ranked among again
@@ -68,11 +111,25 @@ fn by_words(hits: &mut [index::Hit], query: &str) {
     if wanted.is_empty() {
         return;
     }
+    // A word's stem begins as the word does (the stemmer trims its end):
+    // only words that begin as a wanted stem are stemmed.
+    let starts: Vec<String> = wanted
+        .iter()
+        .flatten()
+        .map(|s| s.chars().take(3).collect())
+        .collect();
     for hit in hits.iter_mut() {
+        let mut seen: HashSet<String> = HashSet::new();
         let mut held: HashSet<String> = HashSet::new();
         for (field, text) in &hit.fields {
             if matches!(field.as_str(), "name" | "class" | "body") {
-                held.extend(words(text).map(stem));
+                for word in words(text).map(str::to_lowercase) {
+                    if starts.iter().any(|s| word.starts_with(s.as_str()))
+                        && seen.insert(word.clone())
+                    {
+                        held.insert(stem(&word));
+                    }
+                }
             }
         }
         let found = wanted
