@@ -18,7 +18,7 @@ use plugin_sdk::log::{Level, log};
 
 use crate::bbcode::{first_sentence, prose_only, without_inline_code};
 use crate::engine;
-use crate::links::{Links, mentions};
+use crate::links::{Links, enum_of, enum_users, mentions};
 use crate::manual::{self, Section};
 use crate::model::ClassDoc;
 use crate::parse::parse_class;
@@ -26,7 +26,7 @@ use crate::source::Source;
 use crate::uri;
 
 /// Bump when the documents change shape.
-const FORMAT: &str = "godot-docs/10";
+const FORMAT: &str = "godot-docs/11";
 const BATCH: usize = 2000;
 
 /// One reference served, checked, and where it came from.
@@ -498,6 +498,7 @@ fn build(docs: &DocDir, sources: &Sources, version: &str) -> Result<IndexInfo, T
         None => Vec::new(),
     };
     let mentions = mentions(&links, &sections);
+    let enums = enum_users(&classes);
     let descendants = descendant_counts(&classes);
     // The global scopes hold what every script uses: rank them with the most
     // central class.
@@ -525,7 +526,17 @@ fn build(docs: &DocDir, sources: &Sources, version: &str) -> Result<IndexInfo, T
         ));
         for symbol in class.symbols() {
             let qname = format!("{}.{}", class.name, symbol.name).to_lowercase();
-            batch.push(symbol_document(class, &symbol, prior, mentioned(qname)));
+            let users = match symbol.kind {
+                "constant" => enum_of(class, symbol.name).and_then(|e| enums.get(e.as_str())),
+                _ => None,
+            };
+            batch.push(symbol_document(
+                class,
+                &symbol,
+                prior,
+                mentioned(qname),
+                users.map_or(&[], Vec::as_slice),
+            ));
             if batch.len() >= BATCH {
                 builder.add(&std::mem::take(&mut batch))?;
             }
@@ -725,7 +736,8 @@ fn schema() -> Schema {
             field("json", FieldType::Stored, true),
             // What the manual says where it refers to a class or member.
             field("mentions", FieldType::Text(Analyzer::Prose), false),
-            // A manual section's `Class` and `Class.member` names.
+            // A manual section's `Class` and `Class.member` names; a
+            // constant's, the members that take its enum (lowercase).
             field("links", FieldType::Keyword, true),
             field("weight", FieldType::Weight, false),
         ],
@@ -790,6 +802,7 @@ fn symbol_document(
     symbol: &crate::model::Symbol<'_>,
     prior: f64,
     mentions: &str,
+    users: &[String],
 ) -> Vec<(String, String)> {
     let weight = prior * kind_prior(symbol.kind) * if symbol.deprecated { 0.7 } else { 1.0 };
     let prose = prose_only(symbol.description);
@@ -806,7 +819,7 @@ fn symbol_document(
             uri::symbol(&class.name, symbol.kind, symbol.name).into(),
         );
     }
-    vec![
+    let mut doc = vec![
         (
             "uri".into(),
             uri::symbol(&class.name, symbol.kind, symbol.name),
@@ -833,7 +846,14 @@ fn symbol_document(
         ("json".into(), json.to_string()),
         ("mentions".into(), mentions.to_string()),
         ("weight".into(), weight.to_string()),
-    ]
+    ];
+    // A constant links to the members that take its enum.
+    doc.extend(
+        users
+            .iter()
+            .map(|u| ("links".to_string(), u.to_lowercase())),
+    );
+    doc
 }
 
 #[cfg(test)]

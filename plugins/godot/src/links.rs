@@ -149,6 +149,53 @@ impl<'a> Links<'a> {
     }
 }
 
+/// The properties and methods that hold, take or return each enum, by
+/// the enum's name as the reference writes it in a type
+/// (`DisplayServer.WindowMode`, `Key` for a global one): what a question
+/// that finds one of its constants (`WINDOW_MODE_FULLSCREEN`) is asking to
+/// set. Enums that more than [`MAX_ENUM_USERS`] members use (`Key`) say
+/// nothing in particular and are left out.
+pub fn enum_users(classes: &[ClassDoc]) -> HashMap<&str, Vec<String>> {
+    fn add<'a>(users: &mut HashMap<&'a str, Vec<String>>, key: &'a Option<String>, qname: String) {
+        if let Some(key) = key.as_deref() {
+            let list = users.entry(key).or_default();
+            if !list.contains(&qname) {
+                list.push(qname);
+            }
+        }
+    }
+    let mut users = HashMap::new();
+    for class in classes {
+        let qname = |member: &str| format!("{}.{member}", class.name);
+        for property in &class.members {
+            add(&mut users, &property.enum_, qname(&property.name));
+        }
+        for method in &class.methods {
+            add(&mut users, &method.return_enum, qname(&method.name));
+            for param in &method.params {
+                add(&mut users, &param.enum_, qname(&method.name));
+            }
+        }
+    }
+    users.retain(|_, list| list.len() <= MAX_ENUM_USERS);
+    users
+}
+
+/// The most members an enum may have for [`enum_users`] to name them.
+const MAX_ENUM_USERS: usize = 8;
+
+/// How a type names the enum of `class`'s constant `name`: `Class.Enum`,
+/// or `Enum` for a global one.
+pub fn enum_of(class: &ClassDoc, name: &str) -> Option<String> {
+    let constant = class.constants.iter().find(|c| c.name == name)?;
+    let enum_ = constant.enum_.as_deref()?;
+    Some(if class.name.starts_with('@') {
+        enum_.to_string()
+    } else {
+        format!("{}.{enum_}", class.name)
+    })
+}
+
 /// What the manual says around each class and member it refers to, by
 /// their lowercase qualified names: the page's title, the section's
 /// heading and the passage, as many as fit [`MAX_MENTIONS_BYTES`].

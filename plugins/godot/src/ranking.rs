@@ -23,7 +23,7 @@ pub fn plain(index_name: &str, mut request: SearchRequest) -> Result<Vec<index::
     let first = SearchRequest {
         limit: FEEDBACK_ENTRIES as u32,
         snippet_field: None,
-        return_: vec!["class".into(), "body".into()],
+        return_: vec!["class".into(), "body".into(), "links".into()],
         ..request.clone()
     };
     request
@@ -194,8 +194,10 @@ const MAX_FEEDBACK_TERMS: usize = 64;
 
 /// Boosts for the classes and members the best entries refer to in their
 /// descriptions (`SceneTree.paused` written out, `mode` of their own
-/// class), each in proportion to the entry's score: a question that finds
-/// the constant `PROCESS_MODE_ALWAYS` is about the `paused` it names too.
+/// class) and, for a constant, the members that take its enum, each in
+/// proportion to the entry's score: a question that finds the constant
+/// `PROCESS_MODE_ALWAYS` is about the `paused` it names and the
+/// `process_mode` it is a value of.
 fn cited_by(hits: &[index::Hit]) -> Vec<TermBoost> {
     let mut votes = Votes::default();
     let top = hits.first().map_or(0.0, |h| h.score);
@@ -207,10 +209,12 @@ fn cited_by(hits: &[index::Hit]) -> Vec<TermBoost> {
                 .map_or("", |(_, v)| v.as_str())
         };
         let mut cited: Vec<String> = Vec::new();
-        for code in field("body").split('`').skip(1).step_by(2) {
-            if let Some(link) = reference(field("class"), code)
-                && !cited.contains(&link)
-            {
+        let named = field("body").split('`').skip(1).step_by(2);
+        let named = named.filter_map(|code| reference(field("class"), code));
+        // A constant's links: the members that take its enum.
+        let linked = hit.fields.iter().filter(|(k, _)| k == "links");
+        for link in named.chain(linked.map(|(_, v)| v.clone())) {
+            if !cited.contains(&link) {
                 cited.push(link);
             }
         }
