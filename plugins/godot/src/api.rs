@@ -8,7 +8,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::corpus::ensure;
-use crate::model::SYMBOL_KINDS;
+use crate::model::{SYMBOL_KINDS, section_of};
 use crate::renames::{self, Kind};
 use crate::{ranking, thesaurus, uri};
 
@@ -386,6 +386,41 @@ pub fn manual_page(page: &str, anchor: Option<&str>) -> Result<Value, ToolError>
 }
 
 /// A stored field of a document of `index`.
+/// A member as `owner`'s JSON holds it, with its kind, class and URI;
+/// `None` when `owner` has no such member.
+fn symbol_json(
+    index: &str,
+    owner: &str,
+    kind: &str,
+    name: &str,
+) -> Result<Option<Value>, ToolError> {
+    let uri = uri::symbol(owner, kind, name);
+    let Some(section) = section_of(kind) else {
+        return Ok(None);
+    };
+    if stored(index, &uri, "kind")?.is_none() {
+        return Ok(None);
+    }
+    let class: Value = match stored(index, &uri::class(owner), "json")? {
+        Some(json) => serde_json::from_str(&json)
+            .map_err(|e| internal(format!("stored class is not JSON: {e}")))?,
+        None => return Ok(None),
+    };
+    let Some(mut value) = class[section]
+        .as_array()
+        .and_then(|items| items.iter().find(|item| item["name"] == name))
+        .cloned()
+    else {
+        return Err(internal(format!("{uri} is indexed but not in its class")));
+    };
+    if let Some(object) = value.as_object_mut() {
+        object.insert("kind".into(), kind.into());
+        object.insert("class".into(), owner.into());
+        object.insert("uri".into(), uri.into());
+    }
+    Ok(Some(value))
+}
+
 fn stored(index: &str, id: &str, field: &str) -> Result<Option<String>, ToolError> {
     Ok(index::get(index, id, &[field.to_string()])?
         .and_then(|doc| doc.into_iter().next().map(|(_, v)| v)))
@@ -553,9 +588,7 @@ pub fn get_symbol(
         .collect();
     for (kind, name, member_note) in &renamed_members {
         for owner in &chain {
-            if let Some(json) = stored(&index, &uri::symbol(owner, kind, name), "json")? {
-                let mut value: Value = serde_json::from_str(&json)
-                    .map_err(|e| internal(format!("stored symbol is not JSON: {e}")))?;
+            if let Some(mut value) = symbol_json(&index, owner, kind, name)? {
                 value["qname"] = Value::String(format!("{class}.{name}"));
                 if owner != class {
                     value["inherited_from"] = Value::String(owner.clone());

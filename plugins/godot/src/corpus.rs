@@ -26,7 +26,7 @@ use crate::source::Source;
 use crate::uri;
 
 /// Bump when the documents change shape.
-const FORMAT: &str = "godot-docs/11";
+const FORMAT: &str = "godot-docs/12";
 const BATCH: usize = 2000;
 
 /// One reference served, checked, and where it came from.
@@ -810,15 +810,6 @@ fn symbol_document(
     // part names it, the rest is where it sits, like a class (else every
     // setting under `application/` would answer questions about the app).
     let (category, own_name) = symbol.name.rsplit_once('/').unwrap_or(("", symbol.name));
-    let mut json = symbol.json.clone();
-    if let Some(object) = json.as_object_mut() {
-        object.insert("kind".into(), symbol.kind.into());
-        object.insert("class".into(), class.name.clone().into());
-        object.insert(
-            "uri".into(),
-            uri::symbol(&class.name, symbol.kind, symbol.name).into(),
-        );
-    }
     let mut doc = vec![
         (
             "uri".into(),
@@ -843,7 +834,6 @@ fn symbol_document(
             without_inline_code(first_sentence(prose.trim())),
         ),
         ("body".into(), prose.trim().to_string()),
-        ("json".into(), json.to_string()),
         ("mentions".into(), mentions.to_string()),
         ("weight".into(), weight.to_string()),
     ];

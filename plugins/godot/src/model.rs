@@ -130,19 +130,35 @@ pub const SYMBOL_KINDS: [&str; 8] = [
     "theme_item",
 ];
 
-/// One symbol of a class, in the shape the index and `get_symbol` use.
+/// The section of a class's JSON that holds each kind of symbol.
+pub fn section_of(kind: &str) -> Option<&'static str> {
+    Some(match kind {
+        "method" => "methods",
+        "property" => "members",
+        "signal" => "signals",
+        "constant" => "constants",
+        "annotation" => "annotations",
+        "constructor" => "constructors",
+        "operator" => "operators",
+        "theme_item" => "theme_items",
+        _ => return None,
+    })
+}
+
+/// One symbol of a class, as the index takes it. (`get_symbol` answers
+/// from the class's JSON: storing each symbol's own took a third of the
+/// time to build an index.)
 pub struct Symbol<'a> {
     pub kind: &'static str,
     pub name: &'a str,
     pub description: &'a str,
     pub deprecated: bool,
-    pub json: serde_json::Value,
 }
 
 impl ClassDoc {
     /// Every symbol, in the order of [`SYMBOL_KINDS`].
     pub fn symbols(&self) -> Vec<Symbol<'_>> {
-        fn all<'a, T: Serialize>(
+        fn all<'a, T>(
             out: &mut Vec<Symbol<'a>>,
             kind: &'static str,
             items: &'a [T],
@@ -150,13 +166,11 @@ impl ClassDoc {
         ) {
             for item in items {
                 let (name, description, deprecated) = fields(item);
-                let json = serde_json::to_value(item).expect("symbols serialise");
                 out.push(Symbol {
                     kind,
                     name,
                     description,
                     deprecated,
-                    json,
                 });
             }
         }
