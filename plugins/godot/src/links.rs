@@ -67,9 +67,13 @@ impl<'a> Links<'a> {
                 found.push(s);
             }
         };
+        // A call without a receiver is the script's own; a script is most
+        // often a node's: after the classes the section names, `Node`'s
+        // (`get_tree()` is `Node.get_tree`, not `TreeItem.get_tree`).
         let named: Vec<&str> = context
             .iter()
             .filter_map(|l| self.classes.get(&l.split('.').next()?.to_lowercase()))
+            .chain(self.classes.get("node"))
             .flat_map(|doc| self.lineage(doc.name.as_str()))
             .collect();
         for link in written {
@@ -109,14 +113,14 @@ impl<'a> Links<'a> {
         found
     }
 
-    /// The classes that a member `name` is taken to be of: the one of
-    /// `named` (or its ancestor) that declares it, else the one or two
-    /// classes that have it.
+    /// The classes that a member `name` is taken to be of: the first of
+    /// `named` (classes with their ancestors) that declares it, else the
+    /// one or two classes that have it.
     fn owners(&self, name: &str, named: &[&'a str]) -> Vec<&'a str> {
         let Some(owners) = self.owners.get(name) else {
             return Vec::new();
         };
-        match owners.iter().find(|c| named.contains(c)) {
+        match named.iter().find(|c| owners.contains(c)) {
             Some(class) => vec![class],
             None if owners.len() <= 2 => owners.clone(),
             None => Vec::new(),
@@ -255,12 +259,15 @@ mod tests {
         tree.members = vec![property("paused", "bool")];
         let mut item = class("CanvasItem", Some("Node"));
         item.members = vec![property("visible", "bool")];
+        let mut tree_item = class("TreeItem", Some("Object"));
+        tree_item.methods = vec![method("get_tree", "Tree")];
         vec![
             class("Object", None),
             node,
             tree,
             item,
             class("Sprite2D", Some("CanvasItem")),
+            tree_item,
         ]
     }
 
@@ -269,9 +276,15 @@ mod tests {
         let classes = reference();
         let links = Links::new(&classes);
         let written = |w: &[&str]| w.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        // A call without a receiver is a node's (TreeItem has a get_tree
+        // too), unless the section names another class that has it.
         assert_eq!(
             links.resolve(&written(&["get_tree().paused"]), &[]),
             ["Node.get_tree", "SceneTree.paused"]
+        );
+        assert_eq!(
+            links.resolve(&written(&["get_tree()"]), &written(&["TreeItem"])),
+            ["TreeItem.get_tree"]
         );
         // A member an ancestor declares is that ancestor's.
         assert_eq!(
