@@ -21,7 +21,7 @@ use crate::engine;
 use crate::links::{Links, enum_of, enum_users, mentions};
 use crate::manual::{self, Section};
 use crate::model::ClassDoc;
-use crate::parse::parse_class;
+use crate::parse::{class_header, parse_class};
 use crate::source::Source;
 use crate::uri;
 
@@ -485,64 +485,45 @@ fn build(docs: &DocDir, sources: &Sources, version: &str) -> Result<IndexInfo, T
             ToolError::new("INTERNAL", "the index vanished right after it was built")
         });
     };
-    let classes = parse_all(docs, &sources.classes);
+    let files = read_all(docs, &sources.classes);
+    let priors = Priors::new(&files);
+    let mut out = Documents::new(&builder);
+    let (classes, sections) = match &sources.manual {
+        // What the manual says of an entry joins its document, and its
+        // names resolve across every class: all are parsed first.
+        Some((dir, pages)) => {
+            let classes: Vec<ClassDoc> = files.iter().filter_map(parse).collect();
+            let links = Links::new(&classes);
+            let sections = read_manual(&links, dir, pages);
+            let mentions = mentions(&links, &sections);
+            for class in &classes {
+                out.class(class, priors.of(&class.name), &mentions)?;
+            }
+            (classes, sections)
+        }
+        // Else each class goes to the index as soon as it is parsed: the
+        // host indexes it while the next one is parsed.
+        None => {
+            let mut classes = Vec::with_capacity(files.len());
+            for class in files.iter().filter_map(parse) {
+                out.class(&class, priors.of(&class.name), &HashMap::new())?;
+                classes.push(class);
+            }
+            (classes, Vec::new())
+        }
+    };
     if classes.is_empty() {
         return Err(config_error(format!(
             "no class could be read from {}: see the log for the files and positions",
             docs.path.display()
         )));
     }
-    let links = Links::new(&classes);
-    let sections = match &sources.manual {
-        Some((dir, pages)) => read_manual(&links, dir, pages),
-        None => Vec::new(),
-    };
-    let mentions = mentions(&links, &sections);
+    // A constant links to the members that take its enum: every class first.
     let enums = enum_users(&classes);
-    let descendants = descendant_counts(&classes);
-    // The global scopes hold what every script uses: rank them with the most
-    // central class.
-    let central = descendants.values().copied().max().unwrap_or(0);
-    let mut batch = Vec::with_capacity(BATCH);
     for class in &classes {
-        let reach = if class.name.starts_with('@') {
-            central
-        } else {
-            *descendants.get(class.name.as_str()).unwrap_or(&0)
-        };
-        // The editor's own API (plugins, settings) answers questions about
-        // games only by accident: behind the rest on equal words.
-        let audience = if class.name.starts_with("Editor") {
-            0.6
-        } else {
-            1.0
-        };
-        let prior = audience * (1.0 + 0.08 * (1.0 + reach as f64).ln());
-        let mentioned = |qname: String| mentions.get(&qname).map_or("", String::as_str);
-        batch.push(class_document(
-            class,
-            prior,
-            mentioned(class.name.to_lowercase()),
-        ));
-        for symbol in class.symbols() {
-            let qname = format!("{}.{}", class.name, symbol.name).to_lowercase();
-            let users = match symbol.kind {
-                "constant" => enum_of(class, symbol.name).and_then(|e| enums.get(e.as_str())),
-                _ => None,
-            };
-            batch.push(symbol_document(
-                class,
-                &symbol,
-                prior,
-                mentioned(qname),
-                users.map_or(&[], Vec::as_slice),
-            ));
-            if batch.len() >= BATCH {
-                builder.add(&std::mem::take(&mut batch))?;
-            }
-        }
+        out.constants(class, priors.of(&class.name), &enums)?;
     }
-    builder.add(&batch)?;
+    out.flush()?;
     let sections = add_manual(&builder, &sections)?;
     let info = builder.commit()?;
     log(
@@ -559,6 +540,115 @@ fn build(docs: &DocDir, sources: &Sources, version: &str) -> Result<IndexInfo, T
         ),
     );
     Ok(info)
+}
+
+/// Documents for the index, added a batch at a time.
+struct Documents<'a> {
+    builder: &'a index::Builder,
+    batch: Vec<Vec<(String, String)>>,
+}
+
+impl<'a> Documents<'a> {
+    fn new(builder: &'a index::Builder) -> Self {
+        Documents {
+            builder,
+            batch: Vec::with_capacity(BATCH),
+        }
+    }
+
+    fn push(&mut self, document: Vec<(String, String)>) -> Result<(), ToolError> {
+        self.batch.push(document);
+        if self.batch.len() >= BATCH {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<(), ToolError> {
+        self.builder.add(&std::mem::take(&mut self.batch))?;
+        Ok(())
+    }
+
+    /// The class and its symbols but its constants, each with what the
+    /// manual says of it.
+    fn class(
+        &mut self,
+        class: &ClassDoc,
+        prior: f64,
+        mentions: &HashMap<String, String>,
+    ) -> Result<(), ToolError> {
+        let mentioned = |qname: String| mentions.get(&qname).map_or("", String::as_str);
+        let own = mentioned(class.name.to_lowercase());
+        self.push(class_document(class, prior, own))?;
+        for symbol in class.symbols() {
+            if symbol.kind != "constant" {
+                let qname = format!("{}.{}", class.name, symbol.name).to_lowercase();
+                self.push(symbol_document(
+                    class,
+                    &symbol,
+                    prior,
+                    mentioned(qname),
+                    &[],
+                ))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The class's constants, each linking to the members that take its
+    /// enum.
+    fn constants(
+        &mut self,
+        class: &ClassDoc,
+        prior: f64,
+        enums: &HashMap<&str, Vec<String>>,
+    ) -> Result<(), ToolError> {
+        for symbol in class.symbols() {
+            if symbol.kind == "constant" {
+                let users = enum_of(class, symbol.name).and_then(|e| enums.get(e.as_str()));
+                let users = users.map_or(&[][..], Vec::as_slice);
+                self.push(symbol_document(class, &symbol, prior, "", users))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// How much each class's entries count before their words do: central
+/// classes (many descendants, and the global scopes with the most
+/// central) more, the editor's own less. Read from each file's `<class>`
+/// tag, so that a class can be indexed before the rest are parsed.
+struct Priors(HashMap<String, f64>);
+
+impl Priors {
+    fn new(files: &[(String, String)]) -> Priors {
+        let heads: Vec<(String, Option<String>)> = files
+            .iter()
+            .filter_map(|(_, xml)| class_header(xml))
+            .collect();
+        let descendants = descendant_counts(&heads);
+        let central = descendants.values().copied().max().unwrap_or(0);
+        let priors = heads
+            .iter()
+            .map(|(name, _)| {
+                let reach = if name.starts_with('@') {
+                    central
+                } else {
+                    *descendants.get(name.as_str()).unwrap_or(&0)
+                };
+                // The editor's own API (plugins, settings) answers questions
+                // about games only by accident: behind the rest on equal words.
+                let audience = if name.starts_with("Editor") { 0.6 } else { 1.0 };
+                let prior = audience * (1.0 + 0.08 * (1.0 + reach as f64).ln());
+                (name.clone(), prior)
+            })
+            .collect();
+        Priors(priors)
+    }
+
+    fn of(&self, class: &str) -> f64 {
+        self.0.get(class).copied().unwrap_or(1.0)
+    }
 }
 
 /// The manual's sections, each with its links resolved against the
@@ -650,36 +740,37 @@ fn manual_document(section: &Section, links: &[String]) -> Vec<(String, String)>
     doc
 }
 
-/// Parse every file; a file that fails is logged (file:line:column) and
-/// left out, so one bad file never hides the rest.
-fn parse_all(docs: &DocDir, files: &[Source]) -> Vec<ClassDoc> {
-    let mut classes = Vec::with_capacity(files.len());
+/// Every class file's text, with the path shown in the log; a file that
+/// cannot be read is logged and left out.
+fn read_all(docs: &DocDir, files: &[Source]) -> Vec<(String, String)> {
+    let mut texts = Vec::with_capacity(files.len());
     for file in files.iter().map(|f| &f.path) {
         let shown = file
             .strip_prefix(&docs.path)
             .unwrap_or(file)
             .to_string_lossy()
             .into_owned();
-        let xml = match std::fs::read_to_string(file) {
-            Ok(xml) => xml,
-            Err(e) => {
-                log(Level::Error, &format!("{shown}: cannot read: {e}"));
-                continue;
-            }
-        };
-        let docs_url = docs_url(&xml);
-        match parse_class(&shown, &xml, &docs_url) {
-            Ok(class) => classes.push(class),
-            Err(e) => log(
-                Level::Error,
-                &format!("skipping a class file that does not parse: {e}"),
-            ),
+        match std::fs::read_to_string(file) {
+            Ok(xml) => texts.push((shown, xml)),
+            Err(e) => log(Level::Error, &format!("{shown}: cannot read: {e}")),
         }
     }
-    classes
+    texts
 }
 
-/// `$DOCS_URL` for a file: its `version` attribute (3.x has one) or stable.
+/// One class file; one that fails is logged (file:line:column) and left
+/// out, so one bad file never hides the rest.
+fn parse((shown, xml): &(String, String)) -> Option<ClassDoc> {
+    parse_class(shown, xml, &docs_url(xml))
+        .map_err(|e| {
+            log(
+                Level::Error,
+                &format!("skipping a class file that does not parse: {e}"),
+            )
+        })
+        .ok()
+}
+
 fn docs_url(xml: &str) -> String {
     let version = class_version(xml)
         .map(|v| v.split('.').take(2).collect::<Vec<_>>().join("."))
@@ -690,14 +781,14 @@ fn docs_url(xml: &str) -> String {
 
 /// How many classes inherit from each class, directly or not: a measure of
 /// how central it is (Node, Object), used as a ranking prior.
-fn descendant_counts(classes: &[ClassDoc]) -> HashMap<&str, usize> {
+fn descendant_counts(classes: &[(String, Option<String>)]) -> HashMap<&str, usize> {
     let parent: HashMap<&str, &str> = classes
         .iter()
-        .filter_map(|c| c.inherits.as_deref().map(|p| (c.name.as_str(), p)))
+        .filter_map(|(name, inherits)| Some((name.as_str(), inherits.as_deref()?)))
         .collect();
     let mut counts: HashMap<&str, usize> = HashMap::new();
-    for class in classes {
-        let mut at = class.name.as_str();
+    for (name, _) in classes {
+        let mut at = name.as_str();
         let mut hops = 0;
         while let Some(&up) = parent.get(at) {
             *counts.entry(up).or_default() += 1;
@@ -878,11 +969,7 @@ mod tests {
 
     #[test]
     fn descendants_count_every_generation() {
-        let class = |n: &str, p: Option<&str>| ClassDoc {
-            name: n.into(),
-            inherits: p.map(Into::into),
-            ..Default::default()
-        };
+        let class = |n: &str, p: Option<&str>| (n.to_string(), p.map(str::to_string));
         let classes = [
             class("Object", None),
             class("Node", Some("Object")),

@@ -62,6 +62,26 @@ impl Element {
     }
 }
 
+/// The name and parent a class file's `<class>` tag gives, read without
+/// parsing the rest; `None` when there is no such tag before an error.
+pub fn class_header(xml: &str) -> Option<(String, Option<String>)> {
+    let mut reader = Reader::from_str(xml);
+    loop {
+        match reader.read_event().ok()? {
+            Event::Start(tag) | Event::Empty(tag) if tag.name().as_ref() == "class" => {
+                let attr = |key: &str| {
+                    let found = tag.attributes().flatten().find(|a| a.key.as_ref() == key)?;
+                    let value = found.normalized_value(quick_xml::XmlVersion::Implicit1_0);
+                    value.ok().map(|v| v.into_owned())
+                };
+                return Some((attr("name")?, attr("inherits")));
+            }
+            Event::Start(_) | Event::Empty(_) | Event::Eof => return None,
+            _ => {}
+        }
+    }
+}
+
 /// Parse one class file. `file` names it in errors; `docs_url` replaces
 /// `$DOCS_URL`.
 pub fn parse_class(file: &str, xml: &str, docs_url: &str) -> Result<ClassDoc, ParseError> {
@@ -365,6 +385,23 @@ mod tests {
             .join("../../tests/fixtures/godot")
             .join(path);
         std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()))
+    }
+
+    #[test]
+    fn the_class_tag_alone_gives_name_and_parent() {
+        let xml = "<?xml version=\"1.0\"?>\n<!-- a comment -->\n\
+                   <class name=\"Widget\" inherits=\"Node&amp;Co\" version=\"4.6\"><brief_description>";
+        assert_eq!(
+            class_header(xml),
+            Some(("Widget".to_string(), Some("Node&Co".to_string())))
+        );
+        assert_eq!(
+            class_header("<class name=\"Object\"/>"),
+            Some(("Object".to_string(), None))
+        );
+        assert_eq!(class_header("<doc><class name=\"X\"/></doc>"), None);
+        assert_eq!(class_header("<class inherits=\"Node\">"), None);
+        assert_eq!(class_header("not xml <"), None);
     }
 
     #[test]
