@@ -18,7 +18,7 @@ use plugin_sdk::log::{Level, log};
 
 use crate::bbcode::{first_sentence, prose_only, without_inline_code};
 use crate::engine;
-use crate::links::{Links, enum_of, enum_users, mentions};
+use crate::links::{Links, enums_of, mentions};
 use crate::manual::{self, Section};
 use crate::model::ClassDoc;
 use crate::parse::{class_header, parse_class};
@@ -26,7 +26,7 @@ use crate::source::Source;
 use crate::uri;
 
 /// Bump when the documents change shape.
-const FORMAT: &str = "godot-docs/12";
+const FORMAT: &str = "godot-docs/13";
 const BATCH: usize = 2000;
 
 /// One reference served, checked, and where it came from.
@@ -518,11 +518,6 @@ fn build(docs: &DocDir, sources: &Sources, version: &str) -> Result<IndexInfo, T
             docs.path.display()
         )));
     }
-    // A constant links to the members that take its enum: every class first.
-    let enums = enum_users(&classes);
-    for class in &classes {
-        out.constants(class, priors.of(&class.name), &enums)?;
-    }
     out.flush()?;
     let sections = add_manual(&builder, &sections)?;
     let info = builder.commit()?;
@@ -569,8 +564,7 @@ impl<'a> Documents<'a> {
         Ok(())
     }
 
-    /// The class and its symbols but its constants, each with what the
-    /// manual says of it.
+    /// The class and its symbols, each with what the manual says of it.
     fn class(
         &mut self,
         class: &ClassDoc,
@@ -581,34 +575,8 @@ impl<'a> Documents<'a> {
         let own = mentioned(class.name.to_lowercase());
         self.push(class_document(class, prior, own))?;
         for symbol in class.symbols() {
-            if symbol.kind != "constant" {
-                let qname = format!("{}.{}", class.name, symbol.name).to_lowercase();
-                self.push(symbol_document(
-                    class,
-                    &symbol,
-                    prior,
-                    mentioned(qname),
-                    &[],
-                ))?;
-            }
-        }
-        Ok(())
-    }
-
-    /// The class's constants, each linking to the members that take its
-    /// enum.
-    fn constants(
-        &mut self,
-        class: &ClassDoc,
-        prior: f64,
-        enums: &HashMap<&str, Vec<String>>,
-    ) -> Result<(), ToolError> {
-        for symbol in class.symbols() {
-            if symbol.kind == "constant" {
-                let users = enum_of(class, symbol.name).and_then(|e| enums.get(e.as_str()));
-                let users = users.map_or(&[][..], Vec::as_slice);
-                self.push(symbol_document(class, &symbol, prior, "", users))?;
-            }
+            let qname = format!("{}.{}", class.name, symbol.name).to_lowercase();
+            self.push(symbol_document(class, &symbol, prior, mentioned(qname)))?;
         }
         Ok(())
     }
@@ -827,9 +795,11 @@ fn schema() -> Schema {
             field("json", FieldType::Stored, true),
             // What the manual says where it refers to a class or member.
             field("mentions", FieldType::Text(Analyzer::Prose), false),
-            // A manual section's `Class` and `Class.member` names; a
-            // constant's, the members that take its enum (lowercase).
+            // A manual section's `Class` and `Class.member` names.
             field("links", FieldType::Keyword, true),
+            // The enum a constant is of; the enums a member uses.
+            field("enum", FieldType::Keyword, true),
+            field("enums", FieldType::Keyword, false),
             field("weight", FieldType::Weight, false),
         ],
         id_field: "uri".into(),
@@ -893,7 +863,6 @@ fn symbol_document(
     symbol: &crate::model::Symbol<'_>,
     prior: f64,
     mentions: &str,
-    users: &[String],
 ) -> Vec<(String, String)> {
     let weight = prior * kind_prior(symbol.kind) * if symbol.deprecated { 0.7 } else { 1.0 };
     let prose = prose_only(symbol.description);
@@ -928,11 +897,17 @@ fn symbol_document(
         ("mentions".into(), mentions.to_string()),
         ("weight".into(), weight.to_string()),
     ];
-    // A constant links to the members that take its enum.
+    // The enum a constant is of, and those a member holds, takes or
+    // returns (lowercase `class.enum`): a question that finds a constant is
+    // about the members that take its enum.
+    let field = match symbol.kind {
+        "constant" => "enum",
+        _ => "enums",
+    };
     doc.extend(
-        users
-            .iter()
-            .map(|u| ("links".to_string(), u.to_lowercase())),
+        enums_of(class, symbol.kind, symbol.name)
+            .into_iter()
+            .map(|e| (field.to_string(), e.to_lowercase())),
     );
     doc
 }

@@ -153,51 +153,49 @@ impl<'a> Links<'a> {
     }
 }
 
-/// The properties and methods that hold, take or return each enum, by
-/// the enum's name as the reference writes it in a type
-/// (`DisplayServer.WindowMode`, `Key` for a global one): what a question
-/// that finds one of its constants (`WINDOW_MODE_FULLSCREEN`) is asking to
-/// set. Enums that more than [`MAX_ENUM_USERS`] members use (`Key`) say
-/// nothing in particular and are left out.
-pub fn enum_users(classes: &[ClassDoc]) -> HashMap<&str, Vec<String>> {
-    fn add<'a>(users: &mut HashMap<&'a str, Vec<String>>, key: &'a Option<String>, qname: String) {
-        if let Some(key) = key.as_deref() {
-            let list = users.entry(key).or_default();
-            if !list.contains(&qname) {
-                list.push(qname);
+/// The enums, as the reference writes them in a type
+/// (`DisplayServer.WindowMode`, `Key` for a global one), that `class`'s
+/// constant `name` is a value of, or its property holds or its method
+/// takes or returns: `WINDOW_MODE_FULLSCREEN` is how the reference says
+/// fullscreen, `window_set_mode` what a user calls for it.
+pub fn enums_of(class: &ClassDoc, kind: &str, name: &str) -> Vec<String> {
+    let mut found: Vec<String> = Vec::new();
+    let mut add = |e: &Option<String>| {
+        if let Some(e) = e
+            && !found.contains(e)
+        {
+            found.push(e.clone());
+        }
+    };
+    match kind {
+        "constant" => {
+            for constant in class.constants.iter().filter(|c| c.name == name) {
+                // A constant names its enum within its class.
+                add(&constant
+                    .enum_
+                    .as_ref()
+                    .map(|e| match class.name.starts_with('@') {
+                        true => e.clone(),
+                        false => format!("{}.{e}", class.name),
+                    }));
             }
         }
-    }
-    let mut users = HashMap::new();
-    for class in classes {
-        let qname = |member: &str| format!("{}.{member}", class.name);
-        for property in &class.members {
-            add(&mut users, &property.enum_, qname(&property.name));
-        }
-        for method in &class.methods {
-            add(&mut users, &method.return_enum, qname(&method.name));
-            for param in &method.params {
-                add(&mut users, &param.enum_, qname(&method.name));
+        "property" => {
+            for property in class.members.iter().filter(|p| p.name == name) {
+                add(&property.enum_);
             }
         }
+        "method" => {
+            for method in class.methods.iter().filter(|m| m.name == name) {
+                add(&method.return_enum);
+                for param in &method.params {
+                    add(&param.enum_);
+                }
+            }
+        }
+        _ => {}
     }
-    users.retain(|_, list| list.len() <= MAX_ENUM_USERS);
-    users
-}
-
-/// The most members an enum may have for [`enum_users`] to name them.
-const MAX_ENUM_USERS: usize = 8;
-
-/// How a type names the enum of `class`'s constant `name`: `Class.Enum`,
-/// or `Enum` for a global one.
-pub fn enum_of(class: &ClassDoc, name: &str) -> Option<String> {
-    let constant = class.constants.iter().find(|c| c.name == name)?;
-    let enum_ = constant.enum_.as_deref()?;
-    Some(if class.name.starts_with('@') {
-        enum_.to_string()
-    } else {
-        format!("{}.{enum_}", class.name)
-    })
+    found
 }
 
 /// What the manual says around each class and member it refers to, by
@@ -300,6 +298,43 @@ mod tests {
             ),
             ["Node.get_tree", "SceneTree.paused"]
         );
+    }
+
+    #[test]
+    fn constants_and_members_name_the_enums_they_use() {
+        use crate::model::{Constant, Param};
+        let mut display = class("DisplayServer", Some("Object"));
+        display.constants = vec![Constant {
+            name: "WINDOW_MODE_FULLSCREEN".into(),
+            enum_: Some("WindowMode".into()),
+            ..Default::default()
+        }];
+        display.methods = vec![Method {
+            name: "window_set_mode".into(),
+            return_type: "void".into(),
+            params: vec![Param {
+                name: "mode".into(),
+                enum_: Some("DisplayServer.WindowMode".into()),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }];
+        assert_eq!(
+            enums_of(&display, "constant", "WINDOW_MODE_FULLSCREEN"),
+            ["DisplayServer.WindowMode"]
+        );
+        assert_eq!(
+            enums_of(&display, "method", "window_set_mode"),
+            ["DisplayServer.WindowMode"]
+        );
+        let mut global = class("@GlobalScope", None);
+        global.constants = vec![Constant {
+            name: "KEY_A".into(),
+            enum_: Some("Key".into()),
+            ..Default::default()
+        }];
+        assert_eq!(enums_of(&global, "constant", "KEY_A"), ["Key"]);
+        assert!(enums_of(&display, "signal", "window_set_mode").is_empty());
     }
 
     #[test]

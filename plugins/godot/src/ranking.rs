@@ -23,7 +23,7 @@ pub fn plain(index_name: &str, mut request: SearchRequest) -> Result<Vec<index::
     let first = SearchRequest {
         limit: FEEDBACK_ENTRIES as u32,
         snippet_field: None,
-        return_: vec!["class".into(), "body".into(), "links".into()],
+        return_: vec!["class".into(), "body".into(), "enum".into()],
         ..request.clone()
     };
     request
@@ -175,7 +175,7 @@ pub fn linked_from(manual: &[(f32, &[String])]) -> Vec<TermBoost> {
             } else {
                 LINKED_CLASS
             };
-            votes.add(link.to_lowercase(), weight * score / top);
+            votes.add("qname_lc", link.to_lowercase(), weight * score / top);
         }
     }
     votes.boosts()
@@ -194,7 +194,7 @@ const MAX_FEEDBACK_TERMS: usize = 64;
 
 /// Boosts for the classes and members the best entries refer to in their
 /// descriptions (`SceneTree.paused` written out, `mode` of their own
-/// class) and, for a constant, the members that take its enum, each in
+/// class) and, for a constant, the members that use its enum, each in
 /// proportion to the entry's score: a question that finds the constant
 /// `PROCESS_MODE_ALWAYS` is about the `paused` it names and the
 /// `process_mode` it is a value of.
@@ -210,16 +210,18 @@ fn cited_by(hits: &[index::Hit]) -> Vec<TermBoost> {
         };
         let mut cited: Vec<String> = Vec::new();
         let named = field("body").split('`').skip(1).step_by(2);
-        let named = named.filter_map(|code| reference(field("class"), code));
-        // A constant's links: the members that take its enum.
-        let linked = hit.fields.iter().filter(|(k, _)| k == "links");
-        for link in named.chain(linked.map(|(_, v)| v.clone())) {
+        for link in named.filter_map(|code| reference(field("class"), code)) {
             if !cited.contains(&link) {
                 cited.push(link);
             }
         }
+        let share = CITED * hit.score / top;
         for link in cited {
-            votes.add(link, CITED * hit.score / top);
+            votes.add("qname_lc", link, share);
+        }
+        // A constant: the members that take its enum.
+        if !field("enum").is_empty() {
+            votes.add("enums", field("enum").to_string(), share);
         }
     }
     votes.boosts()
@@ -243,31 +245,32 @@ fn reference(class: &str, code: &str) -> Option<String> {
     }
 }
 
-/// Weights summed by the `qname_lc` they go to; the heaviest become
-/// boosts.
+/// Weights summed by the keyword (field and term) they go to; the
+/// heaviest become boosts.
 #[derive(Default)]
-struct Votes(Vec<(String, f32)>);
+struct Votes(Vec<((&'static str, String), f32)>);
 
 impl Votes {
-    fn add(&mut self, qname: String, weight: f32) {
+    fn add(&mut self, field: &'static str, term: String, weight: f32) {
         if !weight.is_finite() || weight <= 0.0 {
             return;
         }
-        match self.0.iter_mut().find(|(q, _)| *q == qname) {
+        let key = (field, term);
+        match self.0.iter_mut().find(|(k, _)| *k == key) {
             Some((_, w)) => *w += weight,
-            None => self.0.push((qname, weight)),
+            None => self.0.push((key, weight)),
         }
     }
 
     fn boosts(mut self) -> Vec<TermBoost> {
-        // Heaviest first; equal weights by name, so a query always asks the same.
+        // Heaviest first; equal weights by keyword, so a query always asks the same.
         self.0
-            .sort_by(|(q1, w1), (q2, w2)| w2.total_cmp(w1).then_with(|| q1.cmp(q2)));
+            .sort_by(|(k1, w1), (k2, w2)| w2.total_cmp(w1).then_with(|| k1.cmp(k2)));
         self.0.truncate(MAX_FEEDBACK_TERMS);
         self.0
             .into_iter()
-            .map(|(term, boost)| TermBoost {
-                field: "qname_lc".into(),
+            .map(|((field, term), boost)| TermBoost {
+                field: field.into(),
                 term,
                 boost,
             })
