@@ -26,7 +26,7 @@ use crate::source::Source;
 use crate::uri;
 
 /// Bump when the documents change shape.
-const FORMAT: &str = "godot-docs/13";
+const FORMAT: &str = "godot-docs/14";
 const BATCH: usize = 2000;
 
 /// One reference served, checked, and where it came from.
@@ -783,7 +783,7 @@ fn schema() -> Schema {
             // `reference` or `manual`: one term to keep either.
             field("corpus", FieldType::Keyword, false),
             field("class", FieldType::Keyword, true),
-            field("name", FieldType::Keyword, true),
+            field("name", FieldType::Stored, true),
             field("name_lc", FieldType::Keyword, false),
             field("qname_lc", FieldType::Keyword, false),
             field("name_text", FieldType::Text(Analyzer::Identifier), false),
@@ -796,9 +796,9 @@ fn schema() -> Schema {
             // What the manual says where it refers to a class or member.
             field("mentions", FieldType::Text(Analyzer::Prose), false),
             // A manual section's `Class` and `Class.member` names.
-            field("links", FieldType::Keyword, true),
+            field("links", FieldType::Stored, true),
             // The enum a constant is of; the enums a member uses.
-            field("enum", FieldType::Keyword, true),
+            field("enum", FieldType::Stored, true),
             field("enums", FieldType::Keyword, false),
             field("weight", FieldType::Weight, false),
         ],
