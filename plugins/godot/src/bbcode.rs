@@ -163,13 +163,14 @@ pub fn prose_only(text: &str) -> String {
 /// The text without `inline code`: what a summary means in words, not the
 /// parameter names it mentions (`from_position` is not about position).
 pub fn without_inline_code(text: &str) -> String {
-    text.split('`')
-        .step_by(2)
-        .collect::<Vec<_>>()
-        .join(" ")
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ")
+    let mut out = String::with_capacity(text.len());
+    for word in text.split('`').step_by(2).flat_map(str::split_whitespace) {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(word);
+    }
+    out
 }
 
 /// The first sentence (or line) of a text, for a summary.
