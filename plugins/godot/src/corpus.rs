@@ -518,8 +518,8 @@ fn build(docs: &DocDir, sources: &Sources, version: &str) -> Result<IndexInfo, T
             docs.path.display()
         )));
     }
+    add_manual(&mut out, &sections)?;
     out.flush()?;
-    let sections = add_manual(&builder, &sections)?;
     let info = builder.commit()?;
     log(
         Level::Info,
@@ -527,7 +527,7 @@ fn build(docs: &DocDir, sources: &Sources, version: &str) -> Result<IndexInfo, T
             "index built for Godot {}: {} classes, {} manual sections, {} documents, {} bytes, docs {} from {}",
             docs.version,
             classes.len(),
-            sections,
+            sections.len(),
             info.documents,
             info.size_bytes,
             docs.path.display(),
@@ -648,11 +648,8 @@ fn read_manual(links: &Links, dir: &Path, pages: &[Source]) -> Vec<(Section, Vec
     sections
 }
 
-/// The manual's sections as documents; how many.
-fn add_manual(
-    builder: &index::Builder,
-    sections: &[(Section, Vec<String>)],
-) -> Result<usize, ToolError> {
+/// The manual's sections as documents.
+fn add_manual(out: &mut Documents, sections: &[(Section, Vec<String>)]) -> Result<(), ToolError> {
     // A name the manual links everywhere (Node, Vector2, `_ready`) says
     // nothing of what one section is about: only the rarer ones are kept.
     let mut seen: HashMap<&str, usize> = HashMap::new();
@@ -662,20 +659,15 @@ fn add_manual(
         }
     }
     let common = (sections.len() as f64 * COMMON_LINK_SHARE).ceil() as usize;
-    let mut batch = Vec::with_capacity(BATCH);
     for (section, resolved) in sections {
         let rare: Vec<String> = resolved
             .iter()
             .filter(|l| seen.get(l.as_str()).is_none_or(|n| *n <= common))
             .cloned()
             .collect();
-        batch.push(manual_document(section, &rare));
-        if batch.len() >= BATCH {
-            builder.add(&std::mem::take(&mut batch))?;
-        }
+        out.push(manual_document(section, &rare))?;
     }
-    builder.add(&batch)?;
-    Ok(sections.len())
+    Ok(())
 }
 
 /// The share of the manual's sections past which a link is too common to

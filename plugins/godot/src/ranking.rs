@@ -59,14 +59,7 @@ fn add_snippets(
     request: SearchRequest,
     hits: &mut [index::Hit],
 ) -> Result<(), ToolError> {
-    let uri = |hit: &index::Hit| {
-        hit.fields
-            .iter()
-            .find(|(k, _)| k == "uri")
-            .map(|(_, v)| v.clone())
-            .unwrap_or_default()
-    };
-    let uris: Vec<String> = hits.iter().map(uri).collect();
+    let uris: Vec<String> = hits.iter().map(|h| field(h, "uri").to_string()).collect();
     let mut filters = request.filters;
     filters.push(Filter {
         field: "uri".into(),
@@ -82,13 +75,20 @@ fn add_snippets(
     };
     let found = index::search(index_name, &these)?;
     for hit in hits.iter_mut() {
-        let wanted = uri(hit);
         hit.snippet = found
             .iter()
-            .find(|f| uri(f) == wanted)
+            .find(|f| field(f, "uri") == field(hit, "uri"))
             .and_then(|f| f.snippet.clone());
     }
     Ok(())
+}
+
+/// The first value of a hit's field; empty when it has none.
+fn field<'a>(hit: &'a index::Hit, name: &str) -> &'a str {
+    hit.fields
+        .iter()
+        .find(|(k, _)| k == name)
+        .map_or("", |(_, v)| v.as_str())
 }
 
 /// How many entries a question in plain words is ranked among again
@@ -202,12 +202,7 @@ fn cited_by(hits: &[index::Hit]) -> Vec<TermBoost> {
     let mut votes = Votes::default();
     let top = hits.first().map_or(0.0, |h| h.score);
     for hit in hits {
-        let field = |name: &str| {
-            hit.fields
-                .iter()
-                .find(|(k, _)| k == name)
-                .map_or("", |(_, v)| v.as_str())
-        };
+        let field = |name: &str| field(hit, name);
         let mut cited: Vec<String> = Vec::new();
         let named = field("body").split('`').skip(1).step_by(2);
         for link in named.filter_map(|code| reference(field("class"), code)) {
