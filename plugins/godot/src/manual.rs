@@ -253,6 +253,7 @@ fn last_paragraph(prose: &str) -> String {
 /// when indexed.
 fn chains<'a>(found: &[String], texts: impl Iterator<Item = &'a str>) -> Vec<String> {
     let mut out = found.to_vec();
+    let mut seen: std::collections::HashSet<String> = out.iter().cloned().collect();
     let word_byte = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
     for text in texts {
         let bytes = text.as_bytes();
@@ -303,7 +304,7 @@ fn chains<'a>(found: &[String], texts: impl Iterator<Item = &'a str>) -> Vec<Str
             }
             let head_class = text[i..].starts_with(|c: char| c.is_ascii_uppercase());
             let head_call = chain.split('.').next().is_some_and(|h| h.ends_with("()"));
-            if parts > 1 && (head_class || head_call) && !out.contains(&chain) {
+            if parts > 1 && (head_class || head_call) && seen.insert(chain.clone()) {
                 out.push(chain);
             }
             i = j.max(i + 1);
