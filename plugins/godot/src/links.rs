@@ -5,7 +5,7 @@
 //! around each of them, which the index adds to the entry's words (issue
 //! 35: the manual's prose is in the words users ask in).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use crate::manual::Section;
 use crate::model::ClassDoc;
@@ -62,8 +62,9 @@ impl<'a> Links<'a> {
     /// `SceneTree.paused`, as `Node.get_tree` returns a `SceneTree`).
     pub fn resolve(&self, written: &[String], context: &[String]) -> Vec<String> {
         let mut found: Vec<String> = Vec::new();
+        let mut seen: HashSet<String> = HashSet::new();
         let mut add = |s: String| {
-            if !found.contains(&s) {
+            if seen.insert(s.clone()) {
                 found.push(s);
             }
         };

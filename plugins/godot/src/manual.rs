@@ -394,8 +394,9 @@ pub fn inline_text(text: &str) -> String {
 /// literal were tried as well: they linked more noise than answers.)
 fn links(prose: &str, code: &str) -> Vec<String> {
     let mut found: Vec<String> = Vec::new();
+    let mut seen: std::collections::HashSet<String> = std::collections::HashSet::new();
     let mut add = |s: String| {
-        if !s.is_empty() && !found.contains(&s) {
+        if !s.is_empty() && seen.insert(s.clone()) {
             found.push(s);
         }
     };
