@@ -37,9 +37,13 @@ pub fn dedent(raw: &str) -> String {
 
 /// Convert one description (already dedented) to text.
 pub fn to_text(text: &str, docs_url: &str) -> String {
-    let text = text.replace("$DOCS_URL", docs_url);
+    let text = if text.contains("$DOCS_URL") {
+        std::borrow::Cow::Owned(text.replace("$DOCS_URL", docs_url))
+    } else {
+        std::borrow::Cow::Borrowed(text)
+    };
     let mut out = String::with_capacity(text.len());
-    let mut rest = text.as_str();
+    let mut rest: &str = &text;
     while let Some(open) = rest.find('[') {
         out.push_str(&rest[..open]);
         let after = &rest[open..];
@@ -71,12 +75,12 @@ pub fn to_text(text: &str, docs_url: &str) -> String {
                 after
             }
             "method" | "constructor" => {
-                out.push_str(&format!("`{arg}()`"));
+                out.extend(["`", arg, "()`"]);
                 tail
             }
             "member" | "signal" | "constant" | "enum" | "param" | "theme_item" | "annotation"
             | "operator" => {
-                out.push_str(&format!("`{arg}`"));
+                out.extend(["`", arg, "`"]);
                 tail
             }
             "url" => {
@@ -84,7 +88,7 @@ pub fn to_text(text: &str, docs_url: &str) -> String {
                 if arg.is_empty() || arg == label {
                     out.push_str(label);
                 } else {
-                    out.push_str(&format!("{label} ({arg})"));
+                    out.extend([label, " (", arg, ")"]);
                 }
                 after
             }
@@ -133,7 +137,7 @@ fn fenced<'a>(out: &mut String, tail: &'a str, end: &str, lang: &str) -> &'a str
     if !out.is_empty() && !out.ends_with('\n') {
         out.push('\n');
     }
-    out.push_str(&format!("```{lang}\n{code}\n```\n"));
+    out.extend(["```", lang, "\n", &code, "\n```\n"]);
     after.strip_prefix('\n').unwrap_or(after)
 }
 
