@@ -22,6 +22,8 @@ mod common;
 mod harness;
 
 use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use common::{ms, percentile};
@@ -156,6 +158,37 @@ async fn measure(doc_dir: &Path, config: &str) -> u64 {
         "warm start to first search (saved index): median {}, max {}",
         ms(percentile(&mut warm, 0.5)),
         ms(percentile(&mut warm, 1.0))
+    );
+    // A busy machine: a thread spinning on each core while the index builds
+    // (the build's threads then share the cores with it).
+    let stop = Arc::new(AtomicBool::new(false));
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let spinners: Vec<_> = (0..cores)
+        .map(|_| {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    std::hint::spin_loop();
+                }
+            })
+        })
+        .collect();
+    let mut busy = Vec::new();
+    for _ in 0..3 {
+        let _ = std::fs::remove_dir_all(&index);
+        let (t, client) = start_to_first_search(&env).await;
+        busy.push(t);
+        drop(client);
+    }
+    stop.store(true, Ordering::Relaxed);
+    spinners
+        .into_iter()
+        .for_each(|s| s.join().expect("spinner"));
+    let busy_median = percentile(&mut busy, 0.5);
+    println!(
+        "cold start with a spinning thread on each of the {cores} cores: median of 3 {} ({:.2}x the quiet one)",
+        ms(busy_median),
+        busy_median.as_secs_f64() / cold_median.as_secs_f64()
     );
     println!(
         "peak resident memory during a cold build: {:.1} MiB",
