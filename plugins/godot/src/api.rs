@@ -385,7 +385,6 @@ pub fn manual_page(page: &str, anchor: Option<&str>) -> Result<Value, ToolError>
     Ok(serde_json::json!({ "page": page, "sections": sections }))
 }
 
-/// A stored field of a document of `index`.
 /// A member as `owner`'s JSON holds it, with its kind, class and URI;
 /// `None` when `owner` has no such member.
 fn symbol_json(
@@ -421,6 +420,7 @@ fn symbol_json(
     Ok(Some(value))
 }
 
+/// A stored field of a document of `index`.
 fn stored(index: &str, id: &str, field: &str) -> Result<Option<String>, ToolError> {
     Ok(index::get(index, id, &[field.to_string()])?
         .and_then(|doc| doc.into_iter().next().map(|(_, v)| v)))

@@ -492,7 +492,7 @@ fn build(docs: &DocDir, sources: &Sources, version: &str) -> Result<IndexInfo, T
         // What the manual says of an entry joins its document, and its
         // names resolve across every class: all are parsed first.
         Some((dir, pages)) => {
-            let classes: Vec<ClassDoc> = files.iter().filter_map(parse).collect();
+            let classes: Vec<ClassDoc> = files.into_iter().filter_map(parse).collect();
             let links = Links::new(&classes);
             let sections = read_manual(&links, dir, pages);
             let mentions = mentions(&links, &sections);
@@ -505,7 +505,7 @@ fn build(docs: &DocDir, sources: &Sources, version: &str) -> Result<IndexInfo, T
         // host indexes it while the next one is parsed.
         None => {
             let mut classes = Vec::with_capacity(files.len());
-            for class in files.iter().filter_map(parse) {
+            for class in files.into_iter().filter_map(parse) {
                 out.class(&class, priors.of(&class.name), &HashMap::new())?;
                 classes.push(class);
             }
@@ -718,10 +718,10 @@ fn read_all(docs: &DocDir, files: &[Source]) -> Vec<(String, String)> {
     texts
 }
 
-/// One class file; one that fails is logged (file:line:column) and left
-/// out, so one bad file never hides the rest.
-fn parse((shown, xml): &(String, String)) -> Option<ClassDoc> {
-    parse_class(shown, xml, &docs_url(xml))
+/// One class file, its text let go once parsed; one that fails is logged
+/// (file:line:column) and left out, so one bad file never hides the rest.
+fn parse((shown, xml): (String, String)) -> Option<ClassDoc> {
+    parse_class(&shown, &xml, &docs_url(&xml))
         .map_err(|e| {
             log(
                 Level::Error,
@@ -731,6 +731,7 @@ fn parse((shown, xml): &(String, String)) -> Option<ClassDoc> {
         .ok()
 }
 
+/// `$DOCS_URL` for a file: its `version` attribute (3.x has one) or stable.
 fn docs_url(xml: &str) -> String {
     let version = class_version(xml)
         .map(|v| v.split('.').take(2).collect::<Vec<_>>().join("."))
