@@ -641,7 +641,7 @@ fn read_manual(links: &Links, dir: &Path, pages: &[Source]) -> Vec<(Section, Vec
             }
         };
         for section in manual::parse(&page, &text) {
-            let resolved = links.resolve(&section.links, &section.links);
+            let resolved = links.resolve(&section.links, &links.context(&section.links));
             sections.push((section, resolved));
         }
     }

@@ -54,13 +54,27 @@ impl<'a> Links<'a> {
         line
     }
 
+    /// The classes a section's `written` links name, each with its
+    /// ancestors, then `Node`'s line: the classes whose members its bare
+    /// names are first taken to be. (A call without a receiver is the
+    /// script's own, and a script is most often a node's: `get_tree()` is
+    /// `Node.get_tree`, not `TreeItem.get_tree`.)
+    pub fn context(&self, written: &[String]) -> Vec<&'a str> {
+        written
+            .iter()
+            .filter_map(|l| self.classes.get(&l.split('.').next()?.to_lowercase()))
+            .chain(self.classes.get("node"))
+            .flat_map(|doc| self.lineage(doc.name.as_str()))
+            .collect()
+    }
+
     /// `Class` and `Class.member` names the `written` links refer to:
     /// classes and qualified members that exist, a member name as a member
-    /// of a class `context` names (or of its ancestor that declares it), or
-    /// of the one or two classes that have it, and chains through a dot
-    /// followed by the types the reference gives (`get_tree().paused` is
-    /// `SceneTree.paused`, as `Node.get_tree` returns a `SceneTree`).
-    pub fn resolve(&self, written: &[String], context: &[String]) -> Vec<String> {
+    /// of the first class of `named` ([`Links::context`]) that declares
+    /// it, or of the one or two classes that have it, and chains through a
+    /// dot followed by the types the reference gives (`get_tree().paused`
+    /// is `SceneTree.paused`, as `Node.get_tree` returns a `SceneTree`).
+    pub fn resolve(&self, written: &[String], named: &[&'a str]) -> Vec<String> {
         let mut found: Vec<String> = Vec::new();
         let mut seen: HashSet<String> = HashSet::new();
         let mut add = |s: String| {
@@ -68,21 +82,12 @@ impl<'a> Links<'a> {
                 found.push(s);
             }
         };
-        // A call without a receiver is the script's own; a script is most
-        // often a node's: after the classes the section names, `Node`'s
-        // (`get_tree()` is `Node.get_tree`, not `TreeItem.get_tree`).
-        let named: Vec<&str> = context
-            .iter()
-            .filter_map(|l| self.classes.get(&l.split('.').next()?.to_lowercase()))
-            .chain(self.classes.get("node"))
-            .flat_map(|doc| self.lineage(doc.name.as_str()))
-            .collect();
         for link in written {
             let mut parts = link.split('.');
             let head = parts.next().unwrap_or("");
             let mut at = match head.strip_suffix("()") {
                 Some(call) => {
-                    let classes = self.owners(call, &named);
+                    let classes = self.owners(call, named);
                     for class in &classes {
                         add(format!("{class}.{call}"));
                     }
@@ -94,7 +99,7 @@ impl<'a> Links<'a> {
                         Some(doc.name.as_str())
                     }
                     None if !link.contains('.') => {
-                        for class in self.owners(head, &named) {
+                        for class in self.owners(head, named) {
                             add(format!("{class}.{head}"));
                         }
                         None
@@ -172,13 +177,13 @@ pub fn enums_of(class: &ClassDoc, kind: &str, name: &str) -> Vec<String> {
         "constant" => {
             for constant in class.constants.iter().filter(|c| c.name == name) {
                 // A constant names its enum within its class.
-                add(&constant
-                    .enum_
-                    .as_ref()
-                    .map(|e| match class.name.starts_with('@') {
-                        true => e.clone(),
-                        false => format!("{}.{e}", class.name),
-                    }));
+                add(&constant.enum_.as_ref().map(|e| {
+                    if class.name.starts_with('@') {
+                        e.clone()
+                    } else {
+                        format!("{}.{e}", class.name)
+                    }
+                }));
             }
         }
         "property" => {
@@ -205,12 +210,13 @@ pub fn enums_of(class: &ClassDoc, kind: &str, name: &str) -> Vec<String> {
 pub fn mentions(links: &Links, sections: &[(Section, Vec<String>)]) -> HashMap<String, String> {
     let mut out: HashMap<String, String> = HashMap::new();
     for (section, _) in sections {
+        let named = links.context(&section.links);
         for passage in &section.passages {
             let text = format!(
                 "{}. {}. {}\n",
                 section.page_title, section.heading, passage.text
             );
-            for link in links.resolve(&passage.links, &section.links) {
+            for link in links.resolve(&passage.links, &named) {
                 let said = out.entry(link.to_lowercase()).or_default();
                 if said.len() + text.len() <= MAX_MENTIONS_BYTES && !said.contains(&text) {
                     said.push_str(&text);
@@ -278,16 +284,19 @@ mod tests {
         // A call without a receiver is a node's (TreeItem has a get_tree
         // too), unless the section names another class that has it.
         assert_eq!(
-            links.resolve(&written(&["get_tree().paused"]), &[]),
+            links.resolve(&written(&["get_tree().paused"]), &links.context(&[])),
             ["Node.get_tree", "SceneTree.paused"]
         );
         assert_eq!(
-            links.resolve(&written(&["get_tree()"]), &written(&["TreeItem"])),
+            links.resolve(
+                &written(&["get_tree()"]),
+                &links.context(&written(&["TreeItem"]))
+            ),
             ["TreeItem.get_tree"]
         );
         // A member an ancestor declares is that ancestor's.
         assert_eq!(
-            links.resolve(&written(&["Sprite2D.visible"]), &[]),
+            links.resolve(&written(&["Sprite2D.visible"]), &links.context(&[])),
             ["Sprite2D", "CanvasItem.visible"]
         );
         // Names the reference does not have lead nowhere; a chain stops
@@ -295,7 +304,7 @@ mod tests {
         assert_eq!(
             links.resolve(
                 &written(&["get_tree().paused.x", "Nope.visible", "nope()"]),
-                &[]
+                &links.context(&[])
             ),
             ["Node.get_tree", "SceneTree.paused"]
         );
