@@ -3,7 +3,7 @@
 //! the best entries name in their descriptions, and how many of the
 //! question's words an entry holds.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use frostem::{Algorithm, Stemmer};
 use plugin_sdk::ToolError;
@@ -203,13 +203,11 @@ fn cited_by(hits: &[index::Hit]) -> Vec<TermBoost> {
     let top = hits.first().map_or(0.0, |h| h.score);
     for hit in hits {
         let field = |name: &str| field(hit, name);
-        let mut cited: Vec<String> = Vec::new();
+        // Each named once per entry, however often its description does.
         let named = field("body").split('`').skip(1).step_by(2);
-        for link in named.filter_map(|code| reference(field("class"), code)) {
-            if !cited.contains(&link) {
-                cited.push(link);
-            }
-        }
+        let cited: HashSet<String> = named
+            .filter_map(|code| reference(field("class"), code))
+            .collect();
         let share = CITED * hit.score / top;
         for link in cited {
             votes.add("qname_lc", link, share);
@@ -243,26 +241,21 @@ fn reference(class: &str, code: &str) -> Option<String> {
 /// Weights summed by the keyword (field and term) they go to; the
 /// heaviest become boosts.
 #[derive(Default)]
-struct Votes(Vec<((&'static str, String), f32)>);
+struct Votes(HashMap<(&'static str, String), f32>);
 
 impl Votes {
     fn add(&mut self, field: &'static str, term: String, weight: f32) {
-        if !weight.is_finite() || weight <= 0.0 {
-            return;
-        }
-        let key = (field, term);
-        match self.0.iter_mut().find(|(k, _)| *k == key) {
-            Some((_, w)) => *w += weight,
-            None => self.0.push((key, weight)),
+        if weight.is_finite() && weight > 0.0 {
+            *self.0.entry((field, term)).or_default() += weight;
         }
     }
 
-    fn boosts(mut self) -> Vec<TermBoost> {
+    fn boosts(self) -> Vec<TermBoost> {
+        let mut votes: Vec<_> = self.0.into_iter().collect();
         // Heaviest first; equal weights by keyword, so a query always asks the same.
-        self.0
-            .sort_by(|(k1, w1), (k2, w2)| w2.total_cmp(w1).then_with(|| k1.cmp(k2)));
-        self.0.truncate(MAX_FEEDBACK_TERMS);
-        self.0
+        votes.sort_by(|(k1, w1), (k2, w2)| w2.total_cmp(w1).then_with(|| k1.cmp(k2)));
+        votes.truncate(MAX_FEEDBACK_TERMS);
+        votes
             .into_iter()
             .map(|((field, term), boost)| TermBoost {
                 field: field.into(),
