@@ -39,6 +39,10 @@ pub fn deal<R: Read, W: Write>(from: R, parts: Vec<W>) -> std::io::Result<()> {
             }
         }
     }
+    // GNU tar pads its last record past the end-of-archive blocks; read
+    // it all, or tar dies writing to a closed pipe (SIGPIPE) and the copy
+    // is reported failed.
+    std::io::copy(&mut archive.into_inner(), &mut std::io::sink())?;
     for part in parts {
         part.into_inner()?.flush()?;
     }
@@ -131,5 +135,19 @@ mod tests {
         }
         assert_eq!(parts[0][0].3, 0o750, "the folder's mode");
         assert_eq!((parts[0].len(), parts[1].len()), (4, 3), "dealt in turn");
+    }
+
+    #[test]
+    fn the_stream_is_read_to_its_end_past_the_end_of_archive() {
+        let mut whole = tar::Builder::new(Vec::new());
+        let mut file = tar::Header::new_gnu();
+        file.set_size(3);
+        whole.append_data(&mut file, "a", &b"abc"[..]).unwrap();
+        let mut whole = whole.into_inner().unwrap();
+        // A 10 KiB record, as GNU tar writes: zeros after the two zero blocks.
+        whole.resize(10 * 1024, 0);
+        let mut from = std::io::Cursor::new(whole);
+        deal(&mut from, vec![Vec::new(), Vec::new()]).unwrap();
+        assert_eq!(from.position(), 10 * 1024, "the record's padding read too");
     }
 }

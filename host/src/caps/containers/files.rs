@@ -99,10 +99,15 @@ async fn tarred(tar: tokio::process::Child, copy: &CopyIn<'_>) -> Result<(), Con
         .await
         .map_err(|e| ContainerError::Failed(format!("tar: {e}")))?;
     if !tarred.status.success() {
+        let said = String::from_utf8_lossy(&tarred.stderr);
+        // A tar ended by a signal says nothing: its status tells which.
+        let why = match said.trim() {
+            "" => tarred.status.to_string(),
+            said => said.to_string(),
+        };
         return Err(ContainerError::Failed(format!(
-            "tar of {} failed: {}",
-            copy.source.display(),
-            String::from_utf8_lossy(&tarred.stderr).trim()
+            "tar of {} failed: {why}",
+            copy.source.display()
         )));
     }
     Ok(())
