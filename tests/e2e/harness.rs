@@ -97,7 +97,12 @@ pub struct Env {
 impl Env {
     /// A scratch environment with the named built plugins and a user config.
     pub fn new(plugins: &[&str], config: &str) -> Env {
-        let dir = tempfile::tempdir().unwrap();
+        Env::new_in(&std::env::temp_dir(), plugins, config)
+    }
+
+    /// The same, in a new folder of `parent`.
+    pub fn new_in(parent: &Path, plugins: &[&str], config: &str) -> Env {
+        let dir = tempfile::tempdir_in(parent).unwrap();
         let root = dir.path().to_path_buf();
         let env = Env {
             plugins: root.join("plugins"),
