@@ -387,6 +387,37 @@ pub fn inline_text(text: &str) -> String {
     out.replace("**", "").replace(['*', '|'], "")
 }
 
+/// The `Class` or `Class.member` a class reference anchor (past its
+/// `class_`) stands for: `Node_private_method__process` is
+/// `Node._process`, `Label_theme_font_font` is `Label.font` (a theme item
+/// after its data type). The kind is the first one written, as class
+/// names hold no lowercase word (`Object_method_get_property_list` is a
+/// method).
+fn reference_anchor(target: &str) -> String {
+    const KINDS: [&str; 7] = [
+        "_private_method_",
+        "_method_",
+        "_property_",
+        "_signal_",
+        "_constant_",
+        "_annotation_",
+        "_theme_",
+    ];
+    let first = KINDS
+        .iter()
+        .filter_map(|kind| Some((target.find(kind)?, *kind)))
+        .min_by_key(|(at, _)| *at);
+    let Some((at, kind)) = first else {
+        return target.to_string();
+    };
+    let member = &target[at + kind.len()..];
+    let member = match kind {
+        "_theme_" => member.split_once('_').map_or(member, |(_, name)| name),
+        _ => member,
+    };
+    format!("{}.{member}", &target[..at])
+}
+
 /// What a section refers to: `:ref:` targets in the class reference
 /// (`class_X`, `class_X_method_y`), and in literals and code, names that
 /// look like classes (`CharacterBody2D`) and members called
@@ -404,25 +435,9 @@ fn links(prose: &str, code: &str) -> Vec<String> {
         .split(['<', '`'])
         .filter_map(|t| t.strip_prefix("class_"))
     {
-        let target = target.split(['>', '`']).next().unwrap_or("");
-        let mut class = target;
-        let mut member = None;
-        for kind in [
-            "_method_",
-            "_property_",
-            "_signal_",
-            "_constant_",
-            "_annotation_",
-        ] {
-            if let Some((c, m)) = target.split_once(kind) {
-                class = c;
-                member = Some(m);
-            }
-        }
-        match member {
-            Some(m) => add(format!("{class}.{m}")),
-            None => add(class.to_string()),
-        }
+        add(reference_anchor(
+            target.split(['>', '`']).next().unwrap_or(""),
+        ));
     }
     let literals = prose.split("``").skip(1).step_by(2);
     let word_byte = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || b == b'@';
@@ -487,6 +502,30 @@ To make the character jump, set its velocity when it is on the floor::
 
 That is all.
 ";
+
+    #[test]
+    fn reference_anchors_name_classes_and_members() {
+        for (anchor, name) in [
+            ("CharacterBody2D", "CharacterBody2D"),
+            ("@GlobalScope_method_lerp", "@GlobalScope.lerp"),
+            (
+                "Node_private_method__physics_process",
+                "Node._physics_process",
+            ),
+            (
+                "Object_method_get_property_list",
+                "Object.get_property_list",
+            ),
+            (
+                "Node_constant_NOTIFICATION_PARENTED",
+                "Node.NOTIFICATION_PARENTED",
+            ),
+            ("Label_theme_font_font", "Label.font"),
+            ("Node_property_process_mode", "Node.process_mode"),
+        ] {
+            assert_eq!(reference_anchor(anchor), name, "{anchor}");
+        }
+    }
 
     #[test]
     fn pages_become_sections_with_prose_code_and_links() {
