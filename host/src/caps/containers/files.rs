@@ -148,10 +148,7 @@ pub async fn untar_inside(
     cancel: &CancellationToken,
 ) -> Result<(), ContainerError> {
     let started = std::time::Instant::now();
-    let cores = match docker.info().await {
-        Ok(info) => info.ncpu.unwrap_or(1).clamp(1, MAX_PARTS) as usize,
-        Err(_) => 1,
-    };
+    let cores = engine_cores(docker, remote.as_deref().unwrap_or("local")).await;
     let mut tar = tar_of(copy, cores > 1)?;
     let stdout = tar.stdout.take().expect("piped");
     let ended = if cores == 1 {
@@ -190,6 +187,29 @@ pub async fn untar_inside(
         "copied in by the container's tar"
     );
     Ok(())
+}
+
+/// How many `tar`s the engine's machine gets ([`MAX_PARTS`] at most),
+/// asked once per engine: Podman's `info` takes 160-260 ms (it counts its
+/// store), a third of a copy of 10,000 files.
+async fn engine_cores(docker: &Docker, engine: &str) -> usize {
+    static CORES: std::sync::Mutex<Vec<(String, usize)>> = std::sync::Mutex::new(Vec::new());
+    let known = |cores: &[(String, usize)]| cores.iter().find(|(e, _)| e == engine).map(|c| c.1);
+    if let Some(cores) = known(&CORES.lock().expect("not poisoned")) {
+        return cores;
+    }
+    match docker.info().await {
+        Ok(info) => {
+            let cores = info.ncpu.unwrap_or(1).clamp(1, MAX_PARTS) as usize;
+            CORES
+                .lock()
+                .expect("not poisoned")
+                .push((engine.to_string(), cores));
+            cores
+        }
+        // Asked again next time.
+        Err(_) => 1,
+    }
 }
 
 /// What a part's stream holds ahead of its `tar -x`: a few hundred small
