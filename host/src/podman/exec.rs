@@ -175,14 +175,17 @@ async fn run(
         )));
     };
     // The exec's own pid: the tree to kill is led by it, if it is a
-    // process of this machine (not so for an engine elsewhere).
-    let leader = docker
-        .inspect_exec(&session)
-        .await
-        .ok()
-        .and_then(|i| i.pid)
-        .map(|pid| pid as i32)
-        .filter(|pid| *pid > 0 && crate::platform::carries_marker(*pid, &marker));
+    // process of this machine (never so for an engine elsewhere: not asked).
+    let leader = match spec.remote {
+        Some(_) => None,
+        None => docker
+            .inspect_exec(&session)
+            .await
+            .ok()
+            .and_then(|i| i.pid)
+            .map(|pid| pid as i32)
+            .filter(|pid| *pid > 0 && crate::platform::carries_marker(*pid, &marker)),
+    };
     let tree = Tree {
         docker: docker.clone(),
         container: container.to_string(),
