@@ -26,7 +26,7 @@ use crate::source::Source;
 use crate::uri;
 
 /// Bump when the documents change shape.
-const FORMAT: &str = "godot-docs/15";
+const FORMAT: &str = "godot-docs/16";
 const BATCH: usize = 2000;
 
 /// One reference served, checked, and where it came from.

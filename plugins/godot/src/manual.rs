@@ -411,8 +411,20 @@ fn reference_anchor(target: &str) -> String {
         return target.to_string();
     };
     let member = &target[at + kind.len()..];
+    // Godot's theme data types; `font_size` before the `font` it begins with.
+    const THEME_TYPES: [&str; 6] = [
+        "font_size_",
+        "font_",
+        "color_",
+        "constant_",
+        "icon_",
+        "style_",
+    ];
     let member = match kind {
-        "_theme_" => member.split_once('_').map_or(member, |(_, name)| name),
+        "_theme_" => THEME_TYPES
+            .iter()
+            .find_map(|t| member.strip_prefix(t))
+            .unwrap_or(member),
         _ => member,
     };
     format!("{}.{member}", &target[..at])
@@ -521,6 +533,11 @@ That is all.
                 "Node.NOTIFICATION_PARENTED",
             ),
             ("Label_theme_font_font", "Label.font"),
+            ("Label_theme_font_size_font_size", "Label.font_size"),
+            (
+                "Button_theme_color_font_hover_color",
+                "Button.font_hover_color",
+            ),
             ("Node_property_process_mode", "Node.process_mode"),
         ] {
             assert_eq!(reference_anchor(anchor), name, "{anchor}");
