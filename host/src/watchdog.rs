@@ -18,7 +18,7 @@
 //! host instance no longer alive left behind.
 
 use std::io::{Read, Write};
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::time::Duration;
 
 use nix::fcntl::OFlag;
@@ -67,9 +67,12 @@ pub fn start() -> nix::Result<i32> {
                 // SAFETY: ends this process at once, running nothing of the host's.
                 _ => unsafe { nix::libc::_exit(0) },
             }
-            let _ = std::fs::File::from(report).write_all(&std::process::id().to_le_bytes());
             forget_environment();
             rename(&instance);
+            keep_only_its_files(&[watched.as_raw_fd(), report.as_raw_fd()]);
+            // Its pid is said once it is what it will stay: the host logs
+            // it as started, and anyone may look at it from then on.
+            let _ = std::fs::File::from(report).write_all(&std::process::id().to_le_bytes());
             watch(&instance, watched)
         }
     }
@@ -132,10 +135,10 @@ fn started_with(field: usize) -> Option<(usize, usize)> {
     (start < end).then_some((start, end))
 }
 
-/// The watchdog itself: wait for the host's end, then end its runs.
-fn watch(instance: &str, watched: OwnedFd) -> ! {
-    // stdin and stdout are the MCP channel: never the watchdog's (the
-    // client must see the host's end when it comes).
+/// Let go of the host's files: stdin and stdout are the MCP channel, never
+/// the watchdog's (the client must see the host's end when it comes), nor
+/// anything else the host had open when it forked; only stderr and `keep`.
+fn keep_only_its_files(keep: &[i32]) {
     if let Ok(null) = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
@@ -144,10 +147,6 @@ fn watch(instance: &str, watched: OwnedFd) -> ! {
         let _ = nix::unistd::dup2_stdin(&null);
         let _ = nix::unistd::dup2_stdout(&null);
     }
-    // Nor anything else the host had open when it forked: only stderr and
-    // the pipe it watches.
-    use std::os::fd::AsRawFd;
-    let keep = [2, watched.as_raw_fd()];
     let open: Vec<i32> = std::fs::read_dir("/proc/self/fd")
         .map(|dir| {
             dir.flatten()
@@ -158,6 +157,10 @@ fn watch(instance: &str, watched: OwnedFd) -> ! {
     for fd in open.into_iter().filter(|fd| *fd > 2 && !keep.contains(fd)) {
         let _ = nix::unistd::close(fd);
     }
+}
+
+/// The watchdog itself: wait for the host's end, then end its runs.
+fn watch(instance: &str, watched: OwnedFd) -> ! {
     // It waits, maybe for days: nothing it ran to start is needed now.
     crate::platform::release_startup_pages();
     let mut buf = [0u8; 64];
