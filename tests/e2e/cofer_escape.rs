@@ -372,3 +372,42 @@ async fn programs_planted_on_path_never_run_on_the_host() {
         "the first log line names the git found"
     );
 }
+
+/// Folders nested without end: the commit after the command and the
+/// destroy walk them on the host, where a recursive walk would run out of
+/// stack and take the host down. 2,000 levels are past what the old walk
+/// took in a debug build (~1,000) and, unlike deeper ones, quick for the
+/// container's shell (past PATH_MAX its `cd` crawls; the unit tests of
+/// `hostgit` go 5,000 levels down).
+#[tokio::test(flavor = "multi_thread")]
+async fn folders_nested_without_end_neither_crash_the_host_nor_stay() {
+    let Some(f) = Fixture::with_podman(&[], true).await else {
+        return;
+    };
+    let client = f.env.start().await;
+    f.create(&client, "deep").await;
+    let out = run_ok(
+        &f,
+        &client,
+        "deep",
+        "i=0; while [ $i -lt 2000 ]; do mkdir d && cd -P d && echo $i > f || exit 1; i=$((i+1)); done",
+    )
+    .await;
+    let warnings = out["warnings"].to_string();
+    assert!(
+        warnings.contains("1 folders were not committed")
+            && warnings.contains("nest deeper than 256"),
+        "{out}"
+    );
+    let commit = out["commit"].as_str().expect("the levels within the limit");
+    let deepest = git(&f.repo, &["ls-tree", "-r", "--name-only", commit])
+        .lines()
+        .map(|l| l.split('/').count())
+        .max();
+    assert_eq!(deepest, Some(257), "d/…/d/f, the last d at the limit");
+    // The host is still there, and the worktree goes with the environment.
+    run_ok(&f, &client, "deep", "true").await;
+    let destroyed = client.call("environment_destroy", f.scoped("deep")).await;
+    assert!(!is_error(&destroyed), "{destroyed:?}");
+    assert!(!f.worktree("deep").exists());
+}

@@ -36,6 +36,7 @@ use std::time::Duration;
 use cap_fs_ext::DirExt;
 use cap_std::fs::Dir;
 
+pub mod remove;
 pub mod snapshot;
 
 /// No git operation of ours takes longer on a healthy repository.
@@ -590,7 +591,10 @@ pub fn remove_worktree(tree: &Worktree, force: bool) -> Result<(), GitError> {
     // Through the handles: a folder renamed or swapped for a link since
     // it was opened is not what gets removed.
     for (dir, path) in [(&tree.tree, &tree.work_tree), (&tree.admin, &tree.git_dir)] {
-        match dir.try_clone().and_then(Dir::remove_open_dir_all) {
+        match remove::empty(dir)
+            .and_then(|()| dir.try_clone())
+            .and_then(Dir::remove_open_dir)
+        {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(failed(path, e)),
             _ => {}
         }

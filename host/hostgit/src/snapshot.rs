@@ -16,7 +16,8 @@
 //! - `.cofer` at the top: Cofer's own state is never part of a commit, so
 //!   no checkout of an environment's branch can write it;
 //! - special files (sockets, fifos, devices) and files over the size limit
-//!   (a tracked one keeps its committed version).
+//!   (a tracked one keeps its committed version);
+//! - folders nested deeper than [`MAX_DEPTH`].
 //!
 //! The worktree's index (in its admin directory, out of the container's
 //! reach) is kept as git would: it serves as a stat cache, so an unchanged
@@ -42,6 +43,12 @@ use crate::{GitError, Repo, Worktree};
 const NEVER: &str = ".git";
 /// Never committed at the top of the tree.
 const NEVER_AT_TOP: &str = ".cofer";
+/// How deep folders may nest to be committed. A container can nest them
+/// without end (one `cd` at a time), and the walk holds a folder handle
+/// and a stack frame for each level: past this it would run its thread out
+/// of stack and take the host down. git itself refuses trees deeper than
+/// its `core.maxTreeDepth` (2048); no project comes near either.
+pub const MAX_DEPTH: usize = 256;
 
 /// Who a commit is by.
 pub struct Identity {
@@ -56,6 +63,8 @@ pub struct Snapshot {
     pub commit: Option<String>,
     /// Files left out for their size: path and bytes.
     pub too_large: Vec<(String, u64)>,
+    /// Folders left out for their depth ([`MAX_DEPTH`]): their paths.
+    pub too_deep: Vec<String>,
 }
 
 /// Commit everything in the linked worktree `tree` of `main` onto the
@@ -109,6 +118,8 @@ pub fn commit_worktree(
         ignore: Ignores::new(main, tree, &root),
         max_file_bytes,
         too_large: Vec::new(),
+        depth: 0,
+        too_deep: Vec::new(),
         index: Vec::new(),
     };
     let new_tree = walk
@@ -116,7 +127,10 @@ pub fn commit_worktree(
         .map_err(|e| failed("walk the worktree", &e))?
         .unwrap_or_else(|| ObjectId::empty_tree(repo.object_hash()));
     let Walk {
-        too_large, index, ..
+        too_large,
+        too_deep,
+        index,
+        ..
     } = walk;
     // The index is a cache: a failure to write it costs time, not data.
     if let Err(e) = write_index(&index_path, repo.object_hash(), index) {
@@ -126,10 +140,12 @@ pub fn commit_worktree(
         .into_iter()
         .map(|(path, bytes)| (path.to_string(), bytes))
         .collect();
+    let too_deep = too_deep.into_iter().map(|path| path.to_string()).collect();
     if Some(new_tree) == parent_tree {
         return Ok(Snapshot {
             commit: None,
             too_large,
+            too_deep,
         });
     }
     let time = gix::date::Time::now_local_or_utc();
@@ -152,6 +168,7 @@ pub fn commit_worktree(
     Ok(Snapshot {
         commit: Some(commit.to_string()),
         too_large,
+        too_deep,
     })
 }
 
@@ -314,6 +331,9 @@ struct Walk<'r> {
     ignore: Ignores,
     max_file_bytes: u64,
     too_large: Vec<(BString, u64)>,
+    /// How deep the folder being walked is (the top is 0).
+    depth: usize,
+    too_deep: Vec<BString>,
     /// Entries of the new index: path, stat (none: check next time), blob, mode.
     index: Vec<(BString, Option<Stat>, ObjectId, entry::Mode)>,
 }
@@ -360,9 +380,15 @@ impl Walk<'_> {
                 if ignored && !self.tracked.dirs.contains(&path) {
                     continue;
                 }
+                if self.depth == MAX_DEPTH {
+                    self.too_deep.push(path);
+                    continue;
+                }
                 let sub = dir.open_dir_nofollow(item.file_name())?;
-                self.dir(&sub, path.as_bstr())?
-                    .map(|oid| (EntryKind::Tree, oid))
+                self.depth += 1;
+                let tree = self.dir(&sub, path.as_bstr());
+                self.depth -= 1;
+                tree?.map(|oid| (EntryKind::Tree, oid))
             } else if ignored && !self.tracked.files.contains_key(&path) {
                 continue;
             } else if file_type.is_symlink() {
@@ -691,5 +717,51 @@ pub(crate) mod tests {
         assert_eq!(files_of(&repo, &commit), ["a", "out"]);
         let all = git(repo.work_tree(), &["log", "--all", "-p"]);
         assert!(!all.contains("host secret"), "{all}");
+    }
+
+    /// Nest `levels` folders named `d` in `top`, each with a file `f`, one
+    /// handle at a time (as a container's `cd` would: the whole path is
+    /// past PATH_MAX).
+    pub(crate) fn nest(top: &Dir, levels: usize) {
+        let mut dir = top.try_clone().unwrap();
+        for _ in 0..levels {
+            dir.create_dir("d").unwrap();
+            dir.write("d/f", "x").unwrap();
+            dir = dir.open_dir("d").unwrap();
+        }
+    }
+
+    /// Run `f` on a thread with the stack of tokio's blocking pool, where
+    /// the host commits.
+    pub(crate) fn on_small_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+        std::thread::Builder::new()
+            .stack_size(2 << 20)
+            .spawn(f)
+            .unwrap()
+            .join()
+            .unwrap()
+    }
+
+    #[test]
+    fn folders_nested_past_the_limit_are_left_out_not_a_crash() {
+        let (_dir, repo, tree) = setup(&[("a", "1")]);
+        nest(&tree.tree, 5_000);
+        let tree = on_small_stack(move || {
+            let snapshot = commit_worktree(&repo, &tree, "m", &who(), 1 << 20).unwrap();
+            let commit = snapshot.commit.expect("the levels within the limit");
+            let deep = snapshot.too_deep;
+            assert_eq!(deep.len(), 1, "{}", deep.len());
+            assert_eq!(deep[0], vec!["d"; MAX_DEPTH + 1].join("/"));
+            let files = git(
+                repo.work_tree(),
+                &["ls-tree", "-r", "-t", "--name-only", &commit],
+            );
+            let deepest = files.lines().map(|l| l.split('/').count()).max();
+            // d/…/d/f, the last d at the limit.
+            assert_eq!(deepest, Some(MAX_DEPTH + 1));
+            tree
+        });
+        crate::remove_worktree(&tree, true).unwrap();
+        assert!(!tree.work_tree.exists());
     }
 }

@@ -124,7 +124,7 @@ pub(crate) fn apply(
         };
         written += changed as u32;
     }
-    let removed = remove_unseen(root, Path::new(""), &seen, exclude)?;
+    let removed = remove_unseen(root, &seen, exclude)?;
     Ok((written, removed))
 }
 
@@ -180,12 +180,7 @@ fn inner_path(path: &Path) -> Option<PathBuf> {
 
 /// Whatever is at `rel` goes (a folder with all it holds).
 pub(super) fn clear(root: &Dir, rel: &Path) -> std::io::Result<()> {
-    match root.symlink_metadata(rel) {
-        Ok(m) if m.is_dir() => root.remove_dir_all(rel),
-        Ok(_) => root.remove_file(rel),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(e),
-    }
+    hostgit::remove::remove_all(root, rel)
 }
 
 pub(super) fn make_dir(root: &Dir, rel: &Path, mode: u32) -> std::io::Result<bool> {
@@ -309,31 +304,31 @@ fn make_link(root: &Dir, rel: &Path, to: &Path) -> std::io::Result<bool> {
     Ok(true)
 }
 
-/// Remove what is beneath `dir` and not in `seen`; how many entries went.
-fn remove_unseen(
-    root: &Dir,
-    dir: &Path,
-    seen: &HashSet<PathBuf>,
-    exclude: &[PathBuf],
-) -> std::io::Result<u32> {
+/// Remove what is beneath `root` and not in `seen`; how many entries went.
+/// Folder by folder from a list, not by recursion: the tree is as deep as
+/// the container made it.
+fn remove_unseen(root: &Dir, seen: &HashSet<PathBuf>, exclude: &[PathBuf]) -> std::io::Result<u32> {
     let mut removed = 0;
-    let entries = if dir.as_os_str().is_empty() {
-        root.entries()?
-    } else {
-        root.read_dir(dir)?
-    };
-    for entry in entries {
-        let entry = entry?;
-        let rel = dir.join(entry.file_name());
-        if excluded(&rel, exclude) {
-            continue;
-        }
-        let is_dir = entry.file_type()?.is_dir();
-        if !seen.contains(&rel) {
-            clear(root, &rel)?;
-            removed += 1;
-        } else if is_dir {
-            removed += remove_unseen(root, &rel, seen, exclude)?;
+    let mut folders = vec![PathBuf::new()];
+    while let Some(dir) = folders.pop() {
+        let entries = if dir.as_os_str().is_empty() {
+            root.entries()?
+        } else {
+            root.read_dir(&dir)?
+        };
+        for entry in entries {
+            let entry = entry?;
+            let rel = dir.join(entry.file_name());
+            if excluded(&rel, exclude) {
+                continue;
+            }
+            let is_dir = entry.file_type()?.is_dir();
+            if !seen.contains(&rel) {
+                clear(root, &rel)?;
+                removed += 1;
+            } else if is_dir {
+                folders.push(rel);
+            }
         }
     }
     Ok(removed)

@@ -163,7 +163,7 @@ fn restore_gitfile(tree: &Worktree) -> Result<Option<String>, GitError> {
             "a different .git file"
         }
         Ok(meta) if meta.is_dir() => {
-            dir.remove_dir_all(".git").map_err(failed)?;
+            git::remove::remove_all(dir, Path::new(".git")).map_err(failed)?;
             "a .git directory"
         }
         Ok(_) => {
@@ -355,6 +355,16 @@ impl Host for CallState {
                 stderr: e.to_string(),
             })
         })??;
+        if let Some(first) = snapshot.too_deep.first() {
+            let top: Vec<&str> = first.split('/').take(3).collect();
+            warnings.push(format!(
+                "{} folders were not committed: they nest deeper than {} levels \
+                 (the first beneath {}/…); no checkout could hold them",
+                snapshot.too_deep.len(),
+                git::snapshot::MAX_DEPTH,
+                top.join("/")
+            ));
+        }
         Ok(CommitOutcome {
             commit: snapshot.commit,
             warnings,
