@@ -25,7 +25,7 @@
 //! clean.
 
 use std::collections::{HashMap, HashSet};
-use std::io::Read;
+use std::io::{ErrorKind, Read};
 use std::path::Path;
 
 use cap_fs_ext::{DirExt, FollowSymlinks, OpenOptionsFollowExt};
@@ -318,10 +318,21 @@ fn read_small(dir: &Dir, name: &str, limit: u64) -> Option<Vec<u8>> {
     Some(bytes)
 }
 
+/// The regular file `name` of `dir`, opened for reading, never through a
+/// link. The container may have swapped what was statted for a fifo or
+/// a device since: that is opened without waiting, and refused.
 fn open_nofollow(dir: &Dir, name: &std::ffi::OsStr) -> std::io::Result<cap_std::fs::File> {
     let mut options = OpenOptions::new();
     options.read(true).follow(FollowSymlinks::No);
-    dir.open_with(name, &options)
+    crate::sys::without_waiting(&mut options);
+    let file = dir.open_with(name, &options)?;
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::new(
+            ErrorKind::InvalidInput,
+            "no longer a regular file",
+        ));
+    }
+    Ok(file)
 }
 
 struct Walk<'r> {
@@ -446,9 +457,15 @@ impl Walk<'_> {
         }
         // The size is checked on what is read, not on what stat said: the
         // container may be writing the file right now.
+        let file = match open_nofollow(dir, name) {
+            // Gone, or no longer a file, since it was listed.
+            Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::InvalidInput) => {
+                return Ok(None);
+            }
+            opened => opened?,
+        };
         let mut bytes = Vec::new();
-        open_nofollow(dir, name)?
-            .take(self.max_file_bytes.saturating_add(1))
+        file.take(self.max_file_bytes.saturating_add(1))
             .read_to_end(&mut bytes)?;
         if bytes.len() as u64 > self.max_file_bytes {
             self.too_large
@@ -763,5 +780,20 @@ pub(crate) mod tests {
         });
         crate::remove_worktree(&tree, true).unwrap();
         assert!(!tree.work_tree.exists());
+    }
+
+    #[test]
+    fn a_fifo_put_where_a_file_was_is_not_waited_on() {
+        let dir = tempfile::tempdir().unwrap();
+        nix::unistd::mkfifo(&dir.path().join("fifo"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let open = Dir::open_ambient_dir(dir.path(), cap_std::ambient_authority()).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(open_nofollow(&open, "fifo".as_ref()).map(|_| ()));
+        });
+        let opened = rx
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("the open waited for a writer");
+        assert_eq!(opened.unwrap_err().kind(), ErrorKind::InvalidInput);
     }
 }

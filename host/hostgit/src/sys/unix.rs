@@ -30,6 +30,13 @@ pub fn git_working_on(work_tree: &Path, git_dir: &Path) -> bool {
     })
 }
 
+/// Open without waiting: a fifo put where a file was would otherwise hold
+/// the open until something writes to it.
+pub fn without_waiting(options: &mut cap_std::fs::OpenOptions) {
+    use cap_std::fs::OpenOptionsExt;
+    options.custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits());
+}
+
 /// Whether the file is executable (its owner's execute bit).
 pub fn executable(meta: &cap_std::fs::Metadata) -> Option<bool> {
     use cap_std::fs::MetadataExt;

@@ -36,6 +36,9 @@ pub fn git_working_on(_work_tree: &Path, _git_dir: &Path) -> bool {
     true
 }
 
+/// Opening a file never waits for a writer on Windows.
+pub fn without_waiting(_options: &mut cap_std::fs::OpenOptions) {}
+
 /// Windows files have no executable bit: the committed mode stays.
 pub fn executable(_meta: &cap_std::fs::Metadata) -> Option<bool> {
     None
