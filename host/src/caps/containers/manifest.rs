@@ -29,7 +29,7 @@ use bollard::Docker;
 use cap_std::fs::Dir;
 use tokio_util::sync::CancellationToken;
 
-use super::unpack::excluded;
+use super::unpack;
 use crate::platform;
 use crate::podman;
 
@@ -267,26 +267,12 @@ fn nanos(time: &str) -> Option<u32> {
 /// Everything beneath `root` but `exclude`, as this machine has it.
 pub fn list_local(root: &Dir, exclude: &[PathBuf]) -> std::io::Result<HashMap<PathBuf, Local>> {
     let mut out = HashMap::new();
-    let mut folders = vec![PathBuf::new()];
-    while let Some(dir) = folders.pop() {
-        let entries = if dir.as_os_str().is_empty() {
-            root.entries()?
-        } else {
-            root.read_dir(&dir)?
-        };
-        for entry in entries {
-            let entry = entry?;
-            let rel = dir.join(entry.file_name());
-            if excluded(&rel, exclude) {
-                continue;
-            }
-            let local = local(&entry.metadata()?);
-            if local.kind == b'd' {
-                folders.push(rel.clone());
-            }
-            out.insert(rel, local);
-        }
-    }
+    unpack::walk(root, exclude, |rel, entry| {
+        let local = local(&entry.metadata()?);
+        let folder = local.kind == b'd';
+        out.insert(rel.to_path_buf(), local);
+        Ok(folder)
+    })?;
     Ok(out)
 }
 

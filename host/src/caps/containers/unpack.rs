@@ -305,10 +305,27 @@ fn make_link(root: &Dir, rel: &Path, to: &Path) -> std::io::Result<bool> {
 }
 
 /// Remove what is beneath `root` and not in `seen`; how many entries went.
-/// Folder by folder from a list, not by recursion: the tree is as deep as
-/// the container made it.
 fn remove_unseen(root: &Dir, seen: &HashSet<PathBuf>, exclude: &[PathBuf]) -> std::io::Result<u32> {
     let mut removed = 0;
+    walk(root, exclude, |rel, entry| {
+        if seen.contains(rel) {
+            return Ok(entry.file_type()?.is_dir());
+        }
+        clear(root, rel)?;
+        removed += 1;
+        Ok(false)
+    })?;
+    Ok(removed)
+}
+
+/// Visit everything beneath `root` but `exclude`, folder by folder from a
+/// list, not by recursion: the tree is as deep as the container made it.
+/// `visit` says whether to go into what it was shown (a folder).
+pub(super) fn walk(
+    root: &Dir,
+    exclude: &[PathBuf],
+    mut visit: impl FnMut(&Path, cap_std::fs::DirEntry) -> std::io::Result<bool>,
+) -> std::io::Result<()> {
     let mut folders = vec![PathBuf::new()];
     while let Some(dir) = folders.pop() {
         let entries = if dir.as_os_str().is_empty() {
@@ -319,19 +336,12 @@ fn remove_unseen(root: &Dir, seen: &HashSet<PathBuf>, exclude: &[PathBuf]) -> st
         for entry in entries {
             let entry = entry?;
             let rel = dir.join(entry.file_name());
-            if excluded(&rel, exclude) {
-                continue;
-            }
-            let is_dir = entry.file_type()?.is_dir();
-            if !seen.contains(&rel) {
-                clear(root, &rel)?;
-                removed += 1;
-            } else if is_dir {
+            if !excluded(&rel, exclude) && visit(&rel, entry)? {
                 folders.push(rel);
             }
         }
     }
-    Ok(removed)
+    Ok(())
 }
 
 #[cfg(test)]
