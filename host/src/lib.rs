@@ -54,6 +54,7 @@ pub mod service;
 pub mod stdio;
 pub mod store;
 pub mod wasi_errno;
+pub mod wasi_fs;
 pub mod watch;
 #[cfg(unix)]
 pub mod watchdog;

@@ -183,10 +183,14 @@ fn wasi_ctx(grants: &Grants) -> WasiCtx {
     let mut builder = WasiCtxBuilder::new();
     builder.inherit_stderr();
     // A plugin's file operations run on the calling thread: each is short
-    // (a stat, one bounded read), and handing each to tokio's blocking
-    // pool cost ~100 µs apiece (godot's check of 1,058 files at a warm
-    // start: 130 ms that way, 11 ms on-thread).
-    builder.allow_blocking_current_thread(true);
+    // (a stat, one bounded read; an open that would wait is refused,
+    // crate::wasi_fs), and handing each to tokio's blocking pool cost ~100
+    // µs apiece (godot's check of 1,058 files at a warm start: 130 ms that
+    // way, 11 ms on-thread). Not for a plugin that runs containers: they
+    // write while its calls run, and a file swapped for a pipe between the
+    // look and the open would hold the thread; in the pool, the call's
+    // deadline still ends the call.
+    builder.allow_blocking_current_thread(!grants.has("containers"));
     builder.env("MCP_WORKSPACE", guest(&grants.workspace));
     builder.env("MCP_PLUGIN_CACHE", guest(&grants.plugin_cache));
     builder.env(
@@ -224,6 +228,7 @@ fn wasi_ctx(grants: &Grants) -> WasiCtx {
 pub fn linker(engine: &Engine) -> anyhow::Result<Linker<CallState>> {
     let mut linker = Linker::new(engine);
     wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+    crate::wasi_fs::refuse_opens_that_wait(&mut linker)?;
     FullPlugin::add_to_linker::<CallState, HasSelf<CallState>>(&mut linker, |s| s)?;
     Ok(linker)
 }

@@ -1419,3 +1419,31 @@ async fn after_start_up_the_host_releases_what_it_read_and_still_answers() {
     }
     assert!(!host.tools().await.is_empty());
 }
+
+/// A named pipe where a plugin opens a file (a test project or a container
+/// may leave one where a report or a `package.json` is read) is refused at
+/// once: the open would wait for a writer on the thread that runs the
+/// call, past its deadline, and the call would never come back.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_named_pipe_a_plugin_opens_is_refused_not_waited_on() {
+    let config = format!(
+        "{FAULTY_LIMITS}[plugins.faulty]\ncapabilities = [\"fs\"]\nfs.read = [\"${{workspace}}\"]\n"
+    );
+    let env = Env::new(&["faulty"], &config);
+    let pipe = env.workspace.join("package.json");
+    nix::unistd::mkfifo(&pipe, nix::sys::stat::Mode::S_IRWXU).unwrap();
+    let host = env.start().await;
+    let call = host.call("fault_io", json!({"path": pipe.display().to_string()}));
+    let r = tokio::time::timeout(Duration::from_secs(30), call)
+        .await
+        .expect("the open waited for a writer");
+    let message = structured(&r)["message"].as_str().unwrap().to_string();
+    assert!(message.contains("(ENOTSUP)"), "{message}");
+    // A file is opened as before.
+    std::fs::remove_file(&pipe).unwrap();
+    std::fs::write(&pipe, "{}").unwrap();
+    let r = host
+        .call("fault_io", json!({"path": pipe.display().to_string()}))
+        .await;
+    assert!(!is_error(&r), "{r:?}");
+}
