@@ -282,7 +282,7 @@ async fn file_tools_stay_inside_the_workdir() {
             "environment_run_cmd",
             f.run_args(
                 "jail",
-                "ln -s /etc etc-link && ln -s ../../.. up && ln -s README.md inside",
+                "ln -s /etc etc-link && ln -s ../../.. up && ln -s README.md inside && mkfifo pipe",
             ),
         )
         .await;
@@ -307,6 +307,21 @@ async fn file_tools_stay_inside_the_workdir() {
     ] {
         let e = error_of(&call(tool, args.clone()).await);
         assert_eq!(e["code"], "invalid_request", "{tool} {args}: {e}");
+    }
+    // A named pipe would hold the open until its other end came.
+    for (tool, args) in [
+        ("environment_file_read", json!({"target_file": "pipe"})),
+        (
+            "environment_file_write",
+            json!({"target_file": "pipe", "contents": "x"}),
+        ),
+    ] {
+        let e = error_of(&call(tool, args.clone()).await);
+        assert_eq!(e["code"], "invalid_request", "{tool} {args}: {e}");
+        assert!(
+            e["message"].as_str().unwrap().contains("named pipe"),
+            "{tool} {args}: {e}"
+        );
     }
     for (tool, args) in [
         (
