@@ -19,6 +19,9 @@
 //!   (a tracked one keeps its committed version);
 //! - folders nested deeper than [`MAX_DEPTH`].
 //!
+//! The `.gitignore` files on one path may hold [`MAX_IGNORE_PATTERNS`]
+//! lines together; one past that is not applied (and said).
+//!
 //! The worktree's index (in its admin directory, out of the container's
 //! reach) is kept as git would: it serves as a stat cache, so an unchanged
 //! file is not read again, and a user running git in the worktree sees it
@@ -49,6 +52,12 @@ const NEVER_AT_TOP: &str = ".cofer";
 /// of stack and take the host down. git itself refuses trees deeper than
 /// its `core.maxTreeDepth` (2048); no project comes near either.
 pub const MAX_DEPTH: usize = 256;
+/// How many lines the `.gitignore` files on one path (the top's, its
+/// folder's, ...) may hold together. Each file is matched against all of
+/// them: a container writing a megabyte of patterns into every folder
+/// would take gigabytes and hours of the host's; real lists are a few
+/// hundred lines.
+pub const MAX_IGNORE_PATTERNS: usize = 20_000;
 
 /// Who a commit is by.
 pub struct Identity {
@@ -65,6 +74,8 @@ pub struct Snapshot {
     pub too_large: Vec<(String, u64)>,
     /// Folders left out for their depth ([`MAX_DEPTH`]): their paths.
     pub too_deep: Vec<String>,
+    /// `.gitignore` files not applied ([`MAX_IGNORE_PATTERNS`]): their paths.
+    pub unapplied_ignores: Vec<String>,
 }
 
 /// Commit everything in the linked worktree `tree` of `main` onto the
@@ -130,8 +141,14 @@ pub fn commit_worktree(
         too_large,
         too_deep,
         index,
+        ignore,
         ..
     } = walk;
+    let unapplied_ignores = ignore
+        .unapplied
+        .into_iter()
+        .map(|path| path.to_string())
+        .collect();
     // The index is a cache: a failure to write it costs time, not data.
     if let Err(e) = write_index(&index_path, repo.object_hash(), index) {
         tracing::debug!("cannot write {}: {e}", index_path.display());
@@ -146,6 +163,7 @@ pub fn commit_worktree(
             commit: None,
             too_large,
             too_deep,
+            unapplied_ignores,
         });
     }
     let time = gix::date::Time::now_local_or_utc();
@@ -169,6 +187,7 @@ pub fn commit_worktree(
         commit: Some(commit.to_string()),
         too_large,
         too_deep,
+        unapplied_ignores,
     })
 }
 
@@ -254,6 +273,11 @@ impl StatCache {
 struct Ignores {
     search: gix_ignore::Search,
     root: std::path::PathBuf,
+    /// The lines of each `.gitignore` in force, and how many more may be.
+    lines: Vec<usize>,
+    lines_left: usize,
+    /// The `.gitignore` files left unapplied for want of lines.
+    unapplied: Vec<BString>,
 }
 
 impl Ignores {
@@ -273,7 +297,13 @@ impl Ignores {
             let _ =
                 search.add_patterns_buffer(&bytes, root.join(".info-exclude"), Some(&root), parse);
         }
-        Ignores { search, root }
+        Ignores {
+            search,
+            root,
+            lines: Vec::new(),
+            lines_left: MAX_IGNORE_PATTERNS,
+            unapplied: Vec::new(),
+        }
     }
 
     /// Take `dir`'s `.gitignore` (a regular file, at most 1 MiB) into
@@ -285,14 +315,26 @@ impl Ignores {
         let Ok(relative) = gix::path::from_bstr(prefix) else {
             return false;
         };
+        let lines = bytes.split(|b| *b == b'\n').count();
+        if lines > self.lines_left {
+            self.unapplied.push(join(prefix, ".gitignore".into()));
+            return false;
+        }
         let source = self.root.join(relative).join(".gitignore");
-        self.search
+        let added = self
+            .search
             .add_patterns_buffer(&bytes, source, Some(&self.root), Default::default())
-            .is_ok()
+            .is_ok();
+        if added {
+            self.lines_left -= lines;
+            self.lines.push(lines);
+        }
+        added
     }
 
     fn leave(&mut self) {
         self.search.patterns.pop();
+        self.lines_left += self.lines.pop().unwrap_or(0);
     }
 
     fn ignored(&self, path: &BStr, is_dir: bool) -> bool {
@@ -795,5 +837,44 @@ pub(crate) mod tests {
             .recv_timeout(std::time::Duration::from_secs(10))
             .expect("the open waited for a writer");
         assert_eq!(opened.unwrap_err().kind(), ErrorKind::InvalidInput);
+    }
+
+    #[test]
+    fn gitignore_files_past_the_line_budget_of_their_path_are_not_applied() {
+        // `lines` lines, the last of which ignores `name`.
+        let list = |lines: usize, name: &str| format!("{}{name}\n", "#\n".repeat(lines - 2));
+        let (_dir, repo, tree) = setup(&[("base", "1")]);
+        let files: [(&str, String); 9] = [
+            (".gitignore", list(15_000, "top-ignored")),
+            ("top-ignored", "x".into()),
+            ("a/.gitignore", list(4_000, "gone")),
+            ("a/gone", "x".into()),
+            // b's list fits only once a's lines are given back.
+            ("b/.gitignore", list(4_000, "gone")),
+            ("b/gone", "x".into()),
+            ("c/.gitignore", list(6_000, "kept")),
+            ("c/kept", "x".into()),
+            ("c/also", "x".into()),
+        ];
+        for (name, text) in &files {
+            let path = wt(&tree, name);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        let snapshot = commit_worktree(&repo, &tree, "m", &who(), 1 << 20).unwrap();
+        assert_eq!(snapshot.unapplied_ignores, ["c/.gitignore"]);
+        let committed = files_of(&repo, &snapshot.commit.unwrap());
+        for name in ["top-ignored", "a/gone", "b/gone"] {
+            assert!(
+                !committed.contains(&name.to_string()),
+                "{name}: {committed:?}"
+            );
+        }
+        for name in ["c/kept", "c/also", "c/.gitignore", "a/.gitignore"] {
+            assert!(
+                committed.contains(&name.to_string()),
+                "{name}: {committed:?}"
+            );
+        }
     }
 }

@@ -365,6 +365,15 @@ impl Host for CallState {
                 top.join("/")
             ));
         }
+        if let Some(first) = snapshot.unapplied_ignores.first() {
+            warnings.push(format!(
+                "{} .gitignore files were not applied (the first: {first}): the \
+                 .gitignore files on one path may hold {} lines together, so what \
+                 they ignore was committed; shorten them",
+                snapshot.unapplied_ignores.len(),
+                git::snapshot::MAX_IGNORE_PATTERNS
+            ));
+        }
         Ok(CommitOutcome {
             commit: snapshot.commit,
             warnings,
