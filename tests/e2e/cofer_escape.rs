@@ -378,7 +378,9 @@ async fn programs_planted_on_path_never_run_on_the_host() {
 /// stack and take the host down. 2,000 levels are past what the old walk
 /// took in a debug build (~1,000) and, unlike deeper ones, quick for the
 /// container's shell (past PATH_MAX its `cd` crawls; the unit tests of
-/// `hostgit` go 5,000 levels down).
+/// `hostgit` go 5,000 levels down). And files over the size limit, which
+/// cost the container nothing (sparse), are named up to 20 and counted
+/// past that: each would be a line of the answer.
 #[tokio::test(flavor = "multi_thread")]
 async fn folders_nested_without_end_neither_crash_the_host_nor_stay() {
     let Some(f) = Fixture::with_podman(&[], true).await else {
@@ -390,10 +392,22 @@ async fn folders_nested_without_end_neither_crash_the_host_nor_stay() {
         &f,
         &client,
         "deep",
-        "i=0; while [ $i -lt 2000 ]; do mkdir d && cd -P d && echo $i > f || exit 1; i=$((i+1)); done",
+        "for i in $(seq 25); do truncate -s 11M big$i; done; \
+         i=0; while [ $i -lt 2000 ]; do mkdir d && cd -P d && echo $i > f || exit 1; i=$((i+1)); done",
     )
     .await;
+    let large = out["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|w| w.as_str().unwrap().contains("(11 MB) was not committed"))
+        .count();
+    assert_eq!(large, 20, "{out}");
     let warnings = out["warnings"].to_string();
+    assert!(
+        warnings.contains("5 more files over the size limit were not committed"),
+        "{out}"
+    );
     assert!(
         warnings.contains("1 folders were not committed")
             && warnings.contains("nest deeper than 256"),

@@ -497,8 +497,11 @@ impl Walk<'_> {
             self.index.push((path, Some(stat), oid, mode));
             return Ok(Some((kind, oid)));
         }
-        // The size is checked on what is read, not on what stat said: the
-        // container may be writing the file right now.
+        // Too large by its stat: not read (a sparse file costs the container
+        // nothing and would cost the host the whole limit in reading).
+        if meta.len() > self.max_file_bytes {
+            return Ok(self.left_out(path, meta.len()));
+        }
         let file = match open_nofollow(dir, name) {
             // Gone, or no longer a file, since it was listed.
             Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::InvalidInput) => {
@@ -506,25 +509,31 @@ impl Walk<'_> {
             }
             opened => opened?,
         };
+        // And by what is read: the container may be writing it right now.
         let mut bytes = Vec::new();
         file.take(self.max_file_bytes.saturating_add(1))
             .read_to_end(&mut bytes)?;
         if bytes.len() as u64 > self.max_file_bytes {
-            self.too_large
-                .push((path.clone(), meta.len().max(bytes.len() as u64)));
-            return Ok(self.tracked.files.get(&path).map(|&(oid, kind)| {
-                let mode = match kind {
-                    EntryKind::BlobExecutable => entry::Mode::FILE_EXECUTABLE,
-                    EntryKind::Link => entry::Mode::SYMLINK,
-                    _ => entry::Mode::FILE,
-                };
-                self.index.push((path, None, oid, mode));
-                (kind, oid)
-            }));
+            return Ok(self.left_out(path, bytes.len() as u64));
         }
         let oid = self.repo.write_blob(&bytes)?.detach();
         self.index.push((path, Some(stat), oid, mode));
         Ok(Some((kind, oid)))
+    }
+
+    /// A file over the limit, of `bytes`: left out, or kept at its
+    /// committed version.
+    fn left_out(&mut self, path: BString, bytes: u64) -> Option<(EntryKind, ObjectId)> {
+        self.too_large.push((path.clone(), bytes));
+        self.tracked.files.get(&path).map(|&(oid, kind)| {
+            let mode = match kind {
+                EntryKind::BlobExecutable => entry::Mode::FILE_EXECUTABLE,
+                EntryKind::Link => entry::Mode::SYMLINK,
+                _ => entry::Mode::FILE,
+            };
+            self.index.push((path, None, oid, mode));
+            (kind, oid)
+        })
     }
 }
 

@@ -374,11 +374,20 @@ impl Host for CallState {
                 git::snapshot::MAX_IGNORE_PATTERNS
             ));
         }
+        // Each is a line of the plugin's answer: the container may have
+        // made a million.
+        let mut too_large = snapshot.too_large;
+        if too_large.len() > LARGE_FILES_NAMED {
+            warnings.push(format!(
+                "{} more files over the size limit were not committed",
+                too_large.len() - LARGE_FILES_NAMED
+            ));
+            too_large.truncate(LARGE_FILES_NAMED);
+        }
         Ok(CommitOutcome {
             commit: snapshot.commit,
             warnings,
-            too_large: snapshot
-                .too_large
+            too_large: too_large
                 .into_iter()
                 .map(|(path, bytes)| LargeFile { path, bytes })
                 .collect(),
@@ -477,6 +486,10 @@ async fn commit_of(repo: &Repo, rev: &str) -> Result<String, GitError> {
         .await?
         .ok_or_else(|| GitError::Invalid(format!("`{rev}` names no commit")))
 }
+
+/// How many files left out for their size a commit names; the rest are
+/// counted.
+const LARGE_FILES_NAMED: usize = 20;
 
 /// `text` cut to `max_bytes` (on a character boundary), saying so.
 fn cut(mut text: String, max_bytes: u64) -> String {
