@@ -71,11 +71,47 @@ pub struct Snapshot {
     /// The new commit, none when the tree did not change.
     pub commit: Option<String>,
     /// Files left out for their size: path and bytes.
-    pub too_large: Vec<(String, u64)>,
+    pub too_large: LeftOut<(String, u64)>,
     /// Folders left out for their depth ([`MAX_DEPTH`]): their paths.
-    pub too_deep: Vec<String>,
+    pub too_deep: LeftOut<String>,
     /// `.gitignore` files not applied ([`MAX_IGNORE_PATTERNS`]): their paths.
-    pub unapplied_ignores: Vec<String>,
+    pub unapplied_ignores: LeftOut<String>,
+}
+
+/// What a commit left out for one reason: the first [`LeftOut::NAMED`],
+/// and how many in all (a container may make millions; each named one
+/// becomes a line of an answer).
+#[derive(Debug)]
+pub struct LeftOut<T> {
+    pub first: Vec<T>,
+    pub count: usize,
+}
+
+impl<T> Default for LeftOut<T> {
+    fn default() -> Self {
+        LeftOut {
+            first: Vec::new(),
+            count: 0,
+        }
+    }
+}
+
+impl<T> LeftOut<T> {
+    pub const NAMED: usize = 20;
+
+    fn push(&mut self, item: T) {
+        if self.first.len() < Self::NAMED {
+            self.first.push(item);
+        }
+        self.count += 1;
+    }
+
+    fn map<U>(self, f: impl FnMut(T) -> U) -> LeftOut<U> {
+        LeftOut {
+            first: self.first.into_iter().map(f).collect(),
+            count: self.count,
+        }
+    }
 }
 
 /// Commit everything in the linked worktree `tree` of `main` onto the
@@ -128,9 +164,9 @@ pub fn commit_worktree(
         cache: StatCache::read(&index_path, repo.object_hash()),
         ignore: Ignores::new(main, tree, &root),
         max_file_bytes,
-        too_large: Vec::new(),
+        too_large: LeftOut::default(),
         depth: 0,
-        too_deep: Vec::new(),
+        too_deep: LeftOut::default(),
         index: Vec::new(),
     };
     let new_tree = walk
@@ -144,20 +180,13 @@ pub fn commit_worktree(
         ignore,
         ..
     } = walk;
-    let unapplied_ignores = ignore
-        .unapplied
-        .into_iter()
-        .map(|path| path.to_string())
-        .collect();
+    let unapplied_ignores = ignore.unapplied.map(|path| path.to_string());
     // The index is a cache: a failure to write it costs time, not data.
     if let Err(e) = write_index(&index_path, repo.object_hash(), index) {
         tracing::debug!("cannot write {}: {e}", index_path.display());
     }
-    let too_large = too_large
-        .into_iter()
-        .map(|(path, bytes)| (path.to_string(), bytes))
-        .collect();
-    let too_deep = too_deep.into_iter().map(|path| path.to_string()).collect();
+    let too_large = too_large.map(|(path, bytes)| (path.to_string(), bytes));
+    let too_deep = too_deep.map(|path| path.to_string());
     if Some(new_tree) == parent_tree {
         return Ok(Snapshot {
             commit: None,
@@ -277,7 +306,7 @@ struct Ignores {
     lines: Vec<usize>,
     lines_left: usize,
     /// The `.gitignore` files left unapplied for want of lines.
-    unapplied: Vec<BString>,
+    unapplied: LeftOut<BString>,
 }
 
 impl Ignores {
@@ -302,7 +331,7 @@ impl Ignores {
             root,
             lines: Vec::new(),
             lines_left: MAX_IGNORE_PATTERNS,
-            unapplied: Vec::new(),
+            unapplied: LeftOut::default(),
         }
     }
 
@@ -383,10 +412,10 @@ struct Walk<'r> {
     cache: StatCache,
     ignore: Ignores,
     max_file_bytes: u64,
-    too_large: Vec<(BString, u64)>,
+    too_large: LeftOut<(BString, u64)>,
     /// How deep the folder being walked is (the top is 0).
     depth: usize,
-    too_deep: Vec<BString>,
+    too_deep: LeftOut<BString>,
     /// Entries of the new index: path, stat (none: check next time), blob, mode.
     index: Vec<(BString, Option<Stat>, ObjectId, entry::Mode)>,
 }
@@ -765,7 +794,12 @@ pub(crate) mod tests {
         std::fs::write(wt(&tree, "ok.txt"), "fine\n").unwrap();
         let done = commit_worktree(&repo, &tree, "m", &who(), 50).unwrap();
         let commit = done.commit.unwrap();
-        let mut large: Vec<_> = done.too_large.iter().map(|(p, _)| p.as_str()).collect();
+        let mut large: Vec<_> = done
+            .too_large
+            .first
+            .iter()
+            .map(|(p, _)| p.as_str())
+            .collect();
         large.sort();
         assert_eq!(large, ["big.bin", "new.bin"]);
         assert_eq!(files_of(&repo, &commit), ["big.bin", "ok.txt"]);
@@ -818,8 +852,8 @@ pub(crate) mod tests {
             let snapshot = commit_worktree(&repo, &tree, "m", &who(), 1 << 20).unwrap();
             let commit = snapshot.commit.expect("the levels within the limit");
             let deep = snapshot.too_deep;
-            assert_eq!(deep.len(), 1, "{}", deep.len());
-            assert_eq!(deep[0], vec!["d"; MAX_DEPTH + 1].join("/"));
+            assert_eq!(deep.count, 1);
+            assert_eq!(deep.first, [vec!["d"; MAX_DEPTH + 1].join("/")]);
             let files = git(
                 repo.work_tree(),
                 &["ls-tree", "-r", "-t", "--name-only", &commit],
@@ -871,7 +905,8 @@ pub(crate) mod tests {
             std::fs::write(path, text).unwrap();
         }
         let snapshot = commit_worktree(&repo, &tree, "m", &who(), 1 << 20).unwrap();
-        assert_eq!(snapshot.unapplied_ignores, ["c/.gitignore"]);
+        assert_eq!(snapshot.unapplied_ignores.first, ["c/.gitignore"]);
+        assert_eq!(snapshot.unapplied_ignores.count, 1);
         let committed = files_of(&repo, &snapshot.commit.unwrap());
         for name in ["top-ignored", "a/gone", "b/gone"] {
             assert!(

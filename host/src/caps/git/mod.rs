@@ -355,39 +355,42 @@ impl Host for CallState {
                 stderr: e.to_string(),
             })
         })??;
-        if let Some(first) = snapshot.too_deep.first() {
-            let top: Vec<&str> = first.split('/').take(3).collect();
+        let git::snapshot::Snapshot {
+            commit,
+            too_large,
+            too_deep,
+            unapplied_ignores,
+        } = snapshot;
+        if let Some(first) = too_deep.first.first() {
             warnings.push(format!(
                 "{} folders were not committed: they nest deeper than {} levels \
-                 (the first beneath {}/…); no checkout could hold them",
-                snapshot.too_deep.len(),
+                 (the first: {}); no checkout could hold them",
+                too_deep.count,
                 git::snapshot::MAX_DEPTH,
-                top.join("/")
+                shortened(first)
             ));
         }
-        if let Some(first) = snapshot.unapplied_ignores.first() {
+        if let Some(first) = unapplied_ignores.first.first() {
             warnings.push(format!(
-                "{} .gitignore files were not applied (the first: {first}): the \
+                "{} .gitignore files were not applied (the first: {}): the \
                  .gitignore files on one path may hold {} lines together, so what \
                  they ignore was committed; shorten them",
-                snapshot.unapplied_ignores.len(),
+                unapplied_ignores.count,
+                shortened(first),
                 git::snapshot::MAX_IGNORE_PATTERNS
             ));
         }
-        // Each is a line of the plugin's answer: the container may have
-        // made a million.
-        let mut too_large = snapshot.too_large;
-        if too_large.len() > LARGE_FILES_NAMED {
+        if too_large.count > too_large.first.len() {
             warnings.push(format!(
                 "{} more files over the size limit were not committed",
-                too_large.len() - LARGE_FILES_NAMED
+                too_large.count - too_large.first.len()
             ));
-            too_large.truncate(LARGE_FILES_NAMED);
         }
         Ok(CommitOutcome {
-            commit: snapshot.commit,
+            commit,
             warnings,
             too_large: too_large
+                .first
                 .into_iter()
                 .map(|(path, bytes)| LargeFile { path, bytes })
                 .collect(),
@@ -487,9 +490,15 @@ async fn commit_of(repo: &Repo, rev: &str) -> Result<String, GitError> {
         .ok_or_else(|| GitError::Invalid(format!("`{rev}` names no commit")))
 }
 
-/// How many files left out for their size a commit names; the rest are
-/// counted.
-const LARGE_FILES_NAMED: usize = 20;
+/// A path a container made, for a warning: its first three names and its
+/// last, when it has more.
+fn shortened(path: &str) -> String {
+    let names: Vec<&str> = path.split('/').collect();
+    match names.len() {
+        0..=4 => path.to_string(),
+        n => format!("{}/…/{} ({n} levels)", names[..3].join("/"), names[n - 1]),
+    }
+}
 
 /// `text` cut to `max_bytes` (on a character boundary), saying so.
 fn cut(mut text: String, max_bytes: u64) -> String {

@@ -7,6 +7,13 @@ fn long_output_is_cut_on_a_character_boundary_and_says_so() {
     assert_eq!(cut_text, "ab\n[cut: 4 more bytes]\n");
 }
 
+#[test]
+fn a_deep_path_in_a_warning_keeps_its_first_names_and_its_last() {
+    assert_eq!(shortened("a/b/.gitignore"), "a/b/.gitignore");
+    let deep = ["d"; 257].join("/") + "/.gitignore";
+    assert_eq!(shortened(&deep), "d/d/d/…/.gitignore (258 levels)");
+}
+
 #[cfg(unix)]
 fn git(dir: &Path, args: &[&str]) -> String {
     let out = std::process::Command::new("git")
