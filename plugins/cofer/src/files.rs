@@ -395,7 +395,6 @@ impl Workdir {
     }
 
     fn read(&self, path: &str, target: &str) -> Result<Vec<u8>, ToolError> {
-        self.refuse_special(path, "read", target)?;
         let file = self
             .root
             .open_at(
@@ -455,7 +454,6 @@ impl Workdir {
                 Err(e) => return Err(fs_error(e, "write", target)),
             }
         }
-        self.refuse_special(path, "written", target)?;
         let file = self
             .root
             .open_at(
@@ -473,27 +471,6 @@ impl Workdir {
             written += n as usize;
         }
         Ok(())
-    }
-
-    /// Refuse a fifo, socket or device at `path`: opening one waits for
-    /// its other end, and the container may have put one where a file was.
-    fn refuse_special(&self, path: &str, what: &str, target: &str) -> Result<(), ToolError> {
-        let kind = match self.root.stat_at(PathFlags::SYMLINK_FOLLOW, path) {
-            Ok(stat) => match stat.type_ {
-                DescriptorType::RegularFile
-                | DescriptorType::Directory
-                | DescriptorType::SymbolicLink => return Ok(()),
-                DescriptorType::CharacterDevice | DescriptorType::BlockDevice => "device",
-                // What WASI does not name: a named pipe or a socket.
-                _ => "named pipe or socket",
-            },
-            Err(_) => return Ok(()),
-        };
-        Err(error(
-            "invalid_request",
-            format!("`{target}` is a {kind}, not a file, so it cannot be {what} here"),
-            "use it inside the environment with environment_run_cmd",
-        ))
     }
 
     fn list(&self, path: &str, target: &str) -> Result<Vec<String>, ToolError> {
@@ -546,6 +523,15 @@ fn fs_error(e: ErrorCode, what: &str, target: &str) -> ToolError {
             "invalid_request",
             format!("`{target}` is a symlink loop"),
             "give a path without the loop",
+        ),
+        // The host's answer to an open of what is not a file, a folder or a
+        // link (it would wait for the other end).
+        ErrorCode::Unsupported => error(
+            "invalid_request",
+            format!(
+                "`{target}` is a named pipe, socket or device, not a file: it cannot be opened to {what}"
+            ),
+            "use it inside the environment with environment_run_cmd",
         ),
         ErrorCode::IsDirectory => error(
             "invalid_request",
