@@ -302,9 +302,8 @@ impl StatCache {
 struct Ignores {
     search: gix_ignore::Search,
     root: std::path::PathBuf,
-    /// The lines of each `.gitignore` in force, and how many more may be.
+    /// The lines of each `.gitignore` in force.
     lines: Vec<usize>,
-    lines_left: usize,
     /// The `.gitignore` files left unapplied for want of lines.
     unapplied: LeftOut<BString>,
 }
@@ -330,7 +329,6 @@ impl Ignores {
             search,
             root,
             lines: Vec::new(),
-            lines_left: MAX_IGNORE_PATTERNS,
             unapplied: LeftOut::default(),
         }
     }
@@ -345,7 +343,7 @@ impl Ignores {
             return false;
         };
         let lines = bytes.split(|b| *b == b'\n').count();
-        if lines > self.lines_left {
+        if self.lines.iter().sum::<usize>() + lines > MAX_IGNORE_PATTERNS {
             self.unapplied.push(join(prefix, ".gitignore".into()));
             return false;
         }
@@ -355,7 +353,6 @@ impl Ignores {
             .add_patterns_buffer(&bytes, source, Some(&self.root), Default::default())
             .is_ok();
         if added {
-            self.lines_left -= lines;
             self.lines.push(lines);
         }
         added
@@ -363,7 +360,7 @@ impl Ignores {
 
     fn leave(&mut self) {
         self.search.patterns.pop();
-        self.lines_left += self.lines.pop().unwrap_or(0);
+        self.lines.pop();
     }
 
     fn ignored(&self, path: &BStr, is_dir: bool) -> bool {
