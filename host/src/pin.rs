@@ -133,12 +133,31 @@ pub fn create_file(path: &Path, roots: &[PathBuf]) -> io::Result<std::fs::File> 
     options
         .write(true)
         .create(true)
-        .truncate(true)
+        .truncate(false)
         .follow(FollowSymlinks::No);
-    Ok(dir
-        .open_with(last, &options)
-        .map_err(no_link(path))?
-        .into_std())
+    // A named pipe left at the path would hold this thread (and with it
+    // the host's) until a reader came: refused at once instead, and
+    // truncated only once known to be a file.
+    crate::platform::without_waiting(&mut options);
+    let not_a_file = || {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "{} is a named pipe, socket or device, not a file: remove it",
+                path.display()
+            ),
+        )
+    };
+    let file = match dir.open_with(last, &options) {
+        Ok(file) => file.into_std(),
+        Err(e) if crate::platform::would_wait(&e) => return Err(not_a_file()),
+        Err(e) => return Err(no_link(path)(e)),
+    };
+    if !file.metadata()?.is_file() {
+        return Err(not_a_file());
+    }
+    file.set_len(0)?;
+    Ok(file)
 }
 
 // Unix links to Unix folders; Windows forms are tested in platform/windows.rs.

@@ -425,3 +425,49 @@ async fn folders_nested_without_end_neither_crash_the_host_nor_stay() {
     assert!(!is_error(&destroyed), "{destroyed:?}");
     assert!(!f.worktree("deep").exists());
 }
+
+/// Issue 61, item 3: a filter driver in a submodule's own config
+/// (`.git/modules/<name>/config`, which a plugin with the workspace
+/// writable can write) never runs on the host: not for the status
+/// environment_create reads, nor for its checkout, even with the top
+/// config asking for submodules to be recursed into.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_submodules_filter_never_runs_on_the_host() {
+    let Some(f) = Fixture::with_podman(&[], true).await else {
+        return;
+    };
+    let library = f.env.dir.path().join("library");
+    std::fs::create_dir_all(&library).unwrap();
+    git(&library, &["init", "--quiet", "--initial-branch=main"]);
+    std::fs::write(library.join("lib.txt"), "aaaa\n").unwrap();
+    std::fs::write(library.join(".gitattributes"), "* filter=pwn\n").unwrap();
+    git(&library, &["add", "."]);
+    git(&library, &["commit", "--quiet", "-m", "library"]);
+    let source = library.to_string_lossy();
+    git(
+        &f.repo,
+        &["-c", "protocol.file.allow=always", "submodule", "add", "--quiet", &source, "sub"],
+    );
+    git(&f.repo, &["commit", "--quiet", "-m", "a submodule"]);
+    let marker = f.env.dir.path().join("pwned-by-submodule-filter");
+    let program = format!("sh -c 'touch {}; cat'", marker.display());
+    let sub = f.repo.join(".git/modules/sub");
+    for key in ["clean", "smudge", "process"] {
+        let config = sub.join("config");
+        git(
+            &f.repo,
+            &["config", "--file", &config.to_string_lossy(), &format!("filter.pwn.{key}"), &program],
+        );
+    }
+    git(&f.repo, &["config", "submodule.recurse", "true"]);
+    // The same size, a new mtime: status must read it through the filter.
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    std::fs::write(f.repo.join("sub/lib.txt"), "bbbb\n").unwrap();
+
+    let client = f.env.start().await;
+    let r = client
+        .call("environment_create", f.create_args("subfilter"))
+        .await;
+    assert!(!marker.exists(), "a submodule's filter ran on the host: {r:?}");
+    f.assert_no_filter_ran();
+}

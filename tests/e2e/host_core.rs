@@ -33,6 +33,7 @@ async fn tools_list_shows_every_plugin_with_schemas() {
             "fault_trap",
             "noop",
             "pty_script",
+            "read_program",
             "run_test",
             "spawn"
         ]

@@ -22,6 +22,7 @@ mod layout;
 mod lifetime;
 mod mock_llm;
 mod pi;
+mod planted;
 mod pty;
 mod registry;
 mod run_test;

@@ -408,3 +408,153 @@ async fn a_plugin_from_a_url_on_this_machine_is_installed_and_locked() {
     let err = refused(&host(&env, &["install", "http://192.0.2.1/hello.wasm"]).await);
     assert!(err.contains("use https://"), "{err}");
 }
+
+/// Issue 61, item 1: an artifact never takes the name (and so the grants,
+/// secrets and cache) of a plugin on its own say-so. Its name is the
+/// source's unless the user gives one; a name installed from elsewhere
+/// stays unless the user says `--replace`; a name the policy grants
+/// anything is given to a new source only after `--yes`.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_artifact_never_takes_a_plugins_name_or_grants_by_itself() {
+    let Some(registry) = Registry::start() else {
+        return;
+    };
+    let env = Env::new(
+        &[],
+        "[plugins.hello]\ncapabilities = [\"fs\"]\nfs.read = [\"${workspace}\"]\n",
+    );
+    let hello = built_plugin("hello");
+    // `someone/weather:1` is a component that calls itself `hello`.
+    let weather = registry.url("someone/weather:1");
+    ok(&publish(&hello, &weather).await);
+    let err = refused(&host(&env, &["install", &weather]).await);
+    assert!(
+        err.contains("declares itself as plugin `hello`") && err.contains("--name hello"),
+        "{err}"
+    );
+    assert_eq!(plugins_in(&env.plugins), Vec::<String>::new());
+
+    // Named so by the user: the grants `hello` holds are shown, and
+    // nobody said yes.
+    let err = refused(&host(&env, &["install", &weather, "--name", "hello"]).await);
+    assert!(
+        err.contains("capabilities: fs") && err.contains("--yes"),
+        "{err}"
+    );
+    assert_eq!(plugins_in(&env.plugins), Vec::<String>::new());
+    let out = ok(&host(&env, &["install", &weather, "--name", "hello", "--yes"]).await);
+    assert!(out.starts_with("hello\t"), "{out}");
+
+    // Another source for the installed name: kept unless `--replace`.
+    let other = registry.url("tools/hello:2");
+    ok(&publish(&hello, &other).await);
+    let err = refused(&host(&env, &["install", &other, "--yes"]).await);
+    assert!(
+        err.contains(&format!("already installed from {weather}")) && err.contains("--replace"),
+        "{err}"
+    );
+    assert_eq!(lock(&env)["plugin"][0]["source"].as_str(), Some(weather.as_str()));
+    // A plugin put in the folder by hand is another source too.
+    std::fs::remove_file(env.plugins.join("plugins.lock")).unwrap();
+    let err = refused(&host(&env, &["install", &other, "--yes"]).await);
+    assert!(err.contains("not by `host install`"), "{err}");
+    let out = ok(&host(&env, &["install", &other, "--replace", "--yes"]).await);
+    assert!(out.starts_with("hello\t"), "{out}");
+    assert_eq!(lock(&env)["plugin"][0]["source"].as_str(), Some(other.as_str()));
+    // The same source again is an update: its grants were accepted.
+    ok(&host(&env, &["install", &other]).await);
+
+    // `host uninstall` takes names, never paths.
+    std::fs::write(env.dir.path().join("outside.wasm"), b"x").unwrap();
+    let err = refused(&host(&env, &["uninstall", "../outside"]).await);
+    assert!(err.contains("not a plugin name"), "{err}");
+    assert!(env.dir.path().join("outside.wasm").exists());
+}
+
+/// A registry in the middle: it forwards everything to `registry`, but
+/// answers a read of the manifest tagged `lie` with the one tagged
+/// `other` (as a registry serving someone else's artifact would).
+async fn lying_proxy(registry: &Registry) -> (String, tokio::task::JoinHandle<()>) {
+    use axum::body::{Body, to_bytes};
+    use axum::http::Request;
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap().to_string();
+    let upstream = registry.address.clone();
+    let here = address.clone();
+    let client = reqwest::Client::new();
+    let app = axum::Router::new().fallback(move |request: Request<Body>| {
+        let (client, upstream, here) = (client.clone(), upstream.clone(), here.clone());
+        async move {
+            let (parts, body) = request.into_parts();
+            let mut path = parts.uri.path_and_query().unwrap().to_string();
+            if parts.method == "GET" && path.ends_with("/manifests/lie") {
+                path = path.replace("/manifests/lie", "/manifests/other");
+            }
+            let mut forwarded = client.request(
+                parts.method.clone(),
+                format!("http://{upstream}{path}"),
+            );
+            for (name, value) in &parts.headers {
+                if name != "host" {
+                    forwarded = forwarded.header(name, value);
+                }
+            }
+            let body = to_bytes(body, usize::MAX).await.unwrap();
+            let answer = forwarded.body(body).send().await.unwrap();
+            let mut reply = axum::http::Response::builder().status(answer.status());
+            for (name, value) in answer.headers() {
+                if name == "transfer-encoding" || name == "connection" {
+                    continue;
+                }
+                let value = value.to_str().unwrap().replace(&upstream, &here);
+                reply = reply.header(name, value);
+            }
+            reply
+                .body(Body::from(answer.bytes().await.unwrap()))
+                .unwrap()
+        }
+    });
+    let task = tokio::spawn(async move {
+        axum::serve(listener, app).await.unwrap();
+    });
+    (address, task)
+}
+
+/// Issue 61, item 2: `host publish --sign` signs the digest of what it
+/// pushed, computed from its own bytes, never what the registry names
+/// when asked back.
+#[tokio::test(flavor = "multi_thread")]
+async fn publish_signs_what_it_pushed_not_what_a_registry_answers() {
+    let Some(registry) = Registry::start() else {
+        return;
+    };
+    let env = Env::new(&[], "");
+    let (key, public) = key_pair(env.dir.path(), "alice", 7);
+    // Someone else's artifact, already in the registry.
+    let theirs = registry.url("tools/hello:other");
+    let their_digest = ok(&publish(&built_plugin("faulty"), &theirs).await);
+    let (proxy, task) = lying_proxy(&registry).await;
+    let out = publish_signed(
+        &built_plugin("hello"),
+        &format!("oci://{proxy}/tools/hello:lie"),
+        &key,
+    )
+    .await;
+    let ours = ok(&out);
+    task.abort();
+    assert_ne!(ours.trim(), their_digest.trim(), "the digest printed is theirs");
+    std::fs::write(
+        &env.config,
+        format!(
+            "[trust]\nkeys = [{:?}]\nrequire_signatures = true\n",
+            public.display().to_string()
+        ),
+    )
+    .unwrap();
+    // Their artifact carries no signature of alice's; ours does.
+    let err = refused(&host(&env, &["install", &theirs, "--name", "faulty"]).await);
+    assert!(err.contains("no signature by a key you trust"), "{err}");
+    let out = ok(&host(&env, &["install", &registry.url("tools/hello:lie")]).await);
+    assert!(out.starts_with("hello\t"), "{out}");
+}

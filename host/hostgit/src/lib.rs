@@ -44,13 +44,35 @@ const GIT_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// Settings put in front of every git command. Hooks point at `/dev/null`
 /// rather than an empty directory: nothing can ever be created under it.
+///
+/// Submodules are never entered: git would run a child git there that
+/// reads the submodule's own config (`.git/modules/<name>/config`, as
+/// writable as the top one), whose filter drivers no setting here names
+/// (issue 61). A protocol named in a repository's config
+/// (`protocol.ext.allow`) would win over `protocol.allow`, so each one
+/// that runs a program or reaches the network is named here.
 const SAFE: &[&str] = &[
     "core.hooksPath=/dev/null",
     "core.fsmonitor=false",
     "commit.gpgsign=false",
     "tag.gpgsign=false",
     "core.quotePath=false",
+    "submodule.recurse=false",
+    "diff.ignoreSubmodules=all",
+    "status.submoduleSummary=false",
+    "fetch.recurseSubmodules=false",
+    "push.recurseSubmodules=no",
+    "gc.auto=0",
+    "maintenance.auto=false",
     "protocol.allow=never",
+    "protocol.ext.allow=never",
+    "protocol.fd.allow=never",
+    "protocol.ssh.allow=never",
+    "protocol.git.allow=never",
+    "protocol.http.allow=never",
+    "protocol.https.allow=never",
+    "protocol.ftp.allow=never",
+    "protocol.ftps.allow=never",
     "protocol.file.allow=always",
 ];
 
@@ -472,6 +494,19 @@ pub async fn push(repo: &Repo, remote: &str, refspecs: &[&str]) -> Result<(), Gi
         remote,
     ];
     args.extend_from_slice(refspecs);
+    repo.run(&args).await.map(drop)
+}
+
+/// `git fetch` of `refspec` from the repository at `path` (a path, never
+/// a remote's name: a remote's URL and `uploadpack` come from a config a
+/// plugin may write), its upload-pack run as the host chooses.
+pub async fn fetch(repo: &Repo, path: &Path, refspec: &str) -> Result<(), GitError> {
+    let upload = format!(
+        "--upload-pack='{}' -c core.hooksPath=/dev/null -c core.fsmonitor=false upload-pack",
+        program().display()
+    );
+    let from = path.to_string_lossy();
+    let args = ["fetch", "--quiet", "--no-tags", &upload, "--", &from, refspec];
     repo.run(&args).await.map(drop)
 }
 

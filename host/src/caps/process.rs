@@ -50,7 +50,7 @@ impl Host for CallState {
         let failed = |e: std::io::Error| {
             CapabilityError::NotFound(format!("cannot read {}: {e}", path.display()))
         };
-        let mut file = std::fs::File::open(&path).map_err(failed)?;
+        let mut file = crate::platform::open_program(&path).map_err(failed)?;
         file.seek(std::io::SeekFrom::Start(offset))
             .map_err(failed)?;
         let mut bytes = Vec::new();

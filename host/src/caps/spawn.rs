@@ -45,8 +45,17 @@ impl CallState {
         cwd: &std::path::Path,
     ) -> Result<PathBuf, CapabilityError> {
         let g = &self.grants;
-        let resolved = timebox::resolve_here(program, cwd).ok_or_else(|| {
-            CapabilityError::NotFound(format!("program `{program}` was not found on PATH"))
+        let resolved = timebox::resolve_trusted(program, cwd, &g.untrusted_dirs).ok_or_else(|| {
+            CapabilityError::NotFound(match timebox::resolve_here(program, cwd) {
+                Some(planted) => format!(
+                    "program `{program}` was found only as {}, in a folder a plugin may write or a \
+                     container fill (the workspace, the cache or an `fs.write` root), where the host \
+                     never looks for programs: install it elsewhere on PATH, or name its absolute path \
+                     in `process.programs`",
+                    planted.display()
+                ),
+                None => format!("program `{program}` was not found on PATH"),
+            })
         })?;
         if !timebox::allowed(program, &resolved, &g.programs) {
             return Err(CapabilityError::Denied(g.denial(

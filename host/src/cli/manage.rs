@@ -9,9 +9,13 @@ use anyhow::{Context, Result, bail};
 use crate::catalog::Loader;
 use crate::secrets::Store;
 
-pub async fn install(source: Option<String>, loader: Loader) -> Result<ExitCode> {
+pub async fn install(
+    source: Option<String>,
+    choice: &crate::install::Choice,
+    loader: Loader,
+) -> Result<ExitCode> {
     let installed = match source {
-        Some(source) => vec![crate::install::install(&loader, &source).await?],
+        Some(source) => vec![crate::install::install(&loader, &source, choice).await?],
         None => crate::install::install_locked(&loader).await?,
     };
     for done in installed {

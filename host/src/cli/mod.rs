@@ -116,8 +116,23 @@ enum Command {
     /// @sha256:…), an https:// URL or a file, after loading it as `serve`
     /// would; record it in plugins.lock. With no source: install exactly
     /// what plugins.lock lists (same digests).
+    ///
+    /// The plugin's name (which keys its grants, secrets and cache) is the
+    /// source's last path element, or `--name`; an artifact that declares
+    /// another is refused. A name already installed from elsewhere needs
+    /// `--replace`, and a name your policy grants anything needs `--yes`
+    /// (or a yes at the prompt) after the grants are shown.
     Install {
         source: Option<String>,
+        /// Install under this name instead of the source's.
+        #[arg(long, requires = "source")]
+        name: Option<String>,
+        /// Put it in place of a plugin of the same name from another source.
+        #[arg(long, requires = "source")]
+        replace: bool,
+        /// Accept the grants the name holds under your policy without asking.
+        #[arg(long, short = 'y')]
+        yes: bool,
         #[command(flatten)]
         common: Common,
     },
@@ -336,7 +351,16 @@ async fn run(command: Command) -> Result<ExitCode> {
                 .transpose()?;
             serve(common.loader()?, !no_watch, http).await
         }
-        Command::Install { source, common } => manage::install(source, common.loader()?).await,
+        Command::Install {
+            source,
+            name,
+            replace,
+            yes,
+            common,
+        } => {
+            let choice = crate::install::Choice { name, replace, yes };
+            manage::install(source, &choice, common.loader()?).await
+        }
         Command::Uninstall { name, common } => {
             manage::uninstall(&name, &common.loader()?.plugins_dir)
         }

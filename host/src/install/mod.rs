@@ -10,6 +10,7 @@
 //! the new one. Nothing in an artifact sets a policy: what a plugin may do
 //! is the user's config alone.
 
+mod claim;
 mod lock;
 pub mod oci;
 mod signature;
@@ -19,8 +20,8 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result, anyhow, bail};
 
-use crate::catalog::{Loader, Plugin, sha256_hex, wasm_files};
-use crate::declared::declared;
+use crate::catalog::{Loader, Plugin, sha256_hex};
+pub use claim::Choice;
 pub use lock::{Entry, Lock};
 
 /// Far above any plugin's size (the bundled ones are 1-12 MB).
@@ -202,11 +203,12 @@ pub struct Installed {
     pub plugin: Arc<Plugin>,
 }
 
-/// Install what `text` names into the loader's plugins folder.
-pub async fn install(loader: &Loader, text: &str) -> Result<Installed> {
+/// Install what `text` names into the loader's plugins folder, under the
+/// name `choice` and the source give (see [`claim`]).
+pub async fn install(loader: &Loader, text: &str, choice: &Choice) -> Result<Installed> {
     let source = Source::parse(text)?;
     let fetched = source.fetch(&Trust::of(loader)?).await?;
-    put(loader, text, &source, fetched).await
+    put(loader, text, &source, fetched, choice).await
 }
 
 /// Install again exactly what the lock file lists: each source fetched
@@ -238,7 +240,14 @@ pub async fn install_locked(loader: &Loader) -> Result<Vec<Installed>> {
                 entry.source
             );
         }
-        done.push(put(loader, &entry.source, &source, fetched).await?);
+        // The lock names it: its name and grants were accepted when it
+        // was first installed.
+        let choice = Choice {
+            name: Some(entry.name.clone()),
+            replace: true,
+            yes: true,
+        };
+        done.push(put(loader, &entry.source, &source, fetched, &choice).await?);
     }
     Ok(done)
 }
@@ -249,7 +258,13 @@ fn digest_of(bytes: &[u8]) -> String {
 
 /// `bytes`, checked by loading them, renamed into the folder as
 /// `<name>.wasm`, and recorded in the lock file.
-async fn put(loader: &Loader, text: &str, source: &Source, fetched: Fetched) -> Result<Installed> {
+async fn put(
+    loader: &Loader,
+    text: &str,
+    source: &Source,
+    fetched: Fetched,
+    choice: &Choice,
+) -> Result<Installed> {
     let Fetched {
         bytes,
         manifest,
@@ -257,22 +272,14 @@ async fn put(loader: &Loader, text: &str, source: &Source, fetched: Fetched) -> 
     } = fetched;
     let dir = &loader.plugins_dir;
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let fallback = source.default_name();
-    let name = declared(&bytes)
-        .with_context(|| format!("{text} is not a WebAssembly component"))?
-        .name
-        .unwrap_or(fallback.clone());
-    check_name(&name, text)?;
+    let name = claim::name(choice, &source.default_name(), text, &bytes)?;
     let file = dir.join(format!("{name}.wasm"));
-    if let Some(other) = claimed_by_another(dir, &name, &file)? {
-        bail!(
-            "{} already serves a plugin named `{name}`: `host uninstall {name}` or remove that file first",
-            other.display()
-        );
+    if claim::may_take(dir, &name, &file, text, choice)? {
+        claim::accept(&loader.grants(&name), text, choice)?;
     }
     let digest = digest_of(&bytes);
     let plugin = loader
-        .try_bytes(&fallback, &file, bytes.clone())
+        .try_bytes(&name, &file, bytes.clone())
         .await
         .map_err(|e| anyhow!("{text} was not installed: it does not load in this host: {e:#}"))?;
     let partial = dir.join(format!(".{name}.wasm.partial"));
@@ -296,41 +303,11 @@ async fn put(loader: &Loader, text: &str, source: &Source, fetched: Fetched) -> 
     })
 }
 
-/// A name is a file stem and a policy table key: plain characters only.
-fn check_name(name: &str, text: &str) -> Result<()> {
-    let plain = !name.is_empty()
-        && name.len() <= 64
-        && !name.starts_with(['.', '-'])
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c));
-    if !plain {
-        bail!(
-            "{text} calls itself `{name}`, which cannot name a plugin file: letters, digits, `_`, `.` and `-` only"
-        );
-    }
-    Ok(())
-}
-
-/// Another `*.wasm` of `dir` (not `file`) that loads as plugin `name`.
-fn claimed_by_another(dir: &Path, name: &str, file: &Path) -> Result<Option<PathBuf>> {
-    for (stem, path) in wasm_files(dir)? {
-        if path == file {
-            continue;
-        }
-        let declared_name = std::fs::read(&path)
-            .ok()
-            .and_then(|b| declared(&b).ok())
-            .and_then(|d| d.name);
-        if declared_name.as_deref().unwrap_or(&stem) == name {
-            return Ok(Some(path));
-        }
-    }
-    Ok(None)
-}
-
 /// Take plugin `name` out of the folder and the lock file.
 pub fn uninstall(plugins_dir: &Path, name: &str) -> Result<PathBuf> {
+    // A name, never a path: `../x` must not reach outside the folder.
+    claim::check_name(name, &format!("`{name}`"))
+        .map_err(|_| anyhow!("`{name}` is not a plugin name: `host list plugins` shows the names"))?;
     let mut lock = Lock::read(plugins_dir)?;
     let recorded = lock.remove(name);
     let file = plugins_dir.join(format!("{name}.wasm"));
@@ -396,16 +373,6 @@ mod tests {
             "oci://UPPER/Case:1",
         ] {
             assert!(Source::parse(bad).is_err(), "{bad}");
-        }
-    }
-
-    #[test]
-    fn names_are_plain() {
-        for good in ["hello", "run_test", "godot.docs", "a-b"] {
-            assert!(check_name(good, "x").is_ok(), "{good}");
-        }
-        for bad in ["", ".hidden", "../x", "a/b", "a b", "-x", &"x".repeat(65)] {
-            assert!(check_name(bad, "x").is_err(), "{bad}");
         }
     }
 }

@@ -109,9 +109,16 @@ pub async fn pull(reference: &Reference, max_bytes: u64) -> Result<Pulled> {
 }
 
 /// Push `bytes` as a component artifact to `reference`; the manifest's
-/// digest.
+/// digest, computed here from the bytes pushed (never taken from the
+/// registry's answer: a registry in the middle could name another
+/// artifact, and a signature would then be made for that one), once the
+/// registry has shown it holds exactly those bytes under that digest.
 pub async fn push(reference: &Reference, bytes: Vec<u8>) -> Result<String> {
     let client = client(reference);
+    let auth = RegistryAuth::Anonymous;
+    client
+        .store_auth_if_needed(reference.resolve_registry(), &auth)
+        .await;
     let layer = ImageLayer::new(bytes, LAYER_MEDIA_TYPE.to_string(), None);
     // The wasm OCI config: what the artifact is, and its layer's digest.
     let config = serde_json::json!({
@@ -125,29 +132,34 @@ pub async fn push(reference: &Reference, bytes: Vec<u8>) -> Result<String> {
         None,
     );
     let manifest = OciImageManifest::build(std::slice::from_ref(&layer), &config, None);
-    let pushed = client
-        .push(
-            reference,
-            &[layer],
-            config,
-            &RegistryAuth::Anonymous,
-            Some(manifest),
-        )
+    let body = serde_json::to_vec(&manifest).expect("a manifest serialises");
+    let digest = format!("sha256:{}", crate::catalog::sha256_hex(&body));
+    let failed = |what: &str| format!("cannot push {what} to {reference}");
+    client
+        .push_blob(reference, layer.data.clone(), &manifest.layers[0].digest)
         .await
-        .with_context(|| format!("cannot push to {reference}"))?;
-    let (_, digest) = client
-        .pull_manifest_raw(
-            reference,
-            &RegistryAuth::Anonymous,
-            &[oci_client::manifest::OCI_IMAGE_MEDIA_TYPE],
-        )
+        .with_context(|| failed("the component"))?;
+    client
+        .push_blob(reference, config.data.clone(), &manifest.config.digest)
         .await
-        .map_err(|e| {
-            anyhow!(
-                "pushed to {} but cannot read the manifest back: {e}",
-                pushed.manifest_url
-            )
-        })?;
+        .with_context(|| failed("the config"))?;
+    let media_type = oci_client::manifest::OCI_IMAGE_MEDIA_TYPE;
+    client
+        .push_manifest_raw(reference, body, media_type.parse().expect("a header value"))
+        .await
+        .with_context(|| failed("the manifest"))?;
+    let stored = reference.clone_with_digest(digest.clone());
+    let (back, _) = client
+        .pull_manifest_raw(&stored, &auth, &[media_type])
+        .await
+        .map_err(|e| anyhow!("pushed to {reference} but cannot read {digest} back: {e}"))?;
+    let back_digest = format!("sha256:{}", crate::catalog::sha256_hex(&back));
+    if back_digest != digest {
+        bail!(
+            "the registry answered {stored} with other bytes ({back_digest}): it does not hold what \
+             was pushed; nothing was signed"
+        );
+    }
     Ok(digest)
 }
 

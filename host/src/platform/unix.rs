@@ -271,6 +271,39 @@ pub fn create_private_file(path: &std::path::Path) -> std::io::Result<std::fs::F
         .open(path)
 }
 
+/// Opens with `options` fail at once where they would wait (a named
+/// pipe's other end), rather than hold a thread of the host.
+pub fn without_waiting(options: &mut cap_std::fs::OpenOptions) {
+    use cap_std::fs::OpenOptionsExt;
+    options.custom_flags(nix::libc::O_NONBLOCK);
+}
+
+/// Whether an open [`without_waiting`] failed because it would have
+/// waited: a named pipe with nobody at its other end.
+pub fn would_wait(e: &std::io::Error) -> bool {
+    e.raw_os_error() == Some(nix::libc::ENXIO)
+}
+
+/// The program file at `path`, opened at its resolved path without
+/// following a link there and without waiting on a pipe: a regular file
+/// with an execute bit, nothing else (not `/proc/self/environ`, not
+/// another plugin's secret file).
+pub fn open_program(path: &std::path::Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
+        .open(path.canonicalize()?)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() || meta.permissions().mode() & 0o111 == 0 {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a program file (a regular file with an execute bit)",
+        ));
+    }
+    Ok(file)
+}
+
 /// A file's permission bits, to tell when they change.
 pub fn mode_of(meta: &cap_std::fs::Metadata) -> u32 {
     use cap_std::fs::PermissionsExt;

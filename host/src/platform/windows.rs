@@ -78,6 +78,26 @@ pub fn create_private_file(path: &std::path::Path) -> std::io::Result<std::fs::F
         .open(path)
 }
 
+/// Windows has no named pipes among a folder's files: no open waits.
+pub fn without_waiting(_options: &mut cap_std::fs::OpenOptions) {}
+
+/// No open waits on Windows (see [`without_waiting`]).
+pub fn would_wait(_e: &std::io::Error) -> bool {
+    false
+}
+
+/// The program file at `path`, at its resolved path: a regular file.
+pub fn open_program(path: &std::path::Path) -> std::io::Result<std::fs::File> {
+    let file = std::fs::File::open(path.canonicalize()?)?;
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a program file",
+        ));
+    }
+    Ok(file)
+}
+
 /// Windows files have no Unix mode to change.
 pub fn mode_of(_meta: &cap_std::fs::Metadata) -> u32 {
     0

@@ -279,6 +279,10 @@ pub struct Grants {
     /// [`crate::secrets`]).
     pub secrets: Vec<(String, crate::secrets::Secret)>,
     pub workspace: PathBuf,
+    /// Folders some plugin may write or a container fill (the workspace,
+    /// the cache, every plugin's `fs.write`): no program is looked up in
+    /// them, since whoever writes there would choose what the host runs.
+    pub untrusted_dirs: Vec<PathBuf>,
     pub memory_bytes: usize,
     pub timeout_ms: u64,
     pub concurrency: usize,
@@ -452,6 +456,16 @@ impl Config {
             .collect()
     }
 
+    /// See [`Grants::untrusted_dirs`].
+    fn writable_by_plugins(&self, places: &Places) -> Vec<PathBuf> {
+        let mut dirs = vec![places.workspace.clone(), places.cache_dir.clone()];
+        for (name, p) in &self.plugins {
+            let cache = places.plugin_cache(name);
+            dirs.extend(p.fs.write.iter().flat_map(|r| expand_paths(r, places, &cache)));
+        }
+        dirs
+    }
+
     /// Resolve the grants of one plugin: its entry over `[defaults]`.
     pub fn grants(&self, plugin: &str, places: &Places, config_hint: &str) -> Grants {
         let d = &self.defaults;
@@ -513,6 +527,7 @@ impl Config {
             secrets: Vec::new(),
             plugin_cache,
             workspace: places.workspace.clone(),
+            untrusted_dirs: self.writable_by_plugins(places),
             memory_bytes: (limit(|l| l.memory_mb).unwrap_or(256) * 1024 * 1024) as usize,
             timeout_ms: limit(|l| l.timeout_ms).unwrap_or(60_000),
             concurrency: limit(|l| l.concurrency).unwrap_or(DEFAULT_CONCURRENCY) as usize,

@@ -78,6 +78,25 @@ pub fn resolve_here(program: &str, cwd: &Path) -> Option<PathBuf> {
     )
 }
 
+/// Resolve `program` for a plugin, never in a folder of `untrusted` (those
+/// a plugin may write or a container fill): PATH entries inside one are
+/// skipped, and a file found elsewhere whose links lead into one is not
+/// taken. Names with a separator are the policy's own absolute paths
+/// (see [`allowed`]) and are taken as written.
+pub fn resolve_trusted(program: &str, cwd: &Path, untrusted: &[PathBuf]) -> Option<PathBuf> {
+    if has_separator(program) {
+        return resolve_here(program, cwd);
+    }
+    let outside = |dir: &Path| !untrusted.iter().any(|root| inside(dir, root));
+    let path = std::env::var_os("PATH")?;
+    let trusted: Vec<PathBuf> = std::env::split_paths(&path)
+        .filter(|dir| dir.is_absolute() && outside(dir))
+        .collect();
+    let trusted = std::env::join_paths(trusted).ok()?;
+    let found = resolve(program, Some(&trusted), pathext().as_deref(), cwd)?;
+    outside(&found).then_some(found)
+}
+
 /// The programs the host runs itself.
 pub const HOST_PROGRAMS: &[&str] = &["git", "tar", "podman"];
 

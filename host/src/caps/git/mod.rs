@@ -202,7 +202,15 @@ impl Host for CallState {
         let lock = git::repo_lock(repo.work_tree());
         let held = lock.lock().await;
         let out = repo
-            .run_unfiltered(&[], &["status", "--porcelain", "--untracked-files=all"])
+            .run_unfiltered(
+                &[],
+                &[
+                    "status",
+                    "--porcelain",
+                    "--untracked-files=all",
+                    "--ignore-submodules=all",
+                ],
+            )
             .await?;
         drop(held);
         Ok(out.lines().map(str::to_string).collect())

@@ -180,7 +180,8 @@ async fn fetch(repo: &Repo, id: &str) -> Result<String> {
         );
     }
     let spec = format!("+refs/heads/cofer/{id}:refs/remotes/{REMOTE}/cofer/{id}");
-    repo.run(&["fetch", "--quiet", REMOTE, &spec])
+    let bare = repo.git_dir().join("cofer").join("remote.git");
+    git::fetch(repo, &bare, &spec)
         .await
         .with_context(|| format!("there is no environment `{id}` on the `{REMOTE}` remote"))?;
     Ok(format!("{REMOTE}/cofer/{id}"))

@@ -144,6 +144,8 @@ struct Spawn;
 #[derive(Deserialize, JsonSchema)]
 struct SpawnArgs {
     program: String,
+    /// Where the run's full output goes (the process capability's log).
+    log_path: Option<String>,
 }
 
 impl McpTool for Spawn {
@@ -152,11 +154,13 @@ impl McpTool for Spawn {
         "Runs a program through the process capability; returns how it ended.";
     type Args = SpawnArgs;
     fn call(args: SpawnArgs) -> Result<ToolOutput, ToolError> {
-        let result = process::run(
-            &RunRequest::new(args.program, ".")
-                .timeout_ms(5_000)
-                .tail_bytes(4096),
-        )?;
+        let mut request = RunRequest::new(args.program, ".")
+            .timeout_ms(5_000)
+            .tail_bytes(4096);
+        if let Some(path) = args.log_path {
+            request = request.log_path(path);
+        }
+        let result = process::run(&request)?;
         let status = match result.status {
             Status::Exited => "exited",
             Status::Timeout => "timeout",
@@ -169,6 +173,24 @@ impl McpTool for Spawn {
             "exit_code": result.exit_code,
             "error": result.error,
         })))
+    }
+}
+
+struct ReadProgram;
+
+#[derive(Deserialize, JsonSchema)]
+struct ReadProgramArgs {
+    program: String,
+}
+
+impl McpTool for ReadProgram {
+    const NAME: &'static str = "read_program";
+    const DESCRIPTION: &'static str =
+        "Reads the first 4 KiB of a program through the process capability, as text.";
+    type Args = ReadProgramArgs;
+    fn call(args: ReadProgramArgs) -> Result<ToolOutput, ToolError> {
+        let bytes = process::read_program(&args.program, 0, 4096)?;
+        Ok(text_output(String::from_utf8_lossy(&bytes).into_owned()))
     }
 }
 
@@ -232,5 +254,5 @@ impl McpTool for PtyScript {
 }
 
 plugin_sdk::export! {
-    tools: [FaultLoop, FaultTrap, FaultOom, FaultHuge, FaultIo, Noop, Chatty, DottedEcho, PtyScript, Spawn, EnvVar],
+    tools: [FaultLoop, FaultTrap, FaultOom, FaultHuge, FaultIo, Noop, Chatty, DottedEcho, PtyScript, Spawn, EnvVar, ReadProgram],
 }
