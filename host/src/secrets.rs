@@ -55,8 +55,18 @@ impl Store {
     fn read(&self, plugin: &str) -> Result<BTreeMap<String, String>> {
         let file = self.file(plugin)?;
         match std::fs::read_to_string(&file) {
-            Ok(text) => toml::from_str(&text).with_context(|| {
-                format!("{} is not a secrets file: fix or remove it", file.display())
+            // toml's own message quotes the broken line, which may hold a
+            // value: only where it is goes into the error.
+            Ok(text) => toml::from_str(&text).map_err(|e| {
+                let line = e
+                    .span()
+                    .map(|at| text.bytes().take(at.start).filter(|b| *b == b'\n').count() + 1);
+                anyhow::anyhow!(
+                    "{} is not a secrets file{}: fix or remove it (`host secret set` rewrites it)",
+                    file.display(),
+                    line.map(|n| format!(" (line {n} does not parse)"))
+                        .unwrap_or_default()
+                )
             }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(BTreeMap::new()),
             Err(e) => Err(e).with_context(|| format!("cannot read {}", file.display())),

@@ -471,3 +471,34 @@ async fn a_submodules_filter_never_runs_on_the_host() {
     assert!(!marker.exists(), "a submodule's filter ran on the host: {r:?}");
     f.assert_no_filter_ran();
 }
+
+/// Issue 61, item 12: names git refuses to check out on some system
+/// (`.git` written with a trailing dot or space, its 8.3 short name, an
+/// invisible character) are never committed, and the answer names them.
+#[tokio::test(flavor = "multi_thread")]
+async fn names_git_refuses_are_left_out_and_named() {
+    let Some(f) = Fixture::with_podman(&[], true).await else {
+        return;
+    };
+    let client = f.env.start().await;
+    f.create(&client, "names").await;
+    let command = "touch '.git.' 'git~1' 'GIT~1' \"$(printf '.g\\342\\200\\213it')\" kept.txt && \
+                   mkdir '.git ' && touch '.git /config'";
+    let r = client
+        .call("environment_run_cmd", f.run_args("names", command))
+        .await;
+    assert!(!is_error(&r), "{r:?}");
+    let out = structured(&r).clone();
+    let warnings = out["warnings"].to_string();
+    assert!(
+        warnings.contains("5 files or folders were not committed"),
+        "{warnings}"
+    );
+    let commit = out["commit"].as_str().expect("kept.txt was committed");
+    let files = git(&f.repo, &["ls-tree", "-r", "--name-only", "-z", commit]);
+    let files: Vec<&str> = files.split('\0').filter(|n| !n.is_empty()).collect();
+    assert!(files.contains(&"kept.txt"), "{files:?}");
+    for refused in [".git.", "git~1", "GIT~1", ".g\u{200b}it", ".git /config"] {
+        assert!(!files.contains(&refused), "{refused:?} in {files:?}");
+    }
+}

@@ -1302,6 +1302,14 @@ async fn claude_code_gets_an_allow_list_of_the_read_only_tools() {
         .map(|v| v.as_str().unwrap())
         .collect();
     assert!(allow.contains(&"mcp__wasm-host__godot_search"), "{allow:?}");
+    // Issue 61, item 13: the list rests on each plugin's own hint, and
+    // says so, with what the plugin is granted.
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("does not check that claim")
+            && said.contains("godot_search\t(plugin `godot`, granted: index, fs, process)"),
+        "{said}"
+    );
     assert!(
         !allow.iter().any(|t| t.contains("run_test")),
         "run_test runs programs: not read-only: {allow:?}"

@@ -558,3 +558,64 @@ async fn publish_signs_what_it_pushed_not_what_a_registry_answers() {
     let out = ok(&host(&env, &["install", &registry.url("tools/hello:lie")]).await);
     assert!(out.starts_with("hello\t"), "{out}");
 }
+
+/// Answer every request with a redirect to `to`, over plain HTTP on
+/// 127.0.0.1.
+async fn serve_redirect(to: String) -> (String, tokio::task::JoinHandle<()>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap().to_string();
+    let task = tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let mut request = [0u8; 4096];
+            let _ = stream.read(&mut request).await;
+            let head = format!(
+                "HTTP/1.1 302 Found\r\nlocation: {to}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+            );
+            let _ = stream.write_all(head.as_bytes()).await;
+        }
+    });
+    (address, task)
+}
+
+/// Issue 61, items 9 and 10: a source that never ends (a device, a named
+/// pipe) is refused at once, and a redirect is held to the rules of the
+/// first URL: no plain HTTP to another machine (here an address that
+/// only looks like another machine's, so nothing leaves this one).
+#[tokio::test(flavor = "multi_thread")]
+async fn sources_that_never_end_and_redirects_elsewhere_are_refused() {
+    let env = Env::new(&[], "");
+    for endless in ["/dev/zero", "/dev/urandom"] {
+        let out = tokio::time::timeout(
+            Duration::from_secs(60),
+            host(&env, &["install", endless, "--name", "zero"]),
+        )
+        .await
+        .expect("reading a device as a plugin never ended");
+        let err = refused(&out);
+        assert!(err.contains("not a regular file"), "{err}");
+    }
+    let pipe = env.dir.path().join("pipe.wasm");
+    nix::unistd::mkfifo(&pipe, nix::sys::stat::Mode::S_IRWXU).unwrap();
+    let out = tokio::time::timeout(
+        Duration::from_secs(60),
+        host(&env, &["install", pipe.to_str().unwrap()]),
+    )
+    .await
+    .expect("reading a named pipe as a plugin waited for a writer");
+    assert!(refused(&out).contains("not a regular file"));
+
+    let bytes = std::fs::read(built_plugin("hello")).unwrap();
+    let (real, server) = serve_file(bytes).await;
+    let port = real.rsplit_once(':').unwrap().1;
+    let (hop, redirect) = serve_redirect(format!("http://[::ffff:127.0.0.1]:{port}/hello.wasm")).await;
+    let err = refused(&host(&env, &["install", &format!("http://{hop}/hello.wasm")]).await);
+    assert!(err.contains("redirect to") && err.contains("was refused"), "{err}");
+    assert_eq!(plugins_in(&env.plugins), Vec::<String>::new());
+    // On this machine, from plain HTTP to plain HTTP, it is followed.
+    let (hop, redirect_here) = serve_redirect(format!("http://{real}/hello.wasm")).await;
+    ok(&host(&env, &["install", &format!("http://{hop}/hello.wasm")]).await);
+    for task in [server, redirect, redirect_here] {
+        task.abort();
+    }
+}

@@ -99,3 +99,36 @@ async fn a_secret_reaches_only_the_plugin_whose_policy_names_it_and_shows_nowher
         "(unset)"
     );
 }
+
+/// Issue 61, item 13: a secrets file that does not parse is named with
+/// the line to fix, never with that line's text (it may hold a value), in
+/// `host secret list`, `host list grants` and the host's log alike.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_broken_secrets_file_never_shows_its_lines() {
+    let mut env = Env::new(&["faulty"], "[plugins.faulty]\nsecrets = [\"API_KEY\"]\n");
+    let store = env.dir.path().join("secrets");
+    env.host_vars
+        .push(("MCP_HOST_SECRETS".into(), store.display().to_string()));
+    std::fs::create_dir_all(&store).unwrap();
+    // A value whose closing quote was lost, as a hand edit leaves it.
+    std::fs::write(
+        store.join("faulty.toml"),
+        format!("OTHER = \"fine\"\nAPI_KEY = \"{VALUE}\n"),
+    )
+    .unwrap();
+    let listed = secret(&env, &["list"], "").await;
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&listed.stdout),
+        String::from_utf8_lossy(&listed.stderr)
+    );
+    assert!(said.contains("line 2"), "{said}");
+    assert!(!said.contains(VALUE), "{said}");
+    let grants = env.host(&["list", "grants"]).output().await.unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&grants.stdout),
+        String::from_utf8_lossy(&grants.stderr)
+    );
+    assert!(!said.contains(VALUE), "{said}");
+}

@@ -46,6 +46,14 @@ use crate::{GitError, Repo, Worktree};
 const NEVER: &str = ".git";
 /// Never committed at the top of the tree.
 const NEVER_AT_TOP: &str = ".cofer";
+/// The names git refuses to check out on some system (`.git.`, `git~1`,
+/// `.g\u{200b}it`, a linked `.gitmodules`): committed, they would break a
+/// later checkout, so they are left out and named.
+const NAME_RULES: gix::validate::path::component::Options = gix::validate::path::component::Options {
+    protect_windows: false,
+    protect_hfs: true,
+    protect_ntfs: true,
+};
 /// How deep folders may nest to be committed. A container can nest them
 /// without end (one `cd` at a time), and the walk holds a folder handle
 /// and a stack frame for each level: past this it would run its thread out
@@ -76,6 +84,8 @@ pub struct Snapshot {
     pub too_deep: LeftOut<String>,
     /// `.gitignore` files not applied ([`MAX_IGNORE_PATTERNS`]): their paths.
     pub unapplied_ignores: LeftOut<String>,
+    /// Files and folders left out for a name git refuses ([`NAME_RULES`]).
+    pub refused_names: LeftOut<String>,
 }
 
 /// What a commit left out for one reason: the first [`LeftOut::NAMED`],
@@ -167,6 +177,7 @@ pub fn commit_worktree(
         too_large: LeftOut::default(),
         depth: 0,
         too_deep: LeftOut::default(),
+        refused_names: LeftOut::default(),
         index: Vec::new(),
     };
     let new_tree = walk
@@ -176,10 +187,12 @@ pub fn commit_worktree(
     let Walk {
         too_large,
         too_deep,
+        refused_names,
         index,
         ignore,
         ..
     } = walk;
+    let refused_names = refused_names.map(|path| path.to_string());
     let unapplied_ignores = ignore.unapplied.map(|path| path.to_string());
     // The index is a cache: a failure to write it costs time, not data.
     if let Err(e) = write_index(&index_path, repo.object_hash(), index) {
@@ -193,6 +206,7 @@ pub fn commit_worktree(
             too_large,
             too_deep,
             unapplied_ignores,
+            refused_names,
         });
     }
     let time = gix::date::Time::now_local_or_utc();
@@ -217,6 +231,7 @@ pub fn commit_worktree(
         too_large,
         too_deep,
         unapplied_ignores,
+        refused_names,
     })
 }
 
@@ -413,6 +428,7 @@ struct Walk<'r> {
     /// How deep the folder being walked is (the top is 0).
     depth: usize,
     too_deep: LeftOut<BString>,
+    refused_names: LeftOut<BString>,
     /// Entries of the new index: path, stat (none: check next time), blob, mode.
     index: Vec<(BString, Option<Stat>, ObjectId, entry::Mode)>,
 }
@@ -453,6 +469,12 @@ impl Walk<'_> {
             let path = join(prefix, name.as_bstr());
             let meta = item.metadata()?;
             let file_type = meta.file_type();
+            let link = file_type.is_symlink();
+            let mode = link.then_some(gix::validate::path::component::Mode::Symlink);
+            if gix::validate::path::component(name.as_bstr(), mode, NAME_RULES).is_err() {
+                self.refused_names.push(path);
+                continue;
+            }
             let ignored = self.ignore.ignored(path.as_bstr(), file_type.is_dir());
             let found = if file_type.is_dir() {
                 // An ignored directory is entered only for what is tracked in it.
@@ -470,7 +492,7 @@ impl Walk<'_> {
                 tree?.map(|oid| (EntryKind::Tree, oid))
             } else if ignored && !self.tracked.files.contains_key(&path) {
                 continue;
-            } else if file_type.is_symlink() {
+            } else if link {
                 let target = dir.read_link_contents(item.file_name())?;
                 let target = gix::path::into_bstr(target)?;
                 let oid = self.repo.write_blob(target.as_ref() as &[u8])?.detach();

@@ -50,7 +50,7 @@ impl Host for CallState {
         let failed = |e: std::io::Error| {
             CapabilityError::NotFound(format!("cannot read {}: {e}", path.display()))
         };
-        let mut file = crate::platform::open_program(&path).map_err(failed)?;
+        let mut file = open_program(&path).map_err(failed)?;
         file.seek(std::io::SeekFrom::Start(offset))
             .map_err(failed)?;
         let mut bytes = Vec::new();
@@ -133,6 +133,21 @@ impl HostChild for CallState {
         self.table.delete(child)?;
         Ok(())
     }
+}
+
+/// The program file at `path` (found outside every folder a plugin may
+/// write), opened at its resolved path without following a link there
+/// and without waiting on a pipe: a regular file that can be run, nothing
+/// else (not `/proc/self/environ`, not another plugin's secret file).
+fn open_program(path: &std::path::Path) -> std::io::Result<std::fs::File> {
+    let file = crate::platform::open_regular(&path.canonicalize()?, false)?;
+    if !crate::platform::runnable(&file.metadata()?) {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a program file (a regular file that can be run)",
+        ));
+    }
+    Ok(file)
 }
 
 fn exit_status(ended: &timebox::Ended) -> ExitStatus {

@@ -37,6 +37,19 @@ pub async fn allow_list(
         Ok((text, place)) => {
             print!("{text}");
             eprintln!("{place}.");
+            // The hint is the plugin's own word: say whose, and what power
+            // each of them holds, so the user can take out any they doubt.
+            eprintln!(
+                "These tools are listed because their plugins declare them read-only; the host \
+                 does not check that claim. Each plugin and what your policy lets it do:"
+            );
+            for exposed in &read_only {
+                if let Some((plugin, _)) = catalog.tool(exposed) {
+                    let held = plugin.grants.capabilities.join(", ");
+                    let held = if held.is_empty() { "nothing".into() } else { held };
+                    eprintln!("  {exposed}\t(plugin `{}`, granted: {held})", plugin.name);
+                }
+            }
             Ok(ExitCode::SUCCESS)
         }
         Err(why) => {

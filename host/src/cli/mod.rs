@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 mod clients;
 mod manage;
+mod printed;
 
 use crate::catalog::Loader;
 use crate::client::StderrLink;
@@ -322,7 +323,7 @@ pub fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", printed::printable(&format!("{e:#}")));
             ExitCode::from(2)
         }
     }

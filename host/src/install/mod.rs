@@ -152,17 +152,23 @@ impl Trust {
     }
 }
 
+/// A plugin file's bytes: a regular file (a pipe or `/dev/zero` would
+/// never end), read no further than a plugin may be.
 fn read_bounded(path: &Path) -> Result<Vec<u8>> {
-    let size = std::fs::metadata(path)
-        .with_context(|| format!("cannot read {}", path.display()))?
-        .len();
-    if size > MAX_PLUGIN_BYTES {
+    use std::io::Read;
+    let cannot = || format!("cannot read {}", path.display());
+    let file = crate::platform::open_regular(path, true).with_context(cannot)?;
+    let mut bytes = Vec::new();
+    file.take(MAX_PLUGIN_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .with_context(cannot)?;
+    if bytes.len() as u64 > MAX_PLUGIN_BYTES {
         bail!(
-            "{} is {size} bytes, more than a plugin may have ({MAX_PLUGIN_BYTES})",
+            "{} is more than a plugin may have ({MAX_PLUGIN_BYTES} bytes)",
             path.display()
         );
     }
-    std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))
+    Ok(bytes)
 }
 
 /// Rustls speaks with ring's cryptography (installed once per process).
@@ -173,6 +179,7 @@ fn use_ring() {
 async fn download(url: &reqwest::Url) -> Result<Vec<u8>> {
     use_ring();
     let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::custom(each_hop_checked))
         .build()
         .context("cannot make an HTTPS client")?;
     let mut response = client
@@ -194,6 +201,25 @@ async fn download(url: &reqwest::Url) -> Result<Vec<u8>> {
         bytes.extend_from_slice(&chunk);
     }
     Ok(bytes)
+}
+
+/// A redirect is followed only where the first URL could have gone: to
+/// https, or to plain HTTP on this machine from plain HTTP on this machine
+/// (never from https: that would be a downgrade), at most 5 times.
+fn each_hop_checked(attempt: reqwest::redirect::Attempt) -> reqwest::redirect::Action {
+    let plain_here =
+        |u: &reqwest::Url| u.scheme() == "http" && u.host_str().is_some_and(oci::is_loopback);
+    let to = attempt.url().clone();
+    let all_plain_here = attempt.previous().iter().all(plain_here);
+    if attempt.previous().len() > 5 {
+        attempt.error("more than 5 redirects")
+    } else if to.scheme() == "https" || (plain_here(&to) && all_plain_here) {
+        attempt.follow()
+    } else {
+        attempt.error(format!(
+            "a redirect to {to} was refused: plain HTTP is taken only on this machine, and never after https"
+        ))
+    }
 }
 
 /// A plugin put in the folder.

@@ -284,24 +284,28 @@ pub fn would_wait(e: &std::io::Error) -> bool {
     e.raw_os_error() == Some(nix::libc::ENXIO)
 }
 
-/// The program file at `path`, opened at its resolved path without
-/// following a link there and without waiting on a pipe: a regular file
-/// with an execute bit, nothing else (not `/proc/self/environ`, not
-/// another plugin's secret file).
-pub fn open_program(path: &std::path::Path) -> std::io::Result<std::fs::File> {
-    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+/// The regular file at `path`, opened to read without waiting on a pipe
+/// (and, unless `follow`, without following a link there); anything but
+/// a regular file (a pipe, a device, `/dev/zero`) is refused.
+pub fn open_regular(path: &std::path::Path, follow: bool) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let nofollow = if follow { 0 } else { nix::libc::O_NOFOLLOW };
     let file = std::fs::OpenOptions::new()
         .read(true)
-        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
-        .open(path.canonicalize()?)?;
-    let meta = file.metadata()?;
-    if !meta.is_file() || meta.permissions().mode() & 0o111 == 0 {
+        .custom_flags(nofollow | nix::libc::O_NONBLOCK)
+        .open(path)?;
+    if !file.metadata()?.is_file() {
         return Err(std::io::Error::new(
             std::io::ErrorKind::InvalidInput,
-            "not a program file (a regular file with an execute bit)",
+            "not a regular file (a pipe, a socket or a device?)",
         ));
     }
     Ok(file)
+}
+
+/// Whether a file's mode lets it be run.
+pub fn runnable(meta: &std::fs::Metadata) -> bool {
+    std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o111 != 0
 }
 
 /// A file's permission bits, to tell when they change.

@@ -86,16 +86,22 @@ pub fn would_wait(_e: &std::io::Error) -> bool {
     false
 }
 
-/// The program file at `path`, at its resolved path: a regular file.
-pub fn open_program(path: &std::path::Path) -> std::io::Result<std::fs::File> {
-    let file = std::fs::File::open(path.canonicalize()?)?;
+/// The regular file at `path`, opened to read (Windows opens never wait
+/// on a pipe among a folder's files); anything else is refused.
+pub fn open_regular(path: &std::path::Path, _follow: bool) -> std::io::Result<std::fs::File> {
+    let file = std::fs::File::open(path)?;
     if !file.metadata()?.is_file() {
         return Err(std::io::Error::new(
             std::io::ErrorKind::InvalidInput,
-            "not a program file",
+            "not a regular file",
         ));
     }
     Ok(file)
+}
+
+/// Windows has no execute bit: a file found as a program can be run.
+pub fn runnable(_meta: &std::fs::Metadata) -> bool {
+    true
 }
 
 /// Windows files have no Unix mode to change.

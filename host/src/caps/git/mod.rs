@@ -368,7 +368,17 @@ impl Host for CallState {
             too_large,
             too_deep,
             unapplied_ignores,
+            refused_names,
         } = snapshot;
+        if let Some(first) = refused_names.first.first() {
+            warnings.push(format!(
+                "{} files or folders were not committed: git refuses their names on some \
+                 systems (`.git` written another way, `git~1`, invisible characters; the first: \
+                 {}), so a checkout would fail; rename them",
+                refused_names.count,
+                shortened(first)
+            ));
+        }
         if let Some(first) = too_deep.first.first() {
             warnings.push(format!(
                 "{} folders were not committed: they nest deeper than {} levels \
