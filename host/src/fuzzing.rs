@@ -53,3 +53,18 @@ pub fn sync_archive(archive: &[u8]) {
         .collect();
     assert_eq!(beside, ["target"], "the archive wrote beside its target");
 }
+
+/// What a registry answers `host install`: a manifest is parsed or
+/// refused, never panics, and every layer it keeps is named by a plain
+/// digest (digests become URLs); an error's text as printed holds no
+/// control character and is bounded.
+pub fn registry_answer(bytes: &[u8]) {
+    if let Ok(manifest) = crate::install::fetch::parse_manifest(bytes) {
+        for layer in &manifest.layers {
+            assert!(crate::install::fetch::is_digest(&layer.digest));
+        }
+    }
+    let shown = crate::cli::printed::printable(&String::from_utf8_lossy(bytes));
+    assert!(!shown.chars().any(|c| c.is_control() && c != '\n' && c != '\t'));
+    assert!(shown.chars().count() <= 8 * 1024 + 64);
+}

@@ -619,3 +619,65 @@ async fn sources_that_never_end_and_redirects_elsewhere_are_refused() {
         task.abort();
     }
 }
+
+/// A registry that answers every request with `status` and a body of
+/// `prefix` followed by bytes without end (up to 2 GiB, or until the
+/// reader hangs up): what a hostile registry may send.
+async fn serve_endless(status: &'static str, prefix: &'static [u8]) -> (String, tokio::task::JoinHandle<()>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap().to_string();
+    let task = tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut request = [0u8; 4096];
+                let _ = stream.read(&mut request).await;
+                let head = format!(
+                    "HTTP/1.1 {status}\r\ncontent-type: application/vnd.oci.image.manifest.v1+json\r\n\
+                     content-length: {}\r\nconnection: close\r\n\r\n",
+                    2u64 << 30
+                );
+                let _ = stream.write_all(head.as_bytes()).await;
+                let _ = stream.write_all(prefix).await;
+                let chunk = vec![b'\x1b'; 64 << 10];
+                for _ in 0..(2u64 << 30) / chunk.len() as u64 {
+                    if stream.write_all(&chunk).await.is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+    });
+    (address, task)
+}
+
+/// Issue 61, item 9: a registry's manifest and error text are read no
+/// further than they could honestly be, and what is printed of them holds
+/// no escape sequence.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_registrys_endless_answers_are_cut_short_and_printed_harmless() {
+    let env = Env::new(&[], "");
+    let (manifests, one) = serve_endless("200 OK", b"{\"layers\":[").await;
+    let out = tokio::time::timeout(
+        Duration::from_secs(120),
+        host(&env, &["install", &format!("oci://{manifests}/tools/hello:1")]),
+    )
+    .await
+    .expect("an endless manifest was read to its end");
+    let err = refused(&out);
+    assert!(err.contains("larger than the 4194304 bytes taken"), "{err}");
+    let (errors, two) = serve_endless("500 Internal Server Error", b"it broke: \x1b[2J").await;
+    let out = tokio::time::timeout(
+        Duration::from_secs(120),
+        host(&env, &["install", &format!("oci://{errors}/tools/hello:1")]),
+    )
+    .await
+    .expect("an endless error body was read to its end");
+    let err = refused(&out);
+    assert!(err.contains("500") && err.contains("it broke"), "{err}");
+    assert!(!err.contains('\x1b'), "an escape sequence reached the terminal");
+    assert!(err.len() < 16 << 10, "{} bytes of error printed", err.len());
+    assert_eq!(plugins_in(&env.plugins), Vec::<String>::new());
+    one.abort();
+    two.abort();
+}

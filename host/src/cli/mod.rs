@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 mod clients;
 mod manage;
-mod printed;
+pub(crate) mod printed;
 
 use crate::catalog::Loader;
 use crate::client::StderrLink;

@@ -6,15 +6,21 @@ const MAX_ERROR_CHARS: usize = 8 * 1024;
 
 /// `text` fit for a terminal: control characters (escape sequences a
 /// registry or server sent) shown as `\u{..}`, at most
-/// [`MAX_ERROR_CHARS`], saying what was cut.
+/// [`MAX_ERROR_CHARS`] (escapes counted), saying what was cut.
 pub fn printable(text: &str) -> String {
     let mut out = String::new();
+    let mut shown = 0;
     let mut chars = text.chars();
-    for c in chars.by_ref().take(MAX_ERROR_CHARS) {
-        match c {
-            '\n' | '\t' => out.push(c),
-            c if c.is_control() => out.push_str(&c.escape_unicode().to_string()),
-            c => out.push(c),
+    for c in chars.by_ref() {
+        let piece = match c {
+            '\n' | '\t' => c.to_string(),
+            c if c.is_control() => c.escape_unicode().to_string(),
+            c => c.to_string(),
+        };
+        shown += piece.chars().count();
+        out.push_str(&piece);
+        if shown >= MAX_ERROR_CHARS {
+            break;
         }
     }
     let rest = chars.count();

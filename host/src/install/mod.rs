@@ -11,6 +11,7 @@
 //! is the user's config alone.
 
 mod claim;
+pub(crate) mod fetch;
 mod lock;
 pub mod oci;
 mod signature;
@@ -86,8 +87,7 @@ impl Source {
                 let signer = if trust.keys.is_empty() {
                     None
                 } else {
-                    let client = oci::client(reference);
-                    signature::signer(&client, reference, &pulled.manifest, &trust.keys).await?
+                    signature::signer(reference, &pulled.manifest, &trust.keys).await?
                 };
                 if trust.required && signer.is_none() {
                     bail!(
@@ -177,49 +177,14 @@ fn use_ring() {
 }
 
 async fn download(url: &reqwest::Url) -> Result<Vec<u8>> {
-    use_ring();
-    let client = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::custom(each_hop_checked))
-        .build()
-        .context("cannot make an HTTPS client")?;
-    let mut response = client
+    let what = format!("{url}");
+    let response = fetch::client()?
         .get(url.clone())
         .send()
         .await
-        .with_context(|| format!("cannot fetch {url}"))?
-        .error_for_status()
         .with_context(|| format!("cannot fetch {url}"))?;
-    let mut bytes = Vec::new();
-    while let Some(chunk) = response
-        .chunk()
-        .await
-        .with_context(|| format!("fetching {url}"))?
-    {
-        if bytes.len() as u64 + chunk.len() as u64 > MAX_PLUGIN_BYTES {
-            bail!("{url} sends more than a plugin may have ({MAX_PLUGIN_BYTES} bytes)");
-        }
-        bytes.extend_from_slice(&chunk);
-    }
-    Ok(bytes)
-}
-
-/// A redirect is followed only where the first URL could have gone: to
-/// https, or to plain HTTP on this machine from plain HTTP on this machine
-/// (never from https: that would be a downgrade), at most 5 times.
-fn each_hop_checked(attempt: reqwest::redirect::Attempt) -> reqwest::redirect::Action {
-    let plain_here =
-        |u: &reqwest::Url| u.scheme() == "http" && u.host_str().is_some_and(oci::is_loopback);
-    let to = attempt.url().clone();
-    let all_plain_here = attempt.previous().iter().all(plain_here);
-    if attempt.previous().len() > 5 {
-        attempt.error("more than 5 redirects")
-    } else if to.scheme() == "https" || (plain_here(&to) && all_plain_here) {
-        attempt.follow()
-    } else {
-        attempt.error(format!(
-            "a redirect to {to} was refused: plain HTTP is taken only on this machine, and never after https"
-        ))
-    }
+    let response = fetch::succeeded(response, &what).await?;
+    fetch::bounded(response, MAX_PLUGIN_BYTES as usize, &what).await
 }
 
 /// A plugin put in the folder.

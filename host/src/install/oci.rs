@@ -7,15 +7,12 @@
 //! docker and oras do; any other only over TLS.
 
 use std::net::IpAddr;
-use std::pin::Pin;
-use std::task::{Context as TaskContext, Poll};
 
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Context, Result, bail};
 use oci_client::client::{ClientConfig, ClientProtocol, Config, ImageLayer};
 use oci_client::manifest::OciImageManifest;
 use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference};
-use tokio::io::AsyncWrite;
 
 pub const LAYER_MEDIA_TYPE: &str = "application/wasm";
 pub const CONFIG_MEDIA_TYPE: &str = "application/vnd.wasm.config.v0+json";
@@ -60,14 +57,17 @@ pub fn is_loopback(host_port: &str) -> bool {
 }
 
 /// The component `reference` names: its manifest, then its one wasm layer
-/// (at most `max_bytes`, its digest checked as it streams).
+/// (at most `max_bytes`, its digest checked), each bounded as it streams.
 pub async fn pull(reference: &Reference, max_bytes: u64) -> Result<Pulled> {
-    let client = client(reference);
-    let auth = RegistryAuth::Anonymous;
-    let (manifest, digest) = client
-        .pull_image_manifest(reference, &auth)
-        .await
-        .with_context(|| format!("cannot read the manifest of {reference}"))?;
+    let repository = super::fetch::Repository::new(reference)?;
+    let named = reference
+        .digest()
+        .or(reference.tag())
+        .unwrap_or("latest")
+        .to_string();
+    let Some((manifest, digest)) = repository.manifest(&named).await? else {
+        bail!("{reference} is not in its registry: check the repository and tag");
+    };
     if let Some(wanted) = reference.digest()
         && wanted != digest
     {
@@ -85,25 +85,12 @@ pub async fn pull(reference: &Reference, max_bytes: u64) -> Result<Pulled> {
             layers.len()
         );
     };
-    if layer.size < 0 || layer.size as u64 > max_bytes {
-        bail!(
-            "{reference}'s component is {} bytes, more than the {max_bytes} a plugin may have",
-            layer.size
-        );
-    }
-    // No more than the manifest declared (its digest is checked too).
-    let mut out = Capped::new(layer.size as u64);
-    client
-        .pull_blob(reference, layer, &mut out)
+    let bytes = repository
+        .blob(layer, max_bytes)
         .await
-        .with_context(|| {
-            format!(
-                "cannot fetch the component of {reference} ({})",
-                layer.digest
-            )
-        })?;
+        .with_context(|| format!("cannot fetch the component of {reference}"))?;
     Ok(Pulled {
-        bytes: out.bytes,
+        bytes,
         manifest: digest,
     })
 }
@@ -149,62 +136,19 @@ pub async fn push(reference: &Reference, bytes: Vec<u8>) -> Result<String> {
         .await
         .with_context(|| failed("the manifest"))?;
     let stored = reference.clone_with_digest(digest.clone());
-    let (back, _) = client
-        .pull_manifest_raw(&stored, &auth, &[media_type])
+    let back = super::fetch::Repository::new(reference)?
+        .manifest(&digest)
         .await
-        .map_err(|e| anyhow!("pushed to {reference} but cannot read {digest} back: {e}"))?;
-    let back_digest = format!("sha256:{}", crate::catalog::sha256_hex(&back));
-    if back_digest != digest {
-        bail!(
-            "the registry answered {stored} with other bytes ({back_digest}): it does not hold what \
+        .with_context(|| format!("pushed to {reference} but cannot read {digest} back"))?;
+    match back {
+        Some((_, back_digest)) if back_digest == digest => {}
+        Some((_, other)) => bail!(
+            "the registry answered {stored} with other bytes ({other}): it does not hold what \
              was pushed; nothing was signed"
-        );
+        ),
+        None => bail!("the registry does not hold {stored} after the push: nothing was signed"),
     }
     Ok(digest)
-}
-
-/// Bytes kept in memory up to a limit; past it, writing fails.
-pub struct Capped {
-    pub bytes: Vec<u8>,
-    max: u64,
-}
-
-impl Capped {
-    pub fn new(max: u64) -> Capped {
-        Capped {
-            bytes: Vec::new(),
-            max,
-        }
-    }
-}
-
-impl AsyncWrite for Capped {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        _: &mut TaskContext<'_>,
-        buf: &[u8],
-    ) -> Poll<std::io::Result<usize>> {
-        let this = self.get_mut();
-        if this.bytes.len() as u64 + buf.len() as u64 > this.max {
-            return Poll::Ready(Err(std::io::Error::new(
-                std::io::ErrorKind::FileTooLarge,
-                format!(
-                    "the registry sent more than the {} bytes its manifest declared",
-                    this.max
-                ),
-            )));
-        }
-        this.bytes.extend_from_slice(buf);
-        Poll::Ready(Ok(buf.len()))
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, _: &mut TaskContext<'_>) -> Poll<std::io::Result<()>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, _: &mut TaskContext<'_>) -> Poll<std::io::Result<()>> {
-        Poll::Ready(Ok(()))
-    }
 }
 
 #[cfg(test)]

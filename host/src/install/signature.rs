@@ -92,26 +92,19 @@ fn payload(reference: &Reference, manifest: &str) -> Vec<u8> {
 /// registry holds no signature for it; an error when it holds some and
 /// none verifies with a trusted key.
 pub async fn signer(
-    client: &oci_client::Client,
     reference: &Reference,
     manifest: &str,
     keys: &[TrustedKey],
 ) -> Result<Option<String>> {
     let tag = signature_tag(reference, manifest)?;
-    let auth = RegistryAuth::Anonymous;
-    use oci_client::errors::{OciDistributionError, OciErrorCode};
-    let signatures = match client.pull_image_manifest(&tag, &auth).await {
-        Ok((signatures, _)) => signatures,
-        Err(OciDistributionError::ImageManifestNotFoundError(_)) => return Ok(None),
-        Err(OciDistributionError::RegistryError { envelope, .. })
-            if envelope
-                .errors
-                .iter()
-                .all(|e| e.code == OciErrorCode::ManifestUnknown) =>
-        {
-            return Ok(None);
-        }
-        Err(e) => return Err(e).with_context(|| format!("cannot read the signatures at {tag}")),
+    let tag_name = tag.tag().expect("a signature tag").to_string();
+    let repository = super::fetch::Repository::new(&tag)?;
+    let Some((signatures, _)) = repository
+        .manifest(&tag_name)
+        .await
+        .with_context(|| format!("cannot read the signatures at {tag}"))?
+    else {
+        return Ok(None);
     };
     let mut seen = 0;
     for layer in &signatures.layers {
@@ -121,20 +114,17 @@ pub async fn signer(
         }
         let Some(signature) = layer
             .annotations
-            .as_ref()
-            .and_then(|a| a.get(SIGNATURE_ANNOTATION))
+            .get(SIGNATURE_ANNOTATION)
             .and_then(|s| BASE64.decode(s).ok())
             .and_then(|der| Signature::from_der(&der).ok())
         else {
             continue;
         };
         seen += 1;
-        let mut payload = super::oci::Capped::new(layer.size as u64);
-        client
-            .pull_blob(&tag, layer, &mut payload)
+        let bytes = repository
+            .blob(layer, MAX_PAYLOAD_BYTES as u64)
             .await
             .with_context(|| format!("cannot read a signature's payload at {tag}"))?;
-        let bytes = payload.bytes;
         let Some(key) = keys
             .iter()
             .find(|k| k.key.verify(&bytes, &signature).is_ok())
