@@ -344,12 +344,12 @@ async fn half_sent_requests_are_dropped_and_cannot_lock_out_the_token_holder() {
 }
 
 /// A raw stateless `tools/call` of `fault_huge` for `bytes`, as a
-/// 2026-07-28 client POSTs it.
-fn huge_call(id: u32, bytes: usize) -> String {
+/// 2026-07-28 client named `client` POSTs it.
+fn huge_call(client: &str, id: u32, bytes: usize) -> String {
     let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
         "name": "fault_huge", "arguments": {"bytes": bytes}, "_meta": {
             "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+            "io.modelcontextprotocol/clientInfo": {"name": client, "version": "1"},
             "io.modelcontextprotocol/clientCapabilities": {}}}})
     .to_string();
     format!(
@@ -360,10 +360,12 @@ fn huge_call(id: u32, bytes: usize) -> String {
     )
 }
 
-/// Issue 34, class 5: HTTP clients that never read their answers do not
-/// make the host hold them all. What waits unread is bounded over every
-/// connection: a new result past the bound is a short `clients_not_reading`
-/// error, and once those connections end the budget is free again.
+/// Issue 34, class 5, and issue 61, item 8: HTTP clients that never read
+/// their answers do not make the host hold them all, nor starve the
+/// clients that do read. What waits unread is bounded per client and over
+/// every connection: a new result past its client's share is a short
+/// `clients_not_reading` error, another client's answers still come, and
+/// once the silent connections end their share is free again.
 #[tokio::test]
 async fn clients_that_never_read_their_answers_do_not_fill_the_host() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -375,24 +377,24 @@ async fn clients_that_never_read_their_answers_do_not_fill_the_host() {
         .trim_start_matches("http://")
         .trim_end_matches("/mcp")
         .to_string();
-    // 24 connections that never read a 15 MiB answer: 360 MiB unread.
+    // 24 connections of one client that never read a 15 MiB answer:
+    // 360 MiB unread, past its share and the host's whole budget.
     let mut silent = Vec::new();
     for id in 0..24 {
         let mut stream = tokio::net::TcpStream::connect(&addr).await.unwrap();
         stream
-            .write_all(huge_call(id, 15 << 20).as_bytes())
+            .write_all(huge_call("silent", id, 15 << 20).as_bytes())
             .await
             .unwrap();
         silent.push(stream);
     }
-    // A client that reads: its big answer is refused once the unread ones
-    // fill the budget (they are answered one plugin slot at a time).
-    let reading = |id| {
+    // A call that reads the start of its answer.
+    let reading = |client: &'static str, id, mib: usize| {
         let addr = addr.clone();
         async move {
             let mut stream = tokio::net::TcpStream::connect(&addr).await.unwrap();
             stream
-                .write_all(huge_call(id, 1 << 20).as_bytes())
+                .write_all(huge_call(client, id, mib << 20).as_bytes())
                 .await
                 .unwrap();
             let mut head = vec![0u8; 4096];
@@ -407,31 +409,36 @@ async fn clients_that_never_read_their_answers_do_not_fill_the_host() {
             String::from_utf8_lossy(&got).into_owned()
         }
     };
+    // The silent client's own answers are refused once its share is full
+    // (they are answered one plugin slot at a time)...
     let started = std::time::Instant::now();
     let refused = loop {
-        let answer = reading(100).await;
+        let answer = reading("silent", 100, 8).await;
         if answer.contains("clients_not_reading") {
             break answer;
         }
         assert!(
             started.elapsed() < Duration::from_secs(120),
-            "no answer was refused with 360 MiB unread: {}",
+            "no answer of the silent client was refused with 360 MiB unread: {}",
             &answer[..answer.len().min(300)]
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     };
-    assert!(refused.contains("have not read"), "{refused}");
+    assert!(refused.contains("this client's earlier answers"), "{refused}");
+    // ... while another client's answers still come whole.
+    let answer = reading("reader", 101, 8).await;
+    assert!(answer.contains("xxxx"), "{}", &answer[..answer.len().min(300)]);
     let (rss, _) = crate::harness::rss_kib(host.pid);
     assert!(
         rss / 1024 < 700,
         "the host holds {} MiB with 360 MiB of answers unread",
         rss / 1024
     );
-    // The silent clients go away: their answers are given back.
+    // The silent connections go away: their answers are given back.
     drop(silent);
     let started = std::time::Instant::now();
     loop {
-        let answer = reading(101).await;
+        let answer = reading("silent", 102, 8).await;
         if answer.contains("xxxx") {
             break;
         }

@@ -228,21 +228,30 @@ fn held_for_reading(
         return result;
     };
     let bytes = serde_json::to_vec(&result).map_or(0, |json| json.len());
-    match ledger.hold(bytes) {
-        Ok(()) => result,
-        Err(waiting) => to_result(Reply::error(
-            "clients_not_reading",
-            &format!(
-                "this result ({bytes} bytes) is dropped: {} MiB of earlier answers still wait for \
-                 HTTP clients that have not read them (the most the host keeps is {} MiB); read \
-                 those responses, or end the connections that stopped reading",
-                waiting >> 20,
-                unread::MAX_UNREAD_BYTES >> 20
-            ),
-            true,
-            serde_json::Map::new(),
-        )),
-    }
+    let why = match ledger.hold(&tasks::client_of(context), bytes) {
+        Ok(()) => return result,
+        Err(unread::Full::Client(waiting)) => format!(
+            "{} MiB of this client's earlier answers still wait to be read (a client may leave \
+             {} MiB unread)",
+            waiting >> 20,
+            unread::MAX_UNREAD_PER_CLIENT >> 20
+        ),
+        Err(unread::Full::Host(waiting)) => format!(
+            "{} MiB of earlier answers still wait for HTTP clients that have not read them \
+             (the most the host keeps is {} MiB)",
+            waiting >> 20,
+            unread::MAX_UNREAD_BYTES >> 20
+        ),
+    };
+    to_result(Reply::error(
+        "clients_not_reading",
+        &format!(
+            "this result ({bytes} bytes) is dropped: {why}; read those responses, or end the \
+             connections that stopped reading"
+        ),
+        true,
+        serde_json::Map::new(),
+    ))
 }
 
 fn to_result(reply: Reply) -> CallToolResult {

@@ -7,7 +7,9 @@
 //!
 //! rmcp's [`TaskManager`] keeps the tasks; this adds what a host serving
 //! many clients needs: a task is only seen by the client that made it,
-//! and a client holds a bounded number of tasks and bytes of results.
+//! a client runs a bounded number at once (ended ones do not count), and
+//! the results kept are bounded per client and over all clients: a result
+//! past either bound is kept as a short error saying so (issue 61, item 6).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -32,10 +34,13 @@ pub const GRACE: Duration = Duration::from_millis(250);
 const TTL_MS: u64 = 60 * 60 * 1000;
 /// How often a client is told to poll.
 const POLL_MS: u64 = 500;
-/// Tasks a client may hold at once, running or ended and unread.
-const MAX_TASKS_PER_CLIENT: usize = 32;
-/// Bytes of ended tasks' results a client may hold at once.
+/// Tasks a client may have running at once.
+const MAX_RUNNING_PER_CLIENT: usize = 32;
+/// Ended tasks kept for a client (each until its TTL passes).
+const MAX_ENDED_PER_CLIENT: usize = 1024;
+/// Bytes of ended tasks' results kept for one client, and for all.
 const MAX_RESULT_BYTES_PER_CLIENT: usize = 64 << 20;
+const MAX_RESULT_BYTES: usize = 256 << 20;
 
 /// The tasks of every client of a host.
 #[derive(Default)]
@@ -47,7 +52,8 @@ pub struct Tasks {
 
 struct Owned {
     client: String,
-    result_bytes: usize,
+    /// Its result's size once it has ended; `None` while it runs.
+    result_bytes: Option<usize>,
 }
 
 impl Tasks {
@@ -92,11 +98,7 @@ impl Tasks {
                 let outcome = run(context);
                 Box::pin(async move {
                     let result = settle(outcome.await)?;
-                    let bytes = serde_json::to_vec(&result).map_or(0, |json| json.len());
-                    if let Some(entry) = owned.lock().expect("tasks lock").get_mut(&id) {
-                        entry.result_bytes = bytes;
-                    }
-                    Ok(result)
+                    Ok(kept(&mut owned.lock().expect("tasks lock"), &id, result))
                 })
             },
         );
@@ -104,7 +106,7 @@ impl Tasks {
             task.task_id.clone(),
             Owned {
                 client,
-                result_bytes: 0,
+                result_bytes: None,
             },
         );
         Ok(CreateTaskResult::new(task))
@@ -115,15 +117,24 @@ impl Tasks {
     fn admit(&self, owned: &mut HashMap<String, Owned>, client: &str) -> Result<(), McpError> {
         owned.retain(|id, _| self.manager.get_task(id).is_ok());
         let theirs = owned.values().filter(|o| o.client == client);
-        let (count, bytes) = theirs.fold((0, 0), |(n, b), o| (n + 1, b + o.result_bytes));
-        if count >= MAX_TASKS_PER_CLIENT || bytes >= MAX_RESULT_BYTES_PER_CLIENT {
+        let (running, ended) = theirs.fold((0, 0), |(r, e), o| match o.result_bytes {
+            None => (r + 1, e),
+            Some(_) => (r, e + 1),
+        });
+        if running >= MAX_RUNNING_PER_CLIENT {
             return Err(McpError::internal_error(
                 format!(
-                    "this client holds {count} tasks ({} MiB of results); at most {MAX_TASKS_PER_CLIENT} \
-                     tasks and {} MiB: a task is kept {} minutes after it ends (tasks/cancel ends a \
-                     running one sooner); call again once some are gone",
-                    bytes >> 20,
-                    MAX_RESULT_BYTES_PER_CLIENT >> 20,
+                    "this client has {running} tasks running, the most it may: call again once one \
+                     ends (tasks/cancel ends one sooner)"
+                ),
+                None,
+            ));
+        }
+        if ended >= MAX_ENDED_PER_CLIENT {
+            return Err(McpError::internal_error(
+                format!(
+                    "this client holds {ended} ended tasks, the most kept: each is kept {} minutes \
+                     after it ends; call again once some are gone",
                     TTL_MS / 60_000
                 ),
                 None,
@@ -165,6 +176,58 @@ impl Tasks {
     }
 }
 
+/// `result` of task `id`, as kept: itself, or, when it would pass what is
+/// kept of results for its client or for all, a short error saying so.
+fn kept(
+    owned: &mut HashMap<String, Owned>,
+    id: &str,
+    result: rmcp::model::CallToolResult,
+) -> rmcp::model::CallToolResult {
+    let bytes = serde_json::to_vec(&result).map_or(0, |json| json.len());
+    let Some(client) = owned.get(id).map(|o| o.client.clone()) else {
+        return result;
+    };
+    let held = |mine: bool| -> usize {
+        owned
+            .values()
+            .filter(|o| !mine || o.client == client)
+            .filter_map(|o| o.result_bytes)
+            .sum()
+    };
+    let full = if held(true) + bytes > MAX_RESULT_BYTES_PER_CLIENT {
+        Some(format!(
+            "this client's ended tasks hold {} MiB of results, and {} MiB are kept for one client",
+            held(true) >> 20,
+            MAX_RESULT_BYTES_PER_CLIENT >> 20
+        ))
+    } else if held(false) + bytes > MAX_RESULT_BYTES {
+        Some(format!(
+            "ended tasks hold {} MiB of results, and {} MiB are kept for all clients",
+            held(false) >> 20,
+            MAX_RESULT_BYTES >> 20
+        ))
+    } else {
+        None
+    };
+    let result = match full {
+        None => result,
+        Some(why) => to_result(Reply::error(
+            "task_results_full",
+            &format!(
+                "the task ended, but its result ({bytes} bytes) was not kept: {why}; read the \
+                 results of ended tasks sooner, or run this again once they expire"
+            ),
+            true,
+            serde_json::Map::new(),
+        )),
+    };
+    let kept = serde_json::to_vec(&result).map_or(0, |json| json.len());
+    if let Some(entry) = owned.get_mut(id) {
+        entry.result_bytes = Some(kept);
+    }
+    result
+}
+
 /// A task's end as MCP has it: a tool's result (an error result too) is
 /// `completed`; a plugin that crashed is `failed`; `None` is `cancelled`.
 fn settle(outcome: Option<Outcome>) -> Result<rmcp::model::CallToolResult, TaskExit> {
@@ -188,22 +251,78 @@ fn settle(outcome: Option<Outcome>) -> Result<rmcp::model::CallToolResult, TaskE
     Ok(to_result(reply))
 }
 
-/// Who a task belongs to: the credential the request came with (over
-/// HTTP, its `Authorization`) and the client program it says it is (MCP
-/// 2026-07-28 requests carry `clientInfo`). Requests of MCP 2026-07-28 have
-/// no session to bind to; beyond this, a task id is a random UUID only its
-/// client is told.
+/// Who a task (or an unread answer) belongs to: the credential the
+/// request came with (over HTTP, its `Authorization`), the session it
+/// belongs to (clients of MCP before 2026-07-28 have one: its
+/// `Mcp-Session-Id`), and the client program it says it is (MCP
+/// 2026-07-28 requests carry `clientInfo`). Requests of MCP 2026-07-28
+/// have no session to bind to: there, beyond the credential, a task id is
+/// a random UUID only its client is told, and the program's name only
+/// keeps clients' shares apart.
 pub(super) fn client_of(context: &RequestContext<RoleServer>) -> String {
-    let credential = context
-        .extensions
-        .get::<axum::http::request::Parts>()
-        .and_then(|parts| parts.headers.get(axum::http::header::AUTHORIZATION))
-        .map(|value| crate::catalog::sha256_hex(value.as_bytes()))
-        .unwrap_or_default();
+    let parts = context.extensions.get::<axum::http::request::Parts>();
+    let header = |name: &str| {
+        parts
+            .and_then(|parts| parts.headers.get(name))
+            .map(|value| crate::catalog::sha256_hex(value.as_bytes()))
+            .unwrap_or_default()
+    };
+    let credential = format!("{} {}", header("authorization"), header("mcp-session-id"));
     let program = context
         .meta
         .client_info()
         .map(|info| info.name)
         .unwrap_or_default();
     format!("{credential} {program}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn result_of(mib: usize) -> rmcp::model::CallToolResult {
+        rmcp::model::CallToolResult::success(vec![rmcp::model::ContentBlock::text(
+            "x".repeat(mib << 20),
+        )])
+    }
+
+    fn running(owned: &mut HashMap<String, Owned>, id: &str, client: &str) {
+        let client = client.to_string();
+        owned.insert(
+            id.to_string(),
+            Owned {
+                client,
+                result_bytes: None,
+            },
+        );
+    }
+
+    /// Results are kept up to a share per client and a bound over all
+    /// clients; past either, a short error is kept in their place.
+    #[test]
+    fn results_kept_are_bounded_per_client_and_in_all() {
+        let mut owned = HashMap::new();
+        for n in 0..4 {
+            running(&mut owned, &format!("a{n}"), "a");
+            let kept = kept(&mut owned, &format!("a{n}"), result_of(15));
+            assert_ne!(kept.is_error, Some(true), "result {n} of a");
+        }
+        running(&mut owned, "a4", "a");
+        let dropped = kept(&mut owned, "a4", result_of(15));
+        assert_eq!(dropped.is_error, Some(true));
+        assert!(format!("{dropped:?}").contains("kept for one client"));
+        // Three more clients fill what is kept for all.
+        for client in ["b", "c", "d"] {
+            for n in 0..4 {
+                let id = format!("{client}{n}");
+                running(&mut owned, &id, client);
+                kept(&mut owned, &id, result_of(15));
+            }
+        }
+        running(&mut owned, "e0", "e");
+        let dropped = kept(&mut owned, "e0", result_of(30));
+        assert!(format!("{dropped:?}").contains("kept for all clients"));
+        let held: usize = owned.values().filter_map(|o| o.result_bytes).sum();
+        assert!(held <= MAX_RESULT_BYTES, "{held}");
+    }
 }
