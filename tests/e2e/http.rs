@@ -343,6 +343,86 @@ async fn half_sent_requests_are_dropped_and_cannot_lock_out_the_token_holder() {
     assert_eq!(post(&host, &right).await, 200, "the token holder gets in");
 }
 
+/// Issue 61, item 7: a client without the token that keeps reopening
+/// connections (and sending half a request on each) never keeps a client
+/// with the token out, and a request body that arrives too slowly is
+/// answered `408` rather than holding its place.
+#[tokio::test]
+async fn a_flood_of_new_connections_never_locks_out_the_token_holder() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
+    if let Ok((_, hard)) = getrlimit(Resource::RLIMIT_NOFILE) {
+        let _ = setrlimit(Resource::RLIMIT_NOFILE, hard, hard);
+    }
+    let env = Env::new(&["hello"], "");
+    let host = with_token(&env, "s3cret-token").await;
+    let addr = host
+        .url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_string();
+    // The flood: 700 connections kept open, the oldest 50 swapped for new
+    // ones every 20 ms, for as long as the token holder tries (bounded).
+    let stop = tokio_util::sync::CancellationToken::new();
+    let flood = {
+        let (addr, stop) = (addr.clone(), stop.clone());
+        tokio::spawn(async move {
+            let mut open = std::collections::VecDeque::new();
+            let started = std::time::Instant::now();
+            while !stop.is_cancelled() && started.elapsed() < Duration::from_secs(60) {
+                for _ in 0..50 {
+                    if let Ok(mut stream) = tokio::net::TcpStream::connect(&addr).await {
+                        let _ = stream.write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n").await;
+                        open.push_back(stream);
+                    }
+                }
+                while open.len() > 700 {
+                    open.pop_front();
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let right = [("authorization", "Bearer s3cret-token")];
+    let mut got_in = 0;
+    for _ in 0..20 {
+        if let Ok(status) = tokio::time::timeout(Duration::from_secs(5), post(&host, &right)).await
+            && status == 200
+        {
+            got_in += 1;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    stop.cancel();
+    flood.await.unwrap();
+    assert_eq!(got_in, 20, "the token holder got in {got_in} times of 20");
+
+    // A body sent one byte at a time, for ever: answered 408, not kept.
+    let mut slow = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    slow.write_all(
+        b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer s3cret-token\r\n\
+          content-type: application/json\r\ncontent-length: 100000\r\n\r\n{",
+    )
+    .await
+    .unwrap();
+    let started = std::time::Instant::now();
+    let mut answer = Vec::new();
+    let mut buf = [0u8; 1024];
+    while started.elapsed() < Duration::from_secs(90) {
+        let _ = slow.write_all(b" ").await;
+        if let Ok(Ok(n)) = tokio::time::timeout(Duration::from_secs(1), slow.read(&mut buf)).await {
+            if n == 0 {
+                break;
+            }
+            answer.extend_from_slice(&buf[..n]);
+            break;
+        }
+    }
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+}
+
 /// A raw stateless `tools/call` of `fault_huge` for `bytes`, as a
 /// 2026-07-28 client named `client` POSTs it.
 fn huge_call(client: &str, id: u32, bytes: usize) -> String {

@@ -7,13 +7,14 @@
 //! page from reaching the server through a rebound DNS name. `/health`
 //! answers without a token so that a supervisor can probe it.
 //!
-//! Connections are accepted by our own loop, not `axum::serve`, for two
-//! bounds an unauthenticated client must not get past (issue 34): a request
-//! whose headers are not all there within [`HEADER_TIMEOUT`] is dropped
-//! (the token is only read once they are), and at most [`MAX_CONNECTIONS`]
-//! are open at once (one more is closed at once, so the host never runs out
-//! of file descriptors and a client with the token can still get in when
-//! the flood's connections time out).
+//! Connections are accepted by our own loop, not `axum::serve`, for the
+//! bounds a client must not get past (issues 34 and 61): a request whose
+//! headers are not all there within [`HEADER_TIMEOUT`] is dropped (the
+//! token is only read once they are; an idle connection waits no longer
+//! for its next request), a body must arrive within [`BODY_TIMEOUT`], and
+//! [`connections`] decides which connections stay open: a bounded number,
+//! where connections that never sent a request that passed make room for
+//! new ones, so a flood of them cannot keep a client with the token out.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -37,11 +38,17 @@ use tokio_util::task::TaskTracker;
 use crate::mcp::McpFront;
 use crate::service::Service;
 
+mod connections;
+
+use connections::{Connection, Connections, Refused};
+
 /// How long a client may take to send a request's headers.
 const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// Connections open at once.
-const MAX_CONNECTIONS: usize = 512;
+/// How long a request's body may take to arrive once its headers have.
+const BODY_TIMEOUT: Duration = Duration::from_secs(30);
+/// The largest request body taken (a call's arguments: a file written
+/// whole is the largest there is).
+const MAX_BODY_BYTES: usize = 64 << 20;
 
 /// How `serve --http` was asked to listen.
 pub struct Options {
@@ -143,16 +150,17 @@ pub async fn serve(service: Arc<Service>, options: Options, stop: CancellationTo
             answers.clone(),
             track_answers,
         ))
+        .layer(axum::middleware::from_fn(body_in_time))
         .layer(axum::middleware::from_fn_with_state(token, require_token))
         .route("/health", axum::routing::get(health))
         .with_state(service.clone());
     service.log_serving(&format!("at http://{addr}/mcp"));
     crate::platform::raise_fd_limit();
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
-    let open = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+    let open = Arc::new(Connections::default());
     let mut refused_logged = false;
     loop {
-        let (stream, _) = tokio::select! {
+        let (stream, peer) = tokio::select! {
             () = stop.cancelled() => break,
             accepted = listener.accept() => match accepted {
                 Ok(accepted) => accepted,
@@ -165,27 +173,35 @@ pub async fn serve(service: Arc<Service>, options: Options, stop: CancellationTo
                 }
             },
         };
-        let Ok(permit) = open.clone().try_acquire_owned() else {
-            if !refused_logged {
-                tracing::warn!(
-                    "{MAX_CONNECTIONS} connections are open: new ones are closed until some end"
-                );
-                refused_logged = true;
+        let place = match open.admit(peer.ip()) {
+            Ok(place) => place,
+            Err(why) => {
+                if !refused_logged {
+                    tracing::warn!(%peer, ?why, "a connection was closed at once: {}", match why {
+                        Refused::Full => "every place is held by clients whose requests passed",
+                        Refused::Peer => "its address holds as many as one address may",
+                    });
+                    refused_logged = true;
+                }
+                continue;
             }
-            continue;
         };
         refused_logged = false;
+        let app = app.clone().layer(axum::Extension(place.clone()));
         let connection = hyper::server::conn::http1::Builder::new()
             .timer(hyper_util::rt::TokioTimer::new())
             .header_read_timeout(HEADER_TIMEOUT)
             .serve_connection(
                 hyper_util::rt::TokioIo::new(stream),
-                hyper_util::service::TowerToHyperService::new(app.clone()),
+                hyper_util::service::TowerToHyperService::new(app),
             );
         let connection = graceful.watch(connection);
         tokio::spawn(async move {
-            let _ = connection.await;
-            drop(permit);
+            tokio::select! {
+                _ = connection => {}
+                () = place.closing.cancelled() => {}
+            }
+            place.ended();
         });
     }
     // The calls have ended; their answers go out before the sessions end.
@@ -226,13 +242,20 @@ async fn track_answers(
     })
 }
 
-/// `401` unless the request carries `Authorization: Bearer <token>`.
+/// `401` unless the request carries `Authorization: Bearer <token>`; a
+/// request that passes proves its connection ([`connections`]).
 async fn require_token(
     State(token): State<Arc<Option<String>>>,
     request: Request,
     next: Next,
 ) -> Response {
+    let proven = |request: &Request| {
+        if let Some(place) = request.extensions().get::<Arc<Connection>>() {
+            place.proven();
+        }
+    };
     let Some(token) = token.as_deref() else {
+        proven(&request);
         return next.run(request).await;
     };
     let given = request
@@ -242,6 +265,7 @@ async fn require_token(
         .and_then(|v| v.strip_prefix("Bearer "))
         .unwrap_or("");
     if bool::from(given.as_bytes().ct_eq(token.as_bytes())) {
+        proven(&request);
         return next.run(request).await;
     }
     (
@@ -250,6 +274,25 @@ async fn require_token(
         "this server wants `Authorization: Bearer <token>`, the token being the contents of the file given to `host serve --token-file`\n",
     )
         .into_response()
+}
+
+/// A request's body, whole within [`BODY_TIMEOUT`] and [`MAX_BODY_BYTES`]:
+/// a client that sends it slowly, or without end, holds no place.
+async fn body_in_time(request: Request, next: Next) -> Response {
+    let (parts, body) = request.into_parts();
+    match tokio::time::timeout(BODY_TIMEOUT, axum::body::to_bytes(body, MAX_BODY_BYTES)).await {
+        Ok(Ok(bytes)) => next.run(Request::from_parts(parts, Body::from(bytes))).await,
+        Ok(Err(e)) => (
+            StatusCode::BAD_REQUEST,
+            format!("the request body could not be read whole ({e}); at most {MAX_BODY_BYTES} bytes are taken\n"),
+        )
+            .into_response(),
+        Err(_) => (
+            StatusCode::REQUEST_TIMEOUT,
+            format!("the request body did not arrive within {} s\n", BODY_TIMEOUT.as_secs()),
+        )
+            .into_response(),
+    }
 }
 
 /// Liveness and what is served, for supervisors and load balancers.
