@@ -105,3 +105,44 @@ async fn a_named_pipe_at_a_log_path_is_refused_at_once() {
     assert_eq!(structured(&r)["status"], "exited", "{r:?}");
     assert!(pipe.is_file());
 }
+
+/// Issue 61, item 13: a compiled plugin in the cache is used only while
+/// its bytes match the digest stored beside it, and no cache is kept where
+/// a plugin may write.
+#[tokio::test(flavor = "multi_thread")]
+async fn compiled_plugins_are_checked_and_never_kept_where_plugins_write() {
+    let env = Env::new(&["hello"], "");
+    let call = || env.host(&["call", "hello", r#"{"name": "cache"}"#]).output();
+    let first = call().await.unwrap();
+    assert!(first.status.success(), "{first:?}");
+    let compiled = env.cache.join("compiled");
+    let artifact = std::fs::read_dir(&compiled)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|e| e == "cwasm"))
+        .expect("a compiled artifact");
+    // Damaged (or swapped) since it was stored: compiled again, not run.
+    let mut bytes = std::fs::read(&artifact).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x5a;
+    std::fs::write(&artifact, &bytes).unwrap();
+    let again = call().await.unwrap();
+    let log = String::from_utf8_lossy(&again.stderr);
+    assert!(again.status.success(), "{log}");
+    assert!(log.contains("does not match its digest"), "{log}");
+    assert_ne!(std::fs::read(&artifact).unwrap(), bytes, "stored anew");
+
+    // A policy that lets a plugin write the cache folder: nothing cached.
+    std::fs::remove_dir_all(&compiled).unwrap();
+    std::fs::write(
+        &env.config,
+        format!("[plugins.other]\nfs.write = [{:?}]\n", env.cache.display().to_string()),
+    )
+    .unwrap();
+    let out = call().await.unwrap();
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{log}");
+    assert!(log.contains("compiled plugins are not cached"), "{log}");
+    assert!(!compiled.exists(), "a cache was kept where a plugin may write");
+}

@@ -56,7 +56,8 @@ impl Loader {
         underscore_names: bool,
     ) -> Result<Self> {
         let linker = crate::store::linker(&engine)?;
-        let cache = ComponentCache::new(&engine, places.cache_dir.join("compiled"));
+        let writable = config.plugin_write_roots(&places);
+        let cache = ComponentCache::new(&engine, places.cache_dir.join("compiled"), &writable);
         let (relist, relisted) = tokio::sync::mpsc::unbounded_channel();
         Ok(Loader {
             engine,

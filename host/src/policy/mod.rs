@@ -459,6 +459,13 @@ impl Config {
     /// See [`Grants::untrusted_dirs`].
     fn writable_by_plugins(&self, places: &Places) -> Vec<PathBuf> {
         let mut dirs = vec![places.workspace.clone(), places.cache_dir.clone()];
+        dirs.extend(self.plugin_write_roots(places));
+        dirs
+    }
+
+    /// Every plugin's `fs.write` roots.
+    pub fn plugin_write_roots(&self, places: &Places) -> Vec<PathBuf> {
+        let mut dirs = Vec::new();
         for (name, p) in &self.plugins {
             let cache = places.plugin_cache(name);
             dirs.extend(p.fs.write.iter().flat_map(|r| expand_paths(r, places, &cache)));
