@@ -60,6 +60,12 @@ const NAME_RULES: gix::validate::path::component::Options = gix::validate::path:
 /// of stack and take the host down. git itself refuses trees deeper than
 /// its `core.maxTreeDepth` (2048); no project comes near either.
 pub const MAX_DEPTH: usize = 256;
+/// How many files one commit holds. A container can make millions of
+/// empty files at no cost to itself; each costs the host a stat, an index
+/// entry and a tree entry at every command (a million took 563 MB), so
+/// past this the rest are left out (a tracked one keeps its committed
+/// version) and the answer says so. Far above any project's source tree.
+pub const MAX_FILES: usize = 500_000;
 /// How many lines the `.gitignore` files on one path (the top's, its
 /// folder's, ...) may hold together. Each file is matched against all of
 /// them: a container writing a megabyte of patterns into every folder
@@ -86,6 +92,8 @@ pub struct Snapshot {
     pub unapplied_ignores: LeftOut<String>,
     /// Files and folders left out for a name git refuses ([`NAME_RULES`]).
     pub refused_names: LeftOut<String>,
+    /// Files left out past [`MAX_FILES`].
+    pub too_many: LeftOut<String>,
 }
 
 /// What a commit left out for one reason: the first [`LeftOut::NAMED`],
@@ -178,6 +186,8 @@ pub fn commit_worktree(
         depth: 0,
         too_deep: LeftOut::default(),
         refused_names: LeftOut::default(),
+        too_many: LeftOut::default(),
+        linked: HashMap::new(),
         index: Vec::new(),
     };
     let new_tree = walk
@@ -188,11 +198,13 @@ pub fn commit_worktree(
         too_large,
         too_deep,
         refused_names,
+        too_many,
         index,
         ignore,
         ..
     } = walk;
     let refused_names = refused_names.map(|path| path.to_string());
+    let too_many = too_many.map(|path| path.to_string());
     let unapplied_ignores = ignore.unapplied.map(|path| path.to_string());
     // The index is a cache: a failure to write it costs time, not data.
     if let Err(e) = write_index(&index_path, repo.object_hash(), index) {
@@ -207,6 +219,7 @@ pub fn commit_worktree(
             too_deep,
             unapplied_ignores,
             refused_names,
+            too_many,
         });
     }
     let time = gix::date::Time::now_local_or_utc();
@@ -232,6 +245,7 @@ pub fn commit_worktree(
         too_deep,
         unapplied_ignores,
         refused_names,
+        too_many,
     })
 }
 
@@ -429,6 +443,11 @@ struct Walk<'r> {
     depth: usize,
     too_deep: LeftOut<BString>,
     refused_names: LeftOut<BString>,
+    too_many: LeftOut<BString>,
+    /// Files with several hard links read in this walk, by inode: a
+    /// container can give one large file a thousand names, and each is
+    /// read once (issue 61, item 11).
+    linked: HashMap<(u64, u64), (Stat, ObjectId)>,
     /// Entries of the new index: path, stat (none: check next time), blob, mode.
     index: Vec<(BString, Option<Stat>, ObjectId, entry::Mode)>,
 }
@@ -471,7 +490,9 @@ impl Walk<'_> {
             let file_type = meta.file_type();
             let link = file_type.is_symlink();
             let mode = link.then_some(gix::validate::path::component::Mode::Symlink);
-            if gix::validate::path::component(name.as_bstr(), mode, NAME_RULES).is_err() {
+            if gix::validate::path::component(name.as_bstr(), mode, NAME_RULES).is_err()
+                || git_behind_invisibles(name.as_bstr())
+            {
                 self.refused_names.push(path);
                 continue;
             }
@@ -492,6 +513,9 @@ impl Walk<'_> {
                 tree?.map(|oid| (EntryKind::Tree, oid))
             } else if ignored && !self.tracked.files.contains_key(&path) {
                 continue;
+            } else if self.index.len() >= MAX_FILES {
+                self.too_many.push(path.clone());
+                self.as_committed(path)
             } else if link {
                 let target = dir.read_link_contents(item.file_name())?;
                 let target = gix::path::into_bstr(target)?;
@@ -545,6 +569,14 @@ impl Walk<'_> {
             self.index.push((path, Some(stat), oid, mode));
             return Ok(Some((kind, oid)));
         }
+        let inode = crate::sys::shared_inode(meta);
+        if let Some((seen, oid)) = inode.and_then(|i| self.linked.get(&i))
+            && seen.matches(&stat, STAT)
+        {
+            let oid = *oid;
+            self.index.push((path, Some(stat), oid, mode));
+            return Ok(Some((kind, oid)));
+        }
         // Too large by its stat: not read (a sparse file costs the container
         // nothing and would cost the host the whole limit in reading).
         if meta.len() > self.max_file_bytes {
@@ -565,6 +597,9 @@ impl Walk<'_> {
             return Ok(self.left_out(path, bytes.len() as u64));
         }
         let oid = self.repo.write_blob(&bytes)?.detach();
+        if let Some(inode) = inode {
+            self.linked.insert(inode, (stat, oid));
+        }
         self.index.push((path, Some(stat), oid, mode));
         Ok(Some((kind, oid)))
     }
@@ -573,6 +608,11 @@ impl Walk<'_> {
     /// committed version.
     fn left_out(&mut self, path: BString, bytes: u64) -> Option<(EntryKind, ObjectId)> {
         self.too_large.push((path.clone(), bytes));
+        self.as_committed(path)
+    }
+
+    /// A file left out: its last committed version, if it has one.
+    fn as_committed(&mut self, path: BString) -> Option<(EntryKind, ObjectId)> {
         self.tracked.files.get(&path).map(|&(oid, kind)| {
             let mode = match kind {
                 EntryKind::BlobExecutable => entry::Mode::FILE_EXECUTABLE,
@@ -583,6 +623,22 @@ impl Walk<'_> {
             (kind, oid)
         })
     }
+}
+
+/// Whether `name` is `.git` once characters no one sees are taken out
+/// (zero-width spaces and joiners, direction marks, the byte-order mark):
+/// git's own HFS rule knows only some of them, and a name a person reads
+/// as `.git` has no place in a commit either.
+fn git_behind_invisibles(name: &BStr) -> bool {
+    let Ok(text) = std::str::from_utf8(name) else {
+        return false;
+    };
+    let invisible = |c: char| {
+        matches!(c, '\u{00ad}' | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}'
+            | '\u{2060}'..='\u{206f}' | '\u{feff}')
+    };
+    let seen: String = text.chars().filter(|c| !invisible(*c)).collect();
+    seen.len() != text.len() && seen.eq_ignore_ascii_case(NEVER)
 }
 
 fn join(prefix: &BStr, name: &BStr) -> BString {
@@ -647,7 +703,7 @@ pub(crate) mod tests {
     }
 
     /// A repository with one commit and a worktree on `cofer/t`.
-    fn setup(files: &[(&str, &str)]) -> (tempfile::TempDir, Repo, Worktree) {
+    pub(crate) fn setup(files: &[(&str, &str)]) -> (tempfile::TempDir, Repo, Worktree) {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().join("repo");
         std::fs::create_dir(&root).unwrap();
@@ -677,7 +733,7 @@ pub(crate) mod tests {
         (dir, repo, tree)
     }
 
-    fn who() -> Identity {
+    pub(crate) fn who() -> Identity {
         Identity {
             name: "cofer".into(),
             email: "cofer@localhost".into(),
@@ -938,6 +994,48 @@ pub(crate) mod tests {
                 committed.contains(&name.to_string()),
                 "{name}: {committed:?}"
             );
+        }
+    }
+}
+
+#[cfg(test)]
+mod names_and_links {
+    use super::tests::{git, setup};
+    use super::*;
+
+    /// Names git refuses on some system are left out and counted; every
+    /// name of a hard-linked file is committed with the one blob.
+    #[test]
+    fn refused_names_are_left_out_and_hard_links_share_a_blob() {
+        let (_dir, repo, tree) = setup(&[("README", "hi\n")]);
+        let wt = |name: &str| tree.work_tree().join(name);
+        for name in [".git.", "git~1", "GIT~1", ".g\u{200b}it", ".gi\u{200c}t", "kept.txt"] {
+            std::fs::write(wt(name), "x\n").unwrap();
+        }
+        std::fs::create_dir_all(wt(".git /sub")).unwrap();
+        std::fs::write(wt(".git /sub/config"), "x\n").unwrap();
+        std::fs::write(wt("big"), "same\n").unwrap();
+        for i in 0..3 {
+            std::fs::hard_link(wt("big"), wt(&format!("link{i}"))).unwrap();
+        }
+        let done = commit_worktree(&repo, &tree, "m", &super::tests::who(), 1 << 20).unwrap();
+        assert_eq!(done.refused_names.count, 6, "{:?}", done.refused_names.first);
+        let commit = done.commit.unwrap();
+        let listed = git(repo.work_tree(), &["ls-tree", "-r", "-z", commit.as_str()]);
+        let blob_of = |name: &str| {
+            listed
+                .split('\0')
+                .find(|l| l.ends_with(&format!("\t{name}")))
+                .map(|l| l.split_whitespace().nth(2).unwrap().to_string())
+        };
+        assert!(blob_of("kept.txt").is_some(), "{listed}");
+        for refused in [".git.", "git~1", "GIT~1", ".g\u{200b}it", ".gi\u{200c}t"] {
+            assert!(blob_of(refused).is_none(), "{refused:?} in {listed}");
+        }
+        assert!(!listed.contains(".git /"), "{listed}");
+        let blob = blob_of("big").unwrap();
+        for i in 0..3 {
+            assert_eq!(blob_of(&format!("link{i}")).as_deref(), Some(blob.as_str()));
         }
     }
 }

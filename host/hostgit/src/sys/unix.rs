@@ -43,6 +43,13 @@ pub fn executable(meta: &cap_std::fs::Metadata) -> Option<bool> {
     Some(meta.mode() & 0o100 != 0)
 }
 
+/// A file with other hard links: its inode (device and number), the same
+/// for all of them; `None` for a file with one name.
+pub fn shared_inode(meta: &cap_std::fs::Metadata) -> Option<(u64, u64)> {
+    use cap_std::fs::MetadataExt;
+    (meta.nlink() > 1).then(|| (meta.dev(), meta.ino()))
+}
+
 /// The index's view of a file's metadata (git's stat cache).
 pub fn stat_of(meta: &cap_std::fs::Metadata) -> gix::index::entry::Stat {
     use cap_std::fs::MetadataExt;

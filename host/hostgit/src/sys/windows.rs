@@ -44,6 +44,11 @@ pub fn executable(_meta: &cap_std::fs::Metadata) -> Option<bool> {
     None
 }
 
+/// Hard links are not told apart here: each name is read on its own.
+pub fn shared_inode(_meta: &cap_std::fs::Metadata) -> Option<(u64, u64)> {
+    None
+}
+
 /// The index's view of a file's metadata (git's stat cache): times and
 /// size, as Git for Windows keeps them.
 pub fn stat_of(meta: &cap_std::fs::Metadata) -> gix::index::entry::Stat {

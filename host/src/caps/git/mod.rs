@@ -369,7 +369,17 @@ impl Host for CallState {
             too_deep,
             unapplied_ignores,
             refused_names,
+            too_many,
         } = snapshot;
+        if let Some(first) = too_many.first.first() {
+            warnings.push(format!(
+                "{} files were not committed: a commit holds {} files at most (the first left \
+                 out: {}); ignore generated files in .gitignore",
+                too_many.count,
+                git::snapshot::MAX_FILES,
+                shortened(first)
+            ));
+        }
         if let Some(first) = refused_names.first.first() {
             warnings.push(format!(
                 "{} files or folders were not committed: git refuses their names on some \
