@@ -169,7 +169,10 @@ fn store(path: &Path, component: &Component) -> Result<()> {
     std::fs::create_dir_all(dir)?;
     let bytes = component.serialize()?;
     let digest = crate::catalog::sha256_hex(&bytes);
-    for (to, content) in [(digest_path(path), digest.as_bytes()), (path.to_path_buf(), &bytes[..])] {
+    for (to, content) in [
+        (digest_path(path), digest.as_bytes()),
+        (path.to_path_buf(), &bytes[..]),
+    ] {
         let tmp = tempfile_in(dir)?;
         std::fs::write(&tmp, content)?;
         std::fs::rename(&tmp, to)?;

@@ -65,6 +65,10 @@ pub fn registry_answer(bytes: &[u8]) {
         }
     }
     let shown = crate::cli::printed::printable(&String::from_utf8_lossy(bytes));
-    assert!(!shown.chars().any(|c| c.is_control() && c != '\n' && c != '\t'));
+    assert!(
+        !shown
+            .chars()
+            .any(|c| c.is_control() && c != '\n' && c != '\t')
+    );
     assert!(shown.chars().count() <= 8 * 1024 + 64);
 }

@@ -433,6 +433,12 @@ async fn folders_nested_without_end_neither_crash_the_host_nor_stay() {
 /// config asking for submodules to be recursed into.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_submodules_filter_never_runs_on_the_host() {
+    for embedded in [false, true] {
+        submodule_filter(embedded).await;
+    }
+}
+
+async fn submodule_filter(embedded: bool) {
     let Some(f) = Fixture::with_podman(&[], true).await else {
         return;
     };
@@ -440,23 +446,57 @@ async fn a_submodules_filter_never_runs_on_the_host() {
     std::fs::create_dir_all(&library).unwrap();
     git(&library, &["init", "--quiet", "--initial-branch=main"]);
     std::fs::write(library.join("lib.txt"), "aaaa\n").unwrap();
-    std::fs::write(library.join(".gitattributes"), "* filter=pwn\n").unwrap();
+    std::fs::write(library.join(".gitattributes"), "* filter=subpwn\n").unwrap();
     git(&library, &["add", "."]);
     git(&library, &["commit", "--quiet", "-m", "library"]);
     let source = library.to_string_lossy();
     git(
         &f.repo,
-        &["-c", "protocol.file.allow=always", "submodule", "add", "--quiet", &source, "sub"],
+        &[
+            "-c",
+            "protocol.file.allow=always",
+            "submodule",
+            "add",
+            "--quiet",
+            &source,
+            "sub",
+        ],
     );
     git(&f.repo, &["commit", "--quiet", "-m", "a submodule"]);
     let marker = f.env.dir.path().join("pwned-by-submodule-filter");
     let program = format!("sh -c 'touch {}; cat'", marker.display());
-    let sub = f.repo.join(".git/modules/sub");
+    // Both places a submodule's git directory may be: absorbed into the
+    // top one's `.git/modules/`, or in the submodule's own folder (as
+    // older git left it, and as a plugin may lay it out).
+    let sub = if embedded {
+        std::fs::remove_file(f.repo.join("sub/.git")).unwrap();
+        std::fs::rename(f.repo.join(".git/modules/sub"), f.repo.join("sub/.git")).unwrap();
+        let config = f.repo.join("sub/.git/config");
+        git(
+            &f.repo,
+            &[
+                "config",
+                "--file",
+                &config.to_string_lossy(),
+                "--unset",
+                "core.worktree",
+            ],
+        );
+        f.repo.join("sub/.git")
+    } else {
+        f.repo.join(".git/modules/sub")
+    };
     for key in ["clean", "smudge", "process"] {
         let config = sub.join("config");
         git(
             &f.repo,
-            &["config", "--file", &config.to_string_lossy(), &format!("filter.pwn.{key}"), &program],
+            &[
+                "config",
+                "--file",
+                &config.to_string_lossy(),
+                &format!("filter.subpwn.{key}"),
+                &program,
+            ],
         );
     }
     git(&f.repo, &["config", "submodule.recurse", "true"]);
@@ -468,7 +508,10 @@ async fn a_submodules_filter_never_runs_on_the_host() {
     let r = client
         .call("environment_create", f.create_args("subfilter"))
         .await;
-    assert!(!marker.exists(), "a submodule's filter ran on the host: {r:?}");
+    assert!(
+        !marker.exists(),
+        "a submodule's filter ran on the host (embedded: {embedded}): {r:?}"
+    );
     f.assert_no_filter_ran();
 }
 

@@ -349,8 +349,8 @@ async fn half_sent_requests_are_dropped_and_cannot_lock_out_the_token_holder() {
 /// answered `408` rather than holding its place.
 #[tokio::test]
 async fn a_flood_of_new_connections_never_locks_out_the_token_holder() {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
     use nix::sys::resource::{Resource, getrlimit, setrlimit};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
     if let Ok((_, hard)) = getrlimit(Resource::RLIMIT_NOFILE) {
         let _ = setrlimit(Resource::RLIMIT_NOFILE, hard, hard);
     }
@@ -372,7 +372,9 @@ async fn a_flood_of_new_connections_never_locks_out_the_token_holder() {
             while !stop.is_cancelled() && started.elapsed() < Duration::from_secs(60) {
                 for _ in 0..50 {
                     if let Ok(mut stream) = tokio::net::TcpStream::connect(&addr).await {
-                        let _ = stream.write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n").await;
+                        let _ = stream
+                            .write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+                            .await;
                         open.push_back(stream);
                     }
                 }
@@ -504,10 +506,17 @@ async fn clients_that_never_read_their_answers_do_not_fill_the_host() {
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     };
-    assert!(refused.contains("this client's earlier answers"), "{refused}");
+    assert!(
+        refused.contains("this client's earlier answers"),
+        "{refused}"
+    );
     // ... while another client's answers still come whole.
     let answer = reading("reader", 101, 8).await;
-    assert!(answer.contains("xxxx"), "{}", &answer[..answer.len().min(300)]);
+    assert!(
+        answer.contains("xxxx"),
+        "{}",
+        &answer[..answer.len().min(300)]
+    );
     let (rss, _) = crate::harness::rss_kib(host.pid);
     assert!(
         rss / 1024 < 700,

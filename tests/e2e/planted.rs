@@ -65,13 +65,19 @@ async fn no_program_is_found_in_a_folder_a_plugin_writes() {
     let r = host.call("read_program", json!({"program": "tool"})).await;
     assert!(is_error(&r) && !text(&r).contains("touch"), "{r:?}");
 
-    let r = host.call("read_program", json!({"program": "environ"})).await;
+    let r = host
+        .call("read_program", json!({"program": "environ"}))
+        .await;
     assert!(is_error(&r), "{r:?}");
     assert!(!text(&r).contains("HOST-ENVIRON-VALUE"), "{}", text(&r));
 
     let r = host.call("read_program", json!({"program": "plain"})).await;
     assert!(is_error(&r), "{r:?}");
-    assert!(message(&r).contains("not a program file"), "{}", message(&r));
+    assert!(
+        message(&r).contains("not a program file"),
+        "{}",
+        message(&r)
+    );
 }
 
 /// A named pipe where a run's log goes (a reused report folder) is
@@ -112,7 +118,10 @@ async fn a_named_pipe_at_a_log_path_is_refused_at_once() {
 #[tokio::test(flavor = "multi_thread")]
 async fn compiled_plugins_are_checked_and_never_kept_where_plugins_write() {
     let env = Env::new(&["hello"], "");
-    let call = || env.host(&["call", "hello", r#"{"name": "cache"}"#]).output();
+    let call = || {
+        env.host(&["call", "hello", r#"{"name": "cache"}"#])
+            .output()
+    };
     let first = call().await.unwrap();
     assert!(first.status.success(), "{first:?}");
     let compiled = env.cache.join("compiled");
@@ -137,12 +146,18 @@ async fn compiled_plugins_are_checked_and_never_kept_where_plugins_write() {
     std::fs::remove_dir_all(&compiled).unwrap();
     std::fs::write(
         &env.config,
-        format!("[plugins.other]\nfs.write = [{:?}]\n", env.cache.display().to_string()),
+        format!(
+            "[plugins.other]\nfs.write = [{:?}]\n",
+            env.cache.display().to_string()
+        ),
     )
     .unwrap();
     let out = call().await.unwrap();
     let log = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{log}");
     assert!(log.contains("compiled plugins are not cached"), "{log}");
-    assert!(!compiled.exists(), "a cache was kept where a plugin may write");
+    assert!(
+        !compiled.exists(),
+        "a cache was kept where a plugin may write"
+    );
 }

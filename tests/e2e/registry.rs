@@ -453,14 +453,20 @@ async fn an_artifact_never_takes_a_plugins_name_or_grants_by_itself() {
         err.contains(&format!("already installed from {weather}")) && err.contains("--replace"),
         "{err}"
     );
-    assert_eq!(lock(&env)["plugin"][0]["source"].as_str(), Some(weather.as_str()));
+    assert_eq!(
+        lock(&env)["plugin"][0]["source"].as_str(),
+        Some(weather.as_str())
+    );
     // A plugin put in the folder by hand is another source too.
     std::fs::remove_file(env.plugins.join("plugins.lock")).unwrap();
     let err = refused(&host(&env, &["install", &other, "--yes"]).await);
     assert!(err.contains("not by `host install`"), "{err}");
     let out = ok(&host(&env, &["install", &other, "--replace", "--yes"]).await);
     assert!(out.starts_with("hello\t"), "{out}");
-    assert_eq!(lock(&env)["plugin"][0]["source"].as_str(), Some(other.as_str()));
+    assert_eq!(
+        lock(&env)["plugin"][0]["source"].as_str(),
+        Some(other.as_str())
+    );
     // The same source again is an update: its grants were accepted.
     ok(&host(&env, &["install", &other]).await);
 
@@ -491,10 +497,8 @@ async fn lying_proxy(registry: &Registry) -> (String, tokio::task::JoinHandle<()
             if parts.method == "GET" && path.ends_with("/manifests/lie") {
                 path = path.replace("/manifests/lie", "/manifests/other");
             }
-            let mut forwarded = client.request(
-                parts.method.clone(),
-                format!("http://{upstream}{path}"),
-            );
+            let mut forwarded =
+                client.request(parts.method.clone(), format!("http://{upstream}{path}"));
             for (name, value) in &parts.headers {
                 if name != "host" {
                     forwarded = forwarded.header(name, value);
@@ -543,7 +547,11 @@ async fn publish_signs_what_it_pushed_not_what_a_registry_answers() {
     .await;
     let ours = ok(&out);
     task.abort();
-    assert_ne!(ours.trim(), their_digest.trim(), "the digest printed is theirs");
+    assert_ne!(
+        ours.trim(),
+        their_digest.trim(),
+        "the digest printed is theirs"
+    );
     std::fs::write(
         &env.config,
         format!(
@@ -608,9 +616,13 @@ async fn sources_that_never_end_and_redirects_elsewhere_are_refused() {
     let bytes = std::fs::read(built_plugin("hello")).unwrap();
     let (real, server) = serve_file(bytes).await;
     let port = real.rsplit_once(':').unwrap().1;
-    let (hop, redirect) = serve_redirect(format!("http://[::ffff:127.0.0.1]:{port}/hello.wasm")).await;
+    let (hop, redirect) =
+        serve_redirect(format!("http://[::ffff:127.0.0.1]:{port}/hello.wasm")).await;
     let err = refused(&host(&env, &["install", &format!("http://{hop}/hello.wasm")]).await);
-    assert!(err.contains("redirect to") && err.contains("was refused"), "{err}");
+    assert!(
+        err.contains("redirect to") && err.contains("was refused"),
+        "{err}"
+    );
     assert_eq!(plugins_in(&env.plugins), Vec::<String>::new());
     // On this machine, from plain HTTP to plain HTTP, it is followed.
     let (hop, redirect_here) = serve_redirect(format!("http://{real}/hello.wasm")).await;
@@ -623,7 +635,10 @@ async fn sources_that_never_end_and_redirects_elsewhere_are_refused() {
 /// A registry that answers every request with `status` and a body of
 /// `prefix` followed by bytes without end (up to 2 GiB, or until the
 /// reader hangs up): what a hostile registry may send.
-async fn serve_endless(status: &'static str, prefix: &'static [u8]) -> (String, tokio::task::JoinHandle<()>) {
+async fn serve_endless(
+    status: &'static str,
+    prefix: &'static [u8],
+) -> (String, tokio::task::JoinHandle<()>) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap().to_string();
@@ -660,7 +675,10 @@ async fn a_registrys_endless_answers_are_cut_short_and_printed_harmless() {
     let (manifests, one) = serve_endless("200 OK", b"{\"layers\":[").await;
     let out = tokio::time::timeout(
         Duration::from_secs(120),
-        host(&env, &["install", &format!("oci://{manifests}/tools/hello:1")]),
+        host(
+            &env,
+            &["install", &format!("oci://{manifests}/tools/hello:1")],
+        ),
     )
     .await
     .expect("an endless manifest was read to its end");
@@ -675,7 +693,10 @@ async fn a_registrys_endless_answers_are_cut_short_and_printed_harmless() {
     .expect("an endless error body was read to its end");
     let err = refused(&out);
     assert!(err.contains("500") && err.contains("it broke"), "{err}");
-    assert!(!err.contains('\x1b'), "an escape sequence reached the terminal");
+    assert!(
+        !err.contains('\x1b'),
+        "an escape sequence reached the terminal"
+    );
     assert!(err.len() < 16 << 10, "{} bytes of error printed", err.len());
     assert_eq!(plugins_in(&env.plugins), Vec::<String>::new());
     one.abort();

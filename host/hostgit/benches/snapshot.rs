@@ -145,7 +145,11 @@ fn main() {
     commit_worktree(&repo, &data, "links", &who, 10 << 20).unwrap();
     let mut touched = Vec::new();
     for round in 0..5 {
-        std::fs::write(data.work_tree().join("links/l0"), vec![round as u8; 9 << 20]).unwrap();
+        std::fs::write(
+            data.work_tree().join("links/l0"),
+            vec![round as u8; 9 << 20],
+        )
+        .unwrap();
         let started = Instant::now();
         commit_worktree(&repo, &data, "touched", &who, 10 << 20).unwrap();
         touched.push(started.elapsed());

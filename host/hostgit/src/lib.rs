@@ -506,7 +506,15 @@ pub async fn fetch(repo: &Repo, path: &Path, refspec: &str) -> Result<(), GitErr
         program().display()
     );
     let from = path.to_string_lossy();
-    let args = ["fetch", "--quiet", "--no-tags", &upload, "--", &from, refspec];
+    let args = [
+        "fetch",
+        "--quiet",
+        "--no-tags",
+        &upload,
+        "--",
+        &from,
+        refspec,
+    ];
     repo.run(&args).await.map(drop)
 }
 

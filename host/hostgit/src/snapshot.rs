@@ -49,11 +49,12 @@ const NEVER_AT_TOP: &str = ".cofer";
 /// The names git refuses to check out on some system (`.git.`, `git~1`,
 /// `.g\u{200b}it`, a linked `.gitmodules`): committed, they would break a
 /// later checkout, so they are left out and named.
-const NAME_RULES: gix::validate::path::component::Options = gix::validate::path::component::Options {
-    protect_windows: false,
-    protect_hfs: true,
-    protect_ntfs: true,
-};
+const NAME_RULES: gix::validate::path::component::Options =
+    gix::validate::path::component::Options {
+        protect_windows: false,
+        protect_hfs: true,
+        protect_ntfs: true,
+    };
 /// How deep folders may nest to be committed. A container can nest them
 /// without end (one `cd` at a time), and the walk holds a folder handle
 /// and a stack frame for each level: past this it would run its thread out
@@ -1009,7 +1010,14 @@ mod names_and_links {
     fn refused_names_are_left_out_and_hard_links_share_a_blob() {
         let (_dir, repo, tree) = setup(&[("README", "hi\n")]);
         let wt = |name: &str| tree.work_tree().join(name);
-        for name in [".git.", "git~1", "GIT~1", ".g\u{200b}it", ".gi\u{200c}t", "kept.txt"] {
+        for name in [
+            ".git.",
+            "git~1",
+            "GIT~1",
+            ".g\u{200b}it",
+            ".gi\u{200c}t",
+            "kept.txt",
+        ] {
             std::fs::write(wt(name), "x\n").unwrap();
         }
         std::fs::create_dir_all(wt(".git /sub")).unwrap();
@@ -1019,7 +1027,11 @@ mod names_and_links {
             std::fs::hard_link(wt("big"), wt(&format!("link{i}"))).unwrap();
         }
         let done = commit_worktree(&repo, &tree, "m", &super::tests::who(), 1 << 20).unwrap();
-        assert_eq!(done.refused_names.count, 6, "{:?}", done.refused_names.first);
+        assert_eq!(
+            done.refused_names.count, 6,
+            "{:?}",
+            done.refused_names.first
+        );
         let commit = done.commit.unwrap();
         let listed = git(repo.work_tree(), &["ls-tree", "-r", "-z", commit.as_str()]);
         let blob_of = |name: &str| {

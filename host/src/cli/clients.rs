@@ -46,7 +46,11 @@ pub async fn allow_list(
             for exposed in &read_only {
                 if let Some((plugin, _)) = catalog.tool(exposed) {
                     let held = plugin.grants.capabilities.join(", ");
-                    let held = if held.is_empty() { "nothing".into() } else { held };
+                    let held = if held.is_empty() {
+                        "nothing".into()
+                    } else {
+                        held
+                    };
                     eprintln!("  {exposed}\t(plugin `{}`, granted: {held})", plugin.name);
                 }
             }

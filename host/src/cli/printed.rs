@@ -39,6 +39,9 @@ mod tests {
         assert_eq!(printable("a\x1b[2Jb\nc"), "a\\u{1b}[2Jb\nc");
         let long = "x".repeat(MAX_ERROR_CHARS + 5);
         let shown = printable(&long);
-        assert!(shown.ends_with(" [… 5 more characters not shown]"), "{shown}");
+        assert!(
+            shown.ends_with(" [… 5 more characters not shown]"),
+            "{shown}"
+        );
     }
 }

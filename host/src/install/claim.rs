@@ -36,7 +36,10 @@ pub fn name(choice: &Choice, source_name: &str, text: &str, bytes: &[u8]) -> Res
     let declared = declared(bytes)
         .map_err(|e| anyhow::anyhow!("{text} is not a WebAssembly component: {e:#}"))?
         .name;
-    let name = choice.name.clone().unwrap_or_else(|| source_name.to_string());
+    let name = choice
+        .name
+        .clone()
+        .unwrap_or_else(|| source_name.to_string());
     check_name(&name, text)?;
     match declared {
         Some(own) if own != name => bail!(

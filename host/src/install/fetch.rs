@@ -87,7 +87,9 @@ async fn first_bytes(mut response: reqwest::Response, max: usize) -> Vec<u8> {
     let mut bytes = Vec::new();
     while bytes.len() < max {
         match response.chunk().await {
-            Ok(Some(chunk)) => bytes.extend_from_slice(&chunk[..chunk.len().min(max - bytes.len())]),
+            Ok(Some(chunk)) => {
+                bytes.extend_from_slice(&chunk[..chunk.len().min(max - bytes.len())])
+            }
             _ => break,
         }
     }
@@ -143,7 +145,11 @@ pub struct Repository {
 impl Repository {
     pub fn new(reference: &oci_client::Reference) -> Result<Repository> {
         let registry = reference.resolve_registry();
-        let scheme = if is_loopback(registry) { "http" } else { "https" };
+        let scheme = if is_loopback(registry) {
+            "http"
+        } else {
+            "https"
+        };
         Ok(Repository {
             http: client()?,
             base: format!("{scheme}://{registry}/v2/{}", reference.repository()),
@@ -159,7 +165,10 @@ impl Repository {
         let url = format!("{}/manifests/{tag_or_digest}", self.base);
         let accept = "application/vnd.oci.image.manifest.v1+json, \
                       application/vnd.docker.distribution.manifest.v2+json";
-        let response = self.get(&url, Some(accept)).await.with_context(|| what.clone())?;
+        let response = self
+            .get(&url, Some(accept))
+            .await
+            .with_context(|| what.clone())?;
         if response.status() == reqwest::StatusCode::NOT_FOUND {
             return Ok(None);
         }

@@ -297,8 +297,9 @@ async fn put(
 /// Take plugin `name` out of the folder and the lock file.
 pub fn uninstall(plugins_dir: &Path, name: &str) -> Result<PathBuf> {
     // A name, never a path: `../x` must not reach outside the folder.
-    claim::check_name(name, &format!("`{name}`"))
-        .map_err(|_| anyhow!("`{name}` is not a plugin name: `host list plugins` shows the names"))?;
+    claim::check_name(name, &format!("`{name}`")).map_err(|_| {
+        anyhow!("`{name}` is not a plugin name: `host list plugins` shows the names")
+    })?;
     let mut lock = Lock::read(plugins_dir)?;
     let recorded = lock.remove(name);
     let file = plugins_dir.join(format!("{name}.wasm"));

@@ -468,7 +468,11 @@ impl Config {
         let mut dirs = Vec::new();
         for (name, p) in &self.plugins {
             let cache = places.plugin_cache(name);
-            dirs.extend(p.fs.write.iter().flat_map(|r| expand_paths(r, places, &cache)));
+            dirs.extend(
+                p.fs.write
+                    .iter()
+                    .flat_map(|r| expand_paths(r, places, &cache)),
+            );
         }
         dirs
     }
