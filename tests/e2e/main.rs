@@ -7,6 +7,7 @@ mod asking;
 mod clients;
 mod cofer;
 mod cofer_engines;
+mod cofer_cli;
 mod cofer_escape;
 mod cofer_files;
 mod cofer_parity;

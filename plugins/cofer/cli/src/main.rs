@@ -37,11 +37,13 @@ struct Cli {
 enum Command {
     /// Create the `cofer` remote environments are pushed to (idempotent).
     Init,
-    /// Check out an environment's work on a local branch named after it.
+    /// Check out an environment's work on the local branch `cofer-<id>`
+    /// (made for it; a branch of yours of that name is never moved).
     Checkout { id: String },
     /// Show an environment's commits with their patches.
     Log { id: String },
-    /// Show what an environment changed since it branched off.
+    /// Show what an environment changed since it was made (against the
+    /// commit it was made from, whatever branch you are on).
     Diff { id: String },
 }
 
@@ -65,30 +67,24 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         .with_context(|| format!("{} is not in a git repository", start.display()))?;
     match cli.command {
         Command::Init => init(&repo).await.map(|()| ExitCode::SUCCESS),
-        Command::Checkout { id } => {
-            let remote_ref = fetch(&repo, &id).await?;
-            let exists = git::resolve(&repo, &format!("refs/heads/{id}"))
-                .await?
-                .is_some();
-            if exists {
-                show(&repo, &["checkout", &id])?;
-                show(&repo, &["merge", "--ff-only", &remote_ref])
-            } else {
-                show(&repo, &["checkout", "--track", "-b", &id, &remote_ref])
-            }
-        }
+        Command::Checkout { id } => checkout(&repo, &id).await,
         Command::Log { id } => {
-            let remote_ref = fetch(&repo, &id).await?;
+            let work = fetch(&repo, &id).await?;
             // The environment's own commits: from where it was made.
             let range = match base_commit(&repo, &id) {
-                Some(base) => format!("{base}..{remote_ref}"),
-                None => remote_ref,
+                Some(base) => format!("{base}..{work}"),
+                None => work,
             };
             show(&repo, &["log", "--patch", &range])
         }
         Command::Diff { id } => {
-            let remote_ref = fetch(&repo, &id).await?;
-            show(&repo, &["diff", &format!("HEAD...{remote_ref}")])
+            let work = fetch(&repo, &id).await?;
+            // Against the commit it was made from, as environment_diff and
+            // `cofer log` are: not against the branch the user is on now.
+            match base_commit(&repo, &id) {
+                Some(base) => show(&repo, &["diff", &base, &work]),
+                None => show(&repo, &["diff", &format!("HEAD...{work}")]),
+            }
         }
     }
 }
@@ -171,7 +167,9 @@ fn move_records(old: &Path, state: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Bring the environment's branch from the remote; the ref to use.
+/// Bring the environment's work from Cofer's remote; its commit. No
+/// tracking ref is made (none is left behind once the environment is
+/// destroyed); one an older `cofer` made is removed.
 async fn fetch(repo: &Repo, id: &str) -> Result<String> {
     if git::remote_url(repo, REMOTE).await?.is_none() {
         bail!(
@@ -179,12 +177,71 @@ async fn fetch(repo: &Repo, id: &str) -> Result<String> {
             repo.work_tree().display()
         );
     }
-    let spec = format!("+refs/heads/cofer/{id}:refs/remotes/{REMOTE}/cofer/{id}");
+    check_id(id)?;
+    let stale = format!("refs/remotes/{REMOTE}/cofer/{id}");
+    if git::resolve(repo, &stale).await?.is_some() {
+        repo.run(&["update-ref", "-d", &stale]).await?;
+    }
     let bare = repo.git_dir().join("cofer").join("remote.git");
-    git::fetch(repo, &bare, &spec)
+    git::fetch(repo, &bare, &format!("refs/heads/cofer/{id}"))
         .await
         .with_context(|| format!("there is no environment `{id}` on the `{REMOTE}` remote"))?;
-    Ok(format!("{REMOTE}/cofer/{id}"))
+    git::resolve(repo, "FETCH_HEAD")
+        .await?
+        .with_context(|| format!("the `{REMOTE}` remote gave nothing for `{id}`"))
+}
+
+/// An environment id as the tools make them: no option, no ref syntax.
+fn check_id(id: &str) -> Result<()> {
+    let plain = !id.is_empty()
+        && !id.starts_with(['-', '.'])
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        && !id.contains("..");
+    if !plain {
+        bail!("`{id}` is not an environment id: `cofer list` shows them");
+    }
+    Ok(())
+}
+
+/// The local branch an environment is checked out on.
+fn local_branch(id: &str) -> String {
+    format!("cofer-{id}")
+}
+
+/// `cofer checkout`: the environment's work on its own local branch,
+/// made for it, or moved forward if an earlier checkout made it. A branch
+/// of the user's that happens to have that name is never touched.
+async fn checkout(repo: &Repo, id: &str) -> Result<ExitCode> {
+    let work = fetch(repo, id).await?;
+    let branch = local_branch(id);
+    let marker = format!("branch.{branch}.cofer-environment");
+    let exists = git::resolve(repo, &format!("refs/heads/{branch}"))
+        .await?
+        .is_some();
+    if !exists {
+        let code = show(repo, &["checkout", "-b", &branch, &work])?;
+        if code == ExitCode::SUCCESS {
+            repo.run(&["config", &marker, id]).await?;
+        }
+        return Ok(code);
+    }
+    let ours = repo
+        .run(&["config", "--get", &marker])
+        .await
+        .is_ok_and(|value| value.trim() == id);
+    if !ours {
+        bail!(
+            "a branch `{branch}` exists that `cofer checkout` did not make: it is left as it is; \
+             rename it (`git branch -m {branch} OTHER`) and run `cofer checkout {id}` again"
+        );
+    }
+    let code = show(repo, &["checkout", &branch])?;
+    if code != ExitCode::SUCCESS {
+        return Ok(code);
+    }
+    show(repo, &["merge", "--ff-only", &work])
 }
 
 /// The commit environment `id` was made from, from its record.
