@@ -91,9 +91,7 @@ async fn checkout_diff_and_destroy_never_touch_the_users_branches() {
     assert_eq!(git(&f.repo, &["rev-parse", "main"]), main_before);
 
     // Destroyed: nothing of it stays among the user's refs.
-    let r = client
-        .call("environment_destroy", f.scoped("main"))
-        .await;
+    let r = client.call("environment_destroy", f.scoped("main")).await;
     assert!(!is_error(&r), "{r:?}");
     let refs = git(&f.repo, &["for-each-ref", "--format=%(refname)"]);
     assert!(!refs.contains("refs/remotes/cofer/"), "{refs}");

@@ -6,8 +6,8 @@
 mod asking;
 mod clients;
 mod cofer;
-mod cofer_engines;
 mod cofer_cli;
+mod cofer_engines;
 mod cofer_escape;
 mod cofer_files;
 mod cofer_parity;

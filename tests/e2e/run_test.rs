@@ -374,6 +374,56 @@ async fn npm_with_nodes_test_runner_reports_each_test() {
     assert_eq!(out["tests"]["failed"], 0, "{out:#}");
 }
 
+/// Issue 54, item 14: a test script that names its folder (`node --test
+/// test/`) makes node read every word after it as a file, so options
+/// appended there broke every run (`Could not find …--test-reporter=spec`,
+/// 0 tests): they go where node reads options.
+#[tokio::test]
+async fn npm_with_a_node_test_script_that_names_its_folder() {
+    let Some(env) = npm_env("node --test test/") else {
+        return;
+    };
+    write(
+        &env.workspace,
+        &[(
+            "test/math.test.js",
+            "const test = require('node:test');\nconst assert = require('node:assert');\n\
+             test('adds', () => { assert.strictEqual(1 + 1, 2); });\n\
+             test('subtracts', () => { assert.strictEqual(2 - 1, 3); });\n",
+        )],
+    );
+    let host = env.start().await;
+    let out = &run(&host, "npm", json!({"scope": "all"})).await;
+    check_reports(&env, out, "fail");
+    failure_of(
+        out,
+        [1, 1, 0],
+        "subtracts",
+        ("test/math.test.js", 4),
+        "1 !== 3",
+    );
+    let out = &run(
+        &host,
+        "npm",
+        json!({"scope": "file", "target": "test/math.test.js"}),
+    )
+    .await;
+    assert_eq!(out["tests"]["failed"], 1, "{out:#}");
+    // A name pattern reaches node too: Node 22 and later read it from
+    // NODE_OPTIONS; Node 20 refuses it there, and the answer says so.
+    let out = &run(&host, "npm", json!({"scope": "pattern", "target": "adds"})).await;
+    if out["status"] == "error" {
+        let said = out["excerpt"].as_str().unwrap();
+        assert!(
+            said.contains("Node 22") && said.contains("scope `file`"),
+            "{out:#}"
+        );
+    } else {
+        assert_eq!(out["status"], "pass", "{out:#}");
+        assert_eq!(out["tests"]["passed"], 1, "{out:#}");
+    }
+}
+
 /// The test runners from the npm registry (jest, vitest): a node_modules
 /// folder holding both, `$JS_TEST_RUNNERS`, by default
 /// `~/.cache/mcp-host-ci/js-runners/node_modules` (.ci/run installs them).

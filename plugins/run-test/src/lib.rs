@@ -62,12 +62,17 @@ fn run(args: &request::Args, checked: &Checked) -> serde_json::Value {
     }
     let request = RunRequest::new(&checked.command.program, checked.repo.to_string_lossy())
         .args(&checked.command.args)
-        .env(template::quiet_env())
+        .env(
+            template::quiet_env()
+                .into_iter()
+                .chain(checked.command.env.iter().cloned())
+                .collect::<Vec<_>>(),
+        )
         .timeout_ms(args.timeout_ms)
         .no_output_timeout_ms(args.no_output_timeout_ms)
         .tail_bytes(args.max_output_bytes)
         .log_path(raw_log.to_string_lossy());
-    let outcome = match process::run(&request) {
+    let mut outcome = match process::run(&request) {
         Ok(result) => Outcome::from_run(result, args),
         Err(e) => {
             let why = ToolError::from(e).message;
@@ -87,6 +92,19 @@ fn run(args: &request::Args, checked: &Checked) -> serde_json::Value {
             }
         }
     };
+    if let Project::NodeTestRunner { names_files: true } = checked.project
+        && outcome.error.is_none()
+        && outcome.text.contains("is not allowed in NODE_OPTIONS")
+    {
+        outcome.status = "error";
+        outcome.error = Some(
+            "this project's test script names its files (`node --test <path>`), after which node reads \
+             every word as a file: a name pattern reaches it only through NODE_OPTIONS, which Node 22 \
+             and later take and this node does not. Use scope `file`, or let node find the tests itself \
+             (`\"test\": \"node --test\"`), or run Node 22 or later"
+                .into(),
+        );
+    }
     let console = match args.runner {
         Runner::Go => std::borrow::Cow::Owned(results::gotest::console(&outcome.text)),
         _ => std::borrow::Cow::Borrowed(outcome.text.as_str()),
@@ -107,7 +125,7 @@ fn run(args: &request::Args, checked: &Checked) -> serde_json::Value {
         "runner": args.runner.name(),
         "scope": args.scope.name(),
         "target": args.target,
-        "command": {"template": checked.command.template, "program": checked.command.program, "args": checked.command.args},
+        "command": {"template": checked.command.template, "program": checked.command.program, "args": checked.command.args, "env": checked.command.env.iter().cloned().collect::<std::collections::BTreeMap<_, _>>()},
         "started_at": checked.started_at,
         "report_dir": report_dir,
         "limits": {"timeout_ms": args.timeout_ms, "no_output_timeout_ms": args.no_output_timeout_ms, "max_output_bytes": args.max_output_bytes},
@@ -227,7 +245,7 @@ fn results_of(runner: Runner, checked: &Checked, outcome: &Outcome) -> Option<Re
         (Runner::Pytest, _) => {
             junit(Dialect::Pytest).or_else(|| Some(results::console::pytest(stdout)))
         }
-        (Runner::Npm, Project::NodeTestRunner) => {
+        (Runner::Npm, Project::NodeTestRunner { .. }) => {
             junit(Dialect::Node).or_else(|| Some(results::console::node(stdout)))
         }
         (Runner::Npm, Project::Jest) => {

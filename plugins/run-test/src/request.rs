@@ -196,7 +196,12 @@ fn project(runner: Runner, repo: &Path) -> Project {
     match (words.next(), words.next()) {
         (Some("jest"), _) => Project::Jest,
         (Some("vitest"), _) => Project::Vitest,
-        (Some("node"), Some("--test")) => Project::NodeTestRunner,
+        (Some("node"), Some("--test")) => Project::NodeTestRunner {
+            // Any word after that is not an option names a file or folder
+            // (or a separate option's value: then the options go where
+            // node reads them either way).
+            names_files: words.any(|w| !w.starts_with('-')),
+        },
         _ => Project::Plain,
     }
 }

@@ -54,12 +54,15 @@ pub struct Command {
     pub template: String,
     pub program: String,
     pub args: Vec<String>,
+    /// Variables the template sets for the run (node's options).
+    pub env: Vec<(String, String)>,
 }
 
 impl Command {
     pub fn display(&self) -> String {
-        std::iter::once(self.program.as_str())
-            .chain(self.args.iter().map(String::as_str))
+        let env = self.env.iter().map(|(k, v)| format!("{k}='{v}'"));
+        env.chain(std::iter::once(self.program.clone()))
+            .chain(self.args.iter().cloned())
             .collect::<Vec<_>>()
             .join(" ")
     }
@@ -71,7 +74,11 @@ pub enum Project {
     Plain,
     /// `npm test` is node's own test runner (`node --test …` in
     /// package.json), which writes a JUnit report when asked.
-    NodeTestRunner,
+    /// `names_files`: the script names files or folders (`node --test
+    /// test/`), after which node reads every word as one, options too.
+    NodeTestRunner {
+        names_files: bool,
+    },
     /// `npm test` is jest, which writes its JSON report when asked.
     Jest,
     /// `npm test` is vitest, whose `json` reporter writes jest's format.
@@ -90,10 +97,12 @@ const PYTEST: [&str; 5] = [
 /// cargo: every test binary runs, so every failure is counted.
 const CARGO: [&str; 4] = ["test", "--no-fail-fast", "--color", "never"];
 /// `npm test` when it is node's test runner: the usual console output, and
-/// a JUnit report in the report dir.
-const NODE: [&str; 6] = [
-    "test",
-    "--",
+/// a JUnit report in the report dir. Given in `NODE_OPTIONS`, not after
+/// the script: a script that names files (`node --test test/`) makes node
+/// read every word after it as a file, options too (issue 54, item 14).
+/// Node passes them on to each test file's own process as a child's, which
+/// reports to the parent instead.
+const NODE_REPORTERS: [&str; 4] = [
     "--test-reporter=spec",
     "--test-reporter-destination=stdout",
     "--test-reporter=junit",
@@ -134,7 +143,7 @@ const DART: [&str; 2] = ["test", "--file-reporter=json:{report}/results.jsonl"];
 /// its stdout, in raw.log; cargo and plain npm have none).
 pub fn report_file(runner: Runner, project: Project) -> Option<&'static str> {
     match (runner, project) {
-        (Runner::Pytest, _) | (Runner::Npm, Project::NodeTestRunner) => Some("junit.xml"),
+        (Runner::Pytest, _) | (Runner::Npm, Project::NodeTestRunner { .. }) => Some("junit.xml"),
         (Runner::Npm, Project::Jest | Project::Vitest) => Some("results.json"),
         (Runner::Dart | Runner::Flutter, _) => Some("results.jsonl"),
         _ => None,
@@ -158,6 +167,7 @@ pub fn command(
         (program, [base, rest].concat())
     };
     let npm = |base: &[&'static str], rest: &[&'static str]| with("npm", base, rest);
+    let mut node_options: Vec<String> = Vec::new();
     let (program, args): (&str, Vec<&str>) = match (runner, scope) {
         (Runner::Flutter | Runner::Dart, _) => {
             let program = runner.name();
@@ -183,19 +193,30 @@ pub fn command(
         }
         (Runner::Npm, _) => {
             let base: &[&'static str] = match project {
-                Project::NodeTestRunner => &NODE,
                 Project::Jest => &JEST,
                 Project::Vitest => &VITEST,
-                Project::Plain => &["test"],
+                Project::Plain | Project::NodeTestRunner { .. } => &["test"],
             };
+            if let Project::NodeTestRunner { .. } = project {
+                node_options.extend(NODE_REPORTERS.iter().map(|o| o.replace("{report}", report)));
+            }
             match (scope, project) {
                 (Scope::All, _) => npm(base, &[]),
-                (Scope::File, Project::Plain) => npm(base, &["--", "{target}"]),
+                (Scope::File, Project::Plain | Project::NodeTestRunner { .. }) => {
+                    npm(base, &["--", "{target}"])
+                }
                 (Scope::File, _) => npm(base, &["{target}"]),
                 (Scope::Pattern, Project::Plain) => npm(base, &["--", "-t", "{target}"]),
                 (Scope::Failed, Project::Plain) => return None,
-                (Scope::Pattern | Scope::Failed, Project::NodeTestRunner) => {
-                    npm(base, &["--test-name-pattern", "{target}"])
+                // After a script that names files, node would take the
+                // option for one: it goes in NODE_OPTIONS (Node 22 and
+                // later take it there).
+                (Scope::Pattern | Scope::Failed, Project::NodeTestRunner { names_files: true }) => {
+                    node_options.extend(targets.iter().map(|t| format!("--test-name-pattern={t}")));
+                    npm(base, &[])
+                }
+                (Scope::Pattern | Scope::Failed, Project::NodeTestRunner { .. }) => {
+                    npm(base, &["--", "--test-name-pattern", "{target}"])
                 }
                 (Scope::Pattern | Scope::Failed, _) => npm(base, &["-t", "{target}"]),
             }
@@ -217,7 +238,19 @@ pub fn command(
                 }
             })
             .collect(),
+        env: if node_options.is_empty() {
+            Vec::new()
+        } else {
+            let quoted: Vec<String> = node_options.iter().map(|o| quoted(o)).collect();
+            vec![("NODE_OPTIONS".to_string(), quoted.join(" "))]
+        },
     })
+}
+
+/// One option as `NODE_OPTIONS` reads it: in double quotes, `\` and `"`
+/// escaped, so a path or a pattern with spaces stays one option.
+fn quoted(option: &str) -> String {
+    format!("\"{}\"", option.replace('\\', "\\\\").replace('"', "\\\""))
 }
 
 /// Environment that turns colour and interactive prompts off.
@@ -267,17 +300,36 @@ mod tests {
         let c = command(
             Runner::Npm,
             Scope::Pattern,
-            Project::NodeTestRunner,
+            Project::NodeTestRunner { names_files: false },
             &["adds".to_string()],
             "r",
         )
         .unwrap();
-        assert_eq!(c.args[..2], ["test", "--"]);
+        assert_eq!(c.args, ["test", "--", "--test-name-pattern", "adds"]);
+        assert_eq!(c.env[0].0, "NODE_OPTIONS");
         assert!(
-            c.args
-                .contains(&"--test-reporter-destination=r/junit.xml".to_string())
+            c.env[0]
+                .1
+                .contains("\"--test-reporter-destination=r/junit.xml\"")
         );
-        assert_eq!(c.args[c.args.len() - 2..], ["--test-name-pattern", "adds"]);
+        // After a script that names files, nothing follows it: the pattern
+        // goes where node reads options, quoted as one.
+        let c = command(
+            Runner::Npm,
+            Scope::Pattern,
+            Project::NodeTestRunner { names_files: true },
+            &["adds \"one\"".to_string()],
+            "r dir",
+        )
+        .unwrap();
+        assert_eq!(c.args, ["test"]);
+        assert!(
+            c.env[0]
+                .1
+                .ends_with("\"--test-reporter-destination=r dir/junit.xml\" \"--test-name-pattern=adds \\\"one\\\"\""),
+            "{}",
+            c.env[0].1
+        );
         assert_eq!(
             command(Runner::Npm, Scope::All, Project::Plain, &[], "r")
                 .unwrap()
@@ -363,7 +415,8 @@ mod tests {
         ];
         let projects = [
             Project::Plain,
-            Project::NodeTestRunner,
+            Project::NodeTestRunner { names_files: false },
+            Project::NodeTestRunner { names_files: true },
             Project::Jest,
             Project::Vitest,
         ];
@@ -372,11 +425,15 @@ mod tests {
                 let Some(c) = command(runner, Scope::All, project, &[], "r") else {
                     continue;
                 };
+                // In an argument, or in node's options.
+                let words = c.env.iter().flat_map(|(_, v)| v.split(' '));
                 let asked = c
                     .args
                     .iter()
+                    .map(String::as_str)
+                    .chain(words)
                     .find(|a| a.contains("r/"))
-                    .map(|a| a.rsplit('/').next().unwrap());
+                    .map(|a| a.rsplit('/').next().unwrap().trim_end_matches('"'));
                 assert_eq!(
                     asked,
                     report_file(runner, project),
