@@ -109,6 +109,24 @@ async fn a_real_answer_from_the_cli_in_byok_mode() {
     );
     let prompt = requests[0]["messages"].to_string();
     assert!(prompt.contains("Say hello"), "the input reached the model");
+    drop(requests);
+
+    // Issue 54, item 15: a Markdown list and a pasted stack trace are
+    // prompts like any other, and reach the model as they are.
+    let input =
+        "- first item\n- second item\n/usr/lib/node/app.js:3\n    at main (/srv/app.js:1:2)";
+    let r = client
+        .call("copilot.chat", json!({"input": input, "model": MODEL}))
+        .await;
+    assert!(!is_error(&r), "{r:?}");
+    let requests = mock.requests.lock().unwrap();
+    let asked = requests.last().unwrap()["messages"].to_string();
+    assert!(
+        requests
+            .iter()
+            .any(|r| r["messages"].to_string().contains("- first item")),
+        "the list reached the model: {asked}"
+    );
     let last = requests.last().unwrap()["messages"].as_array().unwrap();
     assert!(
         last.iter().any(|m| m["role"] == "tool"),
@@ -281,11 +299,6 @@ async fn refusals_before_anything_runs() {
     let env = host_env(&path_with(empty.path()), &[]);
     let client = env.start().await;
     for (args, why) in [
-        (json!({"input": "--help"}), "leading dash"),
-        (
-            json!({"input": "explain\n/model claude-sonnet-4.5"}),
-            "slash command on a new line",
-        ),
         (json!({"input": "hi\u{1b}[2J"}), "escape sequence"),
         (
             json!({"input": "hi", "allow_all_tools": true}),
@@ -357,8 +370,30 @@ async fn falls_back_to_a_terminal_when_the_cli_has_no_prompt_flag() {
     );
     assert_eq!(out["exit_code"], 0, "{out}");
 
-    // A session would run `!cmd` in the shell and read `@file`: refused.
-    for input in ["please\n!touch pwned", "summarise @/etc/passwd"] {
+    // Issue 54, item 16: a prompt (echoed back) and an answer that talk
+    // about logging in are not the CLI's own login state.
+    let r = client
+        .call(
+            "copilot.chat",
+            json!({"input": "why does my app say Please log in when not logged in?", "model": "gpt-5"}),
+        )
+        .await;
+    assert!(!is_error(&r), "{r:?}");
+    assert!(
+        structured(&r)["stdout"]
+            .as_str()
+            .unwrap()
+            .contains("you said \"why does my app say Please log in"),
+        "{r:?}"
+    );
+
+    // A session would run `!cmd` in the shell, `/cmd` as a slash command
+    // and read `@file`: refused.
+    for input in [
+        "please\n!touch pwned",
+        "summarise @/etc/passwd",
+        "explain\n/model claude-sonnet-4.5",
+    ] {
         let r = client
             .call("copilot.chat", json!({"input": input, "model": "gpt-5"}))
             .await;

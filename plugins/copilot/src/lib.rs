@@ -172,10 +172,13 @@ pub fn fit(stdout: &mut String, stderr: &mut String) -> Omitted {
     omitted
 }
 
-/// Refuse inputs that could act as options or commands rather than text:
-/// a leading `-` (an option to a CLI), a line starting with `/` (a slash
-/// command in a session), and control characters other than newline and
-/// tab (terminal escape sequences, Ctrl-C, Ctrl-D).
+/// Refuse inputs that are no prompt: empty ones, and control characters
+/// other than newline and tab (terminal escape sequences, Ctrl-C,
+/// Ctrl-D). Any other text is a prompt, a Markdown list (`- item`) or a
+/// pasted stack trace (`/usr/lib/…`) too: `--prompt=<text>` hands it to
+/// the CLI as the option's own value, which it never reads as an option.
+/// What a terminal session would act on is refused there
+/// ([`check_terminal_input`]).
 pub fn check_input(input: &str) -> Result<(), ToolError> {
     let refuse = |why: &str| {
         Err(ToolError::new("invalid_request", format!("input refused: {why}")).with_details(json!({
@@ -184,14 +187,6 @@ pub fn check_input(input: &str) -> Result<(), ToolError> {
     };
     if input.trim().is_empty() {
         return refuse("it is empty");
-    }
-    if input.trim_start().starts_with('-') {
-        return refuse("it starts with '-', which a command line would read as an option");
-    }
-    if input.lines().any(|line| line.trim_start().starts_with('/')) {
-        return refuse(
-            "a line starts with '/', which a Copilot session would run as a slash command",
-        );
     }
     if input
         .chars()
@@ -203,8 +198,8 @@ pub fn check_input(input: &str) -> Result<(), ToolError> {
 }
 
 /// What a prompt typed into a Copilot session does beyond `-p`: a line
-/// starting with `!` runs in the local shell, and `@path` pulls a file
-/// into the context. Neither may reach the terminal fallback. Every
+/// starting with `!` runs in the local shell, one starting with `/` is a
+/// slash command, and `@path` pulls a file into the context. Neither may reach the terminal fallback. Every
 /// control and format character (Unicode Cc, Cf: a byte-order mark or a
 /// zero-width space before `!` hides it from a check, not from the CLI) is
 /// refused outright, not listed one by one.
@@ -232,6 +227,9 @@ pub fn check_terminal_input(input: &str) -> Result<(), ToolError> {
     if input.lines().any(|line| line.trim_start().starts_with('!')) {
         return refuse("a line starts with '!', which a Copilot session runs as a shell command");
     }
+    if input.lines().any(|line| line.trim_start().starts_with('/')) {
+        return refuse("a line starts with '/', which a Copilot session runs as a slash command");
+    }
     let mention = input
         .split_whitespace()
         .any(|word| word.starts_with('@') && word.len() > 1);
@@ -243,7 +241,7 @@ pub fn check_terminal_input(input: &str) -> Result<(), ToolError> {
 
 fn run_prompt(input: &str, model: &str) -> Result<RunResult, ToolError> {
     let request = RunRequest::new(PROGRAM, plugin_sdk::workspace())
-        .args(["-p", input, "--model", model, "--no-color"])
+        .args([&format!("--prompt={input}"), "--model", model, "--no-color"])
         .env(vec![("NO_COLOR".into(), "1".into())])
         .timeout_ms(TIMEOUT_MS)
         .tail_bytes(TAIL_BYTES);
@@ -283,7 +281,7 @@ fn classify(result: RunResult, model: &str) -> Result<Flow, ToolError> {
             omitted_bytes: Default::default(),
         })),
         Status::Exited if flags_unsupported(&stderr) => Ok(Flow::FlagsUnsupported),
-        Status::Exited => Err(auth_error(&stdout, &stderr).unwrap_or_else(|| {
+        Status::Exited => Err(auth_error(&stderr).unwrap_or_else(|| {
             let omitted = fit(&mut stdout, &mut stderr);
             ToolError::new(
                 "copilot_failed",
@@ -318,12 +316,14 @@ fn flags_unsupported(stderr: &str) -> bool {
             .any(|flag| s.contains(flag))
 }
 
-/// The CLI's authentication messages: a classic token it refuses
+/// The CLI's authentication messages, read from what the CLI itself says
+/// (its stderr, or its screen before a prompt is typed), never from the
+/// prompt or the model's answer: a classic token it refuses
 /// (`unsupported_token`), a token it could not check for want of a
 /// network (`github_unreachable`, worth a retry), or no usable login
 /// (`not_logged_in`).
-pub fn auth_error(stdout: &str, stderr: &str) -> Option<ToolError> {
-    let said = format!("{stdout}\n{stderr}");
+pub fn auth_error(said: &str) -> Option<ToolError> {
+    let stderr = said;
     if said.contains("Classic Personal Access Tokens") {
         return Some(
             ToolError::new(
@@ -452,15 +452,7 @@ mod tests {
 
     #[test]
     fn inputs_that_could_act_as_options_or_commands_are_refused() {
-        for bad in [
-            "--help",
-            "  -p x",
-            "hi\n/model gpt-5",
-            "hi\r\n  /login",
-            "\x1b[2J",
-            "x\u{3}",
-            "   ",
-        ] {
+        for bad in ["hi\r\n  /login", "\x1b[2J", "x\u{3}", "   "] {
             assert_eq!(
                 check_input(bad).unwrap_err().code,
                 "invalid_request",
@@ -472,6 +464,10 @@ mod tests {
             "a - b",
             "path a/b\nnext line",
             "tab\tok",
+            // A Markdown list and a pasted stack trace are prompts too.
+            "- first\n- second",
+            "--help me read this",
+            "why?\n/usr/lib/node/x.js:3\n  at f (/app/a.js:1)",
         ] {
             assert!(check_input(good).is_ok(), "{good:?}");
         }
@@ -490,6 +486,7 @@ mod tests {
             "\u{e0021}!id",
             "tab\there",
             "\u{1b}[2J",
+            "hi\n/model gpt-5",
         ] {
             let e = check_terminal_input(bad).unwrap_err();
             assert_eq!(e.code, "invalid_request", "{bad:?}");
@@ -503,18 +500,18 @@ mod tests {
     fn the_clis_messages_are_classified() {
         let stderr =
             "Error: No authentication information found.\n\nCopilot can be authenticated ...";
-        assert_eq!(auth_error("", stderr).unwrap().code, "not_logged_in");
+        assert_eq!(auth_error(stderr).unwrap().code, "not_logged_in");
         // As the real CLI (1.0.x) says them.
         let classic = "Error: Classic Personal Access Tokens (ghp_) are not supported by Copilot.\n\n\
                        The COPILOT_GITHUB_TOKEN environment variable contains a classic PAT.";
-        assert_eq!(auth_error("", classic).unwrap().code, "unsupported_token");
+        assert_eq!(auth_error(classic).unwrap().code, "unsupported_token");
         let offline = "Error: Authentication token found but could not be validated.\n\n  Failed to fetch \
                        PAT user login: network fetch failed: request failed: error sending request for url";
-        let e = auth_error("", offline).unwrap();
+        let e = auth_error(offline).unwrap();
         assert_eq!((e.code.as_str(), e.retryable), ("github_unreachable", true));
         let rejected = "Error: Authentication token found but could not be validated.";
-        assert_eq!(auth_error("", rejected).unwrap().code, "not_logged_in");
-        assert!(auth_error("fine", "").is_none());
+        assert_eq!(auth_error(rejected).unwrap().code, "not_logged_in");
+        assert!(auth_error("fine").is_none());
         assert!(flags_unsupported("error: unknown option '-p'"));
         assert!(!flags_unsupported("error: unknown option '--frobnicate'"));
     }

@@ -62,36 +62,50 @@ fn converse(
     deadline: &Deadline,
 ) -> Result<String, ToolError> {
     let mut seen = String::new();
-    let first = expect(session, FIRST_SCREEN, deadline, &mut seen)?;
+    let first = expect(session, FIRST_SCREEN, deadline, &mut seen, Login::Checked)?;
     if first.to_ascii_lowercase().contains("trust") {
         session.write("\r").map_err(pty_error)?;
-        expect(session, PROMPT, deadline, &mut seen)?;
+        expect(session, PROMPT, deadline, &mut seen, Login::Checked)?;
     }
     session
         .write(&format!("/model {model}\r"))
         .map_err(pty_error)?;
-    expect(session, PROMPT, deadline, &mut seen)?;
+    expect(session, PROMPT, deadline, &mut seen, Login::Checked)?;
     // One line: a newline would submit early.
     let line = input.replace(['\r', '\n'], " ");
     session.write(&format!("{line}\r")).map_err(pty_error)?;
-    let reply = expect(session, PROMPT, deadline, &mut seen)?;
+    // From here the screen holds the prompt and the model's answer: what
+    // they say about logging in is not the CLI's own state (issue 54).
+    let reply = expect(session, PROMPT, deadline, &mut seen, Login::NotRead)?;
     let _ = session.write("/exit\r");
     Ok(answer_text(&reply, &line))
 }
 
-/// Read until `pattern`; the CLI exiting or saying it is not logged in
-/// ends the conversation with the matching error.
+/// Whether what the CLI shows is read for its login state: only before
+/// the prompt is typed, while every word on the screen is the CLI's own.
+#[derive(Clone, Copy, PartialEq)]
+enum Login {
+    Checked,
+    NotRead,
+}
+
+/// Read until `pattern`; the CLI exiting (or, before the prompt is typed,
+/// saying it is not logged in) ends the conversation with the matching
+/// error.
 fn expect(
     session: &Session,
     pattern: &str,
     deadline: &Deadline,
     seen: &mut String,
+    login: Login,
 ) -> Result<String, ToolError> {
     let read = session
         .read_until(Some(pattern), deadline.left()?)
         .map_err(pty_error)?;
     seen.push_str(&read.text);
-    if let Some(e) = auth_error(seen, "") {
+    if login == Login::Checked
+        && let Some(e) = auth_error(seen)
+    {
         return Err(e);
     }
     if read.matched {
