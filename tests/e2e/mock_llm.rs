@@ -27,6 +27,14 @@ pub enum Script {
     Hang,
     /// Refuse the key, as OpenAI's API does (HTTP 401).
     Unauthorized,
+    /// Answer every chat request with HTTP `status` (`"429 Too Many
+    /// Requests"`), `message` as OpenAI words its errors and, if given, a
+    /// `retry-after` header of that many seconds.
+    Fails {
+        status: &'static str,
+        message: String,
+        retry_after: Option<u32>,
+    },
 }
 
 pub struct MockLlm {
@@ -85,7 +93,9 @@ impl Script {
                 ..
             } if !answered => Turn::Call(name, arguments),
             Script::Answer { text, .. } => Turn::Say(text),
-            Script::Hang | Script::Unauthorized => unreachable!("answered before any turn"),
+            Script::Hang | Script::Unauthorized | Script::Fails { .. } => {
+                unreachable!("answered before any turn")
+            }
         }
     }
 }
@@ -180,6 +190,22 @@ async fn serve(
                 &error.to_string(),
             )
             .await;
+        }
+        Script::Fails {
+            status,
+            message,
+            retry_after,
+        } => {
+            let error = json!({"error": {"message": message, "type": "server_error", "param": null, "code": null}});
+            let body = error.to_string();
+            let extra = retry_after.map_or(String::new(), |s| format!("retry-after: {s}\r\n"));
+            let head = format!(
+                "HTTP/1.1 {status}\r\nContent-Type: application/json\r\n{extra}Content-Length: {}\r\nConnection: close\r\n\r\n",
+                body.len()
+            );
+            stream.write_all(head.as_bytes()).await?;
+            stream.write_all(body.as_bytes()).await?;
+            return stream.shutdown().await;
         }
         Script::Hang => {
             // Hold the connection open until the client gives up.

@@ -250,6 +250,59 @@ async fn a_refused_key_is_a_non_retryable_auth_error() {
     nothing_left(&env, client.pid).await;
 }
 
+/// Issue 54, item 17: a provider that is rate limited (429) or failing
+/// (500) is worth trying again later, whatever digits its message holds
+/// ("Limit 40100", "in 403ms"); only a status that refuses the
+/// credentials (401, 403) is an auth failure, and an unknown model (404)
+/// is not worth retrying either.
+#[tokio::test(flavor = "multi_thread")]
+async fn provider_errors_are_classified_by_their_status() {
+    let Some(pi) = pi_cli() else { return };
+    let cases = [
+        (
+            "429 Too Many Requests",
+            "Rate limit reached for requests. Limit 40100, Used 40100. Please try again in 403ms.",
+            "provider_error",
+            true,
+        ),
+        (
+            "500 Internal Server Error",
+            "The server had an error (Limit 40100); try again in 403ms",
+            "provider_error",
+            true,
+        ),
+        (
+            "404 Not Found",
+            "The model `nope` does not exist or you do not have access to it.",
+            "provider_error",
+            false,
+        ),
+        (
+            "403 Forbidden",
+            "Project does not have access to this API key.",
+            "provider_auth_failed",
+            false,
+        ),
+    ];
+    for (status, message, code, retryable) in cases {
+        let mock = MockLlm::start(Script::Fails {
+            status,
+            message: message.into(),
+            retry_after: None,
+        })
+        .await;
+        let env = host_env(pi.parent().unwrap(), &custom(&mock.base_url()));
+        let client = env.start().await;
+        let (r, events) = call_with_token(&client, json!({"prompt": "hello"})).await;
+        assert!(is_error(&r), "{status}: {r:?}");
+        let e = structured(&r);
+        assert_eq!(e["code"], code, "{status}: {e}");
+        assert_eq!(e["retryable"], retryable, "{status}: {e}");
+        assert_eq!(*names(&events).last().unwrap(), "call_end");
+        nothing_left(&env, client.pid).await;
+    }
+}
+
 /// A stand-in `pi` that records being started: none of the refusals may
 /// start it.
 fn tripwire(dir: &Path) -> PathBuf {
@@ -294,6 +347,18 @@ async fn providers_that_are_not_ready_are_refused_before_pi_starts() {
     let e = structured(&r);
     assert_eq!(e["code"], "custom_provider_incomplete", "{e}");
     assert_eq!(e["missing"], json!(["model", "apiKey"]));
+    assert!(!mark.exists(), "pi was started");
+
+    // Issue 54, item 17: a base URL that is no URL is refused, not retried.
+    let mut vars = custom("api.example.test/v1");
+    vars.retain(|(k, _)| *k != "PI_BASE_URL");
+    vars.push(("PI_BASE_URL", "api.example.test/v1".into()));
+    let env = host_env(bin.path(), &vars);
+    let client = env.start().await;
+    let (r, _) = call_with_token(&client, json!({"prompt": "hello"})).await;
+    let e = structured(&r);
+    assert_eq!(e["code"], "invalid_config", "{e}");
+    assert_eq!(e["retryable"], false, "{e}");
     assert!(!mark.exists(), "pi was started");
 
     // With the tripwire as pi, a ready provider does start it: the check is real.

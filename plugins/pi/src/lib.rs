@@ -11,6 +11,7 @@
 //! cancellation it sends pi `abort` and kills it after a grace period.
 
 mod provider;
+mod provider_error;
 mod run;
 
 use plugin_sdk::{Hints, McpTool, TaskSupport, ToolError, ToolOutput, notify};

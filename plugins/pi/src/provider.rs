@@ -77,8 +77,18 @@ pub fn configured(agent_dir: &str) -> Result<Provider, ToolError> {
                     "remediation": "set PI_BASE_URL, PI_MODEL and PI_API_KEY for the host (see [plugins.pi] in the config)",
                 })));
             }
+            let base_url = base_url.expect("checked");
+            if !is_http_url(&base_url) {
+                return Err(ToolError::new(
+                    "invalid_config",
+                    format!("PI_BASE_URL is `{base_url}`, which is not an http(s) URL; pi was not started"),
+                )
+                .with_details(json!({
+                    "remediation": "set PI_BASE_URL to the provider's API root, e.g. https://api.openai.com/v1",
+                })));
+            }
             Ok(Provider::Custom {
-                base_url: base_url.expect("checked"),
+                base_url,
                 model: model.expect("checked"),
                 api_key: api_key.expect("checked"),
             })
@@ -89,6 +99,17 @@ pub fn configured(agent_dir: &str) -> Result<Provider, ToolError> {
         )
         .with_details(json!({"remediation": "set PI_PROVIDER to claude or custom"}))),
     }
+}
+
+/// `http://host…` or `https://host…`: a base URL a provider can have.
+fn is_http_url(text: &str) -> bool {
+    let Some((scheme, rest)) = text.split_once("://") else {
+        return false;
+    };
+    let host = rest.split(['/', '?', '#']).next().unwrap_or("");
+    matches!(scheme, "http" | "https")
+        && !host.is_empty()
+        && !text.chars().any(|c| c.is_whitespace() || c.is_control())
 }
 
 /// An `anthropic` entry of type oauth in pi's auth.json (or a key that is

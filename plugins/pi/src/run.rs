@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 
 use crate::failure;
 use crate::provider::Provider;
+use crate::provider_error::ProviderError;
 
 /// How long to wait after a failed attempt for pi to announce a retry.
 const RETRY_NOTICE_MS: u64 = 1_500;
@@ -356,8 +357,11 @@ impl Run {
 
     /// The run is over: its answer, or the provider's error.
     fn finish(&mut self) -> Result<Outcome, ToolError> {
-        match self.error.take() {
-            Some(why) if refused_credentials(&why) => Err(failure(
+        let Some(why) = self.error.take() else {
+            return Ok(std::mem::take(&mut self.outcome));
+        };
+        Err(match ProviderError::of(&why) {
+            ProviderError::Credentials => failure(
                 "provider_auth_failed",
                 format!("the model provider refused the credentials: {why}"),
                 false,
@@ -365,35 +369,30 @@ impl Run {
             .with_details(json!({
                 "stop_reason": "error",
                 "remediation": "check the provider's API key (or log in again for an OAuth provider); retrying as it is will fail the same way",
-            }))),
-            Some(why) => Err(failure(
+            })),
+            ProviderError::Refused(status) => failure(
+                "provider_error",
+                format!("the model provider refused the request ({status}): {why}"),
+                false,
+            )
+            .with_details(json!({
+                "stop_reason": "error", "status": status,
+                "remediation": if status == 404 {
+                    "check PI_MODEL (a model this provider serves) and PI_BASE_URL; asking again as it is will fail the same way"
+                } else {
+                    "read the provider's message: asking again as it is will fail the same way"
+                },
+            })),
+            ProviderError::Transient { status, retry_after_ms } => failure(
                 "provider_error",
                 format!("the model provider failed after pi's retries: {why}"),
                 true,
             )
-            .with_details(json!({"stop_reason": "error"}))),
-            None => Ok(std::mem::take(&mut self.outcome)),
-        }
+            .with_details(json!({
+                "stop_reason": "error", "status": status, "retry_after_ms": retry_after_ms,
+            })),
+        })
     }
-}
-
-/// Whether a provider's error says the credentials were refused (HTTP 401
-/// or 403, a bad or missing key): retrying cannot help.
-fn refused_credentials(why: &str) -> bool {
-    let why = why.to_ascii_lowercase();
-    [
-        "401",
-        "403",
-        "unauthorized",
-        "forbidden",
-        "invalid api key",
-        "incorrect api key",
-        "invalid x-api-key",
-        "authentication",
-        "api key",
-    ]
-    .iter()
-    .any(|sign| why.contains(sign))
 }
 
 /// The most `tool_execution_update` events relayed per tool call: a tool
