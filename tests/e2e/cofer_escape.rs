@@ -198,23 +198,6 @@ async fn the_container_cannot_replace_git_and_a_worktree_is_no_source() {
     );
 }
 
-/// Every file under `dir`.
-fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .flat_map(|e| {
-            if e.path().is_dir() {
-                walk(&e.path())
-            } else {
-                vec![e.path()]
-            }
-        })
-        .collect()
-}
-
 /// Run `command` in environment `id`; its structured answer, which must
 /// not be an error.
 async fn run_ok(f: &Fixture, client: &Client, id: &str, command: &str) -> Value {

@@ -587,6 +587,49 @@ async fn the_manual_is_searched_and_read() {
             .is_err()
     );
 
+    // Issue 54, item 8: `limit` holds for the manual's sections too.
+    for limit in [1, 3] {
+        let few = client
+            .call(
+                "godot.search",
+                json!({"query": "make the character jump", "kind": "manual", "limit": limit}),
+            )
+            .await;
+        assert_eq!(results(&few).len(), limit, "limit {limit}");
+    }
+    // Issue 54, item 7: only classes are classes, with the manual served:
+    // no page or section title in list_classes nor among suggestions.
+    let listed = client
+        .call("godot.list_classes", json!({"limit": 5000}))
+        .await;
+    let listed = structured(&listed).clone();
+    let names: Vec<&str> = listed["classes"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{listed}"))
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    let reference = ["classes", "modules"]
+        .iter()
+        .flat_map(|dir| walk(&docs.join("4.x").join(dir)))
+        .filter(|p| p.extension().is_some_and(|e| e == "xml"))
+        .count();
+    assert!(
+        names.len() <= reference && names.contains(&"Node2D"),
+        "{} listed, {reference} class files",
+        names.len()
+    );
+    assert!(
+        names.iter().all(|n| !n.is_empty() && !n.contains(' ')),
+        "a title among the classes: {:?}",
+        names.iter().find(|n| n.is_empty() || n.contains(' '))
+    );
+    let missing = client
+        .call("godot.get_class", json!({"name": "Nodes and Scenes"}))
+        .await;
+    let said = format!("{missing:?}");
+    assert!(!said.contains("\"\""), "an empty name suggested: {said}");
+
     // Without the manual, asking for it says how to get it.
     let without = Env::new(&["godot"], &godot_config(&docs.join("4.x")));
     let client = without.start().await;

@@ -871,3 +871,20 @@ pub async fn gone(needle: &str, within: Duration) -> Result<(), Vec<i32>> {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+/// Every file under `dir`.
+pub fn walk(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .flat_map(|e| {
+            if e.path().is_dir() {
+                walk(&e.path())
+            } else {
+                vec![e.path()]
+            }
+        })
+        .collect()
+}

@@ -164,7 +164,13 @@ pub fn search(
         _ => Vec::new(),
     };
     if kind == Some(MANUAL) {
-        return Ok(manual.into_iter().map(|(hit, _)| hit).collect());
+        // More sections are asked for than shown (they feed the ranking
+        // of plain questions); only `limit` are the answer.
+        return Ok(manual
+            .into_iter()
+            .take(limit as usize)
+            .map(|(hit, _)| hit)
+            .collect());
     }
     if plain {
         let sections: Vec<(f32, &[String])> = manual
@@ -526,8 +532,18 @@ pub fn get_class(
     })
 }
 
+/// Every class of the reference, by the URIs of their own entries: the
+/// `class` field also holds manual pages' titles (a section's owner), which
+/// are no class to list or suggest (issue 54, item 7).
 fn all_classes(index: &str) -> Result<Vec<String>, ToolError> {
-    Ok(index::terms(index, "class", "", 100_000)?)
+    let prefix = uri::class("");
+    Ok(index::terms(index, "uri", &prefix, 100_000)?
+        .into_iter()
+        .filter_map(|u| match uri::parse(&u) {
+            Ok((_, uri::Target::Class(name))) => Some(name),
+            _ => None,
+        })
+        .collect())
 }
 
 /// `{qname}` is `<Class>.<member>`, split at the first dot (member names
