@@ -1080,6 +1080,40 @@ async fn an_image_not_in_local_storage_is_image_missing() {
     );
 }
 
+/// Issue 54, item 3: a default image whose registry cannot be reached is
+/// a pull failure with the registry's reason and the ways around it, not
+/// a Podman that is not there.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unreachable_registry_is_a_pull_failure_not_a_missing_podman() {
+    // A registry on this machine that listens to nobody.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let image = format!("127.0.0.1:{port}/nowhere/base:1");
+    let Some(f) = Fixture::with_podman(&[("COFER_DEFAULT_IMAGE", &image)], true).await else {
+        return;
+    };
+    let client = f.env.start().await;
+    let mut args = f.create_args("pull");
+    args.as_object_mut().unwrap().remove("image");
+    let r = client.call("environment_create", args).await;
+    let e = error_of(&r);
+    assert_eq!(e["code"], "image_pull_failed", "{e}");
+    let message = e["message"].as_str().unwrap();
+    assert!(
+        message.contains(&format!("`{image}` could not be pulled"))
+            && message.contains("COFER_DEFAULT_IMAGE")
+            && !message.contains("install Podman"),
+        "{message}"
+    );
+    assert_eq!(e["retryable"], true, "{e}");
+    // Podman itself is fine: the next environment is made at once.
+    let r = client
+        .call("environment_create", f.create_args("after"))
+        .await;
+    assert!(!is_error(&r), "{r:?}");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn environments_of_other_machines_and_repositories_are_left_alone() {
     let Some(f) = Fixture::with_podman(&[], true).await else {

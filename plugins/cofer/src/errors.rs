@@ -55,6 +55,17 @@ pub fn from_container(step: &str, e: ContainerError) -> ToolError {
             why,
             "get the image on the host (`podman pull` or `podman build`), pick an image that is there (`podman images`), or allow pulling it with containers.pull",
         ),
+        ContainerError::Invalid(why) if why.contains("could not be pulled") => {
+            let mut e = error(
+                "image_pull_failed",
+                why,
+                "make the image's registry reachable from the host (`podman pull IMAGE` shows the cause), \
+                 or use a local image (`image`, or COFER_DEFAULT_IMAGE)",
+            );
+            // The network may be back on the next call.
+            e.retryable = true;
+            e
+        }
         ContainerError::Invalid(why) => error("invalid_request", why, "correct the arguments"),
         ContainerError::Unavailable(why) => error(
             "podman_unavailable",

@@ -219,8 +219,31 @@ pub(super) async fn ensure_image(
         .create_image(Some(options), None, None)
         .try_for_each(|_| async { Ok(()) })
         .await
-        .map_err(failed(&format!("pulling {image}")))?;
+        .map_err(|e| match e {
+            // Podman answered, in its pull's stream: the registry failed
+            // (unreachable, unknown name, refused), not Podman.
+            bollard::errors::Error::DockerStreamError { error } => {
+                ContainerError::Invalid(pull_failed(image, &error))
+            }
+            bollard::errors::Error::DockerResponseServerError { message, .. }
+                if !message.contains("OCI runtime") =>
+            {
+                ContainerError::Invalid(pull_failed(image, &message))
+            }
+            other => ContainerError::from(failed(&format!("pulling {image}"))(other)),
+        })?;
     Ok(())
+}
+
+/// Why a pull failed, in the words plugins look for ("could not be
+/// pulled"), with the registry's own reason and the ways around it.
+fn pull_failed(image: &str, why: &str) -> String {
+    format!(
+        "image `{image}` could not be pulled: {}. Check that this machine reaches its registry \
+         (DNS, proxy, `podman pull {image}` on the host), or use an image already in local storage \
+         (`image`, or COFER_DEFAULT_IMAGE for the default)",
+        why.trim()
+    )
 }
 
 /// `KEY=value` entries, refusing names a container cannot take or that
