@@ -249,6 +249,20 @@ async fn a_service_is_reached_by_name_and_on_its_published_port() {
     missing["image"] = json!("localhost/no-such-image:1");
     let e = error_of(&client.call("environment_add_service", missing).await);
     assert_eq!(e["code"], "image_missing", "{e}");
+    // Issue 54, item 4: one that dies at once says how it ended and what
+    // it wrote, as a background run_cmd does.
+    let dying = on(
+        &f,
+        "svc",
+        json!({"name": "dying", "image": cofer_image(), "command": "echo no database here; exit 3"}),
+    );
+    let e = error_of(&client.call("environment_add_service", dying).await);
+    assert_eq!(e["code"], "service_exited", "{e}");
+    assert_eq!(e["exit_code"], 3, "{e}");
+    assert!(
+        e["output"].as_str().unwrap().contains("no database here"),
+        "{e}"
+    );
 
     let e = error_of(
         &client

@@ -94,3 +94,32 @@ pub fn transient_container(e: &ContainerError) -> bool {
 pub fn transient_git(e: &GitError) -> bool {
     matches!(e, GitError::Failed(_))
 }
+
+/// A container that ended right after its start (a background command, an
+/// added service): `service_exited`, with `what` ended, its exit code and
+/// the last lines it wrote; the container is removed, as nothing will run
+/// there.
+pub fn ended_at_start(
+    id: &str,
+    exit_code: Option<i32>,
+    what: &str,
+    remediation: &str,
+) -> ToolError {
+    let output = plugin_sdk::containers::logs(id, 4096).unwrap_or_default();
+    let _ = plugin_sdk::containers::remove(id, 0);
+    let last: Vec<&str> = output.lines().rev().take(20).collect();
+    let last: Vec<&str> = last.into_iter().rev().collect();
+    ToolError::new(
+        "service_exited",
+        format!(
+            "{what} ({}); its last output:\n{}",
+            plugin_sdk::exit_text(exit_code),
+            last.join("\n")
+        ),
+    )
+    .with_details(json!({
+        "exit_code": exit_code,
+        "output": output,
+        "remediation": remediation,
+    }))
+}

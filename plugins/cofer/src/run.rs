@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use crate::args::{RunCmd, SHELLS};
 use crate::create::push;
 use crate::env::{self, Env, Record};
-use crate::errors::{error, from_container, from_git};
+use crate::errors::{ended_at_start, error, from_container, from_git};
 use crate::{note, setting};
 
 pub const DEFAULT_TIMEOUT_MS: u64 = 600_000;
@@ -283,23 +283,12 @@ fn exited_at_start(id: &str) -> Result<(), ToolError> {
     if now.state == "running" {
         return Ok(());
     }
-    let output = containers::logs(id, 4096).unwrap_or_default();
-    let _ = containers::remove(id, 0);
-    let last: Vec<&str> = output.lines().rev().take(20).collect();
-    let last: Vec<&str> = last.into_iter().rev().collect();
-    Err(ToolError::new(
-        "service_exited",
-        format!(
-            "the background command ended within {STARTUP_CHECK_MS} ms of its start ({}); its last output:\n{}",
-            plugin_sdk::exit_text(now.exit_code),
-            last.join("\n")
-        ),
-    )
-    .with_details(json!({
-        "exit_code": now.exit_code,
-        "output": output,
-        "remediation": "fix the command (run it in the foreground to try it), then start it again",
-    })))
+    Err(ended_at_start(
+        id,
+        now.exit_code,
+        &format!("the background command ended within {STARTUP_CHECK_MS} ms of its start"),
+        "fix the command (run it in the foreground to try it), then start it again",
+    ))
 }
 
 /// `shell -c command`; none for an empty command, which runs the image's

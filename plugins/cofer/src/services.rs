@@ -16,7 +16,7 @@ use serde_json::{Map, Value, json};
 
 use crate::args::{AddService, ServiceLogs};
 use crate::env::{self, Env, Record, ServiceConfig, env_pairs};
-use crate::errors::{error, from_container};
+use crate::errors::{ended_at_start, error, from_container};
 use crate::note;
 
 /// The environment's service containers (added ones and background
@@ -219,17 +219,15 @@ fn start(env: &Env, config: &ServiceConfig) -> Result<ContainerInfo, ToolError> 
             });
     match joined {
         Ok(now) if now.state == "running" => Ok(now),
-        Ok(now) => {
-            let _ = containers::remove(&info.id, 0);
-            Err(error(
-                "service_exited",
-                format!(
-                    "service `{}` ({}) stopped at once (state {}); nothing was added",
-                    config.name, config.image, now.state
-                ),
-                "check the image's default command or pass `command` (run by sh -c); try it by hand with `podman run --rm <image>`",
-            ))
-        }
+        Ok(now) => Err(ended_at_start(
+            &info.id,
+            now.exit_code,
+            &format!(
+                "service `{}` ({}) stopped at once (state {}); nothing was added",
+                config.name, config.image, now.state
+            ),
+            "check the image's default command or pass `command` (run by sh -c); try it by hand with `podman run --rm <image>`",
+        )),
         Err(e) => {
             let _ = containers::remove(&info.id, 0);
             Err(e)
