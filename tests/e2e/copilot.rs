@@ -249,6 +249,12 @@ async fn a_provider_that_never_answers_times_out_and_nothing_is_left() {
     let took = started.elapsed();
     let e = error(&r);
     assert_eq!(e["code"], "timeout", "{e}");
+    // Issue 54, item 19: worth another try, and what came so far is kept.
+    assert_eq!(e["retryable"], true, "{e}");
+    assert!(
+        e.get("stdout").is_some() && e.get("stderr").is_some(),
+        "{e}"
+    );
     assert!(
         took >= Duration::from_secs(29) && took < Duration::from_secs(40),
         "{took:?}"
@@ -419,10 +425,9 @@ async fn models_are_read_at_each_call_and_null_is_the_default() {
     let mut env = host_env(&path_with(empty.path()), &[]);
     let file = env.workspace.join("my-models.json");
     std::fs::write(&file, r#"{"models": ["alpha"], "default": "alpha"}"#).unwrap();
-    env.host_vars.push((
-        "COPILOT_MODELS_FILE".into(),
-        file.to_string_lossy().into_owned(),
-    ));
+    // Issue 54, item 19: a relative path is the workspace's.
+    env.host_vars
+        .push(("COPILOT_MODELS_FILE".into(), "my-models.json".into()));
     let client = env.start().await;
     client.tools().await;
     std::fs::write(

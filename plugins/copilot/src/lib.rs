@@ -259,7 +259,15 @@ enum Flow {
 fn classify(result: RunResult, model: &str) -> Result<Flow, ToolError> {
     let (mut stdout, mut stderr) = result.streams();
     match result.status {
-        Status::Timeout | Status::NoOutput => Err(timeout()),
+        Status::Timeout | Status::NoOutput => {
+            // What it wrote before it was stopped is kept: often most of
+            // an answer.
+            let omitted = fit(&mut stdout, &mut stderr);
+            Err(timeout().with_details(json!({
+                "stdout": stdout, "stderr": stderr, "omitted_bytes": omitted,
+                "remediation": "ask something smaller, or check that the model provider answers; the output so far is in stdout",
+            })))
+        }
         Status::Cancelled => Err(ToolError::new(
             "cancelled",
             "the call was cancelled; copilot was stopped",
@@ -287,11 +295,11 @@ fn classify(result: RunResult, model: &str) -> Result<Flow, ToolError> {
                 "copilot_failed",
                 format!(
                     "copilot ended ({})",
-                    plugin_sdk::exit_text(result.exit_code)
+                    plugin_sdk::ended_text(result.exit_code, result.signal)
                 ),
             )
             .with_details(json!({
-                "stdout": stdout, "stderr": stderr, "exit_code": result.exit_code,
+                "stdout": stdout, "stderr": stderr, "exit_code": result.exit_code, "signal": result.signal,
                 "omitted_bytes": omitted,
                 "remediation": "read stderr: it is copilot's own message",
             }))
@@ -378,15 +386,17 @@ pub fn auth_error(said: &str) -> Option<ToolError> {
     })
 }
 
+/// Retryable: a slow provider may answer in time on the next try.
 pub fn timeout() -> ToolError {
-    ToolError::new(
+    let mut e = ToolError::new(
         "timeout",
         format!(
             "copilot did not finish within {} s; it and its child processes were killed",
             TIMEOUT_MS / 1000
         ),
-    )
-    .with_details(
+    );
+    e.retryable = true;
+    e.with_details(
         json!({"remediation": "ask something smaller, or check that the model provider answers"}),
     )
 }

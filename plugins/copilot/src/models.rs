@@ -34,9 +34,20 @@ impl Models {
 
 /// Load and check the models list.
 pub fn load() -> Result<Models, ToolError> {
+    // A relative path is the workspace's, as the policy's own paths are.
     let configured = std::env::var("COPILOT_MODELS_FILE")
         .ok()
-        .filter(|p| !p.is_empty());
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            if std::path::Path::new(&p).is_absolute() {
+                p
+            } else {
+                std::path::Path::new(&plugin_sdk::workspace())
+                    .join(p)
+                    .to_string_lossy()
+                    .into_owned()
+            }
+        });
     let (source, text) = match &configured {
         Some(path) => match std::fs::read_to_string(path) {
             Ok(text) => (path.clone(), text),

@@ -147,6 +147,11 @@ mod tests {
             stderr: String::new(),
         });
         assert!(killed.says().contains("killed by a signal"));
+        assert_eq!(
+            crate::ended_text(None, Some(9)),
+            "killed by signal 9 (SIGKILL)"
+        );
+        assert_eq!(crate::ended_text(Some(2), Some(9)), "exit code 2");
         for text in [failed.says(), killed.says()] {
             assert!(!text.contains("Some(") && !text.contains("::"), "{text}");
         }

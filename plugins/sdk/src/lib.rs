@@ -285,6 +285,38 @@ pub fn exit_text(exit_code: Option<i32>) -> String {
     }
 }
 
+/// Like [`exit_text`], naming the signal when the host reported one:
+/// `exit code 2`, `killed by signal 9 (SIGKILL)`.
+pub fn ended_text(exit_code: Option<i32>, signal: Option<i32>) -> String {
+    match (exit_code, signal) {
+        (Some(code), _) => format!("exit code {code}"),
+        (None, Some(number)) => match signal_name(number) {
+            Some(name) => format!("killed by signal {number} ({name})"),
+            None => format!("killed by signal {number}"),
+        },
+        (None, None) => exit_text(None),
+    }
+}
+
+/// The usual name of a POSIX signal's number (Linux numbering).
+fn signal_name(number: i32) -> Option<&'static str> {
+    Some(match number {
+        1 => "SIGHUP",
+        2 => "SIGINT",
+        3 => "SIGQUIT",
+        4 => "SIGILL",
+        6 => "SIGABRT",
+        7 => "SIGBUS",
+        8 => "SIGFPE",
+        9 => "SIGKILL",
+        11 => "SIGSEGV",
+        13 => "SIGPIPE",
+        14 => "SIGALRM",
+        15 => "SIGTERM",
+        _ => return None,
+    })
+}
+
 /// The directory the host serves (`MCP_WORKSPACE`; relative paths in
 /// requests point there); `.` outside a host (a plugin's unit tests).
 pub fn workspace() -> String {
