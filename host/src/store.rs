@@ -193,6 +193,9 @@ fn wasi_ctx(grants: &Grants) -> WasiCtx {
     builder.allow_blocking_current_thread(!grants.has("containers"));
     builder.env("MCP_WORKSPACE", guest(&grants.workspace));
     builder.env("MCP_PLUGIN_CACHE", guest(&grants.plugin_cache));
+    // The call's own limit (limits.timeout_ms): a plugin that runs long
+    // ends its work, and says so, before the host must stop it.
+    builder.env("MCP_CALL_TIMEOUT_MS", grants.timeout_ms.to_string());
     builder.env(
         "MCP_PATH_LIST_SEPARATOR",
         crate::platform::PATH_LIST_SEPARATOR,

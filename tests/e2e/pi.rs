@@ -303,6 +303,28 @@ async fn provider_errors_are_classified_by_their_status() {
     }
 }
 
+/// Issue 54, item 18: a call whose own limit (limits.timeout_ms) is
+/// shorter than pi's timeout ends with the tool's `timeout`, saying which
+/// limit, not with the host stopping the plugin.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_calls_own_limit_ends_pi_as_the_tools_timeout() {
+    let Some(pi) = pi_cli() else { return };
+    let mock = MockLlm::start(Script::Hang).await;
+    let mut env = host_env(pi.parent().unwrap(), &custom(&mock.base_url()));
+    std::fs::write(&env.config, "[plugins.pi.limits]\ntimeout_ms = 8000\n").unwrap();
+    env.host_vars.retain(|(k, _)| k != "PI_TIMEOUT_MS");
+    let client = env.start().await;
+    let (r, events) = call_with_token(&client, json!({"prompt": "hello"})).await;
+    let e = structured(&r);
+    assert_eq!(e["code"], "timeout", "{e}");
+    assert!(
+        e["message"].as_str().unwrap().contains("limits.timeout_ms"),
+        "{e}"
+    );
+    assert_eq!(*names(&events).last().unwrap(), "call_end");
+    nothing_left(&env, client.pid).await;
+}
+
 /// A stand-in `pi` that records being started: none of the refusals may
 /// start it.
 fn tripwire(dir: &Path) -> PathBuf {
@@ -333,6 +355,21 @@ async fn providers_that_are_not_ready_are_refused_before_pi_starts() {
         ["run_start", "call_end"],
         "a terminal event even for a refusal"
     );
+    drop(client);
+
+    // Issue 54, item 18: an OAuth entry without a token is no login.
+    let env = host_env(bin.path(), &[("PI_PROVIDER", "claude".into())]);
+    let agent = env.cache.join("plugins/pi/agent");
+    std::fs::create_dir_all(&agent).unwrap();
+    std::fs::write(
+        agent.join("auth.json"),
+        r#"{"anthropic": {"type": "oauth", "access": "", "refresh": ""}}"#,
+    )
+    .unwrap();
+    let client = env.start().await;
+    let (r, _) = call_with_token(&client, json!({"prompt": "hello"})).await;
+    assert_eq!(structured(&r)["code"], "claude_auth_required", "{r:?}");
+    assert!(!mark.exists(), "pi was started");
     drop(client);
 
     let env = host_env(

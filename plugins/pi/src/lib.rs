@@ -67,11 +67,12 @@ impl McpTool for Prompt {
         })?;
         let provider = provider::configured(&agent_dir)?;
         provider.write_config(&agent_dir)?;
-        let timeout_ms = args
+        let asked = args
             .timeout_ms
             .or_else(|| std::env::var("PI_TIMEOUT_MS").ok()?.parse().ok())
             .unwrap_or(600_000);
-        let result = run::run(&args.prompt, &provider, &agent_dir, timeout_ms)?;
+        let limit = run::Limit::within_call(asked, plugin_sdk::call_timeout_ms());
+        let result = run::run(&args.prompt, &provider, &agent_dir, &limit)?;
         Ok(plugin_sdk::structured_output(&result.within_budget()))
     }
 }

@@ -122,7 +122,10 @@ fn oauth_in_auth_file(path: &str) -> bool {
         return false;
     };
     let entry = &auth["anthropic"];
-    entry["type"] == "oauth"
+    // An OAuth entry counts only with a token in it: one left empty (a
+    // login that did not finish) would start pi only to fail.
+    let has = |field: &str| entry[field].as_str().is_some_and(|t| !t.trim().is_empty());
+    (entry["type"] == "oauth" && (has("access") || has("refresh")))
         || entry["key"]
             .as_str()
             .is_some_and(|k| k.contains("sk-ant-oat"))

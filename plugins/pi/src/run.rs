@@ -149,12 +149,40 @@ struct Run {
     args: std::collections::HashMap<String, Value>,
 }
 
+/// How long pi may run: what was asked, cut to end (abort, grace and
+/// answer included) before the host's limit for the whole call.
+pub struct Limit {
+    pub ms: u64,
+    /// The call's limit, when it is what cut `ms` short.
+    pub by_call: Option<u64>,
+}
+
+impl Limit {
+    /// What stopping pi and answering need after the limit: the abort's
+    /// grace, and a second.
+    const ROOM_MS: u64 = GRACE_MS as u64 + 1_000;
+
+    pub fn within_call(asked: u64, call: Option<u64>) -> Limit {
+        match call.map(|c| c.saturating_sub(Self::ROOM_MS).max(1)) {
+            Some(room) if room < asked => Limit {
+                ms: room,
+                by_call: call,
+            },
+            _ => Limit {
+                ms: asked,
+                by_call: None,
+            },
+        }
+    }
+}
+
 pub fn run(
     prompt: &str,
     provider: &Provider,
     agent_dir: &str,
-    timeout_ms: u64,
+    limit: &Limit,
 ) -> Result<Outcome, ToolError> {
+    let timeout_ms = limit.ms;
     let workspace = plugin_sdk::workspace();
     let program = std::env::var("PI_BIN")
         .ok()
@@ -216,7 +244,16 @@ pub fn run(
                 let _ = child.stop();
                 return Err(failure(
                     "timeout",
-                    format!("pi did not finish within {timeout_ms} ms; it was aborted and stopped"),
+                    match limit.by_call {
+                        Some(call) => format!(
+                            "pi did not finish within {timeout_ms} ms; it was aborted and stopped. The \
+                             call's own limit ({call} ms, limits.timeout_ms under [plugins.pi]) is shorter \
+                             than the timeout asked for: raise it, or ask for less"
+                        ),
+                        None => format!(
+                            "pi did not finish within {timeout_ms} ms; it was aborted and stopped"
+                        ),
+                    },
                     true,
                 ));
             }

@@ -323,6 +323,14 @@ pub fn workspace() -> String {
     std::env::var("MCP_WORKSPACE").unwrap_or_else(|_| ".".into())
 }
 
+/// How long the host lets this call run (`MCP_CALL_TIMEOUT_MS`, the
+/// policy's `limits.timeout_ms`); none outside a host. Past it the host
+/// stops the plugin, so work meant to end with an answer of its own (a
+/// `timeout` the tool defines) must end sooner.
+pub fn call_timeout_ms() -> Option<u64> {
+    std::env::var("MCP_CALL_TIMEOUT_MS").ok()?.parse().ok()
+}
+
 /// A directory of this plugin's own that the host keeps between runs
 /// (`MCP_PLUGIN_CACHE`; usable when the policy grants `fs` on
 /// `${plugin_cache}`); none outside a host.
