@@ -220,11 +220,33 @@ fn wasi_ctx(grants: &Grants) -> WasiCtx {
                 let _ = std::fs::create_dir_all(root);
             }
             if let Err(e) = builder.preopened_dir(root, &guest, perms) {
-                tracing::warn!(plugin = %grants.plugin, root = %guest, error = %e, "granted directory cannot be opened; not preopened");
+                not_preopened(&grants.plugin, root, &guest, &e);
             }
         }
     }
     builder.build()
+}
+
+/// Say once per plugin and folder (not at every call) that a granted
+/// folder could not be opened; one that does not exist (yet: `${workspace}/
+/// doc` where the engine gives the docs) is normal, and `host check` names
+/// it, so it is only a debug line.
+fn not_preopened(plugin: &str, root: &std::path::Path, guest: &str, e: &impl std::fmt::Display) {
+    use std::collections::HashSet;
+    use std::sync::{LazyLock, Mutex};
+    static SAID: LazyLock<Mutex<HashSet<(String, std::path::PathBuf)>>> =
+        LazyLock::new(Default::default);
+    if !root.exists() {
+        tracing::debug!(plugin, root = %guest, "granted directory does not exist; not preopened");
+        return;
+    }
+    let first = SAID
+        .lock()
+        .expect("preopen lock")
+        .insert((plugin.to_string(), root.to_path_buf()));
+    if first {
+        tracing::warn!(plugin, root = %guest, error = %e, "granted directory cannot be opened; not preopened (said once)");
+    }
 }
 
 /// A linker with WASI and every capability interface of the world.

@@ -1253,6 +1253,13 @@ async fn without_a_doc_dir_the_engines_own_reference_is_dumped_once_and_served()
         log.contains("reference read from the engine binary before"),
         "{log}"
     );
+    // Issue 54, item 12: the doc folder nobody asked for (`${workspace}/
+    // doc`, which does not exist) is not warned about at every call.
+    assert!(
+        !log.lines()
+            .any(|l| l.contains("WARN") && l.contains("not preopened")),
+        "{log}"
+    );
 }
 
 /// Issue 42, item 19: with two engines of one version on PATH, one that
