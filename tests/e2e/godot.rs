@@ -1216,9 +1216,12 @@ async fn without_a_doc_dir_the_engines_own_reference_is_dumped_once_and_served()
         "a full description: {description:?}"
     );
     let dumps = env.cache.join("plugins/godot/engine-docs");
+    // Folders only: beside them, what each engine answered (probes.json).
     let versions: Vec<_> = std::fs::read_dir(&dumps)
         .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .map(|e| e.unwrap())
+        .filter(|e| e.path().is_dir())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
     assert_eq!(versions.len(), 1, "one dump, no staging left: {versions:?}");
     assert!(
@@ -1310,6 +1313,64 @@ async fn an_engine_that_cannot_dump_does_not_hide_one_that_can() {
         "godot://class/KinematicBody2D",
         "{reply:#}\n{log}"
     );
+}
+
+/// Issue 54, item 11: an engine on PATH that hangs on `--version` is
+/// given up on within seconds, said so in the log, and not asked again
+/// at the next start; the real engine beside it is served.
+#[tokio::test]
+async fn an_engine_that_hangs_is_given_up_on_once() {
+    let Some(engine) = godot_engine() else {
+        return;
+    };
+    let mut env = Env::new(&["godot"], "");
+    let bin = env.dir.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let asked = env.dir.path().join("hung-asked");
+    let hung = bin.join("godot4");
+    std::fs::write(
+        &hung,
+        format!(
+            "#!/bin/sh
+echo asked >> {}
+sleep 600
+",
+            asked.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&hung, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let real = std::fs::canonicalize(which(&engine)).unwrap();
+    let path = format!(
+        "{}:{}:{}",
+        bin.display(),
+        real.parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    env.host_vars.push(("PATH".into(), path));
+    env.host_vars.push(("GODOT_BIN".into(), String::new()));
+    env.host_vars.push(("GODOT_DOC_DIR".into(), String::new()));
+    let (reply, log) = one_call(&env, "KinematicBody2D").await;
+    assert_eq!(
+        fields(&reply)["results"][0]["uri"],
+        "godot://class/KinematicBody2D",
+        "{reply:#}\n{log}"
+    );
+    assert!(
+        log.contains("Godot engine `godot4` is skipped: `--version` gave no answer within 5 s"),
+        "{log}"
+    );
+    // A fresh index (so the engines are looked for again): the hung build
+    // is remembered, not asked again.
+    std::fs::remove_dir_all(env.workspace.join(".cache")).ok();
+    std::fs::remove_dir_all(env.cache.join("plugins/godot/index")).ok();
+    let (reply, _) = one_call(&env, "KinematicBody2D").await;
+    assert_eq!(
+        fields(&reply)["results"][0]["uri"],
+        "godot://class/KinematicBody2D"
+    );
+    let times = std::fs::read_to_string(&asked).unwrap().lines().count();
+    assert_eq!(times, 1, "the hung engine was asked {times} times");
 }
 
 /// `program` as PATH finds it (or itself, when a path).

@@ -227,7 +227,16 @@ fn from_engines(in_workspace: &Path) -> Result<Vec<DocDir>, ToolError> {
                 let dir = DocDir::new(path, source, Some(&engine.version));
                 dirs.push((engine.version.clone(), dir));
             }
-            Err(e) => failed.push(e.message),
+            Err(e) => {
+                log(
+                    Level::Warn,
+                    &format!(
+                        "Godot engine `{}` is skipped: {}",
+                        engine.program, e.message
+                    ),
+                );
+                failed.push(e.message);
+            }
         }
     }
     if dirs.is_empty() {

@@ -16,6 +16,12 @@ use plugin_sdk::process::{self, RunRequest, Status};
 const CANDIDATES: &[&str] = &["godot", "godot4", "godot3", "godot3-server"];
 /// `--doctool` of Godot 3.2 takes about 1.3 s here; 4.x more.
 const DUMP_TIMEOUT_MS: u64 = 300_000;
+/// `--version` answers in well under a second: one that takes longer is
+/// given up on (a wrapper waiting for a display, a hung build), and
+/// remembered ([`Probes`]), so it costs no start after the first.
+const VERSION_TIMEOUT_MS: u64 = 5_000;
+/// How much of a binary tells it from another build, for [`Probes`].
+const FINGERPRINT_BYTES: u64 = 256 << 10;
 
 /// An engine that answered `--version`.
 pub struct Engine {
@@ -61,7 +67,8 @@ pub fn dumps() -> Vec<PathBuf> {
 
 /// Every engine that answers, in the order tried (two may carry one
 /// version: Debian's `godot3` editor and `godot3-server`), and what each
-/// of the others said.
+/// of the others said. An engine found but unusable is logged once per
+/// build; a candidate that is not installed is not.
 pub fn find_all() -> (Vec<Engine>, Vec<String>) {
     let configured = std::env::var("GODOT_BIN").ok().filter(|b| !b.is_empty());
     let candidates: Vec<String> = match configured {
@@ -69,38 +76,117 @@ pub fn find_all() -> (Vec<Engine>, Vec<String>) {
         None => CANDIDATES.iter().map(|c| c.to_string()).collect(),
     };
     let cwd = dumps_dir().map_or_else(plugin_sdk::workspace, |d| d.to_string_lossy().into());
+    let mut probes = Probes::read();
     let (mut found, mut tried) = (Vec::new(), Vec::new());
     for program in candidates {
-        let request = RunRequest::new(&program, &cwd)
-            .args(["--version"])
-            .timeout_ms(30_000)
-            .tail_bytes(4096);
-        match process::run(&request) {
-            Ok(result) if result.status == Status::Exited => {
-                // Godot 3 prints its version and exits with 255.
-                let (stdout, _) = result.streams();
-                match stdout
-                    .lines()
-                    .map(str::trim)
-                    .find(|l| looks_like_version(l))
-                {
-                    Some(version) => found.push(Engine {
-                        program,
-                        version: version.to_string(),
-                    }),
-                    None => tried.push(format!("`{program} --version` printed no version")),
+        let Some(fingerprint) = fingerprint(&program) else {
+            tried.push(format!("`{program}`: not found"));
+            continue;
+        };
+        let answer = match probes.known(&program, &fingerprint) {
+            Some(answer) => answer,
+            None => {
+                let answer = version_of(&program, &cwd);
+                if let Err(why) = &answer {
+                    plugin_sdk::log::log(
+                        plugin_sdk::log::Level::Warn,
+                        &format!("Godot engine `{program}` is skipped: {why}"),
+                    );
                 }
+                probes.remember(&program, fingerprint, &answer);
+                answer
             }
-            Ok(result) => tried.push(format!(
-                "`{program}`: {}",
-                result
-                    .error
-                    .unwrap_or_else(|| format!("{:?}", result.status))
-            )),
-            Err(e) => tried.push(format!("`{program}`: {}", ToolError::from(e).message)),
+        };
+        match answer {
+            Ok(version) => found.push(Engine { program, version }),
+            Err(why) => tried.push(format!("`{program}`: {why}")),
         }
     }
+    probes.write();
     (found, tried)
+}
+
+/// What `program --version` says: its version, or why there is none.
+fn version_of(program: &str, cwd: &str) -> Result<String, String> {
+    let request = RunRequest::new(program, cwd)
+        .args(["--version"])
+        .timeout_ms(VERSION_TIMEOUT_MS)
+        .no_output_timeout_ms(VERSION_TIMEOUT_MS)
+        .tail_bytes(4096);
+    match process::run(&request) {
+        // Godot 3 prints its version and exits with 255.
+        Ok(result) if result.status == Status::Exited => {
+            let (stdout, _) = result.streams();
+            stdout
+                .lines()
+                .map(str::trim)
+                .find(|l| looks_like_version(l))
+                .map(str::to_string)
+                .ok_or_else(|| "`--version` printed no version".to_string())
+        }
+        Ok(result) if matches!(result.status, Status::Timeout | Status::NoOutput) => Err(format!(
+            "`--version` gave no answer within {} s",
+            VERSION_TIMEOUT_MS / 1000
+        )),
+        Ok(result) => Err(result
+            .error
+            .unwrap_or_else(|| format!("`--version` ended: {:?}", result.status))),
+        Err(e) => Err(ToolError::from(e).message),
+    }
+}
+
+/// Which build a program is, by a checksum of its first bytes; none when
+/// it is not there to be read (not installed, or not a program file).
+fn fingerprint(program: &str) -> Option<String> {
+    let head = process::read_program(program, 0, FINGERPRINT_BYTES).ok()?;
+    let mut crc = flate2::Crc::new();
+    crc.update(&head);
+    Some(format!("{:08x}-{}", crc.sum(), head.len()))
+}
+
+/// What each engine build answered to `--version` before, kept beside the
+/// dumps: a build is asked once, however many starts follow.
+#[derive(Default, serde::Serialize, serde::Deserialize)]
+struct Probes {
+    /// program → (fingerprint, version or why not).
+    #[serde(default)]
+    answers: std::collections::BTreeMap<String, (String, Result<String, String>)>,
+    #[serde(skip)]
+    changed: bool,
+}
+
+impl Probes {
+    fn file() -> Option<PathBuf> {
+        dumps_dir().map(|d| d.join("probes.json"))
+    }
+
+    fn read() -> Probes {
+        Probes::file()
+            .and_then(|f| std::fs::read_to_string(f).ok())
+            .and_then(|text| serde_json::from_str(&text).ok())
+            .unwrap_or_default()
+    }
+
+    fn known(&self, program: &str, fingerprint: &str) -> Option<Result<String, String>> {
+        let (seen, answer) = self.answers.get(program)?;
+        (seen == fingerprint).then(|| answer.clone())
+    }
+
+    fn remember(&mut self, program: &str, fingerprint: String, answer: &Result<String, String>) {
+        self.answers
+            .insert(program.to_string(), (fingerprint, answer.clone()));
+        self.changed = true;
+    }
+
+    fn write(&self) {
+        let (Some(file), true) = (Probes::file(), self.changed) else {
+            return;
+        };
+        if let Some(dir) = file.parent() {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        let _ = std::fs::write(file, serde_json::to_string(self).expect("probes serialise"));
+    }
 }
 
 fn looks_like_version(line: &str) -> bool {
