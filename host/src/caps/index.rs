@@ -51,6 +51,26 @@ impl CallState {
             CapabilityError::Invalid(format!("index `{name}` does not exist yet: build it first"))
         })
     }
+
+    /// A read of `opened` failed with `why`: when its files are damaged it
+    /// is let go, so the plugin's next `open` finds none and builds it
+    /// again (issue 54, item 9), and the error says so.
+    fn read_failed(
+        &self,
+        name: &str,
+        opened: &std::sync::Arc<textindex::Opened>,
+        why: String,
+    ) -> CapabilityError {
+        if !opened.is_damaged() {
+            return CapabilityError::Invalid(why);
+        }
+        if let Ok(dir) = self.index_dir(name) {
+            textindex::forget_damaged(&dir, opened);
+        }
+        CapabilityError::Invalid(format!(
+            "index `{name}`: {why}; it was let go and is built again at the next call"
+        ))
+    }
 }
 
 impl Host for CallState {
@@ -82,7 +102,8 @@ impl Host for CallState {
     async fn search(&mut self, name: String, request: SearchRequest) -> Answer<Vec<Hit>> {
         let request = search_request(request);
         let opened = self.opened(&name)?;
-        let hits = textindex::search(&opened, &request).map_err(CapabilityError::Invalid)?;
+        let hits = textindex::search(&opened, &request)
+            .map_err(|why| self.read_failed(&name, &opened, why))?;
         Ok(hits
             .into_iter()
             .map(|h| Hit {
@@ -102,7 +123,7 @@ impl Host for CallState {
         let opened = self.opened(&name)?;
         Ok(opened
             .get(&id, &return_)
-            .map_err(CapabilityError::Invalid)?)
+            .map_err(|why| self.read_failed(&name, &opened, why))?)
     }
 
     async fn terms(
@@ -115,7 +136,7 @@ impl Host for CallState {
         let opened = self.opened(&name)?;
         Ok(opened
             .terms(&field, &prefix, limit as usize)
-            .map_err(CapabilityError::Invalid)?)
+            .map_err(|why| self.read_failed(&name, &opened, why))?)
     }
 }
 

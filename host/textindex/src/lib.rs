@@ -142,6 +142,10 @@ pub struct Opened {
     pub spec: Spec,
     fields: HashMap<String, (Field, Kind)>,
     pub info: IndexInfo,
+    /// Where its generation lives, and whether reading it failed: a
+    /// damaged index is let go and built again ([`forget_damaged`]).
+    generation: PathBuf,
+    damaged: std::sync::atomic::AtomicBool,
 }
 
 impl Opened {
@@ -171,7 +175,21 @@ impl Opened {
             spec,
             fields,
             info,
+            generation: dir.to_path_buf(),
+            damaged: Default::default(),
         })
+    }
+
+    /// A read of the index's files failed: the index is damaged (its
+    /// blocks, not the question asked). Marked so, and said how.
+    pub fn read_failed(&self, e: impl std::fmt::Display) -> String {
+        self.damaged
+            .store(true, std::sync::atomic::Ordering::Release);
+        format!("the index's files cannot be read ({e})")
+    }
+
+    pub fn is_damaged(&self) -> bool {
+        self.damaged.load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// A field by name, with a message naming the known ones.
@@ -217,11 +235,11 @@ impl Opened {
         let searcher = self.reader.searcher();
         let top = searcher
             .search(&query, &TopDocs::with_limit(1).order_by_score())
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| self.read_failed(e))?;
         let Some((_, address)) = top.first() else {
             return Ok(None);
         };
-        let doc: TantivyDocument = searcher.doc(*address).map_err(|e| e.to_string())?;
+        let doc: TantivyDocument = searcher.doc(*address).map_err(|e| self.read_failed(e))?;
         self.stored_fields(&doc, wanted).map(Some)
     }
 
@@ -233,13 +251,15 @@ impl Opened {
         }
         let mut found = std::collections::BTreeSet::new();
         for segment in self.reader.searcher().segment_readers() {
-            let inverted = segment.inverted_index(field).map_err(|e| e.to_string())?;
+            let inverted = segment
+                .inverted_index(field)
+                .map_err(|e| self.read_failed(e))?;
             let mut stream = inverted
                 .terms()
                 .range()
                 .ge(prefix.as_bytes())
                 .into_stream()
-                .map_err(|e| e.to_string())?;
+                .map_err(|e| self.read_failed(e))?;
             while stream.advance() {
                 let key = stream.key();
                 if !key.starts_with(prefix.as_bytes()) {
@@ -314,6 +334,22 @@ pub fn open(name: &str, dir: &Path) -> Option<Arc<Opened>> {
     }
     drop(loaded);
     slot.current.read().expect("index slot lock").clone()
+}
+
+/// Let go of `opened`, found damaged by a read: the next `open` finds no
+/// index (so its plugin builds it again), and so does the next host,
+/// `CURRENT` no longer naming it.
+pub fn forget_damaged(dir: &Path, opened: &Arc<Opened>) {
+    let slot = slot(dir);
+    let mut current = slot.current.write().expect("index slot lock");
+    if current.as_ref().is_some_and(|c| Arc::ptr_eq(c, opened)) {
+        *current = None;
+        let named = std::fs::read_to_string(dir.join("CURRENT")).unwrap_or_default();
+        if opened.generation.file_name().and_then(|n| n.to_str()) == Some(named.trim()) {
+            let _ = std::fs::remove_file(dir.join("CURRENT"));
+        }
+        tracing::warn!(index = %dir.display(), "the index's files cannot be read: it is let go and will be rebuilt");
+    }
 }
 
 fn read_current(name: &str, dir: &Path) -> Result<Option<Opened>> {

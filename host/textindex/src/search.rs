@@ -175,13 +175,13 @@ pub fn search(opened: &Opened, request: &SearchRequest) -> Result<Vec<Hit>, Stri
             }
             None => searcher.search(&*query, &top.order_by_score()),
         }
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| opened.read_failed(e))?;
 
     let snippets = match &request.snippet_field {
         Some(name) => {
             let (field, _) = opened.field(name)?;
-            let mut generator =
-                SnippetGenerator::create(&searcher, &*query, field).map_err(|e| e.to_string())?;
+            let mut generator = SnippetGenerator::create(&searcher, &*query, field)
+                .map_err(|e| opened.read_failed(e))?;
             generator.set_max_num_chars(request.snippet_chars.max(20) as usize);
             Some((field, generator))
         }
@@ -190,7 +190,7 @@ pub fn search(opened: &Opened, request: &SearchRequest) -> Result<Vec<Hit>, Stri
     let id_field = opened.field(&opened.spec.id_field)?.0;
     let mut ranked = Vec::with_capacity(found.len());
     for (score, address) in found {
-        let doc: TantivyDocument = searcher.doc(address).map_err(|e| e.to_string())?;
+        let doc: TantivyDocument = searcher.doc(address).map_err(|e| opened.read_failed(e))?;
         let id = doc
             .get_first(id_field)
             .and_then(|v| v.as_str())
