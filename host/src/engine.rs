@@ -168,7 +168,10 @@ fn store(path: &Path, component: &Component) -> Result<()> {
     let dir = path.parent().expect("artifact paths have a parent");
     std::fs::create_dir_all(dir)?;
     let bytes = component.serialize()?;
-    let digest = crate::catalog::sha256_hex(&bytes);
+    let digest = {
+        use sha2::{Digest, Sha256};
+        format!("{:x}", Sha256::digest(&bytes))
+    };
     for (to, content) in [
         (digest_path(path), digest.as_bytes()),
         (path.to_path_buf(), &bytes[..]),

@@ -10,14 +10,25 @@
 use anyhow::{Context, Result, anyhow, bail};
 use serde::Deserialize;
 
-use super::oci::is_loopback;
-
 /// Far above any image manifest (a few KiB; cosign's with many signatures
 /// stay under 100 KiB).
 pub const MAX_MANIFEST_BYTES: usize = 4 << 20;
 /// A token answer, or the part of an error's text worth showing.
 const MAX_SMALL_BYTES: usize = 64 << 10;
 const MAX_ERROR_SHOWN: usize = 4 << 10;
+
+/// `127.0.0.1:5000`, `[::1]:5000`, `localhost:5000`: this machine.
+pub fn is_loopback(host_port: &str) -> bool {
+    let host = match host_port.rsplit_once(':') {
+        Some((host, port)) if port.chars().all(|c| c.is_ascii_digit()) => host,
+        _ => host_port,
+    };
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
 
 /// The HTTP client every read of `host install` goes through.
 pub fn client() -> Result<reqwest::Client> {

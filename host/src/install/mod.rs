@@ -45,7 +45,7 @@ impl Source {
         if text.starts_with("https://") || text.starts_with("http://") {
             let url =
                 reqwest::Url::parse(text).with_context(|| format!("`{text}` is not a URL"))?;
-            let here = url.host_str().is_some_and(oci::is_loopback);
+            let here = url.host_str().is_some_and(fetch::is_loopback);
             if url.scheme() == "http" && !here {
                 bail!(
                     "`{text}` is plain HTTP to another machine: use https:// (plain HTTP is taken from this machine only)"

@@ -6,8 +6,6 @@
 //! A registry on a loopback address is spoken to over plain HTTP, as
 //! docker and oras do; any other only over TLS.
 
-use std::net::IpAddr;
-
 use anyhow::{Context, Result, bail};
 use oci_client::client::{ClientConfig, ClientProtocol, Config, ImageLayer};
 use oci_client::manifest::OciImageManifest;
@@ -34,7 +32,7 @@ pub fn reference(text: &str) -> Result<Reference> {
 pub fn client(reference: &Reference) -> Client {
     super::use_ring();
     let registry = reference.resolve_registry().to_string();
-    let protocol = if is_loopback(&registry) {
+    let protocol = if super::fetch::is_loopback(&registry) {
         ClientProtocol::HttpsExcept(vec![registry])
     } else {
         ClientProtocol::Https
@@ -43,17 +41,6 @@ pub fn client(reference: &Reference) -> Client {
         protocol,
         ..Default::default()
     })
-}
-
-/// `127.0.0.1:5000`, `[::1]:5000`, `localhost:5000`: this machine.
-pub fn is_loopback(host_port: &str) -> bool {
-    let host = match host_port.rsplit_once(':') {
-        Some((host, port)) if port.chars().all(|c| c.is_ascii_digit()) => host,
-        _ => host_port,
-    };
-    let host = host.trim_start_matches('[').trim_end_matches(']');
-    host.eq_ignore_ascii_case("localhost")
-        || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
 /// The component `reference` names: its manifest, then its one wasm layer
@@ -154,6 +141,7 @@ pub async fn push(reference: &Reference, bytes: Vec<u8>) -> Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::install::fetch::is_loopback;
 
     #[test]
     fn only_this_machine_is_spoken_to_in_plain_http() {
