@@ -282,6 +282,27 @@ mod tests {
     use super::*;
 
     #[test]
+    fn only_this_machine_is_spoken_to_in_plain_http() {
+        for here in [
+            "127.0.0.1:5000",
+            "localhost:5000",
+            "[::1]:5000",
+            "127.0.0.2",
+            "LOCALHOST",
+        ] {
+            assert!(is_loopback(here), "{here}");
+        }
+        for there in [
+            "ghcr.io",
+            "10.0.0.5:5000",
+            "localhost.example.com:5000",
+            "127.0.0.1.nip.io",
+        ] {
+            assert!(!is_loopback(there), "{there}");
+        }
+    }
+
+    #[test]
     fn manifests_name_layers_by_digest_only() {
         let good = format!(
             r#"{{"layers":[{{"mediaType":"application/wasm","digest":"sha256:{}","size":3}}]}}"#,
