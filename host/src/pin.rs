@@ -70,7 +70,21 @@ fn no_link(path: &Path) -> impl FnOnce(io::Error) -> io::Error + '_ {
 
 /// The folder `name` in `dir`, never through a link.
 fn child_dir(dir: &Dir, name: &std::ffi::OsStr, path: &Path) -> io::Result<Dir> {
-    dir.open_dir_nofollow(name).map_err(no_link(path))
+    dir.open_dir_nofollow(name).map_err(|e| {
+        // A plain file where a folder belongs is not a link: say which.
+        if dir.symlink_metadata(name).is_ok_and(|m| m.is_file()) {
+            io::Error::new(
+                io::ErrorKind::NotADirectory,
+                format!(
+                    "`{}` on the way to {} is a file, not a folder",
+                    name.to_string_lossy(),
+                    path.display()
+                ),
+            )
+        } else {
+            no_link(path)(e)
+        }
+    })
 }
 
 /// Open the existing folder or file at `path` (inside one of `roots`).

@@ -333,6 +333,46 @@ async fn pytest_pass_and_fail() {
     assert!(err["message"].as_str().unwrap().contains("option"), "{err}");
 }
 
+/// Issue 54, item 20: with almost no output kept (max_output_bytes 1),
+/// the excerpt says so and where the output is, not that the last lines
+/// are in a block above that is not there.
+#[tokio::test]
+async fn an_excerpt_with_no_output_kept_says_where_it_is() {
+    let Some(env) = pytest_env() else {
+        return;
+    };
+    write(
+        &env.workspace,
+        &[("test_ok.py", "def test_ok():\n    assert True\n")],
+    );
+    let host = env.start().await;
+    let out = &run(
+        &host,
+        "pytest",
+        json!({"scope": "all", "max_output_bytes": 1}),
+    )
+    .await;
+    let excerpt = out["excerpt"].as_str().unwrap();
+    assert!(!excerpt.contains("block above"), "{out:#}");
+    assert!(excerpt.contains("raw.log"), "{out:#}");
+    // A report_dir under a plain file: said as it is, not as a link.
+    write(&env.workspace, &[("reports", "a file\n")]);
+    let r = host
+        .call(
+            "run_test",
+            run_test_args(
+                "pytest",
+                json!({"scope": "all", "report_dir": "reports/mine"}),
+            ),
+        )
+        .await;
+    let said = format!("{r:?}");
+    assert!(
+        said.contains("is a file, not a folder") && !said.contains("symbolic link"),
+        "{said}"
+    );
+}
+
 /// node's own test runner behind `npm test`: its JUnit report gives names,
 /// files and lines.
 #[tokio::test]

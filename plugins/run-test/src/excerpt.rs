@@ -181,8 +181,13 @@ impl Summary {
         let shown = self.blocks.last().map_or(0, |b| b.last_line);
         let skip = (shown + 1).saturating_sub(self.last_lines_from);
         let rest = self.last_lines.get(skip..).unwrap_or_default();
-        if rest.is_empty() {
+        if rest.is_empty() && !self.blocks.is_empty() {
             out.push_str("--- the last lines are in the block above ---");
+        } else if rest.is_empty() {
+            // Nothing was kept of the output (max_output_bytes too small
+            // for a line, or none was written): say so, not a block that
+            // is not there (issue 54, item 20).
+            out.push_str("--- no output kept for this excerpt: raw.log holds all of it ---");
         } else {
             out.push_str(&format!(
                 "--- last {} lines ---\n{}",
