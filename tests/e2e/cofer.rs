@@ -133,6 +133,16 @@ impl Fixture {
         );
     }
 
+    /// Run `command` in environment `id`; its structured answer, which
+    /// must not be an error.
+    pub async fn run_ok(&self, client: &Client, id: &str, command: &str) -> Value {
+        let r = client
+            .call("environment_run_cmd", self.run_args(id, command))
+            .await;
+        assert!(!is_error(&r), "{r:?}");
+        structured(&r).clone()
+    }
+
     pub fn scoped(&self, id: &str) -> Value {
         json!({"environment_source": self.source(), "environment_id": id})
     }

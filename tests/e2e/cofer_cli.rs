@@ -2,29 +2,8 @@
 //! git: it shows and takes an environment's work without ever moving a
 //! branch of the user's.
 
-use serde_json::Value;
-
 use crate::cofer::Fixture;
 use crate::harness::*;
-
-fn ok(out: &std::process::Output) -> String {
-    assert!(
-        out.status.success(),
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-/// Run `command` in environment `id`; its answer.
-async fn run(f: &Fixture, client: &Client, id: &str, command: &str) -> Value {
-    let r = client
-        .call("environment_run_cmd", f.run_args(id, command))
-        .await;
-    assert!(!is_error(&r), "{r:?}");
-    structured(&r).clone()
-}
 
 /// Issue 54, items 1, 2 and 5: an environment whose id is a branch of the
 /// user's (`main`) is checked out on a branch of its own, the user's
@@ -50,16 +29,16 @@ async fn checkout_diff_and_destroy_never_touch_the_users_branches() {
     args["from_git_ref"] = serde_json::json!("other");
     let r = client.call("environment_create", args).await;
     assert!(!is_error(&r), "{r:?}");
-    run(&f, &client, "main", "echo agent > agent.txt").await;
+    f.run_ok(&client, "main", "echo agent > agent.txt").await;
 
     // diff: only what the agent did, though the user is on `main`, which
     // lacks other.txt.
-    let diff = ok(&cofer(&f.repo, &["diff", "main"]));
+    let diff = succeeded(&cofer(&f.repo, &["diff", "main"]));
     assert!(diff.contains("+agent"), "{diff}");
     assert!(!diff.contains("other.txt"), "{diff}");
 
     // checkout: its own branch; `main` stays where the user left it.
-    ok(&cofer(&f.repo, &["checkout", "main"]));
+    succeeded(&cofer(&f.repo, &["checkout", "main"]));
     assert_eq!(git(&f.repo, &["rev-parse", "main"]), main_before);
     assert_eq!(
         git(&f.repo, &["rev-parse", "--abbrev-ref", "HEAD"]).trim(),
@@ -67,12 +46,12 @@ async fn checkout_diff_and_destroy_never_touch_the_users_branches() {
     );
     assert!(f.repo.join("agent.txt").exists());
     // diff after the checkout still shows the work.
-    let diff = ok(&cofer(&f.repo, &["diff", "main"]));
+    let diff = succeeded(&cofer(&f.repo, &["diff", "main"]));
     assert!(diff.contains("+agent"), "{diff}");
     // Again after more work: moved forward, still not `main`.
     git(&f.repo, &["checkout", "--quiet", "main"]);
-    run(&f, &client, "main", "echo more >> agent.txt").await;
-    ok(&cofer(&f.repo, &["checkout", "main"]));
+    f.run_ok(&client, "main", "echo more >> agent.txt").await;
+    succeeded(&cofer(&f.repo, &["checkout", "main"]));
     assert_eq!(git(&f.repo, &["rev-parse", "main"]), main_before);
     git(&f.repo, &["checkout", "--quiet", "main"]);
 

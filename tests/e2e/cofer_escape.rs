@@ -198,16 +198,6 @@ async fn the_container_cannot_replace_git_and_a_worktree_is_no_source() {
     );
 }
 
-/// Run `command` in environment `id`; its structured answer, which must
-/// not be an error.
-async fn run_ok(f: &Fixture, client: &Client, id: &str, command: &str) -> Value {
-    let r = client
-        .call("environment_run_cmd", f.run_args(id, command))
-        .await;
-    assert!(!is_error(&r), "{r:?}");
-    structured(&r).clone()
-}
-
 /// Issue 34, class 1: a repository the container unpacks in /workdir, whose
 /// own config defines a clean filter its attributes apply. git add would
 /// check the gitlink's work tree and run the filter on the host.
@@ -225,14 +215,14 @@ async fn a_nested_repositorys_filter_never_runs_on_the_host() {
          echo '* filter=x' > sub/.gitattributes && echo data > sub/file",
         m = marker.display()
     );
-    run_ok(&f, &client, "nested", &plant).await;
-    let out = run_ok(
-        &f,
-        &client,
-        "nested",
-        "echo more >> sub/file && echo top > top.txt",
-    )
-    .await;
+    f.run_ok(&client, "nested", &plant).await;
+    let out = f
+        .run_ok(
+            &client,
+            "nested",
+            "echo more >> sub/file && echo top > top.txt",
+        )
+        .await;
     assert!(
         !marker.exists(),
         "the nested repository's filter ran on the host"
@@ -275,7 +265,7 @@ async fn cofer_state_in_a_branch_never_reaches_the_host() {
          chmod +x .cofer/remote.git/hooks/* && echo '{{}}' > .cofer/environments/victim.json && \
          echo x > .COFER/y && echo work > work.txt"
     );
-    let out = run_ok(&f, &client, "hooked", &plant).await;
+    let out = f.run_ok(&client, "hooked", &plant).await;
     let commit = out["commit"].as_str().expect("committed");
     let files = git(&f.repo, &["ls-tree", "-r", "--name-only", commit]);
     assert!(files.lines().any(|l| l == "work.txt"), "{files}");
@@ -309,8 +299,8 @@ async fn cofer_state_in_a_branch_never_reaches_the_host() {
         std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755))
             .unwrap();
     }
-    run_ok(&f, &client, "hooked", "echo again >> work.txt").await;
-    run_ok(&f, &client, "victim", "echo mine > mine.txt").await;
+    f.run_ok(&client, "hooked", "echo again >> work.txt").await;
+    f.run_ok(&client, "victim", "echo mine > mine.txt").await;
     assert!(!marker.exists(), "a hook ran on the host");
     assert_eq!(
         std::fs::read_to_string(&record).unwrap(),
@@ -343,8 +333,8 @@ async fn programs_planted_on_path_never_run_on_the_host() {
          printf '#!/bin/sh\\ntouch {}\\n' > node_modules/.bin/$p; chmod +x node_modules/.bin/$p; cp node_modules/.bin/$p $p; done",
         marker.display()
     );
-    run_ok(&f, &client, "pathy", &plant).await;
-    let out = run_ok(&f, &client, "pathy", "echo after > after.txt").await;
+    f.run_ok(&client, "pathy", &plant).await;
+    let out = f.run_ok(&client, "pathy", "echo after > after.txt").await;
     assert!(out["commit"].is_string(), "{out}");
     let destroyed = client.call("environment_destroy", f.scoped("pathy")).await;
     assert!(!is_error(&destroyed), "{destroyed:?}");
@@ -371,8 +361,7 @@ async fn folders_nested_without_end_neither_crash_the_host_nor_stay() {
     };
     let client = f.env.start().await;
     f.create(&client, "deep").await;
-    let out = run_ok(
-        &f,
+    let out = f.run_ok(
         &client,
         "deep",
         "for i in $(seq 25); do truncate -s 11M big$i; done; \
@@ -403,7 +392,7 @@ async fn folders_nested_without_end_neither_crash_the_host_nor_stay() {
         .max();
     assert_eq!(deepest, Some(257), "d/…/d/f, the last d at the limit");
     // The host is still there, and the worktree goes with the environment.
-    run_ok(&f, &client, "deep", "true").await;
+    f.run_ok(&client, "deep", "true").await;
     let destroyed = client.call("environment_destroy", f.scoped("deep")).await;
     assert!(!is_error(&destroyed), "{destroyed:?}");
     assert!(!f.worktree("deep").exists());

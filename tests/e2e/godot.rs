@@ -1328,29 +1328,14 @@ async fn an_engine_that_cannot_dump_does_not_hide_one_that_can() {
         .unwrap_or_default()
         .trim()
         .to_string();
-    let mut env = Env::new(&["godot"], "");
-    let bin = env.dir.path().join("bin");
-    std::fs::create_dir(&bin).unwrap();
-    let editor = bin.join("godot3");
-    std::fs::write(
-        &editor,
-        format!(
+    let env = stand_in_before(
+        &engine,
+        "godot3",
+        &format!(
             "#!/bin/sh\nif [ \"$1\" = --version ]; then echo {version}; exit 255; fi\n\
              echo 'ERROR: Could not open display' >&2; exit 1\n"
         ),
-    )
-    .unwrap();
-    std::fs::set_permissions(&editor, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    let real = std::fs::canonicalize(which(&engine)).unwrap();
-    let path = format!(
-        "{}:{}:{}",
-        bin.display(),
-        real.parent().unwrap().display(),
-        std::env::var("PATH").unwrap_or_default()
     );
-    env.host_vars.push(("PATH".into(), path));
-    env.host_vars.push(("GODOT_BIN".into(), String::new()));
-    env.host_vars.push(("GODOT_DOC_DIR".into(), String::new()));
     let (reply, log) = one_call(&env, "KinematicBody2D").await;
     assert_eq!(
         fields(&reply)["results"][0]["uri"],
@@ -1367,33 +1352,15 @@ async fn an_engine_that_hangs_is_given_up_on_once() {
     let Some(engine) = godot_engine() else {
         return;
     };
-    let mut env = Env::new(&["godot"], "");
-    let bin = env.dir.path().join("bin");
-    std::fs::create_dir(&bin).unwrap();
-    let asked = env.dir.path().join("hung-asked");
-    let hung = bin.join("godot4");
-    std::fs::write(
-        &hung,
-        format!(
-            "#!/bin/sh
-echo asked >> {}
-sleep 600
-",
-            asked.display()
+    let asked = tempfile::NamedTempFile::new().unwrap();
+    let env = stand_in_before(
+        &engine,
+        "godot4",
+        &format!(
+            "#!/bin/sh\necho asked >> {}\nsleep 600\n",
+            asked.path().display()
         ),
-    )
-    .unwrap();
-    std::fs::set_permissions(&hung, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    let real = std::fs::canonicalize(which(&engine)).unwrap();
-    let path = format!(
-        "{}:{}:{}",
-        bin.display(),
-        real.parent().unwrap().display(),
-        std::env::var("PATH").unwrap_or_default()
     );
-    env.host_vars.push(("PATH".into(), path));
-    env.host_vars.push(("GODOT_BIN".into(), String::new()));
-    env.host_vars.push(("GODOT_DOC_DIR".into(), String::new()));
     let (reply, log) = one_call(&env, "KinematicBody2D").await;
     assert_eq!(
         fields(&reply)["results"][0]["uri"],
@@ -1413,8 +1380,38 @@ sleep 600
         fields(&reply)["results"][0]["uri"],
         "godot://class/KinematicBody2D"
     );
-    let times = std::fs::read_to_string(&asked).unwrap().lines().count();
+    let times = std::fs::read_to_string(asked.path())
+        .unwrap()
+        .lines()
+        .count();
     assert_eq!(times, 1, "the hung engine was asked {times} times");
+}
+
+/// A host with the Godot plugin and no doc dir, whose PATH has a stand-in
+/// engine `name` (the shell `script`) first, then the real `engine`'s
+/// folder: engines are looked for as a user's PATH has them.
+fn stand_in_before(engine: &str, name: &str, script: &str) -> Env {
+    let mut env = Env::new(&["godot"], "");
+    let bin = env.dir.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let stand_in = bin.join(name);
+    std::fs::write(&stand_in, script).unwrap();
+    std::fs::set_permissions(
+        &stand_in,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let real = std::fs::canonicalize(which(engine)).unwrap();
+    let path = format!(
+        "{}:{}:{}",
+        bin.display(),
+        real.parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    env.host_vars.push(("PATH".into(), path));
+    env.host_vars.push(("GODOT_BIN".into(), String::new()));
+    env.host_vars.push(("GODOT_DOC_DIR".into(), String::new()));
+    env
 }
 
 /// `program` as PATH finds it (or itself, when a path).

@@ -888,3 +888,15 @@ pub fn walk(dir: &Path) -> Vec<PathBuf> {
         })
         .collect()
 }
+
+/// The stdout of a command that must have succeeded (else its output, in
+/// the failure).
+pub fn succeeded(out: &std::process::Output) -> String {
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}

@@ -293,6 +293,23 @@ async fn client_config_for_an_http_host_connects() {
     assert!(!is_error(&r), "{r:?}");
 }
 
+/// A host with a token, ready for a flood: this process may hold
+/// hundreds of sockets beside other tests' files. The host, and its
+/// `host:port`.
+async fn flooded_host(env: &Env) -> (HttpHost, String) {
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
+    if let Ok((_, hard)) = getrlimit(Resource::RLIMIT_NOFILE) {
+        let _ = setrlimit(Resource::RLIMIT_NOFILE, hard, hard);
+    }
+    let host = with_token(env, "s3cret-token").await;
+    let addr = host
+        .url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_string();
+    (host, addr)
+}
+
 /// Issue 34, class 5: unauthenticated clients that send half a request
 /// cannot hold the host. Each is dropped once the header timeout passes,
 /// at most a fixed number are open at once (more are closed at once), and
@@ -300,18 +317,8 @@ async fn client_config_for_an_http_host_connects() {
 #[tokio::test]
 async fn half_sent_requests_are_dropped_and_cannot_lock_out_the_token_holder() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    // This process holds the flood's 600 sockets beside other tests' files.
-    use nix::sys::resource::{Resource, getrlimit, setrlimit};
-    if let Ok((_, hard)) = getrlimit(Resource::RLIMIT_NOFILE) {
-        let _ = setrlimit(Resource::RLIMIT_NOFILE, hard, hard);
-    }
     let env = Env::new(&["hello"], "");
-    let host = with_token(&env, "s3cret-token").await;
-    let addr = host
-        .url
-        .trim_start_matches("http://")
-        .trim_end_matches("/mcp")
-        .to_string();
+    let (host, addr) = flooded_host(&env).await;
     let started = std::time::Instant::now();
     let mut flood = Vec::new();
     for _ in 0..600 {
@@ -349,18 +356,9 @@ async fn half_sent_requests_are_dropped_and_cannot_lock_out_the_token_holder() {
 /// answered `408` rather than holding its place.
 #[tokio::test]
 async fn a_flood_of_new_connections_never_locks_out_the_token_holder() {
-    use nix::sys::resource::{Resource, getrlimit, setrlimit};
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    if let Ok((_, hard)) = getrlimit(Resource::RLIMIT_NOFILE) {
-        let _ = setrlimit(Resource::RLIMIT_NOFILE, hard, hard);
-    }
     let env = Env::new(&["hello"], "");
-    let host = with_token(&env, "s3cret-token").await;
-    let addr = host
-        .url
-        .trim_start_matches("http://")
-        .trim_end_matches("/mcp")
-        .to_string();
+    let (host, addr) = flooded_host(&env).await;
     // The flood: 700 connections kept open, the oldest 50 swapped for new
     // ones every 20 ms, for as long as the token holder tries (bounded).
     let stop = tokio_util::sync::CancellationToken::new();

@@ -117,16 +117,6 @@ async fn publish(file: &Path, target: &str) -> Output {
         .unwrap()
 }
 
-fn ok(out: &Output) -> String {
-    assert!(
-        out.status.success(),
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
 fn refused(out: &Output) -> String {
     assert!(
         !out.status.success(),
@@ -154,11 +144,11 @@ async fn a_plugin_from_a_registry_is_installed_locked_served_and_installed_again
     let hello = built_plugin("hello");
     let hello_bytes = std::fs::read(&hello).unwrap();
     let tag = registry.url("tools/hello:1");
-    let manifest = ok(&publish(&hello, &tag).await);
+    let manifest = succeeded(&publish(&hello, &tag).await);
     let manifest = manifest.trim();
     assert!(manifest.starts_with("sha256:"), "{manifest}");
 
-    let out = ok(&host(&env, &["install", &tag]).await);
+    let out = succeeded(&host(&env, &["install", &tag]).await);
     assert!(out.starts_with("hello\t"), "{out}");
     let file = env.plugins.join("hello.wasm");
     assert_eq!(std::fs::read(&file).unwrap(), hello_bytes);
@@ -171,7 +161,7 @@ async fn a_plugin_from_a_registry_is_installed_locked_served_and_installed_again
         Some(sha256(&hello_bytes).as_str())
     );
     assert_eq!(entry["manifest"].as_str(), Some(manifest));
-    let listed = ok(&host(&env, &["list", "plugins"]).await);
+    let listed = succeeded(&host(&env, &["list", "plugins"]).await);
     assert!(
         listed.contains(&tag) && listed.contains(&sha256(&hello_bytes)),
         "{listed}"
@@ -185,14 +175,14 @@ async fn a_plugin_from_a_registry_is_installed_locked_served_and_installed_again
 
     // The tag moves to another component; the lock still names the first,
     // and a second machine (an empty folder) gets exactly that.
-    ok(&publish(&built_plugin("faulty"), &tag).await);
+    succeeded(&publish(&built_plugin("faulty"), &tag).await);
     std::fs::remove_file(&file).unwrap();
-    let out = ok(&host(&env, &["install"]).await);
+    let out = succeeded(&host(&env, &["install"]).await);
     assert!(out.contains(&sha256(&hello_bytes)), "{out}");
     assert_eq!(std::fs::read(&file).unwrap(), hello_bytes);
 
     let out = host(&env, &["uninstall", "hello"]).await;
-    ok(&out);
+    succeeded(&out);
     assert!(!file.exists());
     assert!(lock(&env).get("plugin").is_none(), "{:?}", lock(&env));
     let err = refused(&host(&env, &["uninstall", "hello"]).await);
@@ -245,7 +235,7 @@ async fn what_a_registry_sends_wrong_never_lands_in_the_folder() {
     let foreign = env.dir.path().join("foreign.wasm");
     std::fs::write(&foreign, foreign_component()).unwrap();
     let tag = registry.url("tools/foreign:1");
-    ok(&publish(&foreign, &tag).await);
+    succeeded(&publish(&foreign, &tag).await);
     let err = refused(&host(&env, &["install", &tag]).await);
     assert!(
         err.contains("does not load in this host") && err.contains("evil:pwn/escape"),
@@ -255,7 +245,7 @@ async fn what_a_registry_sends_wrong_never_lands_in_the_folder() {
 
     // Bytes that are not what the manifest says: the digest check refuses.
     let tag = registry.url("tools/hello:1");
-    ok(&publish(&built_plugin("hello"), &tag).await);
+    succeeded(&publish(&built_plugin("hello"), &tag).await);
     let size = std::fs::metadata(built_plugin("hello")).unwrap().len();
     let blob = registry
         .blobs()
@@ -307,6 +297,18 @@ fn key_pair(dir: &Path, name: &str, seed: u8) -> (PathBuf, PathBuf) {
     (private, public)
 }
 
+/// The config trusts `key` alone and requires signatures.
+fn trust_only(env: &Env, key: &Path) {
+    std::fs::write(
+        &env.config,
+        format!(
+            "[trust]\nkeys = [{:?}]\nrequire_signatures = true\n",
+            key.display().to_string()
+        ),
+    )
+    .unwrap();
+}
+
 async fn publish_signed(file: &Path, target: &str, key: &Path) -> Output {
     tokio::process::Command::new(env!("CARGO_BIN_EXE_host"))
         .arg("publish")
@@ -333,19 +335,12 @@ async fn signatures_by_trusted_keys_are_required_when_the_config_says_so() {
     // one is another component.
     let plain = registry.url("tools/conformance:plain");
     let forged = registry.url("tools/faulty:other");
-    ok(&publish_signed(&hello, &signed, &alice_key).await);
-    ok(&publish(&built_plugin("conformance"), &plain).await);
-    ok(&publish_signed(&built_plugin("faulty"), &forged, &mallory_key).await);
-    std::fs::write(
-        &env.config,
-        format!(
-            "[trust]\nkeys = [{:?}]\nrequire_signatures = true\n",
-            alice_pub.display().to_string()
-        ),
-    )
-    .unwrap();
+    succeeded(&publish_signed(&hello, &signed, &alice_key).await);
+    succeeded(&publish(&built_plugin("conformance"), &plain).await);
+    succeeded(&publish_signed(&built_plugin("faulty"), &forged, &mallory_key).await);
+    trust_only(&env, &alice_pub);
 
-    let out = ok(&host(&env, &["install", &signed]).await);
+    let out = succeeded(&host(&env, &["install", &signed]).await);
     assert!(out.starts_with("hello\t"), "{out}");
     let locked = lock(&env);
     let signer = locked["plugin"][0]["signer"].as_str().unwrap();
@@ -364,7 +359,7 @@ async fn signatures_by_trusted_keys_are_required_when_the_config_says_so() {
 
     // The lock is checked again on a second machine, signatures too.
     std::fs::remove_file(env.plugins.join("hello.wasm")).unwrap();
-    ok(&host(&env, &["install"]).await);
+    succeeded(&host(&env, &["install"]).await);
     assert!(env.plugins.join("hello.wasm").exists());
 }
 
@@ -394,7 +389,7 @@ async fn a_plugin_from_a_url_on_this_machine_is_installed_and_locked() {
     let bytes = std::fs::read(built_plugin("hello")).unwrap();
     let (address, server) = serve_file(bytes.clone()).await;
     let url = format!("http://{address}/dl/hello.wasm");
-    let out = ok(&host(&env, &["install", &url]).await);
+    let out = succeeded(&host(&env, &["install", &url]).await);
     assert!(out.starts_with("hello\t"), "{out}");
     assert_eq!(
         std::fs::read(env.plugins.join("hello.wasm")).unwrap(),
@@ -426,7 +421,7 @@ async fn an_artifact_never_takes_a_plugins_name_or_grants_by_itself() {
     let hello = built_plugin("hello");
     // `someone/weather:1` is a component that calls itself `hello`.
     let weather = registry.url("someone/weather:1");
-    ok(&publish(&hello, &weather).await);
+    succeeded(&publish(&hello, &weather).await);
     let err = refused(&host(&env, &["install", &weather]).await);
     assert!(
         err.contains("declares itself as plugin `hello`") && err.contains("--name hello"),
@@ -442,12 +437,12 @@ async fn an_artifact_never_takes_a_plugins_name_or_grants_by_itself() {
         "{err}"
     );
     assert_eq!(plugins_in(&env.plugins), Vec::<String>::new());
-    let out = ok(&host(&env, &["install", &weather, "--name", "hello", "--yes"]).await);
+    let out = succeeded(&host(&env, &["install", &weather, "--name", "hello", "--yes"]).await);
     assert!(out.starts_with("hello\t"), "{out}");
 
     // Another source for the installed name: kept unless `--replace`.
     let other = registry.url("tools/hello:2");
-    ok(&publish(&hello, &other).await);
+    succeeded(&publish(&hello, &other).await);
     let err = refused(&host(&env, &["install", &other, "--yes"]).await);
     assert!(
         err.contains(&format!("already installed from {weather}")) && err.contains("--replace"),
@@ -461,14 +456,14 @@ async fn an_artifact_never_takes_a_plugins_name_or_grants_by_itself() {
     std::fs::remove_file(env.plugins.join("plugins.lock")).unwrap();
     let err = refused(&host(&env, &["install", &other, "--yes"]).await);
     assert!(err.contains("not by `host install`"), "{err}");
-    let out = ok(&host(&env, &["install", &other, "--replace", "--yes"]).await);
+    let out = succeeded(&host(&env, &["install", &other, "--replace", "--yes"]).await);
     assert!(out.starts_with("hello\t"), "{out}");
     assert_eq!(
         lock(&env)["plugin"][0]["source"].as_str(),
         Some(other.as_str())
     );
     // The same source again is an update: its grants were accepted.
-    ok(&host(&env, &["install", &other]).await);
+    succeeded(&host(&env, &["install", &other]).await);
 
     // `host uninstall` takes names, never paths.
     std::fs::write(env.dir.path().join("outside.wasm"), b"x").unwrap();
@@ -537,7 +532,7 @@ async fn publish_signs_what_it_pushed_not_what_a_registry_answers() {
     let (key, public) = key_pair(env.dir.path(), "alice", 7);
     // Someone else's artifact, already in the registry.
     let theirs = registry.url("tools/hello:other");
-    let their_digest = ok(&publish(&built_plugin("faulty"), &theirs).await);
+    let their_digest = succeeded(&publish(&built_plugin("faulty"), &theirs).await);
     let (proxy, task) = lying_proxy(&registry).await;
     let out = publish_signed(
         &built_plugin("hello"),
@@ -545,25 +540,18 @@ async fn publish_signs_what_it_pushed_not_what_a_registry_answers() {
         &key,
     )
     .await;
-    let ours = ok(&out);
+    let ours = succeeded(&out);
     task.abort();
     assert_ne!(
         ours.trim(),
         their_digest.trim(),
         "the digest printed is theirs"
     );
-    std::fs::write(
-        &env.config,
-        format!(
-            "[trust]\nkeys = [{:?}]\nrequire_signatures = true\n",
-            public.display().to_string()
-        ),
-    )
-    .unwrap();
+    trust_only(&env, &public);
     // Their artifact carries no signature of alice's; ours does.
     let err = refused(&host(&env, &["install", &theirs, "--name", "faulty"]).await);
     assert!(err.contains("no signature by a key you trust"), "{err}");
-    let out = ok(&host(&env, &["install", &registry.url("tools/hello:lie")]).await);
+    let out = succeeded(&host(&env, &["install", &registry.url("tools/hello:lie")]).await);
     assert!(out.starts_with("hello\t"), "{out}");
 }
 
@@ -626,7 +614,7 @@ async fn sources_that_never_end_and_redirects_elsewhere_are_refused() {
     assert_eq!(plugins_in(&env.plugins), Vec::<String>::new());
     // On this machine, from plain HTTP to plain HTTP, it is followed.
     let (hop, redirect_here) = serve_redirect(format!("http://{real}/hello.wasm")).await;
-    ok(&host(&env, &["install", &format!("http://{hop}/hello.wasm")]).await);
+    succeeded(&host(&env, &["install", &format!("http://{hop}/hello.wasm")]).await);
     for task in [server, redirect, redirect_here] {
         task.abort();
     }

@@ -345,6 +345,316 @@ impl Outcome {
     }
 }
 
+/// A signal's name and number: `SIGKILL (signal 9)`.
+fn signal_name(signal: i32) -> String {
+    match plugin_sdk::signal_name(signal) {
+        Some(name) => format!("{name} (signal {signal})"),
+        None => format!("signal {signal}"),
+    }
+}
+
+fn output_schema() -> Option<serde_json::Value> {
+        Some(output_schema())
+    }
+
+    fn call(args: request::Args) -> Result<ToolOutput, ToolError> {
+        let workspace = plugin_sdk::workspace();
+        let checked = request::check(&args, std::path::Path::new(&workspace), &timestamp_now())?;
+        Ok(plugin_sdk::structured_output(&run(&args, &checked)))
+    }
+}
+
+fn run(args: &request::Args, checked: &Checked) -> serde_json::Value {
+    let raw_log = checked.report_dir.join("raw.log");
+    // A report left in a reused report dir must not pass for this run's.
+    if let Some(file) = template::report_file(args.runner, checked.project) {
+        let _ = std::fs::remove_file(checked.report_dir.join(file));
+    }
+    let request = RunRequest::new(&checked.command.program, checked.repo.to_string_lossy())
+        .args(&checked.command.args)
+        .env(
+            template::quiet_env()
+                .into_iter()
+                .chain(checked.command.env.iter().cloned())
+                .collect::<Vec<_>>(),
+        )
+        .timeout_ms(args.timeout_ms)
+        .no_output_timeout_ms(args.no_output_timeout_ms)
+        .tail_bytes(args.max_output_bytes)
+        .log_path(raw_log.to_string_lossy());
+    let mut outcome = match process::run(&request) {
+        Ok(result) => Outcome::from_run(result, args),
+        Err(e) => {
+            let why = ToolError::from(e).message;
+            // The host wrote nothing: leave a raw.log that says why.
+            let _ = std::fs::create_dir_all(&checked.report_dir);
+            let _ = std::fs::write(&raw_log, format!("[host] not run: {why}\n"));
+            Outcome {
+                status: "error",
+                exit_code: None,
+                duration_ms: 0,
+                text: String::new(),
+                stdout: String::new(),
+                stderr: String::new(),
+                truncated: false,
+                error: Some(why),
+                ended: "not started".into(),
+            }
+        }
+    };
+    if let Project::NodeTestRunner { names_files: true } = checked.project
+        && outcome.error.is_none()
+        && outcome.text.contains("is not allowed in NODE_OPTIONS")
+    {
+        outcome.status = "error";
+        outcome.error = Some(
+            "this project's test script names its files (`node --test <path>`), after which node reads \
+             every word as a file: a name pattern reaches it only through NODE_OPTIONS, which Node 22 \
+             and later take and this node does not. Use scope `file`, or let node find the tests itself \
+             (`\"test\": \"node --test\"`), or run Node 22 or later"
+                .into(),
+        );
+    }
+    let console = match args.runner {
+        Runner::Go => std::borrow::Cow::Owned(results::gotest::console(&outcome.text)),
+        _ => std::borrow::Cow::Borrowed(outcome.text.as_str()),
+    };
+    let summary = excerpt::summarize(&console, outcome.truncated, args.runner);
+    let results = results_of(args.runner, checked, &outcome);
+    let tests = results.as_ref().map(|r| &r.counts);
+    let failures = results.as_ref().map_or(&[][..], Results::shown);
+    let excerpt = match &outcome.error {
+        Some(e) => format!("{e}\n{}", summary.excerpt()),
+        None => summary.excerpt(),
+    };
+    let report_dir = format!("{}/", checked.report_rel.display());
+    let machine = json!({
+        "status": outcome.status,
+        "exit_code": outcome.exit_code,
+        "duration_ms": outcome.duration_ms,
+        "runner": args.runner.name(),
+        "scope": args.scope.name(),
+        "target": args.target,
+        "command": {"template": checked.command.template, "program": checked.command.program, "args": checked.command.args, "env": checked.command.env.iter().cloned().collect::<std::collections::BTreeMap<_, _>>()},
+        "started_at": checked.started_at,
+        "report_dir": report_dir,
+        "limits": {"timeout_ms": args.timeout_ms, "no_output_timeout_ms": args.no_output_timeout_ms, "max_output_bytes": args.max_output_bytes},
+        "ended": outcome.ended,
+        "output_truncated_for_summary": outcome.truncated,
+        "error": outcome.error,
+        "tests": tests,
+        "failures": failures,
+        "failed_tests": results.as_ref().map(Results::failed_names).unwrap_or_default(),
+        "excerpt_blocks": summary.blocks,
+        "last_lines": summary.last_lines,
+    });
+    let markdown = summary.markdown(&excerpt::Header {
+        status: outcome.status,
+        exit_code: outcome.exit_code,
+        duration_ms: outcome.duration_ms,
+        command: &checked.command.display(),
+        started_at: &checked.started_at,
+        error: outcome.error.as_deref(),
+        ended: &outcome.ended,
+        tests,
+        failures,
+    });
+    // Only what is really on disk is named; a partial file is removed.
+    let mut artifacts = serde_json::Map::new();
+    let mut not_written = serde_json::Map::new();
+    match std::fs::metadata(&raw_log) {
+        Ok(_) => artifacts.insert("raw_log".into(), json!("raw.log")),
+        Err(e) => not_written.insert("raw_log".into(), json!(e.to_string())),
+    };
+    let summaries = [
+        (
+            "summary_json",
+            "summary.json",
+            serde_json::to_string_pretty(&machine).unwrap(),
+        ),
+        ("summary_md", "summary.md", markdown),
+    ];
+    for (key, name, text) in summaries {
+        let path = checked.report_dir.join(name);
+        let written =
+            std::fs::create_dir_all(&checked.report_dir).and_then(|_| std::fs::write(&path, text));
+        match written {
+            Ok(()) => artifacts.insert(key.into(), json!(name)),
+            Err(e) => {
+                let _ = std::fs::remove_file(&path);
+                plugin_sdk::log::log(
+                    plugin_sdk::log::Level::Error,
+                    &format!("writing {name} failed: {e}"),
+                );
+                not_written.insert(key.into(), json!(format!("writing {name} failed: {e}")))
+            }
+        };
+    }
+    let mut excerpt = excerpt;
+    if outcome.ended.contains("before timeout_ms") {
+        excerpt = format!("[{}]\n{excerpt}", outcome.ended);
+    }
+    if !not_written.is_empty() {
+        let missing: Vec<String> = not_written
+            .iter()
+            .map(|(k, why)| format!("{k}: {}", why.as_str().unwrap_or_default()))
+            .collect();
+        excerpt = format!("[not written] {}\n{excerpt}", missing.join("; "));
+        artifacts.insert("not_written".into(), serde_json::Value::Object(not_written));
+    }
+    answer::fit(json!({
+        "status": outcome.status,
+        "exit_code": outcome.exit_code,
+        "duration_ms": outcome.duration_ms,
+        "report_dir": report_dir,
+        "artifacts": artifacts,
+        "excerpt": excerpt,
+        "tests": tests,
+        "failures": failures,
+    }))
+}
+
+/// The per-test results: from the report the run wrote, else from its
+/// output (a run cut off may write none); `None` where neither says (npm
+/// other than jest, vitest or node's runner).
+fn results_of(runner: Runner, checked: &Checked, outcome: &Outcome) -> Option<Results> {
+    let (stdout, stderr) = (outcome.stdout.as_str(), outcome.stderr.as_str());
+    let repo = checked.repo.to_string_lossy();
+    let report = |file: &str| -> Option<String> {
+        let path = checked.report_dir.join(file);
+        let size = std::fs::metadata(&path).ok()?.len();
+        if size > results::MAX_REPORT_BYTES {
+            plugin_sdk::log::log(
+                plugin_sdk::log::Level::Warn,
+                &format!(
+                    "{file} is {size} bytes, over {}: not read",
+                    results::MAX_REPORT_BYTES
+                ),
+            );
+            return None;
+        }
+        std::fs::read_to_string(&path).ok()
+    };
+    let parsed =
+        |file: &str, read: &dyn Fn(&str) -> Result<Results, String>| match read(&report(file)?) {
+            Ok(results) => Some(results),
+            Err(e) => {
+                plugin_sdk::log::log(
+                    plugin_sdk::log::Level::Warn,
+                    &format!("{file} cannot be read ({e}): the output is read instead"),
+                );
+                None
+            }
+        };
+    let junit = |dialect| {
+        parsed("junit.xml", &|xml| {
+            results::junit::read(xml, dialect, &repo)
+        })
+    };
+    match (runner, checked.project) {
+        (Runner::Pytest, _) => {
+            junit(Dialect::Pytest).or_else(|| Some(results::console::pytest(stdout)))
+        }
+        (Runner::Npm, Project::NodeTestRunner { .. }) => {
+            junit(Dialect::Node).or_else(|| Some(results::console::node(stdout)))
+        }
+        (Runner::Npm, Project::Jest) => {
+            parsed("results.json", &|json| results::jest::read(json, &repo))
+                .or_else(|| Some(results::console::jest(stderr)))
+        }
+        (Runner::Npm, Project::Vitest) => {
+            parsed("results.json", &|json| results::jest::read(json, &repo))
+                .or_else(|| Some(results::console::vitest(stdout)))
+        }
+        (Runner::Npm, Project::Plain) => None,
+        (Runner::Dart | Runner::Flutter, _) => {
+            report("results.jsonl").map(|events| results::dart::read(&events, &repo))
+        }
+        (Runner::Go, _) => {
+            let module = std::fs::read_to_string(checked.repo.join("go.mod"))
+                .ok()
+                .and_then(|text| results::gotest::module(&text));
+            report("raw.log").map(|log| results::gotest::read(&log, module.as_deref(), &repo))
+        }
+        (Runner::Cargo, _) => Some(results::console::libtest(stdout)),
+    }
+}
+
+struct Outcome {
+    status: &'static str,
+    exit_code: Option<i32>,
+    duration_ms: u64,
+    /// The tail of the output, both streams in arrival order.
+    text: String,
+    /// The same tail's stdout alone, where the runners write their verdicts:
+    /// a line of stderr (cargo's `Doc-tests …`) can land in the middle of
+    /// one of them in `text` (`test adds ...    Doc-tests sample` + `ok`).
+    stdout: String,
+    /// And its stderr alone, where jest writes its console.
+    stderr: String,
+    truncated: bool,
+    error: Option<String>,
+    /// Why it ended, in words (summary.md, summary.json).
+    ended: String,
+}
+
+impl Outcome {
+    fn from_run(r: RunResult, args: &Args) -> Outcome {
+        let status = match r.status {
+            Status::Exited if r.exit_code == Some(0) => "pass",
+            Status::Exited => "fail",
+            Status::Timeout => "timeout",
+            Status::NoOutput => "no_output",
+            Status::SpawnFailed | Status::Cancelled => "error",
+        };
+        let error = match r.status {
+            Status::Cancelled => Some("the run was cancelled".to_string()),
+            _ => r.error,
+        };
+        let only = |stream: Stream| -> String {
+            r.tail
+                .iter()
+                .filter(|c| c.stream == stream)
+                .map(|c| c.text.as_str())
+                .collect()
+        };
+        let (stdout, stderr) = (only(Stream::Stdout), only(Stream::Stderr));
+        let ended = match (r.status, r.exit_code, r.signal) {
+            // The host ends a run before the call's own deadline, which
+            // can come before timeout_ms (the policy's limits.timeout_ms).
+            (Status::Timeout, ..) if r.duration_ms + 1000 < args.timeout_ms => format!(
+                "killed at {} ms, before timeout_ms ({} ms): the call's deadline (limits.timeout_ms \
+                 under [plugins.run_test]) is shorter; ask for less, or raise it",
+                r.duration_ms, args.timeout_ms
+            ),
+            (Status::Timeout, ..) => format!(
+                "killed: still running when timeout_ms ({} ms) passed",
+                args.timeout_ms
+            ),
+            (Status::NoOutput, ..) => format!(
+                "killed: no output for no_output_timeout_ms ({} ms)",
+                args.no_output_timeout_ms
+            ),
+            (Status::Cancelled, ..) => "killed: the call was cancelled".to_string(),
+            (Status::SpawnFailed, ..) => "not started".to_string(),
+            (_, Some(code), _) => format!("exited with code {code}"),
+            (_, None, Some(signal)) => format!("killed by {}", signal_name(signal)),
+            (_, None, None) => "ended without an exit code".to_string(),
+        };
+        Outcome {
+            status,
+            exit_code: r.exit_code,
+            duration_ms: r.duration_ms,
+            text: r.tail.into_iter().map(|c| c.text).collect(),
+            stdout,
+            stderr,
+            truncated: r.truncated,
+            error,
+            ended,
+        }
+    }
+}
+
 /// A signal's name (Linux numbering, which the host reports).
 fn signal_name(signal: i32) -> String {
     let name = match signal {

@@ -298,8 +298,9 @@ pub fn ended_text(exit_code: Option<i32>, signal: Option<i32>) -> String {
     }
 }
 
-/// The usual name of a POSIX signal's number (Linux numbering).
-fn signal_name(number: i32) -> Option<&'static str> {
+/// The usual name of a POSIX signal's number (Linux numbering, which the
+/// host reports).
+pub fn signal_name(number: i32) -> Option<&'static str> {
     Some(match number {
         1 => "SIGHUP",
         2 => "SIGINT",
@@ -313,6 +314,8 @@ fn signal_name(number: i32) -> Option<&'static str> {
         13 => "SIGPIPE",
         14 => "SIGALRM",
         15 => "SIGTERM",
+        24 => "SIGXCPU",
+        25 => "SIGXFSZ",
         _ => return None,
     })
 }
