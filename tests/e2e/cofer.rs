@@ -1018,6 +1018,12 @@ async fn hundred_megabytes_of_output_in_bounded_memory() {
     assert_eq!(out["lines_omitted"]["stdout"], 88, "{out}");
     assert!(out["stdout"].as_str().unwrap().starts_with("89\n"));
     assert!(text(&r).contains("88 lines of stdout"), "{}", text(&r));
+    // Issue 54, item 6: what was kept is what there was (2 KB), not 64 KB.
+    assert!(
+        text(&r).contains("the last 2 KB were kept") && !text(&r).contains("64 KB were kept"),
+        "{}",
+        text(&r)
+    );
     client.call("environment_destroy", f.scoped("loud")).await;
 }
 
@@ -1053,7 +1059,9 @@ async fn environments_survive_a_host_restart() {
     // ... and the answer says what a new container loses.
     assert!(
         structured(&r)["warnings"].to_string().contains("recreated")
-            && text(&r).contains("outside it is lost"),
+            && text(&r).contains("outside it is lost")
+            && text(&r).contains("its setup commands ran again")
+            && !text(&r).contains("Run the setup commands again"),
         "{r:?}"
     );
     client.call("environment_destroy", f.scoped("kept")).await;

@@ -217,8 +217,9 @@ pub fn short(commit: &str) -> &str {
 
 /// Said when a command ran in a recreated container.
 const RECREATED: &str = "The environment's container was gone or stopped and was recreated \
-    from its image before this command: /workdir is kept, but whatever was installed or written \
-    outside it is lost. Run the setup commands again (package installs, tools) if the work needs them.";
+    from its image before this command, and its setup commands ran again: /workdir is kept, but \
+    whatever earlier commands installed or wrote outside it is lost; install it again if the work \
+    needs it.";
 
 fn background(env: &Env, record: &Record, args: &RunCmd) -> Result<ToolOutput, ToolError> {
     let mut request = env.container_request(
@@ -456,8 +457,15 @@ fn foreground_text(env: &Env, report: &Value, budget: usize) -> String {
     }
     if report["truncated"] == json!(true) {
         let omitted = &report["lines_omitted"];
+        // What the ring held: 64 KB, or all of a shorter output.
+        let total = report["stdout_bytes"].as_u64().unwrap_or(0)
+            + report["stderr_bytes"].as_u64().unwrap_or(0);
+        let kept = match total.min(TAIL_BYTES) {
+            n if n >= 1024 => format!("{} KB", n / 1024),
+            n => format!("{n} bytes"),
+        };
         text.push_str(&format!(
-            "(output truncated: {} bytes of stdout and {} of stderr; the last 64 KB were kept, and of \
+            "(output truncated: {} bytes of stdout and {} of stderr; the last {kept} were kept, and of \
              those the last lines of each that fit in {budget} bytes together (at most {TAIL_LINES}) \
              are shown: {} lines of stdout and {} of stderr omitted. For more, pass \
              max_output_bytes up to 65536, or write the output to a file and read it with \
