@@ -750,6 +750,20 @@ async fn three_and_four_are_served_side_by_side() {
         .await;
     assert_eq!(error_code(&missing), "NOT_FOUND");
     assert_eq!(structured(&missing)["suggestions"], json!(["4", "3.6"]));
+    // Issue 54, item 13: a long `version` is not echoed whole.
+    let long = "9".repeat(5000);
+    let missing = client
+        .call("godot.list_classes", json!({"version": long}))
+        .await;
+    assert_eq!(error_code(&missing), "NOT_FOUND");
+    let said = structured(&missing)["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        said.len() < 600 && said.contains("5000 characters"),
+        "{said}"
+    );
 
     // URIs: with a version, or without for the default.
     let class = read(&client, "godot://3.6/class/KinematicBody2D")

@@ -391,10 +391,18 @@ pub fn ensure(version: Option<&str>) -> Result<(DocDir, usize, bool), ToolError>
             .position(|d| matches_version(&d.version, wanted))
             .ok_or_else(|| {
                 let versions: Vec<String> = served.iter().map(|d| d.version.clone()).collect();
+                // What was asked is echoed only as far as a version goes
+                // (issue 54, item 13: 5,000 characters came back whole).
+                let shown: String = wanted.chars().take(32).collect();
+                let shown = if shown.len() < wanted.len() {
+                    format!("`{shown}…` ({} characters)", wanted.chars().count())
+                } else {
+                    format!("`{shown}`")
+                };
                 ToolError::new(
                     "NOT_FOUND",
                     format!(
-                        "Godot {wanted} is not served; served: {} (godot.versions lists them with where \
+                        "Godot {shown} is not served; served: {} (godot.versions lists them with where \
                          they come from; GODOT_DOC_DIR takes several doc dirs, separated by `:`)",
                         versions.join(", ")
                     ),
