@@ -721,6 +721,8 @@ async fn a_lost_podman_service_ends_the_command_and_the_next_one_reconnects() {
         e["message"].as_str().unwrap().contains("stopped answering"),
         "{e}"
     );
+    // Issue 54, item 6: the next call works, and the error says so.
+    assert_eq!(e["retryable"], true, "{e}");
     // Its fate unknown, the command did not live on.
     let deadline = Instant::now() + Duration::from_secs(5);
     while !processes_with("sleep 4245").is_empty() {

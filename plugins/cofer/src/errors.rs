@@ -14,8 +14,19 @@ pub fn error(code: &str, message: impl Into<String>, remediation: &str) -> ToolE
 
 /// A step that failed after its retries: which step, why, and what to do.
 pub fn step_failed(step: &str, why: impl std::fmt::Display, remediation: &str) -> ToolError {
-    ToolError::new("step_failed", format!("{step} failed: {why}"))
-        .with_details(json!({ "step": step, "remediation": remediation }))
+    let mut e = ToolError::new("step_failed", format!("{step} failed: {why}"))
+        .with_details(json!({ "step": step, "remediation": remediation }));
+    e.retryable = restarts(&e.message);
+    e
+}
+
+/// Whether the host said that Podman's service, gone mid-command, is
+/// started again by the next command: then asking again works (issue 54,
+/// item 6: it said `retryable: false`).
+fn restarts(message: &str) -> bool {
+    // The host's words for a service that went away: the next command
+    // connects (or starts it) again.
+    message.contains("Podman's service stopped answering")
 }
 
 /// A git capability error raised during `step`.
@@ -67,11 +78,16 @@ pub fn from_container(step: &str, e: ContainerError) -> ToolError {
             e
         }
         ContainerError::Invalid(why) => error("invalid_request", why, "correct the arguments"),
-        ContainerError::Unavailable(why) => error(
-            "podman_unavailable",
-            why,
-            "do what the message says (install Podman, or start its service), then check `podman info`",
-        ),
+        ContainerError::Unavailable(why) => {
+            let again = restarts(&why);
+            let mut e = error(
+                "podman_unavailable",
+                why,
+                "do what the message says (install Podman, or start its service), then check `podman info`",
+            );
+            e.retryable = again;
+            e
+        }
         ContainerError::NotFound(why) => error(
             "not_found",
             why,
