@@ -87,7 +87,40 @@ const NAMES: [&str; 76] = [
     "ENOTCAPABLE",
 ];
 
-/// `text` with every `(os error N)` of a WASI errno replaced by its name.
+/// The descriptions both WASI's libc and the host's print, with the name
+/// each stands for. A message may carry the *host's* number (a capability
+/// passing a host error on: "Permission denied (os error 13)", where WASI's
+/// 13 is ECONNABORTED): the words before the number decide, and only words
+/// not listed here fall back to WASI's numbering (issue 54, item 20).
+const SAID: [(&str, &str); 24] = [
+    ("Operation not permitted", "EPERM"),
+    ("No such file or directory", "ENOENT"),
+    ("Permission denied", "EACCES"),
+    ("File exists", "EEXIST"),
+    ("Not a directory", "ENOTDIR"),
+    ("Is a directory", "EISDIR"),
+    ("Invalid argument", "EINVAL"),
+    ("Too many open files", "EMFILE"),
+    ("No space left on device", "ENOSPC"),
+    ("Read-only file system", "EROFS"),
+    ("Directory not empty", "ENOTEMPTY"),
+    ("Broken pipe", "EPIPE"),
+    ("Connection refused", "ECONNREFUSED"),
+    ("Connection reset by peer", "ECONNRESET"),
+    ("Connection aborted", "ECONNABORTED"),
+    ("Resource temporarily unavailable", "EAGAIN"),
+    ("Bad file descriptor", "EBADF"),
+    ("Input/output error", "EIO"),
+    ("I/O error", "EIO"),
+    ("File name too long", "ENAMETOOLONG"),
+    ("Too many levels of symbolic links", "ELOOP"),
+    ("Symbolic link loop", "ELOOP"),
+    ("Not supported", "ENOTSUP"),
+    ("Capabilities insufficient", "ENOTCAPABLE"),
+];
+
+/// `text` with every `(os error N)` replaced by the error's name: the one
+/// its words say ([`SAID`]), else WASI's for the number.
 pub fn named(text: &str) -> Cow<'_, str> {
     const MARK: &str = "(os error ";
     if !text.contains(MARK) {
@@ -98,10 +131,15 @@ pub fn named(text: &str) -> Cow<'_, str> {
     while let Some(at) = rest.find(MARK) {
         let after = &rest[at + MARK.len()..];
         let digits = after.bytes().take_while(u8::is_ascii_digit).count();
+        let before = rest[..at].trim_end();
+        let by_words = SAID
+            .iter()
+            .find(|(words, _)| before.ends_with(words))
+            .map(|(_, name)| name);
         let name = after[..digits]
             .parse::<usize>()
             .ok()
-            .and_then(|n| NAMES.get(n.checked_sub(1)?))
+            .and_then(|n| by_words.or(NAMES.get(n.checked_sub(1)?)))
             .filter(|_| after[digits..].starts_with(')'));
         match name {
             Some(name) => {
@@ -136,6 +174,15 @@ mod tests {
         assert_eq!(
             named("Capabilities insufficient (os error 76)"),
             "Capabilities insufficient (ENOTCAPABLE)"
+        );
+        // A host's number passed on: its words name it, not WASI's table.
+        assert_eq!(
+            named("cannot open x: Permission denied (os error 13)"),
+            "cannot open x: Permission denied (EACCES)"
+        );
+        assert_eq!(
+            named("Not a directory (os error 54)"),
+            "Not a directory (ENOTDIR)"
         );
         for kept in [
             "no error here",
