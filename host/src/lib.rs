@@ -49,6 +49,8 @@ pub mod policy;
 pub mod runtime;
 pub mod scaffold;
 pub mod schema;
+pub mod scrub;
+pub mod secret_refs;
 pub mod secrets;
 pub mod service;
 pub mod stdio;

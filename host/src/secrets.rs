@@ -17,6 +17,10 @@ use anyhow::{Context, Result, bail};
 pub struct Secret(String);
 
 impl Secret {
+    pub fn new(value: String) -> Secret {
+        Secret(value)
+    }
+
     /// The value, for the one place that hands it on.
     pub fn expose(&self) -> &str {
         &self.0

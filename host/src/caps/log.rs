@@ -8,6 +8,7 @@ use crate::store::CallState;
 impl Host for CallState {
     async fn log(&mut self, level: Level, message: String) -> wasmtime::Result<()> {
         let (plugin, trace_id) = (&self.grants.plugin, &self.call.trace_id);
+        let message = crate::scrub::scrub(&message).into_owned();
         let client_level = match level {
             Level::Debug => {
                 tracing::debug!(target: "plugin", %plugin, %trace_id, "{message}");

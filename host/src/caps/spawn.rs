@@ -115,6 +115,27 @@ impl CallState {
 }
 
 /// A timebox outcome as the WIT `run-result` (shared with `containers.exec`).
+/// A tail with secret values masked ([`crate::scrub`]). A value may be cut
+/// across chunks, so each stream is joined whole first and given back as
+/// one chunk (in the order the streams first spoke): the interleaving is
+/// the price of not leaking a value split in two.
+pub fn scrubbed_tail(tail: Vec<Chunk>) -> Vec<Chunk> {
+    let mut streams: Vec<(Stream, String)> = Vec::new();
+    for chunk in tail {
+        match streams.iter_mut().find(|(s, _)| *s == chunk.stream) {
+            Some((_, text)) => text.push_str(&chunk.text),
+            None => streams.push((chunk.stream, chunk.text)),
+        }
+    }
+    streams
+        .into_iter()
+        .map(|(stream, text)| Chunk {
+            stream,
+            text: crate::scrub::scrub(&text).into_owned(),
+        })
+        .collect()
+}
+
 pub fn run_result(outcome: timebox::Outcome) -> RunResult {
     RunResult {
         status: match outcome.ending {

@@ -29,6 +29,10 @@ pub struct ContainersPolicy {
     /// `url` and the `address` its published ports are reached at.
     #[serde(default)]
     pub engines: BTreeMap<String, EngineSetting>,
+    /// The file of secret references an exec may ask for by scope
+    /// (`secrets-of`), written by the person (`cofer config secret`); it
+    /// must lie outside every folder a plugin may write.
+    pub secrets: Option<String>,
 }
 
 /// One entry of `containers.engines`.

@@ -106,6 +106,7 @@ impl PluginPolicy {
             ("containers.pull", !self.containers.pull.is_empty()),
             ("containers.commit", !self.containers.commit.is_empty()),
             ("containers.engines", !self.containers.engines.is_empty()),
+            ("containers.secrets", self.containers.secrets.is_some()),
             ("secrets", !self.secrets.is_empty()),
         ]
         .into_iter()
@@ -128,6 +129,12 @@ impl PluginPolicy {
                     .root
                     .iter()
                     .map(|v| ("index.root".to_string(), v.as_str())),
+            )
+            .chain(
+                self.containers
+                    .secrets
+                    .iter()
+                    .map(|v| ("containers.secrets".to_string(), v.as_str())),
             )
             .chain(
                 self.vars
@@ -265,6 +272,8 @@ pub struct Grants {
     pub commit: Vec<String>,
     /// Engines besides the local one (`containers.engines`).
     pub engines: Vec<RemoteEngine>,
+    /// The file of secret references its execs may use (`containers.secrets`).
+    pub secret_refs: Option<PathBuf>,
     /// Limits put on every container the plugin starts.
     pub container_memory_mb: u64,
     pub container_pids: u64,
@@ -519,6 +528,9 @@ impl Config {
                 .flat_map(|p| &p.containers.engines)
                 .filter_map(|(name, setting)| setting.resolve(name).ok())
                 .collect(),
+            secret_refs: p
+                .and_then(|p| p.containers.secrets.as_ref())
+                .map(|file| expand_path(file, places, &plugin_cache)),
             container_memory_mb: p
                 .and_then(|p| p.containers.memory_mb)
                 .or(d.containers.memory_mb)

@@ -263,7 +263,7 @@ impl Service {
         if self.shutdown.is_cancelled() {
             tracing::warn!(plugin = %plugin.name, tool = %exposed, "call cancelled: the host is shutting down");
         }
-        let reply = reply.fitted_to(tool.checks().output.as_ref());
+        let reply = reply.scrubbed().fitted_to(tool.checks().output.as_ref());
         Some(finish(
             &plugin.name,
             exposed,

@@ -20,6 +20,23 @@ pub struct Reply {
 }
 
 impl Reply {
+    /// The reply with every secret value masked ([`crate::scrub`]): what a
+    /// plugin read or a command printed never carries one to the client.
+    pub fn scrubbed(mut self) -> Reply {
+        self.text = crate::scrub::scrub(&self.text).into_owned();
+        if let Some(structured) = &mut self.structured {
+            crate::scrub::scrub_json(structured);
+        }
+        if !self.content.is_empty() {
+            let mut blocks = serde_json::to_value(&self.content).unwrap_or_default();
+            crate::scrub::scrub_json(&mut blocks);
+            if let Ok(blocks) = serde_json::from_value(blocks) {
+                self.content = blocks;
+            }
+        }
+        self
+    }
+
     /// A tool error: `code: message` as text, the fields as structure.
     pub fn error(code: &str, message: &str, retryable: bool, details: Map<String, Value>) -> Reply {
         let mut fields = Map::new();

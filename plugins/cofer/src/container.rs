@@ -44,7 +44,7 @@ pub fn start(env: &Env, record: &Record, name: &str) -> Result<Vec<Value>, ToolE
                 .map_err(|e| from_container("join the environment's network", e))?;
             crate::services::write_hosts(env, name)?;
         }
-        setup(name, &record.setup_commands)
+        setup(env, name, &record.setup_commands)
     })();
     if prepared.is_err() {
         let _ = containers::remove(name, 0);
@@ -53,7 +53,7 @@ pub fn start(env: &Env, record: &Record, name: &str) -> Result<Vec<Value>, ToolE
 }
 
 /// Run each setup command once, in order, stopping at the first failure.
-fn setup(container: &str, commands: &[String]) -> Result<Vec<Value>, ToolError> {
+fn setup(env: &Env, container: &str, commands: &[String]) -> Result<Vec<Value>, ToolError> {
     let timeout_ms = setting("COHERRA_TIMEOUT_RUN", DEFAULT_TIMEOUT_MS);
     let mut done = Vec::new();
     for command in commands {
@@ -66,6 +66,7 @@ fn setup(container: &str, commands: &[String]) -> Result<Vec<Value>, ToolError> 
             timeout_ms,
             no_output_timeout_ms: None,
             tail_bytes: SETUP_TAIL_BYTES,
+            secrets_of: Some(env.repo.clone()),
         };
         let result = containers::exec(container, &request)
             .map_err(|e| from_container("run a setup command", e))?;

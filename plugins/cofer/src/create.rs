@@ -37,6 +37,10 @@ pub fn create(args: Create) -> Result<ToolOutput, ToolError> {
             &format!("run `cofer init` in {repo} once, then call environment_create again"),
         ));
     }
+    // The person's defaults for this repository; read first, so a broken
+    // file stops the create before anything is made.
+    let project = crate::project::read(&repo)?;
+    env::env_pairs(&project.envs)?;
     env::ensure_repository_id(&repo)?;
     let mut env = match &args.environment_id {
         Some(id) => Env::new(&repo, id),
@@ -74,6 +78,7 @@ pub fn create(args: Create) -> Result<ToolOutput, ToolError> {
     let image = args
         .image
         .clone()
+        .or(project.base_image)
         .or_else(|| {
             std::env::var("COFER_DEFAULT_IMAGE")
                 .ok()
@@ -122,8 +127,8 @@ pub fn create(args: Create) -> Result<ToolOutput, ToolError> {
             from_git_ref: from.clone(),
             base_commit: base.clone(),
             created_at: plugin_sdk::iso8601(plugin_sdk::now_secs()),
-            setup_commands: Vec::new(),
-            envs: Vec::new(),
+            setup_commands: project.setup_commands,
+            envs: project.envs,
             services: Vec::new(),
             engine: (env.engine != crate::engine::LOCAL).then(|| env.engine.clone()),
         };

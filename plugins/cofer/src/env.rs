@@ -483,6 +483,7 @@ pub fn chore(argv: Vec<String>) -> ExecRequest {
         timeout_ms: 30_000,
         no_output_timeout_ms: None,
         tail_bytes: 4096,
+        secrets_of: None,
     }
 }
 

@@ -19,6 +19,7 @@ mod engine;
 mod env;
 mod errors;
 mod files;
+mod project;
 mod run;
 mod services;
 
@@ -466,7 +467,9 @@ fn list(args: args::List) -> Result<ToolOutput, ToolError> {
                 "title": record.as_ref().map(|r| r.title.clone()),
                 "image": record.as_ref().map(|r| r.image.clone()),
                 "created_at": record.as_ref().map(|r| r.created_at.clone()),
+                "branch": env.branch(),
                 "worktree": env.has_worktree().then(|| env.worktree()),
+                "container": main.map(|c| c.name.clone()),
                 "container_state": main.map(|c| c.state.clone()).unwrap_or_else(|| "missing".into()),
                 "services": of_env.len() - usize::from(main.is_some()),
             })

@@ -95,6 +95,9 @@ pub fn run_cmd(args: RunCmd) -> Result<ToolOutput, ToolError> {
         timeout_ms,
         no_output_timeout_ms: None,
         tail_bytes: TAIL_BYTES,
+        // The person's secrets for this repository, as variables; the host
+        // resolves them and masks them in the output.
+        secrets_of: Some(env.repo.clone()),
     };
     // Whatever the command changed is kept, even when it timed out.
     let message = args.common.message_or(if args.command.trim().is_empty() {

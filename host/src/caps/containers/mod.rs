@@ -170,7 +170,19 @@ impl Host for CallState {
                 (info.id, Some(info.image_name))
             }
         };
-        let env = env_list(&request.env)?;
+        let mut env = env_list(&request.env)?;
+        // Values go into the exec's environment and nowhere else; the output
+        // below is scrubbed of them before the plugin sees it.
+        let secret = request.secrets_of.is_some();
+        if let Some(scope) = &request.secrets_of {
+            let given = crate::secret_refs::resolve(&g, scope)
+                .await
+                .map_err(|e| match e {
+                    crate::secret_refs::RefError::Denied(why) => ContainerError::Denied(why),
+                    crate::secret_refs::RefError::Unresolved(why) => ContainerError::Invalid(why),
+                })?;
+            env.extend(given.iter().map(|(k, v)| format!("{k}={}", v.expose())));
+        }
         let docker = podman::client(&engine).await?;
         let config = match (needs_image, &image) {
             (true, Some(image)) => podman::image(&docker, image).await?.and_then(|i| i.config),
@@ -236,7 +248,11 @@ impl Host for CallState {
             ending = ?outcome.ending, exit_code = ?outcome.exit_code, kill = ?outcome.kill,
             "exec finished"
         );
-        Ok(run_result(outcome))
+        let mut result = run_result(outcome);
+        if secret {
+            result.tail = crate::caps::spawn::scrubbed_tail(result.tail);
+        }
+        Ok(result)
     }
 
     async fn inspect(&mut self, id: String) -> Answer<ContainerInfo> {
@@ -249,7 +265,8 @@ impl Host for CallState {
         let info = owned(&self.grants, &self.engine, &id).await?;
         let docker = podman::client(&self.engine).await?;
         let keep = tail_bytes.min(MAX_TAIL_BYTES) as usize;
-        Ok(podman::logs_tail(&docker, &info.id, keep).await?)
+        let logs = podman::logs_tail(&docker, &info.id, keep).await?;
+        Ok(crate::scrub::scrub(&logs).into_owned())
     }
 
     async fn stop(&mut self, id: String, grace_ms: u32) -> Answer<StopKind> {

@@ -1,29 +1,39 @@
-//! `cofer`: the user's side of Cofer environments, run in the repository.
+//! `cofer`: the person's side of Cofer environments, run in the repository
+//! beside the agents, with container-use's commands:
 //!
-//! - `cofer init` sets up the `cofer` remote (a bare repository in
-//!   `.git/cofer/remote.git`) that environments are pushed to, and keeps
-//!   `.cofer/` (the environments' worktrees) out of `git status`. Safe to
-//!   run again. Cofer's state lives under `.git/cofer/`, which no checkout
-//!   can write (issue 34: a branch an environment made once carried
-//!   `.cofer/remote.git/hooks/`); `init` moves what an older Cofer kept in
-//!   `.cofer/` there.
-//! - `cofer checkout|log|diff <id>` are the commands the environment tools
-//!   tell the user to run.
+//! - [`repo`]: `init` (the `cofer` remote, in `.git/cofer/`), and an
+//!   environment's work brought here: `checkout`, `log`, `diff`;
+//! - [`take`]: `merge` and `apply` into the current branch;
+//! - [`host`]: what goes through the environment tools (`list`, `create`,
+//!   `run`, `delete`, `prune`), called through the user's own MCP host, so
+//!   by hand is exactly what an agent's call does;
+//! - [`list`] (`list`, `watch`), [`terminal`], [`config`] (the
+//!   repository's defaults) and [`secrets`] (references only).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
-use hostgit::{self as git, Repo};
+use hostgit::Repo;
+use serde_json::json;
 
-const REMOTE: &str = "cofer";
+mod config;
+mod host;
+mod list;
+mod repo;
+mod secrets;
+mod take;
+mod terminal;
+
+use host::Host;
 
 #[derive(Parser)]
 #[command(
     name = "cofer",
     version,
-    about = "Cofer environments: set up a repository, check out, log and diff an environment's work"
+    about = "Cofer environments from the terminal: list, watch, open a shell in, run in, take the work of, and delete the environments agents work in"
 )]
 struct Cli {
     /// The repository (default: the one containing the current directory).
@@ -37,6 +47,53 @@ struct Cli {
 enum Command {
     /// Create the `cofer` remote environments are pushed to (idempotent).
     Init,
+    /// The repository's environments: id, title, state, created, branch, engine.
+    #[command(alias = "ls")]
+    List {
+        /// As JSON (what environment_list answers).
+        #[arg(long)]
+        json: bool,
+        /// Only the ids.
+        #[arg(short, long)]
+        quiet: bool,
+    },
+    /// The list and each environment's last commands, refreshed until Ctrl-C.
+    Watch {
+        /// Seconds between refreshes.
+        #[arg(long, default_value_t = 2)]
+        interval: u64,
+    },
+    /// An interactive shell in an environment's container, in /workdir;
+    /// what you change is committed when the shell exits.
+    Terminal {
+        id: String,
+        /// The Podman service's URL, for an environment on another
+        /// machine's engine (as `containers.engines` names it).
+        #[arg(long)]
+        url: Option<String>,
+    },
+    /// Run one command in an environment (committed as an agent's is);
+    /// its exit code is cofer's.
+    Run {
+        id: String,
+        /// The command and its arguments (after `--`).
+        #[arg(last = true, required = true)]
+        command: Vec<String>,
+    },
+    /// Create an environment to hand to an agent (`environment_open` finds it).
+    Create {
+        #[arg(long)]
+        title: String,
+        /// Its id (default: a generated one).
+        #[arg(long)]
+        id: Option<String>,
+        /// Its image (default: the repository's config, else the host's).
+        #[arg(long)]
+        image: Option<String>,
+        /// The commit, branch or tag it starts from (default: HEAD).
+        #[arg(long)]
+        from: Option<String>,
+    },
     /// Check out an environment's work on the local branch `cofer-<id>`
     /// (made for it; a branch of yours of that name is never moved).
     Checkout { id: String },
@@ -45,6 +102,39 @@ enum Command {
     /// Show what an environment changed since it was made (against the
     /// commit it was made from, whatever branch you are on).
     Diff { id: String },
+    /// Merge an environment's work into the current branch (a merge commit).
+    Merge {
+        id: String,
+        /// Delete the environment once its work is merged.
+        #[arg(short, long)]
+        delete: bool,
+    },
+    /// Put an environment's changes in the current tree, uncommitted.
+    Apply {
+        id: String,
+        /// Delete the environment once its changes are applied.
+        #[arg(short, long)]
+        delete: bool,
+    },
+    /// Delete environments: their containers, worktrees and branches
+    /// (nothing of your branches).
+    #[command(alias = "rm")]
+    Delete {
+        ids: Vec<String>,
+        /// Every environment of the repository.
+        #[arg(long, conflicts_with = "ids")]
+        all: bool,
+    },
+    /// Delete the environments whose work is already in the current branch,
+    /// and those whose worktree is gone.
+    Prune {
+        /// Only say what would be deleted.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// The repository's defaults for new environments, and its secrets.
+    #[command(subcommand)]
+    Config(config::ConfigCommand),
 }
 
 #[tokio::main(flavor = "current_thread")]
@@ -65,205 +155,199 @@ async fn run(cli: Cli) -> Result<ExitCode> {
     };
     let repo = Repo::open(&start)
         .with_context(|| format!("{} is not in a git repository", start.display()))?;
+    let host = Host::find(repo.work_tree());
+    let done = Ok(ExitCode::SUCCESS);
     match cli.command {
-        Command::Init => init(&repo).await.map(|()| ExitCode::SUCCESS),
-        Command::Checkout { id } => checkout(&repo, &id).await,
+        Command::Init => repo::init(&repo).await.and(done),
+        Command::List { json, quiet } => {
+            let environments = list::environments(&host)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&environments)?);
+            } else if quiet {
+                for env in &environments {
+                    println!("{}", list::printable(env["id"].as_str().unwrap_or("")));
+                }
+            } else {
+                print!("{}", list::table(&environments));
+            }
+            done
+        }
+        Command::Watch { interval } => {
+            list::watch(&host, &repo, Duration::from_secs(interval.max(1)))
+                .await
+                .and(done)
+        }
+        Command::Terminal { id, url } => {
+            repo::check_id(&id)?;
+            terminal::terminal(&host, &id, url.as_deref())
+        }
+        Command::Run { id, command } => run_one(&host, &id, &command),
+        Command::Create {
+            title,
+            id,
+            image,
+            from,
+        } => {
+            let mut args =
+                json!({"title": title, "explanation": "Created by hand with `cofer create`"});
+            for (key, value) in [
+                ("environment_id", id),
+                ("image", image),
+                ("from_git_ref", from),
+            ] {
+                if let Some(value) = value {
+                    args[key] = json!(value);
+                }
+            }
+            let made = host.call("environment_create", args)?;
+            let id = made.value["id"].as_str().unwrap_or_default();
+            println!("{}", made.text);
+            eprintln!(
+                "cofer: environment `{id}` is ready; tell the agent to open it (environment_open with environment_id `{id}`)"
+            );
+            done
+        }
+        Command::Checkout { id } => repo::checkout(&repo, &id).await,
         Command::Log { id } => {
-            let work = fetch(&repo, &id).await?;
+            let work = repo::fetch(&repo, &id).await?;
             // The environment's own commits: from where it was made.
-            let range = match base_commit(&repo, &id) {
+            let range = match repo::base_commit(&repo, &id) {
                 Some(base) => format!("{base}..{work}"),
                 None => work,
             };
-            show(&repo, &["log", "--patch", &range])
+            repo::show(&repo, &["log", "--patch", &range])
         }
         Command::Diff { id } => {
-            let work = fetch(&repo, &id).await?;
+            let work = repo::fetch(&repo, &id).await?;
             // Against the commit it was made from, as environment_diff and
             // `cofer log` are: not against the branch the user is on now.
-            match base_commit(&repo, &id) {
-                Some(base) => show(&repo, &["diff", &base, &work]),
-                None => show(&repo, &["diff", &format!("HEAD...{work}")]),
+            match repo::base_commit(&repo, &id) {
+                Some(base) => repo::show(&repo, &["diff", &base, &work]),
+                None => repo::show(&repo, &["diff", &format!("HEAD...{work}")]),
             }
         }
-    }
-}
-
-async fn init(repo: &Repo) -> Result<()> {
-    let state = repo.git_dir().join("cofer");
-    let bare = state.join("remote.git");
-    let old = repo.work_tree().join(".cofer");
-    git::exclude(repo, "/.cofer/").await?;
-    if !bare.join("HEAD").exists() {
-        std::fs::create_dir_all(&bare)?;
-        git::init_bare(&bare).await?;
-    }
-    let url = bare.to_string_lossy();
-    match git::remote_url(repo, REMOTE).await? {
-        Some(current) if Path::new(&current) == bare => {
-            println!("remote `{REMOTE}` already set up ({url}); nothing to do");
+        Command::Merge { id, delete } => {
+            print!("{}", take::take(&repo, &id, take::How::Merge).await?);
+            if delete {
+                delete_one(&host, &id)?;
+            }
+            done
         }
-        None => {
-            repo.run(&["remote", "add", REMOTE, &url]).await?;
-            println!(
-                "added remote `{REMOTE}` -> {url}; environments can now be created in {}",
-                repo.work_tree().display()
+        Command::Apply { id, delete } => {
+            print!("{}", take::take(&repo, &id, take::How::Apply).await?);
+            eprintln!(
+                "cofer: {id}'s changes are staged in your tree, not committed (`git diff --cached`)"
             );
-        }
-        Some(current) if Path::new(&current) == old.join("remote.git") => {
-            // Everything the old remote held is on the repository's own
-            // cofer/* branches: push those to the new one, drop the old.
-            repo.run(&["remote", "set-url", REMOTE, &url]).await?;
-            let branches = repo
-                .run(&["for-each-ref", "--format=%(refname)", "refs/heads/cofer/"])
-                .await?;
-            if !branches.trim().is_empty() {
-                git::push(repo, REMOTE, &["refs/heads/cofer/*:refs/heads/cofer/*"]).await?;
+            if delete {
+                delete_one(&host, &id)?;
             }
-            std::fs::remove_dir_all(old.join("remote.git"))?;
-            println!("moved remote `{REMOTE}` from {current} to {url}");
+            done
         }
-        Some(current) => bail!(
-            "remote `{REMOTE}` points at {current}, not at Cofer's own {url}: remove it \
-             (`git remote remove {REMOTE}`) and run `cofer init` again"
-        ),
-    }
-    move_records(&old, &state)
-}
-
-/// Move the records and the repository id an older Cofer kept in `.cofer/`
-/// to `.git/cofer/` (plain files only; links are dropped).
-fn move_records(old: &Path, state: &Path) -> Result<()> {
-    let records = state.join("environments");
-    std::fs::create_dir_all(&records)?;
-    let mut moved = 0;
-    let old_records = old.join("environments");
-    if let Ok(entries) = std::fs::read_dir(&old_records) {
-        for entry in entries.flatten() {
-            let name = entry.file_name();
-            let is_record = name.to_string_lossy().ends_with(".json")
-                && entry.file_type().is_ok_and(|t| t.is_file());
-            if is_record && !records.join(&name).exists() {
-                std::fs::rename(entry.path(), records.join(&name))?;
-                moved += 1;
+        Command::Delete { ids, all } => {
+            let ids = if all {
+                list::environments(&host)?
+                    .iter()
+                    .filter_map(|e| e["id"].as_str().map(str::to_string))
+                    .collect()
+            } else if ids.is_empty() {
+                bail!("name the environments to delete (`cofer list` shows them), or pass --all");
+            } else {
+                ids
+            };
+            for id in &ids {
+                delete_one(&host, id)?;
             }
+            done
         }
-        std::fs::remove_dir_all(&old_records)?;
+        Command::Prune { dry_run } => prune(&host, &repo, dry_run).await.and(done),
+        Command::Config(command) => config::config(&repo, &host, command).and(done),
     }
-    let id = old.join("id");
-    if std::fs::symlink_metadata(&id).is_ok() {
-        if std::fs::symlink_metadata(&id)?.is_file() && !state.join("id").exists() {
-            std::fs::rename(&id, state.join("id"))?;
-        } else {
-            std::fs::remove_file(&id)?;
-        }
-    }
-    if moved > 0 {
-        println!(
-            "moved {moved} environment record(s) to {}",
-            records.display()
-        );
-    }
-    Ok(())
 }
 
-/// Bring the environment's work from Cofer's remote; its commit. No
-/// tracking ref is made (none is left behind once the environment is
-/// destroyed); one an older `cofer` made is removed.
-async fn fetch(repo: &Repo, id: &str) -> Result<String> {
-    if git::remote_url(repo, REMOTE).await?.is_none() {
-        bail!(
-            "{} has no `{REMOTE}` remote: run `cofer init` first",
-            repo.work_tree().display()
-        );
-    }
-    check_id(id)?;
-    let stale = format!("refs/remotes/{REMOTE}/cofer/{id}");
-    if git::resolve(repo, &stale).await?.is_some() {
-        repo.run(&["update-ref", "-d", &stale]).await?;
-    }
-    let bare = repo.git_dir().join("cofer").join("remote.git");
-    git::fetch(repo, &bare, &format!("refs/heads/cofer/{id}"))
-        .await
-        .with_context(|| format!("there is no environment `{id}` on the `{REMOTE}` remote"))?;
-    git::resolve(repo, "FETCH_HEAD")
-        .await?
-        .with_context(|| format!("the `{REMOTE}` remote gave nothing for `{id}`"))
-}
-
-/// An environment id as the tools make them: no option, no ref syntax.
-fn check_id(id: &str) -> Result<()> {
-    let plain = !id.is_empty()
-        && !id.starts_with(['-', '.'])
-        && id
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
-        && !id.contains("..");
-    if !plain {
-        bail!("`{id}` is not an environment id: `cofer list` shows them");
-    }
-    Ok(())
-}
-
-/// The local branch an environment is checked out on.
-fn local_branch(id: &str) -> String {
-    format!("cofer-{id}")
-}
-
-/// `cofer checkout`: the environment's work on its own local branch,
-/// made for it, or moved forward if an earlier checkout made it. A branch
-/// of the user's that happens to have that name is never touched.
-async fn checkout(repo: &Repo, id: &str) -> Result<ExitCode> {
-    let work = fetch(repo, id).await?;
-    let branch = local_branch(id);
-    let marker = format!("branch.{branch}.cofer-environment");
-    let exists = git::resolve(repo, &format!("refs/heads/{branch}"))
-        .await?
-        .is_some();
-    if !exists {
-        let code = show(repo, &["checkout", "-b", &branch, &work])?;
-        if code == ExitCode::SUCCESS {
-            repo.run(&["config", &marker, id]).await?;
-        }
-        return Ok(code);
-    }
-    let ours = repo
-        .run(&["config", "--get", &marker])
-        .await
-        .is_ok_and(|value| value.trim() == id);
-    if !ours {
-        bail!(
-            "a branch `{branch}` exists that `cofer checkout` did not make: it is left as it is; \
-             rename it (`git branch -m {branch} OTHER`) and run `cofer checkout {id}` again"
-        );
-    }
-    let code = show(repo, &["checkout", &branch])?;
-    if code != ExitCode::SUCCESS {
-        return Ok(code);
-    }
-    show(repo, &["merge", "--ff-only", &work])
-}
-
-/// The commit environment `id` was made from, from its record.
-fn base_commit(repo: &Repo, id: &str) -> Option<String> {
-    let record = repo
-        .git_dir()
-        .join("cofer/environments")
-        .join(format!("{id}.json"));
-    let record: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(record).ok()?).ok()?;
-    let base = record["base_commit"].as_str()?;
-    base.chars()
-        .all(|c| c.is_ascii_hexdigit())
-        .then(|| base.to_string())
-}
-
-/// Run a git command with the user's terminal (their pager, colours).
-fn show(repo: &Repo, args: &[&str]) -> Result<ExitCode> {
-    let status = repo.user_command(args).status().context("cannot run git")?;
-    Ok(if status.success() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(status.code().unwrap_or(1).clamp(1, 255) as u8)
+/// `cofer run`: one command (its words quoted for the shell, unless it is
+/// one line already), its output on ours, its exit code as ours.
+fn run_one(host: &Host, id: &str, command: &[String]) -> Result<ExitCode> {
+    repo::check_id(id)?;
+    let line = match command {
+        [one] => one.clone(),
+        words => words
+            .iter()
+            .map(|w| quoted(w))
+            .collect::<Vec<_>>()
+            .join(" "),
+    };
+    let ran = host.call(
+        "environment_run_cmd",
+        json!({"environment_id": id, "command": line, "explanation": format!("Run {line} (by hand, `cofer run`)")}),
+    )?;
+    print!("{}", ran.value["stdout"].as_str().unwrap_or(""));
+    eprint!("{}", ran.value["stderr"].as_str().unwrap_or(""));
+    Ok(match ran.value["exit_code"].as_i64() {
+        Some(0) => ExitCode::SUCCESS,
+        Some(code) => ExitCode::from(code.clamp(1, 255) as u8),
+        None => ExitCode::FAILURE,
     })
+}
+
+/// A word for `sh`: in single quotes unless it is plain.
+fn quoted(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,@%+".contains(c));
+    if plain {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
+fn delete_one(host: &Host, id: &str) -> Result<()> {
+    repo::check_id(id)?;
+    let removed = host.call("environment_destroy", json!({"environment_id": id}))?;
+    println!(
+        "deleted {id}: {}",
+        removed.text.lines().next().unwrap_or("")
+    );
+    Ok(())
+}
+
+/// `cofer prune`: environments whose work is in HEAD already (they made
+/// commits, and HEAD has them all), and those whose worktree is gone.
+async fn prune(host: &Host, repo: &Repo, dry_run: bool) -> Result<()> {
+    let mut gone = Vec::new();
+    for env in list::environments(host)? {
+        let Some(id) = env["id"].as_str() else {
+            continue;
+        };
+        let branch = format!("refs/heads/cofer/{id}");
+        let why = if env["worktree"].is_null() {
+            Some("its worktree is gone")
+        } else {
+            let tip = hostgit::resolve(repo, &branch).await?;
+            let base = repo::base_commit(repo, id);
+            let merged = match &tip {
+                Some(tip) if Some(tip) != base.as_ref() => repo
+                    .run(&["merge-base", "--is-ancestor", tip, "HEAD"])
+                    .await
+                    .is_ok(),
+                _ => false,
+            };
+            merged.then_some("its work is in the current branch")
+        };
+        if let Some(why) = why {
+            gone.push((id.to_string(), why));
+        }
+    }
+    if gone.is_empty() {
+        println!("nothing to prune");
+    }
+    for (id, why) in gone {
+        if dry_run {
+            println!("would delete {id}: {why}");
+        } else {
+            delete_one(host, &id)?;
+        }
+    }
+    Ok(())
 }

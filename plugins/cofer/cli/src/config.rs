@@ -1,0 +1,225 @@
+//! `cofer config`: the repository's defaults for new environments (base
+//! image, setup commands, variables), as container-use's `config`, in
+//! `.git/cofer/config.json`, which no environment can write; the plugin's
+//! `environment_create` reads it. Secret references are kept apart, where
+//! no plugin can write ([`crate::secrets`]).
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result, bail};
+use clap::Subcommand;
+use hostgit::Repo;
+use serde::{Deserialize, Serialize};
+
+#[derive(Subcommand)]
+pub enum ConfigCommand {
+    /// Show the whole configuration new environments start from.
+    Show {
+        #[arg(long)]
+        json: bool,
+    },
+    /// The image new environments start from.
+    #[command(subcommand)]
+    BaseImage(BaseImage),
+    /// Commands run once in each new environment's container, in order.
+    #[command(subcommand)]
+    SetupCommand(Commands),
+    /// Variables set in new environments' containers.
+    #[command(subcommand)]
+    Env(Vars),
+    /// Secrets: references resolved on this machine into each command's
+    /// environment, never shown to the agent.
+    #[command(subcommand)]
+    Secret(crate::secrets::SecretCommand),
+    /// Make an environment's configuration the default for new ones.
+    Import { id: String },
+}
+
+#[derive(Subcommand)]
+pub enum BaseImage {
+    Set {
+        image: String,
+    },
+    Get,
+    /// Back to the host's default (COFER_DEFAULT_IMAGE).
+    Reset,
+}
+
+#[derive(Subcommand)]
+pub enum Commands {
+    Add { command: String },
+    Remove { command: String },
+    List,
+    Clear,
+}
+
+#[derive(Subcommand)]
+pub enum Vars {
+    Set { key: String, value: String },
+    Unset { key: String },
+    List,
+    Clear,
+}
+
+/// The file's fields, as the plugin's `project` module reads them.
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Project {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_image: Option<String>,
+    #[serde(default)]
+    pub setup_commands: Vec<String>,
+    /// `KEY=VALUE`.
+    #[serde(default)]
+    pub envs: Vec<String>,
+}
+
+fn path(repo: &Repo) -> PathBuf {
+    repo.git_dir().join("cofer/config.json")
+}
+
+impl Project {
+    pub fn read(repo: &Repo) -> Result<Project> {
+        let path = path(repo);
+        match std::fs::read(&path) {
+            Ok(bytes) => serde_json::from_slice(&bytes).with_context(|| {
+                format!("{} is not a Cofer config: fix or remove it", path.display())
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Project::default()),
+            Err(e) => Err(e).with_context(|| format!("cannot read {}", path.display())),
+        }
+    }
+
+    /// Written whole, then put in place: a create never reads half of it.
+    fn write(&self, repo: &Repo) -> Result<()> {
+        let path = path(repo);
+        std::fs::create_dir_all(path.parent().expect("a file in a folder"))?;
+        let tmp = path.with_extension("json.tmp");
+        std::fs::write(&tmp, serde_json::to_vec_pretty(self)?)?;
+        std::fs::rename(&tmp, &path).with_context(|| format!("cannot write {}", path.display()))
+    }
+}
+
+pub fn config(repo: &Repo, host: &crate::host::Host, command: ConfigCommand) -> Result<()> {
+    let mut project = Project::read(repo)?;
+    match command {
+        ConfigCommand::Show { json } => {
+            let secrets = crate::secrets::names(repo)?;
+            if json {
+                let mut value = serde_json::to_value(&project)?;
+                value["secrets"] = serde_json::to_value(&secrets)?;
+                println!("{}", serde_json::to_string_pretty(&value)?);
+            } else {
+                println!(
+                    "base image:     {}",
+                    project
+                        .base_image
+                        .as_deref()
+                        .unwrap_or("(the host's COFER_DEFAULT_IMAGE)")
+                );
+                list("setup commands", &project.setup_commands);
+                list("variables", &project.envs);
+                let secrets: Vec<String> =
+                    secrets.iter().map(|(k, v)| format!("{k} = {v}")).collect();
+                list("secrets", &secrets);
+            }
+            return Ok(());
+        }
+        ConfigCommand::BaseImage(BaseImage::Get) => {
+            println!("{}", project.base_image.as_deref().unwrap_or(""));
+            return Ok(());
+        }
+        ConfigCommand::BaseImage(BaseImage::Set { image }) => {
+            check_image(&image)?;
+            project.base_image = Some(image);
+        }
+        ConfigCommand::BaseImage(BaseImage::Reset) => project.base_image = None,
+        ConfigCommand::SetupCommand(Commands::List) => {
+            project.setup_commands.iter().for_each(|c| println!("{c}"));
+            return Ok(());
+        }
+        ConfigCommand::SetupCommand(Commands::Add { command }) => {
+            project.setup_commands.push(command)
+        }
+        ConfigCommand::SetupCommand(Commands::Remove { command }) => {
+            let before = project.setup_commands.len();
+            project.setup_commands.retain(|c| *c != command);
+            if project.setup_commands.len() == before {
+                bail!(
+                    "`{command}` is not a setup command: `cofer config setup-command list` shows them"
+                );
+            }
+        }
+        ConfigCommand::SetupCommand(Commands::Clear) => project.setup_commands.clear(),
+        ConfigCommand::Env(Vars::List) => {
+            project.envs.iter().for_each(|v| println!("{v}"));
+            return Ok(());
+        }
+        ConfigCommand::Env(Vars::Set { key, value }) => {
+            check_name(&key)?;
+            project.envs.retain(|v| !v.starts_with(&format!("{key}=")));
+            project.envs.push(format!("{key}={value}"));
+        }
+        ConfigCommand::Env(Vars::Unset { key }) => {
+            project.envs.retain(|v| !v.starts_with(&format!("{key}=")))
+        }
+        ConfigCommand::Env(Vars::Clear) => project.envs.clear(),
+        ConfigCommand::Secret(command) => return crate::secrets::secret(repo, command),
+        ConfigCommand::Import { id } => {
+            let described = host.call(
+                "environment_open",
+                serde_json::json!({"environment_id": id}),
+            )?;
+            let config = &described.value["config"];
+            project.base_image = config["base_image"].as_str().map(str::to_string);
+            project.setup_commands = strings(&config["setup_commands"]);
+            project.envs = strings(&config["env"]);
+        }
+    }
+    project.write(repo)?;
+    println!(
+        "saved {}; new environments start from it",
+        path(repo).display()
+    );
+    Ok(())
+}
+
+fn strings(value: &serde_json::Value) -> Vec<String> {
+    value
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v.as_str().map(str::to_string))
+        .collect()
+}
+
+fn list(what: &str, items: &[String]) {
+    if items.is_empty() {
+        println!("{what}: (none)");
+        return;
+    }
+    println!("{what}:");
+    for item in items {
+        println!("  {}", crate::list::printable(item));
+    }
+}
+
+/// A variable's name, as a shell takes it.
+pub fn check_name(name: &str) -> Result<()> {
+    let ok = name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !ok {
+        bail!(
+            "`{name}` is not a variable name: use letters, digits and `_`, not starting with a digit"
+        );
+    }
+    Ok(())
+}
+
+/// An image reference: no option, no space.
+fn check_image(image: &str) -> Result<()> {
+    if image.is_empty() || image.starts_with('-') || image.contains(char::is_whitespace) {
+        bail!("`{image}` is not an image reference, e.g. docker.io/library/golang:1.23");
+    }
+    Ok(())
+}
