@@ -75,3 +75,238 @@ async fn checkout_diff_and_destroy_never_touch_the_users_branches() {
     let refs = git(&f.repo, &["for-each-ref", "--format=%(refname)"]);
     assert!(!refs.contains("refs/remotes/cofer/"), "{refs}");
 }
+
+/// `cofer ARGS` in the fixture's repository, through the fixture's own
+/// host (plugins, policy, cache and variables), as a person would run it
+/// beside the agent; `extra` variables on top.
+fn by_hand(f: &Fixture, args: &[&str], extra: &[(&str, &str)]) -> std::process::Output {
+    let bin = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/debug/cofer");
+    std::process::Command::new(bin)
+        .args(args)
+        .current_dir(&f.repo)
+        .env("COFER_HOST", env!("CARGO_BIN_EXE_host"))
+        .env("MCP_HOST_PLUGINS", &f.env.plugins)
+        .env("MCP_HOST_CONFIG", &f.env.config)
+        .env("MCP_HOST_CACHE", &f.env.cache)
+        .env("GIT_PAGER", "cat")
+        .env("COFER_TEST_USER_GIT", "1")
+        .envs(f.env.host_vars.iter().map(|(k, v)| (k, v)))
+        .envs(extra.iter().copied())
+        .output()
+        .unwrap()
+}
+
+fn failed_saying(out: &std::process::Output, words: &str) {
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "expected a failure: {said}");
+    assert!(said.contains(words), "{said}");
+}
+
+/// Issue 55: a person prepares an environment with the repository's
+/// defaults, hands it to an agent, runs in it, merges and applies its work
+/// (refused over uncommitted work, no filter of the user's chosen by the
+/// environment's attributes), prunes and deletes it, all from `cofer`.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_person_drives_environments_from_the_terminal() {
+    let Some(f) = Fixture::with_podman(&[], true).await else {
+        return;
+    };
+    // A filter of the user's, which an environment's .gitattributes must
+    // not be able to choose when its work comes in.
+    let mark = f.env.dir.path().join("user-filter-ran");
+    let smudge = format!("sh -c 'touch {}; cat'", mark.display());
+    git(&f.repo, &["config", "filter.usermerge.smudge", &smudge]);
+    git(&f.repo, &["config", "filter.usermerge.clean", &smudge]);
+    // The user's identity, as their own config has it (merge commits).
+    git(&f.repo, &["config", "user.name", "The User"]);
+    git(&f.repo, &["config", "user.email", "user@example.com"]);
+
+    let image = cofer_image();
+    succeeded(&by_hand(&f, &["config", "base-image", "set", &image], &[]));
+    succeeded(&by_hand(
+        &f,
+        &["config", "env", "set", "GREETING", "hello"],
+        &[],
+    ));
+    succeeded(&by_hand(
+        &f,
+        &[
+            "config",
+            "setup-command",
+            "add",
+            "echo set-up > /tmp/setup-ran",
+        ],
+        &[],
+    ));
+    let shown = succeeded(&by_hand(&f, &["config", "show", "--json"], &[]));
+    let shown: serde_json::Value = serde_json::from_str(&shown).unwrap();
+    assert_eq!(shown["base_image"], image.as_str());
+    assert_eq!(shown["envs"][0], "GREETING=hello");
+
+    // Made by hand with the defaults; the agent finds it.
+    let made = succeeded(&by_hand(
+        &f,
+        &["create", "--title", "by hand", "--id", "hand"],
+        &[],
+    ));
+    assert!(made.contains("GREETING=hello"), "{made}");
+    let client = f.env.start().await;
+    let r = client.call("environment_open", f.scoped("hand")).await;
+    assert!(!is_error(&r), "{r:?}");
+    let listed = succeeded(&by_hand(&f, &["list"], &[]));
+    assert!(
+        listed.contains("hand") && listed.contains("by hand") && listed.contains("cofer/hand"),
+        "{listed}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&succeeded(&by_hand(&f, &["list", "--json"], &[]))).unwrap();
+    assert_eq!(json[0]["id"], "hand");
+    assert_eq!(json[0]["container_state"], "running");
+
+    // One command: its output and exit code are cofer's; its work committed.
+    let out = by_hand(
+        &f,
+        &[
+            "run",
+            "hand",
+            "--",
+            "sh",
+            "-c",
+            "cat /tmp/setup-ran; echo \"$GREETING\" > greeting.txt; printf '* filter=usermerge\\n' > .gitattributes; exit 3",
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("set-up"),
+        "{out:?}"
+    );
+    let log = git(&f.repo, &["log", "--format=%s", "cofer/hand"]);
+    assert!(log.contains("cofer run"), "{log}");
+
+    // Over uncommitted work of the user's: refused, nothing touched.
+    std::fs::write(f.repo.join("README.md"), "the user's edit\n").unwrap();
+    let head = git(&f.repo, &["rev-parse", "HEAD"]);
+    failed_saying(&by_hand(&f, &["merge", "hand"], &[]), "uncommitted changes");
+    failed_saying(&by_hand(&f, &["apply", "hand"], &[]), "uncommitted changes");
+    assert_eq!(git(&f.repo, &["rev-parse", "HEAD"]), head);
+    assert_eq!(
+        std::fs::read_to_string(f.repo.join("README.md")).unwrap(),
+        "the user's edit\n"
+    );
+    git(&f.repo, &["checkout", "--", "README.md"]);
+
+    // Merged: a merge commit with the work; the user's filter never ran.
+    succeeded(&by_hand(&f, &["merge", "hand"], &[]));
+    assert_eq!(
+        std::fs::read_to_string(f.repo.join("greeting.txt")).unwrap(),
+        "hello\n"
+    );
+    let parents = git(&f.repo, &["rev-list", "--parents", "-n1", "HEAD"]);
+    assert_eq!(parents.split_whitespace().count(), 3, "{parents}");
+    assert!(
+        !mark.exists(),
+        "an environment's .gitattributes ran the user's filter on merge"
+    );
+
+    // Applied: staged, not committed.
+    succeeded(&by_hand(
+        &f,
+        &["create", "--title", "second", "--id", "second"],
+        &[],
+    ));
+    succeeded(&by_hand(
+        &f,
+        &["run", "second", "--", "echo applied > applied.txt"],
+        &[],
+    ));
+    let head = git(&f.repo, &["rev-parse", "HEAD"]);
+    succeeded(&by_hand(&f, &["apply", "second"], &[]));
+    assert_eq!(git(&f.repo, &["rev-parse", "HEAD"]), head);
+    assert!(git(&f.repo, &["diff", "--cached", "--name-only"]).contains("applied.txt"));
+    assert!(!mark.exists());
+    git(&f.repo, &["reset", "--quiet", "--hard"]);
+
+    // Prune: the merged one goes, the other (not in HEAD) stays.
+    let would = succeeded(&by_hand(&f, &["prune", "--dry-run"], &[]));
+    assert!(
+        would.contains("would delete hand") && !would.contains("second"),
+        "{would}"
+    );
+    succeeded(&by_hand(&f, &["prune"], &[]));
+    let ids = succeeded(&by_hand(&f, &["list", "--quiet"], &[]));
+    assert_eq!(ids.trim(), "second");
+
+    // Delete --all: nothing left, the user's branch where it was.
+    let main = git(&f.repo, &["rev-parse", "main"]);
+    succeeded(&by_hand(&f, &["delete", "--all"], &[]));
+    assert!(
+        succeeded(&by_hand(&f, &["list", "--quiet"], &[]))
+            .trim()
+            .is_empty()
+    );
+    assert_eq!(git(&f.repo, &["rev-parse", "main"]), main);
+    assert!(f.containers().is_empty(), "{}", f.describe_containers());
+    failed_saying(&by_hand(&f, &["delete"], &[]), "--all");
+}
+
+/// Issue 55: `cofer terminal` is a real shell on a real terminal (driven
+/// here through `script`'s pseudo-terminal), in /workdir; what the person
+/// changed is committed when it exits. Without a terminal it says what to
+/// use instead.
+#[tokio::test(flavor = "multi_thread")]
+async fn cofer_terminal_is_a_shell_whose_work_is_committed() {
+    let Some(f) = Fixture::with_podman(&[], true).await else {
+        return;
+    };
+    let client = f.env.start().await;
+    f.create(&client, "shell").await;
+    failed_saying(
+        &by_hand(&f, &["terminal", "shell"], &[]),
+        "needs a terminal",
+    );
+
+    let cofer = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/debug/cofer");
+    let mut script = std::process::Command::new("script");
+    script
+        .args(["-q", "-e", "-c"])
+        .arg(format!("{} terminal shell", cofer.display()))
+        .arg("/dev/null")
+        .current_dir(&f.repo)
+        .env("COFER_HOST", env!("CARGO_BIN_EXE_host"))
+        .env("MCP_HOST_PLUGINS", &f.env.plugins)
+        .env("MCP_HOST_CONFIG", &f.env.config)
+        .env("MCP_HOST_CACHE", &f.env.cache)
+        .envs(f.env.host_vars.iter().map(|(k, v)| (k, v)))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = script.spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    std::io::Write::write_all(
+        &mut stdin,
+        b"pwd > where.txt; tty > tty.txt; echo typed > by-hand.txt; exit\n",
+    )
+    .unwrap();
+    // Held open until the shell is done: EOF would end `script` early.
+    let started = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        assert!(
+            started.elapsed().as_secs() < 120,
+            "cofer terminal did not end"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let files = git(
+        &f.repo,
+        &["show", "--format=%s", "--name-only", "cofer/shell"],
+    );
+    assert!(files.contains("cofer terminal"), "{files}");
+    assert!(files.contains("by-hand.txt"), "{files}");
+    let at = |name: &str| git(&f.repo, &["show", &format!("cofer/shell:{name}")]);
+    assert_eq!(at("where.txt").trim(), "/workdir");
+    assert!(at("tty.txt").starts_with("/dev/pts/"), "{}", at("tty.txt"));
+}

@@ -55,7 +55,8 @@ pub fn output_schema() -> Value {
 }
 
 /// The message of the commit that keeps what background services wrote.
-const BACKGROUND_MESSAGE: &str = "Background changes (written by services between commands)";
+const BACKGROUND_MESSAGE: &str =
+    "Background changes (made between commands: by services, or by hand in `cofer terminal`)";
 
 pub fn run_cmd(args: RunCmd) -> Result<ToolOutput, ToolError> {
     let (env, record) = Env::find(&args.common.environment_source, &args.environment_id)?;

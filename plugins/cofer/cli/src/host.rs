@@ -69,29 +69,23 @@ impl Host {
                 String::from_utf8_lossy(&out.stderr).trim()
             ),
         };
-        let text: String = reply["content"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|c| c["text"].as_str())
-            .collect();
-        if reply["isError"].as_bool() == Some(true) {
-            bail!("{}", said(&text));
+        // `host call` prints the host's reply: `is_error`, `text`, `structured`.
+        let text = reply["text"].as_str().unwrap_or_default().to_string();
+        if reply["is_error"].as_bool() == Some(true) {
+            bail!("{}", said(&text, &reply["structured"]));
         }
-        let value = match reply.get("structuredContent") {
-            Some(value) => value.clone(),
-            None => serde_json::from_str(&text).unwrap_or_else(|_| json!(text)),
+        let value = match &reply["structured"] {
+            Value::Null => serde_json::from_str(&text).unwrap_or_else(|_| json!(text)),
+            structured => structured.clone(),
         };
         Ok(Answer { value, text })
     }
 }
 
-/// A tool error for a person: its sentence and what to do, from the text
-/// the host gives (`code: message`, then the fields as JSON).
-fn said(text: &str) -> String {
-    let (sentence, rest) = text.split_once('\n').unwrap_or((text, ""));
-    let fields: Value = serde_json::from_str(rest).unwrap_or(Value::Null);
-    let hint = [&fields, &fields["details"], &fields["error"]]
+/// A tool error for a person: its sentence and what to do.
+fn said(text: &str, fields: &Value) -> String {
+    let sentence = text.lines().next().unwrap_or(text);
+    let hint = [fields, &fields["details"], &fields["error"]]
         .into_iter()
         .find_map(|f| f["remediation"].as_str().or(f["hint"].as_str()));
     match hint {
