@@ -96,6 +96,48 @@ fn by_hand(f: &Fixture, args: &[&str], extra: &[(&str, &str)]) -> std::process::
         .unwrap()
 }
 
+/// `cofer watch`'s output until it shows `needle` twice (two refreshes),
+/// then it is stopped as a person would (it runs until interrupted).
+fn watch_until(f: &Fixture, needle: &str) -> String {
+    use std::io::Read;
+    let bin = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/debug/cofer");
+    let mut child = std::process::Command::new(bin)
+        .args(["watch", "--interval", "1"])
+        .current_dir(&f.repo)
+        .env("COFER_HOST", env!("CARGO_BIN_EXE_host"))
+        .env("MCP_HOST_PLUGINS", &f.env.plugins)
+        .env("MCP_HOST_CONFIG", &f.env.config)
+        .env("MCP_HOST_CACHE", &f.env.cache)
+        .envs(f.env.host_vars.iter().map(|(k, v)| (k, v)))
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = stdout.read(&mut buf) {
+            if n == 0 || tx.send(buf[..n].to_vec()).is_err() {
+                break;
+            }
+        }
+    });
+    let mut seen = String::new();
+    while seen.matches(needle).count() < 2 {
+        match rx.recv_timeout(std::time::Duration::from_secs(60)) {
+            Ok(bytes) => seen.push_str(&String::from_utf8_lossy(&bytes)),
+            Err(_) => break,
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(
+        seen.matches(needle).count() >= 2,
+        "watch never showed `{needle}` twice: {seen}"
+    );
+    seen
+}
+
 fn failed_saying(out: &std::process::Output, words: &str) {
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "expected a failure: {said}");
@@ -183,6 +225,13 @@ async fn a_person_drives_environments_from_the_terminal() {
     );
     let log = git(&f.repo, &["log", "--format=%s", "cofer/hand"]);
     assert!(log.contains("cofer run"), "{log}");
+
+    // Watch: the list and the environment's last command, again and again.
+    let watched = watch_until(&f, "cofer run");
+    assert!(
+        watched.contains("hand") && watched.contains("running"),
+        "{watched}"
+    );
 
     // Over uncommitted work of the user's: refused, nothing touched.
     std::fs::write(f.repo.join("README.md"), "the user's edit\n").unwrap();

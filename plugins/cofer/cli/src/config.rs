@@ -156,7 +156,7 @@ pub fn config(repo: &Repo, host: &crate::host::Host, command: ConfigCommand) -> 
             return Ok(());
         }
         ConfigCommand::Env(Vars::Set { key, value }) => {
-            check_name(&key)?;
+            crate::secrets::check_name(&key)?;
             project.envs.retain(|v| !v.starts_with(&format!("{key}=")));
             project.envs.push(format!("{key}={value}"));
         }
@@ -202,18 +202,6 @@ fn list(what: &str, items: &[String]) {
     for item in items {
         println!("  {}", crate::list::printable(item));
     }
-}
-
-/// A variable's name, as a shell takes it.
-pub fn check_name(name: &str) -> Result<()> {
-    let ok = name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-    if !ok {
-        bail!(
-            "`{name}` is not a variable name: use letters, digits and `_`, not starting with a digit"
-        );
-    }
-    Ok(())
 }
 
 /// An image reference: no option, no space.

@@ -98,7 +98,7 @@ pub fn secret(repo: &Repo, command: SecretCommand) -> Result<()> {
             return Ok(());
         }
         SecretCommand::Set { name, reference } => {
-            crate::config::check_name(&name)?;
+            check_name(&name)?;
             check_reference(&reference)?;
             ours.insert(name, reference);
         }
@@ -122,7 +122,7 @@ pub fn secret(repo: &Repo, command: SecretCommand) -> Result<()> {
 /// first command.
 fn check_reference(reference: &str) -> Result<()> {
     let ok = if let Some(var) = reference.strip_prefix("env://") {
-        crate::config::check_name(var).is_ok()
+        check_name(var).is_ok()
     } else if let Some(path) = reference.strip_prefix("file://") {
         path.starts_with('/') || path.starts_with("~/")
     } else if let Some(rest) = reference.strip_prefix("op://") {
@@ -135,6 +135,18 @@ fn check_reference(reference: &str) -> Result<()> {
     if !ok {
         bail!(
             "`{reference}` is not a secret reference: use env://VAR, file:///absolute/path (or file://~/path), op://VAULT/ITEM/FIELD or vault://PATH#FIELD"
+        );
+    }
+    Ok(())
+}
+
+/// A variable's name, as a shell takes it.
+pub fn check_name(name: &str) -> Result<()> {
+    let ok = name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !ok {
+        bail!(
+            "`{name}` is not a variable name: use letters, digits and `_`, not starting with a digit"
         );
     }
     Ok(())
