@@ -76,13 +76,17 @@ async fn checkout_diff_and_destroy_never_touch_the_users_branches() {
     assert!(!refs.contains("refs/remotes/cofer/"), "{refs}");
 }
 
-/// `cofer ARGS` in the fixture's repository, through the fixture's own
-/// host (plugins, policy, cache and variables), as a person would run it
-/// beside the agent; `extra` variables on top.
-fn by_hand(f: &Fixture, args: &[&str], extra: &[(&str, &str)]) -> std::process::Output {
-    let bin = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/debug/cofer");
-    std::process::Command::new(bin)
-        .args(args)
+/// The `cofer` binary.
+fn cofer_bin() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/debug/cofer")
+}
+
+/// `program` in the fixture's repository with the variables that point
+/// `cofer` at the fixture's own host (plugins, policy, cache, variables),
+/// as a person would run it beside the agent.
+fn beside_the_agent(f: &Fixture, program: &std::path::Path) -> std::process::Command {
+    let mut command = std::process::Command::new(program);
+    command
         .current_dir(&f.repo)
         .env("COFER_HOST", env!("CARGO_BIN_EXE_host"))
         .env("MCP_HOST_PLUGINS", &f.env.plugins)
@@ -90,7 +94,14 @@ fn by_hand(f: &Fixture, args: &[&str], extra: &[(&str, &str)]) -> std::process::
         .env("MCP_HOST_CACHE", &f.env.cache)
         .env("GIT_PAGER", "cat")
         .env("COFER_TEST_USER_GIT", "1")
-        .envs(f.env.host_vars.iter().map(|(k, v)| (k, v)))
+        .envs(f.env.host_vars.iter().map(|(k, v)| (k, v)));
+    command
+}
+
+/// `cofer ARGS` beside the agent, `extra` variables on top.
+fn by_hand(f: &Fixture, args: &[&str], extra: &[(&str, &str)]) -> std::process::Output {
+    beside_the_agent(f, &cofer_bin())
+        .args(args)
         .envs(extra.iter().copied())
         .output()
         .unwrap()
@@ -100,15 +111,8 @@ fn by_hand(f: &Fixture, args: &[&str], extra: &[(&str, &str)]) -> std::process::
 /// then it is stopped as a person would (it runs until interrupted).
 fn watch_until(f: &Fixture, needle: &str) -> String {
     use std::io::Read;
-    let bin = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/debug/cofer");
-    let mut child = std::process::Command::new(bin)
+    let mut child = beside_the_agent(f, &cofer_bin())
         .args(["watch", "--interval", "1"])
-        .current_dir(&f.repo)
-        .env("COFER_HOST", env!("CARGO_BIN_EXE_host"))
-        .env("MCP_HOST_PLUGINS", &f.env.plugins)
-        .env("MCP_HOST_CONFIG", &f.env.config)
-        .env("MCP_HOST_CACHE", &f.env.cache)
-        .envs(f.env.host_vars.iter().map(|(k, v)| (k, v)))
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
@@ -315,18 +319,11 @@ async fn cofer_terminal_is_a_shell_whose_work_is_committed() {
         "needs a terminal",
     );
 
-    let cofer = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/debug/cofer");
-    let mut script = std::process::Command::new("script");
+    let mut script = beside_the_agent(&f, std::path::Path::new("script"));
     script
         .args(["-q", "-e", "-c"])
-        .arg(format!("{} terminal shell", cofer.display()))
+        .arg(format!("{} terminal shell", cofer_bin().display()))
         .arg("/dev/null")
-        .current_dir(&f.repo)
-        .env("COFER_HOST", env!("CARGO_BIN_EXE_host"))
-        .env("MCP_HOST_PLUGINS", &f.env.plugins)
-        .env("MCP_HOST_CONFIG", &f.env.config)
-        .env("MCP_HOST_CACHE", &f.env.cache)
-        .envs(f.env.host_vars.iter().map(|(k, v)| (k, v)))
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
