@@ -30,6 +30,18 @@ pub fn confine(path: &str, base: &Path, roots: &[PathBuf]) -> Option<PathBuf> {
         .then_some(resolved)
 }
 
+/// Where `path` really leads when, as written, it lies inside one of
+/// `roots` but a symbolic link on the way takes it out: a refusal must
+/// name the link, not ask for a wider grant.
+pub fn leads_out(path: &str, base: &Path, roots: &[PathBuf]) -> Option<PathBuf> {
+    let lexical = normalize(&base.join(path));
+    let inside = roots
+        .iter()
+        .any(|root| lexical.starts_with(normalize(root)));
+    let real = resolve_existing_prefix(&lexical);
+    (inside && real != lexical).then_some(real)
+}
+
 /// Remove `.` and `..` lexically. `..` at the root stays at the root.
 pub fn normalize(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();

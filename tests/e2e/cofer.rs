@@ -1005,6 +1005,20 @@ async fn hundred_megabytes_of_output_in_bounded_memory() {
         "{out}"
     );
     assert_eq!(out["lines_omitted"]["stdout"], 488, "{out}");
+    // Issue 54, item 6: one line longer than what is kept keeps its end.
+    let r = client
+        .call(
+            "environment_run_cmd",
+            f.run_args(
+                "loud",
+                "printf '%s' \"$(head -c 200000 /dev/zero | tr '\\0' x)\"; echo TAILMARK",
+            ),
+        )
+        .await;
+    let out = structured(&r);
+    let stdout = out["stdout"].as_str().unwrap();
+    assert!(stdout.ends_with("xxTAILMARK\n"), "{out}");
+    assert_eq!(out["truncated"], true);
     let growth_mib = peak.saturating_sub(before) / 1024;
     assert!(
         growth_mib < 48,
@@ -1476,6 +1490,11 @@ async fn force_destroy_of_a_locked_worktree() {
         e["remediation"].as_str().unwrap().contains("force=true"),
         "{e}"
     );
+    // Issue 54, item 6: it says why (locked), not that a process was
+    // killed: no process ran.
+    let message = e["message"].as_str().unwrap();
+    assert!(message.contains("locked"), "{message}");
+    assert!(!message.contains("killed"), "{message}");
     // Issue 42, item 15: refused before anything was removed, so the
     // environment still works (its containers were gone, its record
     // `missing`).

@@ -1014,6 +1014,23 @@ async fn report_dir_escapes_are_refused() {
         );
     }
     assert!(!env.dir.path().join("outside").exists());
+    // Issue 54, item 20: a report_dir that is a link out of the workspace
+    // is refused naming the link, not by asking for a wider grant.
+    let elsewhere = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(env.workspace.join("reports")).unwrap();
+    std::os::unix::fs::symlink(elsewhere.path(), env.workspace.join("reports/link")).unwrap();
+    let result = host
+        .call(
+            "run_test",
+            run_test_args("cargo", json!({"report_dir": "reports/link"})),
+        )
+        .await;
+    let said = format!("{:?}", structured(&result));
+    assert!(said.contains("symbolic link"), "{said}");
+    assert!(!said.contains("fs.write"), "{said}");
+    // Nor with WASI's error numbers, which are not the host's.
+    assert!(!said.contains("os error"), "{said}");
+    assert_eq!(std::fs::read_dir(elsewhere.path()).unwrap().count(), 0);
     let injected = host
         .call(
             "run_test",

@@ -13,7 +13,7 @@ use crate::bindings::mcphost::plugin::process::{
 };
 use crate::bindings::{CapabilityError, Refusal};
 use crate::caps::spawn::{MAX_TAIL_BYTES, RunProgress, run_result};
-use crate::paths::confine;
+use crate::paths::{confine, leads_out};
 use crate::store::CallState;
 
 /// The most of a program's file one `read-program` returns.
@@ -174,11 +174,18 @@ impl CallState {
         let log = match &request.log_path {
             Some(p) => {
                 let path = confine(p, &g.workspace, &g.write_roots).ok_or_else(|| {
-                    CapabilityError::Denied(g.denial(
-                        &format!("writing the log file `{p}`"),
-                        "fs.write",
-                        "a root containing it",
-                    ))
+                    CapabilityError::Denied(match leads_out(p, &g.workspace, &g.write_roots) {
+                        Some(real) => format!(
+                            "the log file `{p}` leads through a symbolic link to {}, outside the folders plugin `{}` may write: replace the link with a folder (the host does not follow links out of a plugin's roots)",
+                            real.display(),
+                            g.plugin
+                        ),
+                        None => g.denial(
+                            &format!("writing the log file `{p}`"),
+                            "fs.write",
+                            "a root containing it",
+                        ),
+                    })
                 })?;
                 // Opened now, beneath its root: the plugin could make the
                 // path a link before the run writes it.

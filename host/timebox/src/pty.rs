@@ -90,12 +90,34 @@ fn size(rows: u16, cols: u16) -> PtySize {
     }
 }
 
+/// portable-pty words an OS error with Rust's debug form (`failed to
+/// openpty: Os { code: 2, kind: NotFound, message: "No such file or
+/// directory" }`): a person reads `failed to openpty: No such file or
+/// directory (os error 2)`.
+fn plain_os_error(text: &str) -> String {
+    let Some(start) = text.find("Os { code: ") else {
+        return text.to_string();
+    };
+    let rest = &text[start + "Os { code: ".len()..];
+    let code: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    let message = rest
+        .split_once("message: \"")
+        .and_then(|(_, m)| m.split_once("\" }"));
+    match message {
+        Some((message, after)) => format!("{}{message} (os error {code}){after}", &text[..start]),
+        None => text.to_string(),
+    }
+}
+
 impl Session {
     pub fn start(p: Program<'_>) -> Result<Session, StartError> {
         let pair = native_pty_system()
             .openpty(size(p.rows, p.cols))
             .map_err(|e| {
-                StartError::TtyUnavailable(format!("no pseudo-terminal could be opened: {e}"))
+                StartError::TtyUnavailable(format!(
+                    "no pseudo-terminal could be opened: {}",
+                    plain_os_error(&e.to_string())
+                ))
             })?;
         crate::sys::check_args(p.program, p.args)
             .map_err(|e| StartError::SpawnFailed(e.to_string()))?;
@@ -295,5 +317,19 @@ fn exit(status: &portable_pty::ExitStatus) -> Exit {
             code: Some(status.exit_code() as i32),
             signal: None,
         },
+    }
+}
+
+#[cfg(test)]
+mod words {
+    #[test]
+    fn an_os_error_in_debug_form_is_put_in_words() {
+        assert_eq!(
+            super::plain_os_error(
+                "failed to openpty: Os { code: 2, kind: NotFound, message: \"No such file or directory\" }"
+            ),
+            "failed to openpty: No such file or directory (os error 2)"
+        );
+        assert_eq!(super::plain_os_error("plain words"), "plain words");
     }
 }

@@ -154,7 +154,7 @@ fn run(args: &request::Args, checked: &Checked) -> serde_json::Value {
     let mut not_written = serde_json::Map::new();
     match std::fs::metadata(&raw_log) {
         Ok(_) => artifacts.insert("raw_log".into(), json!("raw.log")),
-        Err(e) => not_written.insert("raw_log".into(), json!(e.to_string())),
+        Err(e) => not_written.insert("raw_log".into(), json!(plugin_sdk::io_text(&e))),
     };
     let summaries = [
         (
@@ -172,6 +172,7 @@ fn run(args: &request::Args, checked: &Checked) -> serde_json::Value {
             Ok(()) => artifacts.insert(key.into(), json!(name)),
             Err(e) => {
                 let _ = std::fs::remove_file(&path);
+                let e = plugin_sdk::io_text(&e);
                 plugin_sdk::log::log(
                     plugin_sdk::log::Level::Error,
                     &format!("writing {name} failed: {e}"),

@@ -90,12 +90,15 @@ impl GitError {
             | GitError::Invalid(why)
             | GitError::Unavailable(why)
             | GitError::NotARepository(why) => why.clone(),
-            GitError::Failed(f) => format!(
-                "`{}` failed ({}): {}",
-                f.command,
-                crate::exit_text(f.exit_code),
-                f.stderr.trim()
-            ),
+            // No exit code: a timeout or a step of the host's own (the
+            // text says which), or a process killed without a word.
+            GitError::Failed(f) => match (f.exit_code, f.stderr.trim()) {
+                (Some(code), stderr) => {
+                    format!("`{}` failed (exit code {code}): {stderr}", f.command)
+                }
+                (None, "") => format!("`{}` ended without an exit code (killed)", f.command),
+                (None, stderr) => format!("`{}` failed: {stderr}", f.command),
+            },
         }
     }
 }
@@ -146,7 +149,16 @@ mod tests {
             exit_code: None,
             stderr: String::new(),
         });
-        assert!(killed.says().contains("killed by a signal"));
+        assert!(killed.says().contains("without an exit code (killed)"));
+        let host_step = GitError::Failed(GitFailure {
+            command: "remove /r/.cofer/worktrees/x".into(),
+            exit_code: None,
+            stderr: "the worktree is locked (`git worktree lock`)".into(),
+        });
+        assert_eq!(
+            host_step.says(),
+            "`remove /r/.cofer/worktrees/x` failed: the worktree is locked (`git worktree lock`)"
+        );
         assert_eq!(
             crate::ended_text(None, Some(9)),
             "killed by signal 9 (SIGKILL)"

@@ -276,6 +276,18 @@ pub const fn text_bytes<const N: usize>(text: &str) -> [u8; N] {
     out
 }
 
+/// An I/O error of the plugin's own (through WASI) for a person: its words
+/// without ` (os error N)`, whose N is WASI's numbering, not the host
+/// system's (WASI's 63 is EPERM, Linux's 63 is ENOSR), so it would send a
+/// reader the wrong way.
+pub fn io_text(e: &std::io::Error) -> String {
+    let text = e.to_string();
+    match text.rfind(" (os error ") {
+        Some(at) if text.ends_with(')') => text[..at].to_string(),
+        _ => text,
+    }
+}
+
 /// How a program ended, for a person: `exit code 1`, or `killed by a
 /// signal` when it has no exit code (never `Some(1)`).
 pub fn exit_text(exit_code: Option<i32>) -> String {
