@@ -21,6 +21,10 @@ pub struct Declared {
     /// `tools.json`), so they can be listed before it is compiled. The
     /// plugin's own answer, once it runs, is what is served after.
     pub tools: Option<Vec<Tool>>,
+    /// `mcphost:plugin-views`: its views ([`crate::views`]), and why any
+    /// was left out.
+    pub views: Vec<crate::views::View>,
+    pub broken_views: Vec<String>,
 }
 
 const NAME_SECTION: &str = "mcphost:plugin-name";
@@ -74,8 +78,21 @@ pub fn declared(bytes: &[u8]) -> Result<Declared> {
                     })?;
                 declared.tools = Some(tools.into_iter().map(BuiltTool::into_tool).collect());
             }
+            crate::views::SECTION => {
+                let (views, broken) = crate::views::parse_section(section.data());
+                declared.views.extend(views);
+                declared.broken_views.extend(broken);
+            }
             _ => {}
         }
+    }
+    let total: usize = declared.views.iter().map(|v| v.html.len()).sum();
+    if total > crate::views::MAX_VIEWS_BYTES {
+        declared.broken_views.push(format!(
+            "its views are {total} bytes together, above the {} a plugin may have: none is served",
+            crate::views::MAX_VIEWS_BYTES
+        ));
+        declared.views.clear();
     }
     Ok(declared)
 }

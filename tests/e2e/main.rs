@@ -30,5 +30,6 @@ mod registry;
 mod run_test;
 mod secrets;
 mod tasks;
+mod views;
 mod windows;
 mod wine;

@@ -97,7 +97,9 @@ impl Loader {
         let mut catalog = Catalog::default();
         let mut exposed = std::collections::HashSet::new();
         for f in found {
-            let tools = tool_defs(f.tools.clone()?, self.underscore_names, Schemas::Listed).ok()?;
+            let mut tools =
+                tool_defs(f.tools.clone()?, self.underscore_names, Schemas::Listed).ok()?;
+            crate::catalog::link_views(&f.name, &f.views, &mut tools);
             if tools.iter().any(|t| !exposed.insert(t.exposed.clone())) {
                 return None;
             }
@@ -169,9 +171,15 @@ impl Loader {
         let mut read: Vec<Found> = Vec::new();
         for (stem, path) in files {
             let bytes = std::fs::read(&path).map_err(|e| anyhow!("cannot read the file: {e}"));
-            let (name, instructions, tools) = match bytes.as_deref().map(declared) {
-                Ok(Ok(d)) => (d.name.unwrap_or(stem), d.instructions, d.tools),
-                Err(_) => (stem, None, None),
+            let (name, instructions, tools, views) = match bytes.as_deref().map(declared) {
+                Ok(Ok(d)) => {
+                    let name = d.name.unwrap_or(stem);
+                    for why in &d.broken_views {
+                        tracing::warn!(plugin = %name, reason = %why, "view left out");
+                    }
+                    (name, d.instructions, d.tools, d.views)
+                }
+                Err(_) => (stem, None, None, Vec::new()),
                 Ok(Err(e)) => {
                     catalog.refuse(stem, path, format!("{e:#}"));
                     continue;
@@ -194,6 +202,7 @@ impl Loader {
                 hash,
                 instructions,
                 tools,
+                views,
             });
         }
         read
@@ -217,6 +226,7 @@ impl Loader {
             bytes: Ok(bytes),
             instructions: d.instructions,
             tools: d.tools,
+            views: d.views,
         };
         let compiled = self.compile(&Catalog::default(), &found);
         self.ready(&found, compiled).await
@@ -245,7 +255,7 @@ impl Loader {
             Compiled::New(component, origin, hash) => self
                 .load(
                     &found.name,
-                    found.instructions.clone(),
+                    (found.instructions.clone(), found.views.clone()),
                     &found.path,
                     component,
                     origin,
@@ -345,7 +355,7 @@ impl Loader {
     async fn load(
         &self,
         name: &str,
-        instructions: Option<String>,
+        (instructions, views): (Option<String>, Vec<crate::views::View>),
         path: &Path,
         component: Component,
         origin: Origin,
@@ -380,7 +390,8 @@ impl Loader {
             .map(|t| t.uri_template.as_str())
             .chain(offer.resources.iter().map(|r| r.uri.as_str()));
         let scheme = resource_scheme(uris)?;
-        let tools = tool_defs(offer.tools, self.underscore_names, Schemas::Compiled)?;
+        let mut tools = tool_defs(offer.tools, self.underscore_names, Schemas::Compiled)?;
+        crate::catalog::link_views(name, &views, &mut tools);
         tracing::debug!(plugin = %name, ?origin, elapsed_us = started.elapsed().as_micros() as u64, "plugin prepared");
         Ok(Plugin {
             name: name.to_string(),
@@ -400,6 +411,7 @@ impl Loader {
             scheme,
             prompts: offer.prompts,
             instructions,
+            views,
             first_refresh: tokio::sync::watch::Sender::new(false),
         })
     }

@@ -56,6 +56,8 @@ pub struct Plugin {
     pub prompts: Vec<crate::bindings::Prompt>,
     /// What it tells agents about its tools (see [`Declared`]).
     pub instructions: Option<String>,
+    /// The pages it shows people ([`crate::views`]).
+    pub views: Vec<crate::views::View>,
     /// Whether its first background refresh after loading is under way
     /// ([`crate::background`]): its calls wait for that one, so the first
     /// answers after a restart with changed files are not the old ones.
@@ -81,6 +83,8 @@ pub struct Found {
     instructions: Option<String>,
     /// The tools it declares, if it does.
     tools: Option<Vec<crate::bindings::Tool>>,
+    /// The views it declares ([`crate::views`]).
+    views: Vec<crate::views::View>,
 }
 
 impl Found {
@@ -192,7 +196,8 @@ impl Catalog {
                     def.input_schema,
                     def.output_schema,
                     def.annotations,
-                    def.icons
+                    def.icons,
+                    def.view
                 ])
                 .to_string()
             })
@@ -201,6 +206,25 @@ impl Catalog {
 
     pub fn tool(&self, exposed: &str) -> Option<(&Arc<Plugin>, &ToolDef)> {
         self.tools.get(exposed).map(|(p, i)| (p, &p.tools[*i]))
+    }
+
+    /// The view `ui://<plugin>/<view>` names, if a loaded plugin has it.
+    pub fn view(&self, uri: &str) -> Option<&crate::views::View> {
+        let (plugin, view) = crate::views::parse_uri(uri)?;
+        let plugin = self.plugins.iter().find(|p| p.name == plugin)?;
+        plugin.views.iter().find(|v| v.name == view)
+    }
+
+    /// Every loaded plugin's views, with their URIs.
+    pub fn views(&self) -> Vec<(String, &crate::views::View)> {
+        self.plugins
+            .iter()
+            .flat_map(|p| {
+                p.views
+                    .iter()
+                    .map(|v| (crate::views::uri(&p.name, &v.name), v))
+            })
+            .collect()
     }
 
     /// The plugin serving resource `uri`, by its scheme.
@@ -222,7 +246,8 @@ impl Catalog {
                     tool.input_schema,
                     tool.output_schema,
                     tool.annotations,
-                    tool.icons
+                    tool.icons,
+                    tool.view
                 ]);
                 (name.clone(), sha256_hex(definition.to_string().as_bytes()))
             })
@@ -240,6 +265,21 @@ impl Catalog {
                 .cloned()
                 .collect(),
             ..Catalog::default()
+        }
+    }
+}
+
+/// Point each tool's `x-view` (a view name) at its view's URI, or drop it
+/// with a warning when the plugin has no such view.
+pub fn link_views(plugin: &str, views: &[crate::views::View], tools: &mut [ToolDef]) {
+    for tool in tools {
+        let Some(name) = tool.view.take() else {
+            continue;
+        };
+        if views.iter().any(|v| v.name == name) {
+            tool.view = Some(crate::views::uri(plugin, &name));
+        } else {
+            tracing::warn!(%plugin, tool = %tool.name, view = %name, "the tool names a view the plugin does not have; it is served without one");
         }
     }
 }

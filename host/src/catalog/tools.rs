@@ -26,6 +26,9 @@ pub struct ToolDef {
     pub icons: Option<Vec<rmcp::model::Icon>>,
     /// Whether a call may run as an MCP task (`x-task-support`).
     pub tasks: TaskSupport,
+    /// The view its results are shown in (`x-view`: a name of its plugin's
+    /// views, made its `ui://` URI once the plugin's views are known).
+    pub view: Option<String>,
 }
 
 /// Whether a tool's calls may run as MCP tasks (the tasks extension of MCP
@@ -114,6 +117,13 @@ pub fn tool_defs(
         };
         let tasks = TaskSupport::declared(input_schema.remove("x-task-support"))
             .with_context(|| format!("tool `{}`", tool.name))?;
+        let view = match input_schema.remove("x-view") {
+            None => None,
+            Some(Value::String(name)) => Some(name),
+            Some(other) => {
+                anyhow::bail!("tool `{}`: x-view is {other}, not a view's name", tool.name)
+            }
+        };
         let output_schema = match &tool.output_schema {
             Some(s) => Some(
                 schema_object(s).with_context(|| format!("tool `{}`: output schema", tool.name))?,
@@ -140,6 +150,7 @@ pub fn tool_defs(
             annotations,
             icons,
             tasks,
+            view,
         });
     }
     // Descriptions name tools too ("then call godot.get_class"): as served.

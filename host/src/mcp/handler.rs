@@ -35,24 +35,28 @@ use crate::catalog::TaskSupport;
 
 impl ServerHandler for McpFront {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(
-            ServerCapabilities::builder()
-                .enable_tools()
-                .enable_tool_list_changed()
-                .enable_resources()
-                .enable_resources_subscribe()
-                .enable_resources_list_changed()
-                .enable_prompts()
-                .enable_completions()
-                .enable_logging()
-                .enable_tasks()
-                .build(),
-        )
-        .with_server_info(Implementation::new(
-            "mcp-wasm-host",
-            env!("CARGO_PKG_VERSION"),
-        ))
-        .with_instructions(self.instructions())
+        let mut capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .enable_resources()
+            .enable_resources_subscribe()
+            .enable_resources_list_changed()
+            .enable_prompts()
+            .enable_completions()
+            .enable_logging()
+            .enable_tasks()
+            .build();
+        // Views (MCP Apps): served to clients that declare the extension.
+        capabilities
+            .extensions
+            .get_or_insert_default()
+            .insert(crate::views::EXTENSION.into(), Default::default());
+        ServerConfig::new(capabilities)
+            .with_server_info(Implementation::new(
+                "mcp-wasm-host",
+                env!("CARGO_PKG_VERSION"),
+            ))
+            .with_instructions(self.instructions())
     }
 
     /// MCP 2026-07-28 clients hear of changes through `subscriptions/listen`:
@@ -177,7 +181,7 @@ impl ServerHandler for McpFront {
         let link = McpLink::new(&context, None, self.levels(&context));
         let listed = self.service.list_resources(link.clone()).await;
         link.close().await;
-        let resources = listed
+        let mut resources: Vec<Resource> = listed
             .into_iter()
             .map(|r| {
                 let mut resource = Resource::new(r.uri, r.name);
@@ -188,6 +192,15 @@ impl ServerHandler for McpFront {
                 resource
             })
             .collect();
+        if crate::views::wanted(context.client_capabilities().as_ref()) {
+            let catalog = self.service.loaded().await;
+            for (uri, view) in catalog.views() {
+                let mut resource = Resource::new(uri, view.name.clone());
+                resource.title = Some(view.title.clone());
+                resource.mime_type = Some(crate::views::MIME_TYPE.into());
+                resources.push(resource);
+            }
+        }
         Ok(ListResourcesResult::with_all_items(resources).with_ttl_ms(LIST_TTL_MS))
     }
 
@@ -239,13 +252,22 @@ impl ServerHandler for McpFront {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         let catalog = self.service.catalog();
+        let views = crate::views::wanted(context.client_capabilities().as_ref());
         let tools = catalog
             .served_tools()
             .into_iter()
-            .map(|(name, def)| served_tool(name, def))
+            .map(|(name, def)| {
+                let mut tool = served_tool(name, def);
+                if let Some(uri) = def.view.as_ref().filter(|_| views) {
+                    tool.meta
+                        .get_or_insert_default()
+                        .insert("ui".into(), serde_json::json!({ "resourceUri": uri }));
+                }
+                tool
+            })
             .collect();
         Ok(ListToolsResult::with_all_items(tools).with_ttl_ms(LIST_TTL_MS))
     }
@@ -393,6 +415,21 @@ impl ServerHandler for McpFront {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
+        if request.uri.starts_with("ui://") {
+            let catalog = self.service.loaded().await;
+            let view = catalog.view(&request.uri).ok_or_else(|| {
+                McpError::resource_not_found(
+                    format!("no view `{}`: resources/list names the views", request.uri),
+                    None,
+                )
+            })?;
+            let mut contents = ResourceContents::text(view.html.clone(), request.uri.clone())
+                .with_mime_type(crate::views::MIME_TYPE);
+            if let ResourceContents::TextResourceContents { meta, .. } = &mut contents {
+                *meta = serde_json::from_value(crate::views::resource_meta()).ok();
+            }
+            return Ok(ReadResourceResult::new(vec![contents]).into());
+        }
         let link = McpLink::new(&context, None, self.levels(&context));
         let read = self.service.read_resource(&request.uri, link.clone()).await;
         link.close().await;

@@ -31,6 +31,7 @@ impl McpTool for RunTest {
     // It can run for minutes: a client that takes tasks polls for it.
     const TASKS: TaskSupport = TaskSupport::Optional;
     const TITLE: Option<&'static str> = Some("Run tests");
+    const VIEW: Option<&'static str> = Some("results");
     const DESCRIPTION: &'static str = "Run the repository's tests with a fixed command template and always come back: a hard timeout and a \
         no-output timeout kill the whole process tree. Writes raw.log, summary.md and summary.json to the report \
         directory and returns the status, exit code, duration, an excerpt of the failures, and how many tests passed and \
@@ -395,3 +396,4 @@ fn timestamp_now() -> String {
 }
 
 plugin_sdk::export! { tools: [RunTest] }
+plugin_sdk::view!("results", "Test results", "views/results.html");

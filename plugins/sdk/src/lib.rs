@@ -128,6 +128,75 @@ pub use resources_bindings::exports::mcphost::plugin::resources;
 pub use time::{iso8601, now_secs, utc};
 pub use tool::{Hints, Icon, McpTool, TaskSupport, schema_for, structured_output, text_output};
 
+/// Ship a view (an MCP App: a page clients that show them display beside
+/// a tool's results) in the component: `view!("results", "Test results",
+/// "views/results.html")`, the file relative to the crate, one call per
+/// view, at the crate's top level. A tool shows its results in it with
+/// `const VIEW: Option<&'static str> = Some("results");`.
+///
+/// The file is the page after its head's start: the SDK puts in front of
+/// it a document head ([`VIEW_HEAD`]: theme variables, basic styles, and
+/// `McpView`, the view's side of the extension's postMessage JSON-RPC),
+/// so a view's file holds its `<title>`, its styles, `</head>` and the
+/// body with its script. The host refuses a page that names another
+/// origin: everything is inline. See the book's Views chapter.
+#[macro_export]
+macro_rules! view {
+    ($name:literal, $title:literal, $file:literal) => {
+        #[cfg(target_arch = "wasm32")]
+        const _: () = {
+            // `<name>\t<title>\n<html>\0`: the linker joins every view's
+            // entry in the one section the host reads.
+            const PARTS: &[&str] = &[
+                $name,
+                "\t",
+                $title,
+                "\n",
+                $crate::VIEW_HEAD,
+                include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/", $file)),
+                "\0",
+            ];
+            #[used]
+            #[unsafe(link_section = "mcphost:plugin-views")]
+            static VIEW: [u8; $crate::joined_len(PARTS)] = $crate::joined(PARTS);
+        };
+    };
+}
+
+/// What [`view!`] puts in front of every view: the document's start and
+/// head, with `McpView`.
+pub const VIEW_HEAD: &str = include_str!("../views/head.html");
+
+/// The bytes of `parts` one after another (for [`view!`]).
+#[doc(hidden)]
+pub const fn joined_len(parts: &[&str]) -> usize {
+    let mut total = 0;
+    let mut i = 0;
+    while i < parts.len() {
+        total += parts[i].len();
+        i += 1;
+    }
+    total
+}
+
+#[doc(hidden)]
+pub const fn joined<const N: usize>(parts: &[&str]) -> [u8; N] {
+    let mut out = [0u8; N];
+    let mut at = 0;
+    let mut i = 0;
+    while i < parts.len() {
+        let bytes = parts[i].as_bytes();
+        let mut j = 0;
+        while j < bytes.len() {
+            out[at] = bytes[j];
+            at += 1;
+            j += 1;
+        }
+        i += 1;
+    }
+    out
+}
+
 /// Export a plugin: its typed tools and, optionally, the types serving its
 /// resources, prompts, completions and background work, and instructions
 /// for agents. Keys in any order, each once: `tools: [T, ...]`,

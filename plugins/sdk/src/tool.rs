@@ -57,6 +57,9 @@ pub trait McpTool {
     /// of holding a request open: say [`TaskSupport::Optional`] for a tool
     /// that can run for minutes.
     const TASKS: TaskSupport = TaskSupport::Never;
+    /// The view (one of the plugin's [`crate::view!`]s, by name) clients
+    /// that show MCP Apps display its results in.
+    const VIEW: Option<&'static str> = None;
     /// The arguments; their JSON Schema is the tool's input schema, and the
     /// host checks every call against it before the plugin runs.
     type Args: DeserializeOwned + JsonSchema;
@@ -184,6 +187,9 @@ pub fn declare<T: McpTool>() -> Tool {
         TaskSupport::Never => {}
         TaskSupport::Optional => input["x-task-support"] = json!("optional"),
         TaskSupport::Required => input["x-task-support"] = json!("required"),
+    }
+    if let Some(view) = T::VIEW {
+        input["x-view"] = json!(view);
     }
     if !T::ICONS.is_empty() {
         let icons: Vec<Value> = T::ICONS

@@ -1,0 +1,198 @@
+//! Views (MCP Apps, issue 56) in a real browser: tests/views/drive.mjs
+//! connects the official MCP client to `host serve --http`, calls a tool,
+//! and shows its view in a sandboxed iframe of headless Chromium through
+//! the ext-apps SDK's AppBridge, under the extension's default CSP. The
+//! DOM is checked against the tool's real result, and the view's actions
+//! must reach the host as tools/call. Screenshots go to the book
+//! (`VIEWS_SCREENSHOTS`, default docs/src/images/views).
+//!
+//! Needs Debian's `chromium` (`$CHROMIUM`, default /usr/bin/chromium) and
+//! the npm packages `@modelcontextprotocol/ext-apps`,
+//! `@modelcontextprotocol/client` and `puppeteer-core` in
+//! `$VIEWS_NODE_PREFIX` (default ~/.cache/mcp-host-ci/views; .ci/run
+//! installs both).
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use crate::harness::*;
+
+/// Chromium and the folder holding the npm packages, or a visible skip.
+pub fn browser() -> Option<(PathBuf, PathBuf)> {
+    let chromium = std::env::var_os("CHROMIUM")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/usr/bin/chromium"));
+    if !chromium.is_file() {
+        skip(&format!(
+            "no Chromium at {}: `apt-get install chromium` (or set CHROMIUM); .ci/run does",
+            chromium.display()
+        ));
+        return None;
+    }
+    let prefix = std::env::var_os("VIEWS_NODE_PREFIX")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| dirs_home().join(".cache/mcp-host-ci/views"));
+    let needed = [
+        "@modelcontextprotocol/ext-apps",
+        "@modelcontextprotocol/client",
+        "puppeteer-core",
+    ];
+    if let Some(missing) = needed
+        .iter()
+        .find(|p| !prefix.join("node_modules").join(p).is_dir())
+    {
+        skip(&format!(
+            "{missing} is not in {}/node_modules: `npm install --prefix {} @modelcontextprotocol/ext-apps @modelcontextprotocol/client puppeteer-core` (or set VIEWS_NODE_PREFIX); .ci/run does",
+            prefix.display(),
+            prefix.display()
+        ));
+        return None;
+    }
+    Some((chromium, prefix))
+}
+
+fn dirs_home() -> PathBuf {
+    std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_default()
+}
+
+/// Where the book's screenshots go.
+fn screenshot(name: &str) -> String {
+    let dir = std::env::var_os("VIEWS_SCREENSHOTS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/src/images/views"));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(format!("{name}.png"))
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// Run the driver with `spec` (plus the host's URL and Chromium); its report.
+pub async fn drive(url: &str, mut spec: Value) -> Option<Value> {
+    let (chromium, prefix) = browser()?;
+    // Bare imports resolve from the script's folder: it runs beside the
+    // packages.
+    let script = prefix.join("drive.mjs");
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/views/drive.mjs"),
+        &script,
+    )
+    .unwrap();
+    spec["url"] = json!(url);
+    spec["chromium"] = json!(chromium);
+    let mut child = tokio::process::Command::new("node")
+        .arg(&script)
+        .current_dir(&prefix)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("node runs");
+    use tokio::io::AsyncWriteExt;
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(spec.to_string().as_bytes()).await.unwrap();
+    drop(stdin);
+    let out = tokio::time::timeout(
+        std::time::Duration::from_secs(300),
+        child.wait_with_output(),
+    )
+    .await
+    .expect("the browser run ended within 5 minutes")
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "drive.mjs failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    eprintln!("{}", String::from_utf8_lossy(&out.stderr));
+    Some(serde_json::from_slice(&out.stdout).expect("drive.mjs reports JSON"))
+}
+
+/// run_test's view: the counts and one row per failure, each with its
+/// file:line, equal to the result's; "Rerun failed" (by keyboard) reaches
+/// the host as a run_test call with scope `failed`.
+#[tokio::test(flavor = "multi_thread")]
+async fn run_test_results_render_and_rerun_the_failed_tests() {
+    if browser().is_none() || !require_program("npm", "install Node.js and npm (.ci/run does)") {
+        return;
+    }
+    let env = Env::new(&["run_test"], "");
+    std::fs::write(
+        env.workspace.join("package.json"),
+        json!({"name": "p", "version": "1.0.0", "scripts": {"test": "node --test"}}).to_string(),
+    )
+    .unwrap();
+    std::fs::create_dir_all(env.workspace.join("test")).unwrap();
+    std::fs::write(
+        env.workspace.join("test/math.test.js"),
+        "const test = require('node:test');\nconst assert = require('node:assert');\n\
+         test('adds', () => assert.strictEqual(1 + 1, 2));\n\
+         test('multiplies', () => assert.strictEqual(2 * 3, 6));\n\
+         test('divides', () => assert.strictEqual(1 / 2, 2, 'half is not two'));\n",
+    )
+    .unwrap();
+    let host = env.start_http(&[]).await;
+    let args = json!({"runner": "npm", "scope": "all", "timeout_ms": 120000,
+                      "no_output_timeout_ms": 60000, "max_output_bytes": 200000});
+    let Some(report) = drive(
+        &host.url,
+        json!({
+            "tool": "run_test",
+            "arguments": args,
+            "waitFor": ".failure",
+            "collect": {"names": ".failure .name", "places": ".failure .where", "failed": "[data-count=failed]", "status": "#status"},
+            "click": "#rerun",
+            "afterClick": {"waitFor": "#rerun:not([disabled])", "collect": {"status": "#status"}},
+            "screenshot": screenshot("run_test"),
+        }),
+    )
+    .await
+    else {
+        return;
+    };
+    assert_eq!(report["resourceUri"], "ui://run_test/results");
+    assert_eq!(report["mimeType"], "text/html;profile=mcp-app");
+    let result = &report["result"]["structuredContent"];
+    let failures = result["failures"].as_array().unwrap();
+    assert_eq!(failures.len(), 1, "{result}");
+    let names: Vec<&str> = failures
+        .iter()
+        .map(|f| f["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(report["dom"]["names"], json!(names));
+    let place = format!(
+        "{}:{}",
+        failures[0]["file"].as_str().unwrap(),
+        failures[0]["line"]
+    );
+    assert_eq!(report["dom"]["places"], json!([place]));
+    assert_eq!(
+        report["dom"]["failed"],
+        json!([format!("{} failed", result["tests"]["failed"])])
+    );
+    assert_eq!(report["dom"]["status"], json!(["fail"]));
+    // The rerun reached the host, as run_test with scope `failed`.
+    let calls = report["calls"].as_array().unwrap();
+    assert_eq!(calls.len(), 1, "{report}");
+    assert_eq!(calls[0]["params"]["name"], "run_test");
+    assert_eq!(calls[0]["params"]["arguments"]["scope"], "failed");
+    assert_eq!(calls[0]["isError"], false);
+    assert_eq!(report["afterClick"]["status"], json!(["fail"]));
+}
+
+/// A client that does not declare the extension sees what it saw before:
+/// no `_meta.ui` on tools, no ui:// resources.
+#[tokio::test(flavor = "multi_thread")]
+async fn clients_without_the_extension_see_no_views() {
+    let env = Env::new(&["run_test"], "");
+    let client = env.start().await;
+    let tools = client.tools().await;
+    let listed = serde_json::to_string(&tools).unwrap();
+    assert!(!listed.contains("ui://"), "{listed}");
+    assert!(!listed.contains("x-view"), "{listed}");
+    let resources = client.service.peer().list_all_resources().await.unwrap();
+    assert!(!format!("{resources:?}").contains("ui://"), "{resources:?}");
+}
