@@ -11,12 +11,12 @@ use crate::harness::*;
 use crate::mock_llm::{MODEL, MockLlm, Script};
 
 /// The real CLI (@mariozechner/pi-coding-agent).
-fn pi_cli() -> Option<PathBuf> {
+pub(crate) fn pi_cli() -> Option<PathBuf> {
     npm_cli("PI_CLI", "pi", "@mariozechner/pi-coding-agent")
 }
 
 /// A host with the pi plugin, an empty HOME, `pi` found through PATH.
-fn host_env(pi_dir: &Path, vars: &[(&str, String)]) -> Env {
+pub(crate) fn host_env(pi_dir: &Path, vars: &[(&str, String)]) -> Env {
     let mut env = Env::new(&["pi"], "");
     let home = env.dir.path().join("home");
     std::fs::create_dir_all(&home).unwrap();
@@ -34,7 +34,7 @@ fn host_env(pi_dir: &Path, vars: &[(&str, String)]) -> Env {
     env
 }
 
-fn custom(base_url: &str) -> Vec<(&'static str, String)> {
+pub(crate) fn custom(base_url: &str) -> Vec<(&'static str, String)> {
     vec![
         ("PI_PROVIDER", "custom".into()),
         ("PI_BASE_URL", base_url.into()),
@@ -154,6 +154,14 @@ async fn relays_the_loop_and_returns_the_answer() {
     // The arguments, as the book promises (docs/src/tools/pi.md) (they were always null).
     assert_eq!(
         out["tool_calls"][0]["args"]["command"], "echo hi-from-tool",
+        "{out}"
+    );
+    // And what the tool gave back (issue 56: the run's timeline).
+    assert!(
+        out["tool_calls"][0]["result"]
+            .as_str()
+            .unwrap()
+            .contains("hi-from-tool"),
         "{out}"
     );
     assert!(out["usage"]["totalTokens"].is_u64(), "{out}");

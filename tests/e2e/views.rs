@@ -196,3 +196,157 @@ async fn clients_without_the_extension_see_no_views() {
     let resources = client.service.peer().list_all_resources().await.unwrap();
     assert!(!format!("{resources:?}").contains("ui://"), "{resources:?}");
 }
+
+/// Godot's docs view: a class page whose sections hold the result's
+/// members; a link to the parent class opens it through the host.
+#[tokio::test(flavor = "multi_thread")]
+async fn godot_class_pages_render_and_their_links_open_classes() {
+    let Some(docs) = godot_docs() else { return };
+    if browser().is_none() {
+        return;
+    }
+    let env = Env::new(&["godot"], &godot_config(&docs.join("4.x")));
+    let host = env.start_http(&[]).await;
+    let Some(report) = drive(
+        &host.url,
+        json!({
+            "tool": "godot.get_class",
+            "arguments": {"name": "Timer"},
+            "theme": "dark",
+            "waitFor": "h1",
+            "collect": {"title": "h1", "methods": "[data-section=methods] .member", "signals": "[data-section=signals] .member"},
+            "click": ".inherits button.link",
+            "afterClick": {"waitFor": "#back:not([hidden])", "collect": {"title": "h1"}},
+            "screenshot": screenshot("godot"),
+        }),
+    )
+    .await
+    else {
+        return;
+    };
+    assert_eq!(report["resourceUri"], "ui://godot/docs");
+    let class = &report["result"]["structuredContent"];
+    assert_eq!(report["dom"]["title"], json!([class["name"]]));
+    let count = |key: &str| report["dom"][key].as_array().unwrap().len();
+    assert_eq!(count("methods"), class["methods"].as_array().unwrap().len());
+    assert_eq!(count("signals"), class["signals"].as_array().unwrap().len());
+    let calls = report["calls"].as_array().unwrap();
+    assert_eq!(calls[0]["params"]["name"], "godot.get_class");
+    assert_eq!(calls[0]["params"]["arguments"]["name"], class["inherits"]);
+    assert_eq!(report["afterClick"]["title"], json!([class["inherits"]]));
+}
+
+/// pi's view: the run's timeline, one entry per tool call of the result,
+/// and its answer.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_pi_run_shows_its_tool_calls_and_answer() {
+    let Some(pi) = crate::pi::pi_cli() else {
+        return;
+    };
+    if browser().is_none() {
+        return;
+    }
+    let mock = crate::mock_llm::MockLlm::start(crate::mock_llm::Script::Answer {
+        text: "All done.".into(),
+        tool_first: Some((
+            "bash".into(),
+            json!({"command": "echo hi-from-tool"}).to_string(),
+        )),
+    })
+    .await;
+    let env = crate::pi::host_env(pi.parent().unwrap(), &crate::pi::custom(&mock.base_url()));
+    let host = env.start_http(&[]).await;
+    let Some(report) = drive(
+        &host.url,
+        json!({
+            "tool": "pi.prompt",
+            "arguments": {"prompt": "Run a tool, then answer"},
+            "waitFor": "li.call",
+            "collect": {"tools": "li.call .tool", "answer": "#answer", "results": "li.call details:last-of-type pre"},
+            "screenshot": screenshot("pi"),
+        }),
+    )
+    .await
+    else {
+        return;
+    };
+    let out = &report["result"]["structuredContent"];
+    let tools: Vec<&Value> = out["tool_calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| &c["toolName"])
+        .collect();
+    assert_eq!(report["dom"]["tools"], json!(tools));
+    assert_eq!(report["dom"]["answer"], json!([out["text"]]));
+    assert!(
+        report["dom"]["results"][0]
+            .as_str()
+            .unwrap()
+            .contains("hi-from-tool"),
+        "{report}"
+    );
+}
+
+/// Cofer's environment view: the last command's exit code and output, the
+/// files it changed (its diff since the environment was made); a command
+/// typed in the view runs in the environment through the host.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_environment_shows_its_command_and_changes_and_runs_more() {
+    if browser().is_none() {
+        return;
+    }
+    let Some(f) = crate::cofer::Fixture::with_podman(&[], true).await else {
+        return;
+    };
+    let client = f.env.start().await;
+    f.create(&client, "view").await;
+    let host = f.env.start_http(&[]).await;
+    let Some(report) = drive(
+        &host.url,
+        json!({
+            "tool": "environment_run_cmd",
+            "arguments": f.run_args("view", "echo hello > hello.txt; echo printed"),
+            "waitFor": "#diff [data-file]",
+            "collect": {"exit": "#exit", "stdout": "#stdout", "files": "#diff [data-file] summary"},
+            "type": {"#command": "echo more > more.txt"},
+            "click": "#command",
+            "afterClick": {"waitFor": "#diff [data-file=\"more.txt\"]", "collect": {"exit": "#exit", "files": "#diff [data-file] summary"}},
+            "screenshot": screenshot("cofer"),
+        }),
+    )
+    .await
+    else {
+        return;
+    };
+    assert_eq!(report["resourceUri"], "ui://cofer/environment");
+    let out = &report["result"]["structuredContent"];
+    assert_eq!(out["exit_code"], 0);
+    assert_eq!(report["dom"]["exit"], json!(["exit code 0"]));
+    assert!(
+        report["dom"]["stdout"][0]
+            .as_str()
+            .unwrap()
+            .contains("printed"),
+        "{report}"
+    );
+    let files = report["dom"]["files"].as_array().unwrap();
+    assert!(
+        files
+            .iter()
+            .any(|f| f.as_str().unwrap().starts_with("hello.txt")),
+        "{report}"
+    );
+    let calls = report["calls"].as_array().unwrap();
+    let ran: Vec<&Value> = calls
+        .iter()
+        .filter(|c| c["params"]["name"] == "environment_run_cmd")
+        .collect();
+    assert_eq!(ran.len(), 1, "{report}");
+    assert_eq!(
+        ran[0]["params"]["arguments"]["command"],
+        "echo more > more.txt"
+    );
+    assert_eq!(ran[0]["isError"], false);
+    assert!(f.worktree("view").join("more.txt").exists());
+}

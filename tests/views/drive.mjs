@@ -7,7 +7,8 @@
 // (tests/e2e/views.rs copies it there).
 //
 // stdin: {url, tool, arguments, chromium, theme?, waitFor, collect: {key:
-// selector}, click?: selector, afterClick?: {waitFor, collect}, screenshot?}
+// selector}, type?: {selector: text}, click?: selector (focused, then Enter),
+// afterClick?: {waitFor, collect}, screenshot?}
 // stdout: {resourceUri, mimeType, result, dom, calls, afterClick?}
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { AppBridge } from "@modelcontextprotocol/ext-apps/app-bridge";
@@ -104,6 +105,12 @@ try {
     await page.screenshot({ path: spec.screenshot, fullPage: true });
   }
   let afterClick;
+  for (const [selector, text] of Object.entries(spec.type || {})) {
+    await page.focus("#view");
+    await frame.focus(selector);
+    await page.keyboard.type(text);
+    if (process.env.DRIVE_DEBUG) console.error("typed:", await frame.$eval(selector, (e) => e.value));
+  }
   if (spec.click) {
     // By keyboard, as a person without a mouse would: the frame, then the
     // control, then Enter.

@@ -36,6 +36,7 @@ struct Create;
 impl McpTool for Create {
     const NAME: &'static str = "environment_create";
     const TITLE: Option<&'static str> = Some("Create an environment");
+    const VIEW: Option<&'static str> = Some("environment");
     const DESCRIPTION: &'static str = "Creates a new development environment: a git worktree on branch cofer/<id> of the source repository, \
         and a container from `image` with the worktree mounted at /workdir. Returns the environment's id, \
         config and the commands the user can run to check out, log and diff its work.";
@@ -60,6 +61,7 @@ impl McpTool for RunCmd {
     // It can run for minutes: a client that takes tasks polls for it.
     const TASKS: TaskSupport = TaskSupport::Optional;
     const TITLE: Option<&'static str> = Some("Run a command in an environment");
+    const VIEW: Option<&'static str> = Some("environment");
     const DESCRIPTION: &'static str = "Run a terminal command inside an environment's container. Returns the exit code and the last 512 lines \
         of stdout and stderr, and commits the changes in /workdir to the environment's branch with \
         `explanation` as the message. Long-running commands (servers) must set `background`.";
@@ -127,6 +129,7 @@ struct Open;
 impl McpTool for Open {
     const NAME: &'static str = "environment_open";
     const TITLE: Option<&'static str> = Some("Open an environment");
+    const VIEW: Option<&'static str> = Some("environment");
     const DESCRIPTION: &'static str = "Open an existing environment (restarting its container if it is gone) and return the same description \
         as environment_create.";
     const HINTS: Option<Hints> = Some(Hints {
@@ -169,6 +172,7 @@ struct Log;
 impl McpTool for Log {
     const NAME: &'static str = "environment_log";
     const TITLE: Option<&'static str> = Some("Environment history");
+    const VIEW: Option<&'static str> = Some("environment");
     const DESCRIPTION: &'static str = "The commits an environment made since it was created (git log of cofer/<id>), newest first; with \
         `patch`, each commit's changes. What `cofer log <id>` shows the user.";
     const HINTS: Option<Hints> = Some(Hints::READ_ONLY);
@@ -190,6 +194,7 @@ struct Diff;
 impl McpTool for Diff {
     const NAME: &'static str = "environment_diff";
     const TITLE: Option<&'static str> = Some("Environment changes");
+    const VIEW: Option<&'static str> = Some("environment");
     const DESCRIPTION: &'static str = "Everything an environment changed since it was created, as one diff (git diff from its base \
         commit to cofer/<id>).";
     const HINTS: Option<Hints> = Some(Hints::READ_ONLY);
@@ -572,6 +577,8 @@ recreated, so put setup steps in the commands you run.
 - When you are done, tell the user how to see the work: `cofer log <id>`, `cofer diff <id>` and \
 `cofer checkout <id>` (the commands each answer names), and destroy environments you no \
 longer need with environment_destroy.";
+
+plugin_sdk::view!("environment", "Environment", "views/environment.html");
 
 plugin_sdk::export! {
     tools: [

@@ -61,6 +61,7 @@ struct SearchArgs {
 impl McpTool for Search {
     const NAME: &'static str = "godot.search";
     const TITLE: Option<&'static str> = Some("Search the Godot docs");
+    const VIEW: Option<&'static str> = Some("docs");
     const DESCRIPTION: &'static str = "Full-text search of the Godot class reference (classes, methods, properties, signals, constants) \
         and, when it is served, the Godot manual's sections (kind `manual`). Best match first; an exact class \
         or member name ranks first, and the three best reference entries come before manual sections. \
@@ -121,6 +122,7 @@ struct ClassArgs {
 impl McpTool for GetClass {
     const NAME: &'static str = "godot.get_class";
     const TITLE: Option<&'static str> = Some("Godot class");
+    const VIEW: Option<&'static str> = Some("docs");
     const DESCRIPTION: &'static str = "One class of the Godot reference: description, methods, properties (members), signals, constants, \
         theme items, annotations, operators, constructors. Sections a class lacks are empty lists. With \
         include_ancestors, `inherited` lists the members of each ancestor too. A long class (over 20 KB) comes \
@@ -164,6 +166,7 @@ struct SymbolArgs {
 impl McpTool for GetSymbol {
     const NAME: &'static str = "godot.get_symbol";
     const TITLE: Option<&'static str> = Some("Godot class member");
+    const VIEW: Option<&'static str> = Some("docs");
     const DESCRIPTION: &'static str = "One member of a Godot class by qualified name `<Class>.<member>`, e.g. `Node._ready`, `Vector2.x`, \
         `Button.pressed`. Members inherited from ancestors are found too.";
     const HINTS: Option<Hints> = Some(Hints::READ_ONLY);
@@ -355,6 +358,8 @@ impl lifecycle::Guest for Godot {
             .collect())
     }
 }
+
+plugin_sdk::view!("docs", "Godot docs", "views/docs.html");
 
 plugin_sdk::export! {
     tools: [Search, GetClass, GetSymbol, ListClasses, Versions],

@@ -39,6 +39,7 @@ impl McpTool for Prompt {
     // It can run for minutes: a client that takes tasks polls for it.
     const TASKS: TaskSupport = TaskSupport::Optional;
     const TITLE: Option<&'static str> = Some("Prompt the pi coding agent");
+    const VIEW: Option<&'static str> = Some("run");
     const DESCRIPTION: &'static str = "Ask the pi coding agent to do something in the workspace. Its loop (turns, messages, tool executions) is \
         relayed as notifications while it runs; the result is the final answer, the stop reason, the tool calls \
         it made and the tokens it used.";
@@ -85,3 +86,4 @@ pub fn failure(code: &str, message: impl Into<String>, retryable: bool) -> ToolE
 }
 
 plugin_sdk::export! { tools: [Prompt] }
+plugin_sdk::view!("run", "pi run", "views/run.html");

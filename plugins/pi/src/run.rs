@@ -52,7 +52,8 @@ pub fn output_schema() -> Value {
             "stop_reason": {"type": "string"},
             "tool_calls": {"type": "array", "items": {"type": "object", "properties": {
                 "toolCallId": {"type": "string"}, "toolName": {"type": "string"},
-                "args": {}, "isError": {"type": "boolean"}}}},
+                "args": {}, "result": {"type": "string", "description": "What the tool gave back, as text."},
+                "isError": {"type": "boolean"}}}},
             "usage": {"type": "object", "properties": {
                 "input": {"type": "integer"}, "output": {"type": "integer"},
                 "cacheRead": {"type": "integer"}, "cacheWrite": {"type": "integer"},
@@ -335,9 +336,20 @@ impl Run {
                     .or(started)
                     .unwrap_or(Value::Null);
                 shorten_strings(&mut args);
+                // What the tool gave back, as text (shortened like the
+                // arguments): the timeline a person reads.
+                let mut result: Value = event["result"]["content"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|c| c["text"].as_str())
+                    .collect::<String>()
+                    .into();
+                shorten_strings(&mut result);
                 self.outcome.tool_calls.push(json!({
                     "toolCallId": event["toolCallId"], "toolName": event["toolName"],
                     "args": args,
+                    "result": result,
                     "isError": event["isError"].as_bool().unwrap_or(false),
                 }))
             }
