@@ -3,8 +3,10 @@
 //! and shows its view in a sandboxed iframe of headless Chromium through
 //! the ext-apps SDK's AppBridge, under the extension's default CSP. The
 //! DOM is checked against the tool's real result, and the view's actions
-//! must reach the host as tools/call. Screenshots go to the book
-//! (`VIEWS_SCREENSHOTS`, default docs/src/images/views).
+//! must reach the host as tools/call. Screenshots of each view go to
+//! `$VIEWS_SCREENSHOTS` (default target/views-screenshots); the book's come
+//! from `VIEWS_SCREENSHOTS=docs/src/images/views cargo test -p host --test
+//! e2e -- views`.
 //!
 //! Needs Debian's `chromium` (`$CHROMIUM`, default /usr/bin/chromium) and
 //! the npm packages `@modelcontextprotocol/ext-apps`,
@@ -58,11 +60,11 @@ fn dirs_home() -> PathBuf {
         .unwrap_or_default()
 }
 
-/// Where the book's screenshots go.
+/// Where a view's screenshot goes.
 fn screenshot(name: &str) -> String {
     let dir = std::env::var_os("VIEWS_SCREENSHOTS")
         .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/src/images/views"));
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/views-screenshots"));
     std::fs::create_dir_all(&dir).unwrap();
     dir.join(format!("{name}.png"))
         .to_string_lossy()
