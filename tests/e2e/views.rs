@@ -64,7 +64,9 @@ fn dirs_home() -> PathBuf {
 fn screenshot(name: &str) -> String {
     let dir = std::env::var_os("VIEWS_SCREENSHOTS")
         .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/views-screenshots"));
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/views-screenshots")
+        });
     std::fs::create_dir_all(&dir).unwrap();
     dir.join(format!("{name}.png"))
         .to_string_lossy()
@@ -351,4 +353,92 @@ async fn an_environment_shows_its_command_and_changes_and_runs_more() {
     );
     assert_eq!(ran[0]["isError"], false);
     assert!(f.worktree("view").join("more.txt").exists());
+}
+
+/// `host view add`: a view put into a component built without the Rust
+/// SDK is served (with the SDK's head) to a client that declares the
+/// extension; a page naming a remote origin is refused, the file untouched.
+#[tokio::test(flavor = "multi_thread")]
+async fn host_view_add_puts_a_checked_view_into_any_component() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let env = Env::new(&["hello"], "");
+    let component = env.plugins.join("hello.wasm");
+    let page = env.dir.path().join("page.html");
+    std::fs::write(
+        &page,
+        "<title>Hi</title></head><body><p id=hi>hello</p></body></html>",
+    )
+    .unwrap();
+    let add = |file: &Path| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_host"))
+            .args(["view", "add"])
+            .arg(&component)
+            .arg("greeting")
+            .arg(file)
+            .args(["--title", "Greeting"])
+            .output()
+            .unwrap()
+    };
+    succeeded(&add(&page));
+    let remote = env.dir.path().join("remote.html");
+    std::fs::write(
+        &remote,
+        "<script src=\"https://cdn.example/x.js\"></script></body></html>",
+    )
+    .unwrap();
+    let before = std::fs::read(&component).unwrap();
+    let out = add(&remote);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("remote origin"),
+        "{out:?}"
+    );
+    assert_eq!(std::fs::read(&component).unwrap(), before);
+
+    let mut child = serve_raw(&env, std::process::Stdio::piped());
+    let mut stdin = child.stdin.take().unwrap();
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "clientInfo": {"name": "raw", "version": "0"},
+        "capabilities": {"extensions": {"io.modelcontextprotocol/ui": {"mimeTypes": ["text/html;profile=mcp-app"]}}}}});
+    for message in [
+        initialize,
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "resources/list"}),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "resources/read", "params": {"uri": "ui://hello/greeting"}}),
+    ] {
+        stdin
+            .write_all(format!("{message}\n").as_bytes())
+            .await
+            .unwrap();
+    }
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut answers = std::collections::HashMap::new();
+    while answers.len() < 3 {
+        let line = tokio::time::timeout(std::time::Duration::from_secs(60), lines.next_line())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        let message: Value = serde_json::from_str(&line).unwrap();
+        if let Some(id) = message["id"].as_u64() {
+            answers.insert(id, message);
+        }
+    }
+    let init = &answers[&1]["result"]["capabilities"]["extensions"];
+    assert!(init.get("io.modelcontextprotocol/ui").is_some(), "{init}");
+    let listed = answers[&2]["result"]["resources"].to_string();
+    assert!(
+        listed.contains("ui://hello/greeting") && listed.contains("Greeting"),
+        "{listed}"
+    );
+    let contents = &answers[&3]["result"]["contents"][0];
+    assert_eq!(contents["mimeType"], "text/html;profile=mcp-app");
+    let html = contents["text"].as_str().unwrap();
+    assert!(
+        html.starts_with("<!doctype html>")
+            && html.contains("McpView")
+            && html.contains("<p id=hi>"),
+        "{html}"
+    );
+    let _ = child.kill().await;
 }

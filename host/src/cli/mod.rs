@@ -5,16 +5,17 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
 use tokio_util::sync::CancellationToken;
 
+mod call;
 mod clients;
 mod manage;
 pub(crate) mod printed;
+mod view;
 
 use crate::catalog::Loader;
-use crate::client::StderrLink;
 use crate::engine;
 use crate::inspect::{ListWhat, check, list};
 use crate::mcp::McpFront;
@@ -154,6 +155,10 @@ enum Command {
         #[arg(long, value_name = "KEY")]
         sign: Option<PathBuf>,
     },
+    /// Put a view (an MCP Apps page) into a plugin component built without
+    /// the Rust SDK (Python, JavaScript).
+    #[command(subcommand)]
+    View(view::ViewAction),
     /// Keep a secret for a plugin (its value read from stdin, never an
     /// argument); the plugin sees it only if its policy's `secrets` names it.
     Secret {
@@ -390,35 +395,8 @@ async fn run(command: Command) -> Result<ExitCode> {
             tool,
             arguments,
             common,
-        } => {
-            let arguments: serde_json::Value = serde_json::from_str(&arguments)
-                .context("arguments must be a JSON object, e.g. '{\"key\": 1}'")?;
-            let serde_json::Value::Object(arguments) = arguments else {
-                bail!("arguments must be a JSON object, e.g. '{{\"key\": 1}}'");
-            };
-            let service = Service::start(common.loader()?).await;
-            let cancel = CancellationToken::new();
-            let on_ctrl_c = cancel.clone();
-            tokio::spawn(async move {
-                if tokio::signal::ctrl_c().await.is_ok() {
-                    on_ctrl_c.cancel();
-                }
-            });
-            let Some(reply) = service
-                .call(&tool, arguments, Arc::new(StderrLink), cancel)
-                .await
-            else {
-                bail!(
-                    "no plugin serves a tool named `{tool}`: `host list tools` shows what is served"
-                );
-            };
-            println!("{}", serde_json::to_string_pretty(&reply)?);
-            Ok(if reply.is_error {
-                ExitCode::FAILURE
-            } else {
-                ExitCode::SUCCESS
-            })
-        }
+        } => call::call(&tool, &arguments, common.loader()?).await,
+        Command::View(action) => view::run(action),
         Command::Check { common, strict } => check(common.loader()?, strict).await,
         Command::ClientConfig {
             client,
