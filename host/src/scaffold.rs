@@ -16,6 +16,8 @@ const APP_PY: &str = include_str!("../../examples/hello-py/app.py");
 const MCP_PLUGIN_PY: &str = include_str!("../../examples/hello-py/mcp_plugin.py");
 const APP_JS: &str = include_str!("../../examples/hello-js/app.js");
 const WIT: &str = include_str!("../../wit/plugin.wit");
+/// The view `host new --view` adds (see the book's Views).
+const VIEW_HTML: &str = include_str!("scaffold_view.html");
 
 /// The language a plugin is written in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -46,7 +48,7 @@ pub fn plugin_name(crate_name: &str) -> String {
 }
 
 /// Make the plugin `name` in `parent/name`, in `lang`; the directory made.
-pub fn new_plugin(name: &str, parent: &Path, lang: Lang) -> Result<PathBuf> {
+pub fn new_plugin(name: &str, parent: &Path, lang: Lang, view: bool) -> Result<PathBuf> {
     let valid = name.starts_with(|c: char| c.is_ascii_lowercase())
         && !name.ends_with('-')
         && name
@@ -72,6 +74,12 @@ pub fn new_plugin(name: &str, parent: &Path, lang: Lang) -> Result<PathBuf> {
         std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))
     };
     let plugin = plugin_name(name);
+    if view && lang != Lang::Rust {
+        bail!(
+            "--view makes a Rust crate's view; a Python or JavaScript plugin gets one after its build \
+             with `host view add {plugin}.wasm NAME PAGE.html` (see the book's Views)"
+        );
+    }
     match lang {
         Lang::Rust => {}
         Lang::Python => {
@@ -130,8 +138,31 @@ strip = true
 [workspace]
 "#
     );
-    let lib_rs = lib_rs(name);
-    let tools_json = TOOLS_JSON.replace("\"name\": \"hello\"", &format!("\"name\": \"{name}\""));
+    let mut lib_rs = lib_rs(name);
+    let mut tools_json =
+        TOOLS_JSON.replace("\"name\": \"hello\"", &format!("\"name\": \"{name}\""));
+    if view {
+        // The tool shows its results in `greeting`: the constant, the
+        // page, and the `x-view` its schema then carries.
+        lib_rs = lib_rs
+            .replacen(
+                "    type Args = Args;",
+                "    const VIEW: Option<&'static str> = Some(\"greeting\");\n    type Args = Args;",
+                1,
+            )
+            .replacen(
+                "plugin_sdk::export!",
+                "plugin_sdk::view!(\"greeting\", \"Greeting\", \"views/greeting.html\");\n\nplugin_sdk::export!",
+                1,
+            );
+        let mut tools: serde_json::Value = serde_json::from_str(&tools_json)?;
+        tools[0]["inputSchema"]["x-view"] = "greeting".into();
+        tools_json = serde_json::to_string_pretty(&tools)? + "\n";
+        write(
+            "views/greeting.html",
+            &VIEW_HTML.replace("callTool(\"hello\"", &format!("callTool(\"{name}\"")),
+        )?;
+    }
     write("Cargo.toml", &cargo_toml)?;
     write("src/lib.rs", &lib_rs)?;
     write("tools.json", &tools_json)?;
@@ -189,21 +220,24 @@ mod tests {
     #[test]
     fn a_hyphenated_crate_name_is_taken_and_its_policy_key_said() {
         let parent = tempfile::tempdir().unwrap();
-        let dir = new_plugin("hello-bar", parent.path(), Lang::Rust).unwrap();
+        let dir = new_plugin("hello-bar", parent.path(), Lang::Rust, false).unwrap();
         let lib = std::fs::read_to_string(dir.join("src/lib.rs")).unwrap();
         assert!(
             lib.contains("[plugins.hello_bar]") && lib.contains("hello_bar.wasm"),
             "{lib}"
         );
         for bad in ["-x", "x-", "X", "1x", "a b"] {
-            assert!(new_plugin(bad, parent.path(), Lang::Rust).is_err(), "{bad}");
+            assert!(
+                new_plugin(bad, parent.path(), Lang::Rust, false).is_err(),
+                "{bad}"
+            );
         }
     }
 
     #[test]
     fn the_crate_is_the_example_under_a_new_name() {
         let parent = tempfile::tempdir().unwrap();
-        let dir = new_plugin("weather", parent.path(), Lang::Rust).unwrap();
+        let dir = new_plugin("weather", parent.path(), Lang::Rust, false).unwrap();
         let lib = std::fs::read_to_string(dir.join("src/lib.rs")).unwrap();
         assert!(
             lib.contains("const NAME: &'static str = \"weather\";"),
@@ -222,18 +256,40 @@ mod tests {
             .unwrap();
         assert!(Path::new(sdk).join("Cargo.toml").is_file(), "{sdk}");
         for bad in ["Weather", "1x", "a-", "", "x y"] {
-            assert!(new_plugin(bad, parent.path(), Lang::Rust).is_err(), "{bad}");
+            assert!(
+                new_plugin(bad, parent.path(), Lang::Rust, false).is_err(),
+                "{bad}"
+            );
         }
         assert!(
-            new_plugin("weather", parent.path(), Lang::Rust).is_err(),
+            new_plugin("weather", parent.path(), Lang::Rust, false).is_err(),
             "exists"
         );
     }
 
     #[test]
+    fn a_view_comes_with_its_page_constant_and_schema_link() {
+        let parent = tempfile::tempdir().unwrap();
+        let dir = new_plugin("weather", parent.path(), Lang::Rust, true).unwrap();
+        let lib = std::fs::read_to_string(dir.join("src/lib.rs")).unwrap();
+        assert!(
+            lib.contains("const VIEW: Option<&'static str> = Some(\"greeting\");"),
+            "{lib}"
+        );
+        assert!(lib.contains("plugin_sdk::view!(\"greeting\""), "{lib}");
+        let page = std::fs::read_to_string(dir.join("views/greeting.html")).unwrap();
+        assert!(page.contains("callTool(\"weather\""), "{page}");
+        let tools: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("tools.json")).unwrap())
+                .unwrap();
+        assert_eq!(tools[0]["inputSchema"]["x-view"], "greeting");
+        assert!(new_plugin("py", parent.path(), Lang::Python, true).is_err());
+    }
+
+    #[test]
     fn python_and_javascript_plugins_are_the_examples_under_a_new_name() {
         let parent = tempfile::tempdir().unwrap();
-        let py = new_plugin("weather-now", parent.path(), Lang::Python).unwrap();
+        let py = new_plugin("weather-now", parent.path(), Lang::Python, false).unwrap();
         let app = std::fs::read_to_string(py.join("app.py")).unwrap();
         assert!(app.contains("name=\"weather-now\""), "{app}");
         assert!(
@@ -241,7 +297,13 @@ mod tests {
             "{app}"
         );
         assert!(py.join("mcp_plugin.py").is_file() && py.join("wit/plugin.wit").is_file());
-        let js = new_plugin("weather", parent.path().join("js").as_path(), Lang::Js).unwrap();
+        let js = new_plugin(
+            "weather",
+            parent.path().join("js").as_path(),
+            Lang::Js,
+            false,
+        )
+        .unwrap();
         let app = std::fs::read_to_string(js.join("app.js")).unwrap();
         assert!(
             app.contains("name: \"weather\"") && app.contains("-o weather.wasm"),

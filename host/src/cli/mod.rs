@@ -113,6 +113,9 @@ enum Command {
         /// or JavaScript (componentize-js).
         #[arg(long, value_enum, default_value = "rust")]
         lang: crate::scaffold::Lang,
+        /// Also a view of its results (an MCP Apps page; Rust).
+        #[arg(long)]
+        view: bool,
     },
     /// Put a plugin in the plugins folder, from oci://registry/repo:tag (or
     /// @sha256:…), an https:// URL or a file, after loading it as `serve`
@@ -429,12 +432,17 @@ async fn run(command: Command) -> Result<ExitCode> {
             common,
             ..
         } => client_config(client, &name, common),
-        Command::New { name, dir, lang } => {
+        Command::New {
+            name,
+            dir,
+            lang,
+            view,
+        } => {
             let parent = match dir {
                 Some(dir) => dir,
                 None => std::env::current_dir().context("cannot read the current directory")?,
             };
-            let made = crate::scaffold::new_plugin(&name, &parent, lang)?;
+            let made = crate::scaffold::new_plugin(&name, &parent, lang, view)?;
             println!("{}", made.display());
             let plugin = crate::scaffold::plugin_name(&name);
             eprintln!(
