@@ -183,6 +183,22 @@ async fn a_secret_reaches_the_command_and_nothing_the_agent_reads() {
         }
     }
 
+    // A file a command wrote, read by the agent, and the diff showing it:
+    // masked. (The file itself is committed as the command wrote it: the
+    // host masks what it shows, not what a command chooses to write.)
+    f.run_ok(&client, "sec", "printf 'token=%s\\n' \"$TOKEN\" > leak.txt")
+        .await;
+    let mut read = f.scoped("sec");
+    read["target_file"] = serde_json::json!("leak.txt");
+    read["should_read_entire_file"] = serde_json::json!(true);
+    let shown = format!(
+        "{:?}{:?}",
+        client.call("environment_file_read", read).await,
+        client.call("environment_diff", f.scoped("sec")).await
+    );
+    assert!(shown.contains("***TOKEN"), "{shown}");
+    assert!(!shown.contains(TOKEN), "{shown}");
+
     // A reference that resolves to nothing is an error naming it.
     cofer(&[
         "config",
