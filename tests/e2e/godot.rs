@@ -1117,6 +1117,18 @@ async fn missing_doc_dir_and_broken_files_are_explained() {
         log.contains("classes/Broken.xml:5:"),
         "the parse error names file, line and column: {log}"
     );
+    // Asked for, the class says why it is missing (issue 54, item 13).
+    let client = env.start().await;
+    let r = client
+        .call("godot.get_class", json!({"name": "Broken"}))
+        .await;
+    assert!(is_error(&r), "{r:?}");
+    let error = structured(&r);
+    let message = error["message"].as_str().unwrap();
+    assert!(
+        message.contains("does not parse") && message.contains("Broken.xml:5:"),
+        "{error}"
+    );
 }
 
 #[tokio::test]

@@ -481,6 +481,15 @@ pub fn get_class(
         {
             Some((class, note)) => (class, Some(note)),
             None => {
+                // Its file may be here and broken: say so, not just "no class".
+                if let Some(why) = docs.unparsed(name) {
+                    return Err(ToolError::new(
+                        "NOT_FOUND",
+                        format!(
+                            "class `{name}` is not served: its file does not parse ({why}); fix or replace the file, the rest of the reference is served"
+                        ),
+                    ));
+                }
                 return Err(not_found(
                     format!("no class named `{name}` in Godot {}", docs.version),
                     closest(name, &all_classes(&index)?),

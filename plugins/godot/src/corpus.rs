@@ -127,6 +127,29 @@ impl DocDir {
         Ok(found)
     }
 
+    /// Why class `name` is not in the index although its file is here:
+    /// the file's parse error (file:line:column), if it does not parse.
+    pub fn unparsed(&self, name: &str) -> Option<String> {
+        let plain = !name.is_empty()
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '@');
+        if !plain {
+            return None;
+        }
+        let file = self.sources().classes.into_iter().find(|f| {
+            f.path.file_stem().and_then(|s| s.to_str()) == Some(name)
+        })?;
+        let shown = file
+            .path
+            .strip_prefix(&self.path)
+            .unwrap_or(&file.path)
+            .to_string_lossy()
+            .into_owned();
+        let xml = std::fs::read_to_string(&file.path).ok()?;
+        parse_class(&shown, &xml, &docs_url(&xml)).err().map(|e| e.to_string())
+    }
+
     /// What this reference's index is built from, listed once.
     pub fn sources(&self) -> Sources {
         let mut classes = xml_in(&self.path.join("classes"));
