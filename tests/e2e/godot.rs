@@ -586,6 +586,18 @@ async fn the_manual_is_searched_and_read() {
             .await
             .is_err()
     );
+    // Issue 54, item 13: the page's own label (what links to its top
+    // name) opens its title section.
+    let top = read(
+        &client,
+        "godot://manual/tutorials/physics/using_character_body_2d#doc_using_character_body_2d",
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        top["sections"][0]["heading"], "Using CharacterBody2D/3D",
+        "{top:#}"
+    );
 
     // Issue 54, item 8: `limit` holds for the manual's sections too.
     for limit in [1, 3] {

@@ -366,6 +366,16 @@ pub fn manual_page(page: &str, anchor: Option<&str>) -> Result<Value, ToolError>
             ),
         )
     })?;
+    // A label's anchor (`#doc-using-character-body-2d`, as links to the
+    // page's top use) is its heading's.
+    let anchor = anchor.map(|a| {
+        let wanted = a.to_lowercase().replace('_', "-");
+        crate::manual::label_anchors(page, &text)
+            .into_iter()
+            .find(|(label, _)| *label == wanted)
+            .map_or_else(|| a.to_string(), |(_, heading)| heading)
+    });
+    let anchor = anchor.as_deref();
     let sections: Vec<Value> = crate::manual::parse(page, &text)
         .into_iter()
         .filter(|s| anchor.is_none_or(|a| s.anchor == a))

@@ -137,9 +137,11 @@ impl DocDir {
         if !plain {
             return None;
         }
-        let file = self.sources().classes.into_iter().find(|f| {
-            f.path.file_stem().and_then(|s| s.to_str()) == Some(name)
-        })?;
+        let file = self
+            .sources()
+            .classes
+            .into_iter()
+            .find(|f| f.path.file_stem().and_then(|s| s.to_str()) == Some(name))?;
         let shown = file
             .path
             .strip_prefix(&self.path)
@@ -147,7 +149,9 @@ impl DocDir {
             .to_string_lossy()
             .into_owned();
         let xml = std::fs::read_to_string(&file.path).ok()?;
-        parse_class(&shown, &xml, &docs_url(&xml)).err().map(|e| e.to_string())
+        parse_class(&shown, &xml, &docs_url(&xml))
+            .err()
+            .map(|e| e.to_string())
     }
 
     /// What this reference's index is built from, listed once.

@@ -335,6 +335,37 @@ fn push_line(into: &mut String, line: &str) {
     into.push_str(line);
 }
 
+/// The anchors a page's labels (`.. _doc_using_character_body_2d:` just
+/// before a heading) give, as Sphinx gives them: the label with `_` as
+/// `-`, each with the anchor of the heading it names.
+pub fn label_anchors(page: &str, text: &str) -> Vec<(String, String)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let headings: Vec<(usize, String)> = parse(page, text)
+        .into_iter()
+        .filter_map(|s| {
+            let at = lines
+                .iter()
+                .position(|l| inline_text(l.trim()) == s.heading)?;
+            Some((at, s.anchor))
+        })
+        .collect();
+    let mut out = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let Some(label) = line
+            .trim()
+            .strip_prefix(".. _")
+            .and_then(|l| l.strip_suffix(':'))
+        else {
+            continue;
+        };
+        // The first heading after it: what the label names.
+        if let Some((_, anchor)) = headings.iter().find(|(at, _)| *at > i) {
+            out.push((label.to_lowercase().replace('_', "-"), anchor.clone()));
+        }
+    }
+    out
+}
+
 /// Sphinx's id for a heading: lowercase words joined by `-`.
 pub fn anchor(title: &str) -> String {
     let mut out = String::new();
@@ -514,6 +545,18 @@ To make the character jump, set its velocity when it is on the floor::
 
 That is all.
 ";
+
+    #[test]
+    fn a_label_names_the_heading_after_it() {
+        let text = ".. _doc_using_bodies:\n\nUsing bodies\n============\n\nText.\n\n.. _doc_more:\n\nMore\n----\n";
+        assert_eq!(
+            label_anchors("p", text),
+            vec![
+                ("doc-using-bodies".to_string(), "using-bodies".to_string()),
+                ("doc-more".to_string(), "more".to_string())
+            ]
+        );
+    }
 
     #[test]
     fn reference_anchors_name_classes_and_members() {
