@@ -132,6 +132,23 @@ async fn real_reference_ranks_queries_and_serves_tools_and_resources() {
             assert!(r.get(key).is_some(), "{key} missing in {r}");
         }
     }
+    // Issue 54, item 13: no highlight inside a code span, no empty bold.
+    for query in ["node", "physics process", "get node path", "signal emit"] {
+        for r in results(
+            &client
+                .call("godot.search", json!({ "query": query, "limit": 20 }))
+                .await,
+        ) {
+            let snippet = r["snippet"].as_str().unwrap();
+            let in_code = snippet
+                .split('`')
+                .skip(1)
+                .step_by(2)
+                .any(|c| c.contains("**"));
+            assert!(!in_code && !snippet.contains("****"), "{query}: {snippet}");
+            assert_eq!(snippet.matches("**").count() % 2, 0, "{query}: {snippet}");
+        }
+    }
     let signals = results(
         &client
             .call(

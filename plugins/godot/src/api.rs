@@ -338,8 +338,34 @@ fn search_hit(hit: index::Hit, served: usize, version: &str) -> SearchHit {
         kind,
         class,
         score: hit.score,
-        snippet: hit.snippet.unwrap_or_default(),
+        snippet: tidy_snippet(&hit.snippet.unwrap_or_default()),
     }
+}
+
+/// A snippet's highlights (`**word**`) as a reader can take them: two that
+/// touch are one (`****` would read as an empty bold), and none inside a
+/// `code span`, where the marks would be read as part of the code.
+fn tidy_snippet(snippet: &str) -> String {
+    let mut joined = snippet.replace("****", "");
+    // A mark left without its pair (the text's own bold met a highlight)
+    // would bold the rest: the last one goes.
+    if joined.matches("**").count() % 2 == 1 {
+        if let Some(at) = joined.rfind("**") {
+            joined.replace_range(at..at + 2, "");
+        }
+    }
+    joined
+        .split('`')
+        .enumerate()
+        .map(|(i, part)| {
+            if i % 2 == 1 {
+                part.replace("**", "")
+            } else {
+                part.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("`")
 }
 
 fn manual_not_served(version: &str) -> ToolError {
@@ -752,6 +778,17 @@ fn levenshtein(a: &str, b: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn snippets_have_no_marks_in_code_and_no_empty_bold() {
+        assert_eq!(
+            tidy_snippet("call `**node**.get()` now"),
+            "call `node.get()` now"
+        );
+        assert_eq!(tidy_snippet("**physics****process**"), "**physicsprocess**");
+        assert_eq!(tidy_snippet("a **timer** b"), "a **timer** b");
+        assert_eq!(tidy_snippet("****physics** engine"), "physics engine");
+    }
 
     #[test]
     fn suggestions_prefer_case_prefix_then_edit_distance() {
