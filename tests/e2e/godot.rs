@@ -616,6 +616,33 @@ async fn the_manual_is_searched_and_read() {
         "{top:#}"
     );
 
+    // Issue 54, item 13: where the reference's leaders break the score
+    // order, the answer says so (and only then).
+    let mut said = 0;
+    for query in [
+        "make the character jump",
+        "move_and_slide",
+        "character body collision",
+        "using signals",
+    ] {
+        let r = client.call("godot.search", json!({ "query": query })).await;
+        let answer = structured(&r);
+        let hits = answer["results"].as_array().unwrap();
+        let ordered = hits
+            .windows(2)
+            .all(|w| w[0]["score"].as_f64() >= w[1]["score"].as_f64());
+        assert_eq!(
+            answer.get("order").is_some(),
+            !ordered,
+            "{query}: {answer:#}"
+        );
+        said += usize::from(!ordered);
+    }
+    assert!(
+        said > 0,
+        "no query here mixes the orders: the check above proves nothing"
+    );
+
     // Issue 54, item 8: `limit` holds for the manual's sections too.
     for limit in [1, 3] {
         let few = client

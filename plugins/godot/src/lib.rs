@@ -77,7 +77,8 @@ impl McpTool for Search {
                     "uri": { "type": "string" }, "name": { "type": "string" }, "kind": { "type": "string" },
                     "class": { "type": "string" }, "score": { "type": "number" }, "snippet": { "type": "string" }
                 },
-                "required": ["uri", "name", "kind", "score", "snippet"] } } },
+                "required": ["uri", "name", "kind", "score", "snippet"] } },
+                "order": { "type": "string", "description": "Present when the results are not in score order, saying why." } },
             "required": ["results"],
         }))
     }
@@ -89,7 +90,17 @@ impl McpTool for Search {
             args.kind.as_deref(),
             args.limit.unwrap_or(10),
         )?;
-        Ok(structured_output(&json!({ "results": results })))
+        let mut answer = json!({ "results": results });
+        // The reference's best lead whatever the manual scores (a question
+        // about a name must get the name): when that breaks the score
+        // order, the answer says so.
+        if results.windows(2).any(|w| w[0].score < w[1].score) {
+            answer["order"] = json!(
+                "not by score throughout: the class reference's three best entries come first, \
+                 then the rest of the reference and the manual's sections by score"
+            );
+        }
+        Ok(structured_output(&answer))
     }
 }
 
