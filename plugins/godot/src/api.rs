@@ -215,7 +215,7 @@ pub fn search(
     let hits = if plain {
         ranking::plain(&docs.index(), request)?
     } else {
-        index::search(&docs.index(), &request)?
+        index::search(&docs.index(), &request).map_err(from_index)?
     };
     let api = hits
         .into_iter()
@@ -283,7 +283,8 @@ fn search_manual(
             "links".into(),
         ],
     };
-    Ok(index::search(index_name, &request)?
+    Ok(index::search(index_name, &request)
+        .map_err(from_index)?
         .into_iter()
         .map(|hit| {
             let links = hit
@@ -464,7 +465,8 @@ fn symbol_json(
 
 /// A stored field of a document of `index`.
 fn stored(index: &str, id: &str, field: &str) -> Result<Option<String>, ToolError> {
-    Ok(index::get(index, id, &[field.to_string()])?
+    Ok(index::get(index, id, &[field.to_string()])
+        .map_err(from_index)?
         .and_then(|doc| doc.into_iter().next().map(|(_, v)| v)))
 }
 
@@ -582,7 +584,8 @@ pub fn get_class(
 /// are no class to list or suggest (issue 54, item 7).
 fn all_classes(index: &str) -> Result<Vec<String>, ToolError> {
     let prefix = uri::class("");
-    Ok(index::terms(index, "uri", &prefix, 100_000)?
+    Ok(index::terms(index, "uri", &prefix, 100_000)
+        .map_err(from_index)?
         .into_iter()
         .filter_map(|u| match uri::parse(&u) {
             Ok((_, uri::Target::Class(name))) => Some(name),
@@ -720,6 +723,19 @@ pub fn list_classes(
         .filter(|c| c.to_lowercase().starts_with(&prefix))
         .take(limit)
         .collect())
+}
+
+/// A failure of the index while answering: the plugin built the request
+/// from checked input, so it is the server's failure (an I/O error, a
+/// damaged file), `INTERNAL` with the details in the log, not the
+/// caller's `invalid_request`.
+pub fn from_index(e: plugin_sdk::CapabilityError) -> ToolError {
+    let why = match e {
+        plugin_sdk::CapabilityError::Denied(why)
+        | plugin_sdk::CapabilityError::Invalid(why)
+        | plugin_sdk::CapabilityError::NotFound(why) => why,
+    };
+    internal(format!("the reference's index failed: {why}"))
 }
 
 pub fn internal(detail: String) -> ToolError {

@@ -26,9 +26,9 @@ pub fn plain(index_name: &str, mut request: SearchRequest) -> Result<Vec<index::
         return_: vec!["class".into(), "body".into(), "enum".into()],
         ..request.clone()
     };
-    request
-        .terms
-        .extend(cited_by(&index::search(index_name, &first)?));
+    request.terms.extend(cited_by(
+        &index::search(index_name, &first).map_err(crate::api::from_index)?,
+    ));
     let (limit, returned) = (request.limit as usize, request.return_.clone());
     // Snippets for the few that stay, not the many ranked.
     let mut wider = SearchRequest {
@@ -41,7 +41,7 @@ pub fn plain(index_name: &str, mut request: SearchRequest) -> Result<Vec<index::
             wider.return_.push(field.into());
         }
     }
-    let mut hits = index::search(index_name, &wider)?;
+    let mut hits = index::search(index_name, &wider).map_err(crate::api::from_index)?;
     by_words(&mut hits, &wider.query);
     hits.truncate(limit);
     if request.snippet_field.is_some() {
@@ -73,7 +73,7 @@ fn add_snippets(
         return_: vec!["uri".into()],
         ..request
     };
-    let found = index::search(index_name, &these)?;
+    let found = index::search(index_name, &these).map_err(crate::api::from_index)?;
     for hit in hits.iter_mut() {
         hit.snippet = found
             .iter()
