@@ -132,6 +132,38 @@ async fn real_reference_ranks_queries_and_serves_tools_and_resources() {
             assert!(r.get(key).is_some(), "{key} missing in {r}");
         }
     }
+    // Issue 54, item 13: each overload of a constructor has a URI of its
+    // own, and each URI opens that overload.
+    let ctors: Vec<Value> = results(
+        &client
+            .call(
+                "godot.search",
+                json!({ "query": "Vector2 constructor", "limit": 10 }),
+            )
+            .await,
+    )
+    .into_iter()
+    .filter(|r| r["kind"] == "constructor" && r["class"] == "Vector2")
+    .collect();
+    let uris: std::collections::BTreeSet<&str> =
+        ctors.iter().map(|r| r["uri"].as_str().unwrap()).collect();
+    assert!(ctors.len() > 1 && uris.len() == ctors.len(), "{ctors:#?}");
+    let second = read(&client, "godot://symbol/Vector2/constructor/Vector2~2")
+        .await
+        .unwrap();
+    let first = read(&client, "godot://symbol/Vector2/constructor/Vector2")
+        .await
+        .unwrap();
+    assert_ne!(first["params"], second["params"], "{first:#} {second:#}");
+    assert_eq!(
+        second["uri"],
+        "godot://symbol/Vector2/constructor/Vector2~2"
+    );
+    assert!(
+        second["overloads"].as_array().unwrap().len() > 1,
+        "{second:#}"
+    );
+
     // Issue 54, item 13: no highlight inside a code span, no empty bold.
     for query in ["node", "physics process", "get node path", "signal emit"] {
         for r in results(

@@ -448,17 +448,28 @@ fn symbol_json(
             .map_err(|e| internal(format!("stored class is not JSON: {e}")))?,
         None => return Ok(None),
     };
-    let Some(mut value) = class[section]
+    // `Vector2~2`: the second of the members of that name (overloads).
+    let (base, overload) = crate::model::split_overload(name);
+    let same: Vec<&Value> = class[section]
         .as_array()
-        .and_then(|items| items.iter().find(|item| item["name"] == name))
-        .cloned()
-    else {
+        .into_iter()
+        .flatten()
+        .filter(|item| item["name"] == base)
+        .collect();
+    let Some(mut value) = same.get(overload).map(|v| (*v).clone()) else {
         return Err(internal(format!("{uri} is indexed but not in its class")));
     };
     if let Some(object) = value.as_object_mut() {
         object.insert("kind".into(), kind.into());
         object.insert("class".into(), owner.into());
         object.insert("uri".into(), uri.into());
+        if same.len() > 1 {
+            // Every overload's own URI, this one's among them.
+            let all: Vec<String> = (0..same.len())
+                .map(|n| uri::symbol(owner, kind, &crate::model::overload_name(base, n)))
+                .collect();
+            object.insert("overloads".into(), all.into());
+        }
     }
     Ok(Some(value))
 }

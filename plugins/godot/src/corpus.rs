@@ -26,7 +26,7 @@ use crate::source::Source;
 use crate::uri;
 
 /// Bump when the documents change shape.
-const FORMAT: &str = "godot-docs/16";
+const FORMAT: &str = "godot-docs/17";
 const BATCH: usize = 2000;
 
 /// One reference served, checked, and where it came from.
@@ -910,7 +910,7 @@ fn symbol_document(
     let mut doc = vec![
         (
             "uri".into(),
-            uri::symbol(&class.name, symbol.kind, symbol.name),
+            uri::symbol(&class.name, symbol.kind, &symbol.uri_name()),
         ),
         ("kind".into(), symbol.kind.into()),
         ("corpus".into(), "reference".into()),

@@ -153,6 +153,36 @@ pub struct Symbol<'a> {
     pub name: &'a str,
     pub description: &'a str,
     pub deprecated: bool,
+    /// Which of the class's members of this kind and name it is (0: the
+    /// first; constructors and operators are overloaded).
+    pub overload: usize,
+}
+
+impl Symbol<'_> {
+    /// The name in its URI: `Vector2` for the first, `Vector2~2` for the
+    /// second overload, so each has a URI of its own.
+    pub fn uri_name(&self) -> String {
+        overload_name(self.name, self.overload)
+    }
+}
+
+/// `name` for overload number `overload` (0-based) in a URI.
+pub fn overload_name(name: &str, overload: usize) -> String {
+    match overload {
+        0 => name.to_string(),
+        n => format!("{name}~{}", n + 1),
+    }
+}
+
+/// A URI's member name as the name and the overload it picks (0-based).
+pub fn split_overload(name: &str) -> (&str, usize) {
+    match name.rsplit_once('~') {
+        Some((base, n)) => match n.parse::<usize>() {
+            Ok(n) if n >= 2 => (base, n - 1),
+            _ => (name, 0),
+        },
+        None => (name, 0),
+    }
 }
 
 impl ClassDoc {
@@ -164,13 +194,18 @@ impl ClassDoc {
             items: &'a [T],
             fields: impl Fn(&'a T) -> (&'a str, &'a str, bool),
         ) {
+            let mut seen: std::collections::HashMap<&str, usize> = Default::default();
             for item in items {
                 let (name, description, deprecated) = fields(item);
+                let count = seen.entry(name).or_default();
+                let overload = *count;
+                *count += 1;
                 out.push(Symbol {
                     kind,
                     name,
                     description,
                     deprecated,
+                    overload,
                 });
             }
         }
