@@ -54,6 +54,9 @@ pub fn list(service: &Service, what: ListWhat) {
                 let first_line = plugin.tools[*i].description.lines().next().unwrap_or("");
                 println!("{name}\t{}\t{first_line}", plugin.name);
             }
+            for (name, why) in &catalog.hidden {
+                println!("{name}\tHIDDEN: {why}");
+            }
         }
         ListWhat::Grants => {
             for p in &catalog.plugins {

@@ -461,7 +461,7 @@ impl Client {
     }
 }
 
-fn params(name: &str, args: Value) -> CallToolRequestParams {
+pub fn params(name: &str, args: Value) -> CallToolRequestParams {
     let Value::Object(map) = args else {
         panic!("arguments must be an object")
     };

@@ -14,6 +14,7 @@ mod cofer_parity;
 mod cofer_secrets;
 mod content;
 mod copilot;
+mod filters;
 mod godot;
 mod harness;
 mod host_core;

@@ -41,6 +41,8 @@ pub struct Loader {
     pub relisted: std::sync::Mutex<Option<tokio::sync::mpsc::UnboundedReceiver<String>>>,
     /// Where `host secret set` keeps what plugins' `secrets` name.
     pub secrets: crate::secrets::Store,
+    /// `--tools`: the only tools this host serves (globs; empty: all).
+    pub only_tools: Vec<String>,
 }
 
 /// How long a plugin may take to list its tools.
@@ -72,6 +74,7 @@ impl Loader {
             relist,
             relisted: std::sync::Mutex::new(Some(relisted)),
             secrets: crate::secrets::Store::at(crate::secrets::Store::default_dir()),
+            only_tools: Vec::new(),
         })
     }
 
@@ -100,6 +103,7 @@ impl Loader {
             let mut tools =
                 tool_defs(f.tools.clone()?, self.underscore_names, Schemas::Listed).ok()?;
             crate::catalog::link_views(&f.name, &f.views, &mut tools);
+            crate::catalog::filter::apply(&self.grants(&f.name), &self.only_tools, &mut tools);
             if tools.iter().any(|t| !exposed.insert(t.exposed.clone())) {
                 return None;
             }
@@ -348,6 +352,7 @@ impl Loader {
         for prompt in &plugin.prompts {
             catalog.prompts.insert(prompt.name.clone(), plugin.clone());
         }
+        catalog.hidden.extend(plugin.hidden.iter().cloned());
         catalog.plugins.push(plugin);
         true
     }
@@ -392,6 +397,7 @@ impl Loader {
         let scheme = resource_scheme(uris)?;
         let mut tools = tool_defs(offer.tools, self.underscore_names, Schemas::Compiled)?;
         crate::catalog::link_views(name, &views, &mut tools);
+        let hidden = crate::catalog::filter::apply(&grants, &self.only_tools, &mut tools);
         tracing::debug!(plugin = %name, ?origin, elapsed_us = started.elapsed().as_micros() as u64, "plugin prepared");
         Ok(Plugin {
             name: name.to_string(),
@@ -412,6 +418,7 @@ impl Loader {
             prompts: offer.prompts,
             instructions,
             views,
+            hidden,
             first_refresh: tokio::sync::watch::Sender::new(false),
         })
     }

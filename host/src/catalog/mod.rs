@@ -14,6 +14,7 @@
 //! components declare ([`crate::declared`]) are listed before any is
 //! compiled ([`Loader::listing`]).
 
+pub mod filter;
 mod loader;
 mod tools;
 
@@ -58,6 +59,8 @@ pub struct Plugin {
     pub instructions: Option<String>,
     /// The pages it shows people ([`crate::views`]).
     pub views: Vec<crate::views::View>,
+    /// Its tools the filters hide ([`filter`]), exposed name and why.
+    pub hidden: Vec<(String, String)>,
     /// Whether its first background refresh after loading is under way
     /// ([`crate::background`]): its calls wait for that one, so the first
     /// answers after a restart with changed files are not the old ones.
@@ -119,6 +122,8 @@ pub struct Catalog {
     pub schemes: BTreeMap<String, Arc<Plugin>>,
     /// Which plugin offers each prompt, by name.
     pub prompts: BTreeMap<String, Arc<Plugin>>,
+    /// Tools the filters hide, by exposed name, and why.
+    pub hidden: BTreeMap<String, String>,
     pub problems: Vec<Problem>,
     /// Tools listed before their plugins are loaded, from what each
     /// component declares ([`Loader::listing`]); empty once loaded.

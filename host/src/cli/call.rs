@@ -28,6 +28,9 @@ pub async fn call(tool: &str, arguments: &str, loader: Loader) -> Result<ExitCod
         .call(tool, arguments, Arc::new(StderrLink), cancel)
         .await
     else {
+        if let Some(why) = service.catalog().hidden.get(tool) {
+            bail!("tool `{tool}` is hidden: {why}");
+        }
         bail!("no plugin serves a tool named `{tool}`: `host list tools` shows what is served");
     };
     println!("{}", serde_json::to_string_pretty(&reply)?);

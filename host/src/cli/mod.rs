@@ -222,6 +222,10 @@ struct Common {
     /// Expose tool names with `_` in place of `.`, for clients that reject dots.
     #[arg(long)]
     underscore_names: bool,
+    /// Serve only the tools matching these globs (`godot.*`, `run_test`);
+    /// the others are hidden, as the policy's tools.deny hides them.
+    #[arg(long = "tools", value_name = "PATTERN", num_args = 1..)]
+    tools: Vec<String>,
     /// Where `host secret` keeps plugins' secrets. [default: ~/.config/mcp-host/secrets]
     #[arg(long, env = "MCP_HOST_SECRETS")]
     secrets_dir: Option<PathBuf>,
@@ -285,6 +289,7 @@ impl Common {
         if let Some(dir) = self.secrets_dir {
             loader.secrets = crate::secrets::Store::at(dir);
         }
+        loader.only_tools = self.tools;
         Ok(loader)
     }
 

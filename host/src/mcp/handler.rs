@@ -548,10 +548,13 @@ impl ServerHandler for McpFront {
         // Everything the call sent goes out before its response.
         link.close().await;
         let Some(reply) = reply else {
-            return Err(McpError::invalid_params(
-                format!("unknown tool `{name}`: tools/list shows the tools this host serves"),
-                None,
-            ));
+            let why = match self.service.catalog().hidden.get(name.as_ref()) {
+                Some(why) => format!("tool `{name}` is hidden: {why}"),
+                None => {
+                    format!("unknown tool `{name}`: tools/list shows the tools this host serves")
+                }
+            };
+            return Err(McpError::invalid_params(why, None));
         };
         Ok(held_for_reading(to_result(reply), &context).into())
     }

@@ -90,6 +90,19 @@ pub struct PluginPolicy {
     pub secrets: Vec<String>,
     #[serde(default)]
     pub limits: Limits,
+    /// Which of its tools exist for this host (`tools.allow`, `tools.deny`).
+    #[serde(default)]
+    pub tools: ToolsPolicy,
+}
+
+/// Globs over a plugin's tool names (see `catalog::filter`).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolsPolicy {
+    #[serde(default)]
+    pub allow: Vec<String>,
+    #[serde(default)]
+    pub deny: Vec<String>,
 }
 
 impl PluginPolicy {
@@ -107,6 +120,8 @@ impl PluginPolicy {
             ("containers.commit", !self.containers.commit.is_empty()),
             ("containers.engines", !self.containers.engines.is_empty()),
             ("containers.secrets", self.containers.secrets.is_some()),
+            ("tools.allow", !self.tools.allow.is_empty()),
+            ("tools.deny", !self.tools.deny.is_empty()),
             ("secrets", !self.secrets.is_empty()),
         ]
         .into_iter()
@@ -274,6 +289,10 @@ pub struct Grants {
     pub engines: Vec<RemoteEngine>,
     /// The file of secret references its execs may use (`containers.secrets`).
     pub secret_refs: Option<PathBuf>,
+    /// Its tools that exist for this host: `tools.allow` (empty: all) less
+    /// `tools.deny`, globs.
+    pub tool_allow: Vec<String>,
+    pub tool_deny: Vec<String>,
     /// Limits put on every container the plugin starts.
     pub container_memory_mb: u64,
     pub container_pids: u64,
@@ -528,6 +547,8 @@ impl Config {
                 .flat_map(|p| &p.containers.engines)
                 .filter_map(|(name, setting)| setting.resolve(name).ok())
                 .collect(),
+            tool_allow: pick(|p| &p.tools.allow),
+            tool_deny: pick(|p| &p.tools.deny),
             secret_refs: p
                 .and_then(|p| p.containers.secrets.as_ref())
                 .map(|file| expand_path(file, places, &plugin_cache)),

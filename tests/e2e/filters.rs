@@ -1,0 +1,92 @@
+//! Tool filters (issue 59, item 2): a plugin's `tools.allow`/`tools.deny`
+//! and `host serve --tools` decide which tools exist for a host; a hidden
+//! tool is absent from tools/list and its call is refused naming what
+//! hides it; `host list tools` says so.
+
+use crate::harness::*;
+use serde_json::json;
+
+/// The error a call of a hidden tool gets.
+async fn refused(client: &Client, tool: &str) -> String {
+    let err = client
+        .service
+        .call_tool(params(tool, json!({"name": "x"})))
+        .await
+        .expect_err("a hidden tool's call is refused");
+    err.to_string()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_policy_hides_tools_by_glob_and_says_which_key() {
+    let env = Env::new(
+        &["hello", "run_test"],
+        "[plugins.run_test]\ntools.deny = [\"run_*\"]\n",
+    );
+    let client = env.start().await;
+    let names: Vec<String> = client
+        .tools()
+        .await
+        .iter()
+        .map(|t| t.name.to_string())
+        .collect();
+    assert_eq!(names, ["hello"]);
+    let said = refused(&client, "run_test").await;
+    assert!(
+        said.contains("hidden")
+            && said.contains("tools.deny `run_*`")
+            && said.contains("[plugins.run_test]"),
+        "{said}"
+    );
+    let listed = std::process::Command::new(env!("CARGO_BIN_EXE_host"))
+        .args(["list", "tools", "--plugins"])
+        .arg(&env.plugins)
+        .arg("--config")
+        .arg(&env.config)
+        .arg("--cache-dir")
+        .arg(&env.cache)
+        .output()
+        .unwrap();
+    let listed = succeeded(&listed);
+    assert!(
+        listed.contains("run_test\tHIDDEN: it matches tools.deny"),
+        "{listed}"
+    );
+
+    // tools.allow: only what it names.
+    std::fs::write(
+        &env.config,
+        "[plugins.hello]\ntools.allow = [\"nothing*\"]\n",
+    )
+    .unwrap();
+    let client = env.start().await;
+    let names: Vec<String> = client
+        .tools()
+        .await
+        .iter()
+        .map(|t| t.name.to_string())
+        .collect();
+    assert_eq!(names, ["run_test"]);
+    assert!(
+        refused(&client, "hello")
+            .await
+            .contains("no pattern of tools.allow")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn serve_tools_narrows_what_one_client_sees() {
+    let env = Env::new(&["hello", "run_test"], "");
+    let client = env.start_with(&["--tools", "hell*"]).await;
+    let names: Vec<String> = client
+        .tools()
+        .await
+        .iter()
+        .map(|t| t.name.to_string())
+        .collect();
+    assert_eq!(names, ["hello"]);
+    let said = refused(&client, "run_test").await;
+    assert!(said.contains("--tools hell*"), "{said}");
+    // Another host on the same folder serves them all.
+    let all = env.start().await;
+    assert_eq!(all.tools().await.len(), 2);
+}
