@@ -13,9 +13,11 @@ use serde::Deserialize;
 
 mod engines;
 mod placeholders;
+mod tables;
 
 pub use engines::{ContainersPolicy, EngineSetting, LOCAL_ENGINE, RemoteEngine};
 use placeholders::{env_refs, expand, expand_path, expand_paths, unset_without_fallback};
+pub use tables::{FsPolicy, IndexPolicy, Limits, ProcessPolicy, ToolsPolicy};
 
 /// The shipped default policy.
 pub const DEFAULT_POLICY: &str = include_str!("../../../config/default.toml");
@@ -93,16 +95,6 @@ pub struct PluginPolicy {
     /// Which of its tools exist for this host (`tools.allow`, `tools.deny`).
     #[serde(default)]
     pub tools: ToolsPolicy,
-}
-
-/// Globs over a plugin's tool names (see `catalog::filter`).
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ToolsPolicy {
-    #[serde(default)]
-    pub allow: Vec<String>,
-    #[serde(default)]
-    pub deny: Vec<String>,
 }
 
 impl PluginPolicy {
@@ -215,46 +207,6 @@ impl Config {
         }
         warnings
     }
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct IndexPolicy {
-    /// Where the plugin's indexes live. [default: `${plugin_cache}/index`]
-    pub root: Option<String>,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ProcessPolicy {
-    /// Program names (matched without a Windows extension) or absolute paths.
-    #[serde(default)]
-    pub programs: Vec<String>,
-    /// Host environment variables passed through to spawned programs.
-    #[serde(default)]
-    pub env: Vec<String>,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FsPolicy {
-    #[serde(default)]
-    pub read: Vec<String>,
-    #[serde(default)]
-    pub write: Vec<String>,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Limits {
-    pub memory_mb: Option<u64>,
-    pub timeout_ms: Option<u64>,
-    /// Calls of the plugin running at once.
-    pub concurrency: Option<u64>,
-    /// Calls waiting for a turn beyond those; more are refused as `busy`.
-    pub queue: Option<u64>,
-    /// Largest log file (`log-path` of a run) written, MiB.
-    pub log_mb: Option<u64>,
 }
 
 /// Where a path placeholder points.
