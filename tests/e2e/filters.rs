@@ -6,6 +6,16 @@
 use crate::harness::*;
 use serde_json::json;
 
+/// The tools a client is shown, by name.
+async fn shown(client: &Client) -> Vec<String> {
+    client
+        .tools()
+        .await
+        .iter()
+        .map(|t| t.name.to_string())
+        .collect()
+}
+
 /// The error a call of a hidden tool gets.
 async fn refused(client: &Client, tool: &str) -> String {
     let err = client
@@ -23,12 +33,7 @@ async fn the_policy_hides_tools_by_glob_and_says_which_key() {
         "[plugins.run_test]\ntools.deny = [\"run_*\"]\n",
     );
     let client = env.start().await;
-    let names: Vec<String> = client
-        .tools()
-        .await
-        .iter()
-        .map(|t| t.name.to_string())
-        .collect();
+    let names = shown(&client).await;
     assert_eq!(names, ["hello"]);
     let said = refused(&client, "run_test").await;
     assert!(
@@ -59,12 +64,7 @@ async fn the_policy_hides_tools_by_glob_and_says_which_key() {
     )
     .unwrap();
     let client = env.start().await;
-    let names: Vec<String> = client
-        .tools()
-        .await
-        .iter()
-        .map(|t| t.name.to_string())
-        .collect();
+    let names = shown(&client).await;
     assert_eq!(names, ["run_test"]);
     assert!(
         refused(&client, "hello")
@@ -77,12 +77,7 @@ async fn the_policy_hides_tools_by_glob_and_says_which_key() {
 async fn serve_tools_narrows_what_one_client_sees() {
     let env = Env::new(&["hello", "run_test"], "");
     let client = env.start_with(&["--tools", "hell*"]).await;
-    let names: Vec<String> = client
-        .tools()
-        .await
-        .iter()
-        .map(|t| t.name.to_string())
-        .collect();
+    let names = shown(&client).await;
     assert_eq!(names, ["hello"]);
     let said = refused(&client, "run_test").await;
     assert!(said.contains("--tools hell*"), "{said}");
