@@ -64,6 +64,12 @@ fn percent_encoded(value: &str) -> String {
         .collect()
 }
 
+/// Whether any value is known: until a secret is resolved, nothing is
+/// scrubbed and replies pass untouched (no copy).
+pub fn active() -> bool {
+    !KNOWN.read().expect("scrub list").is_empty()
+}
+
 /// `text` with every known value masked. A text that begins with the end
 /// of a value (output whose start was dropped mid-value) has that end
 /// masked too, when it is long enough to be more than a common word.

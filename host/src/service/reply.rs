@@ -23,7 +23,12 @@ impl Reply {
     /// The reply with every secret value masked ([`crate::scrub`]): what a
     /// plugin read or a command printed never carries one to the client.
     pub fn scrubbed(mut self) -> Reply {
-        self.text = crate::scrub::scrub(&self.text).into_owned();
+        if !crate::scrub::active() {
+            return self;
+        }
+        if let std::borrow::Cow::Owned(text) = crate::scrub::scrub(&self.text) {
+            self.text = text;
+        }
         if let Some(structured) = &mut self.structured {
             crate::scrub::scrub_json(structured);
         }
