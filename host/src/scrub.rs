@@ -96,23 +96,28 @@ pub fn scrub(text: &str) -> Cow<'_, str> {
     out
 }
 
+/// An owned text scrubbed, given back as it is (no copy) when nothing in
+/// it is masked.
+pub fn scrubbed(text: String) -> String {
+    match scrub(&text) {
+        Cow::Owned(masked) => masked,
+        Cow::Borrowed(_) => text,
+    }
+}
+
 /// Every string in `value` scrubbed, keys included.
 pub fn scrub_json(value: &mut Value) {
-    if KNOWN.read().expect("scrub list").is_empty() {
+    if !active() {
         return;
     }
     match value {
-        Value::String(s) => {
-            if let Cow::Owned(clean) = scrub(s) {
-                *s = clean;
-            }
-        }
+        Value::String(s) => *s = scrubbed(std::mem::take(s)),
         Value::Array(items) => items.iter_mut().for_each(scrub_json),
         Value::Object(map) => {
             let entries = std::mem::take(map);
             for (key, mut item) in entries {
                 scrub_json(&mut item);
-                map.insert(scrub(&key).into_owned(), item);
+                map.insert(scrubbed(key), item);
             }
         }
         _ => {}

@@ -85,9 +85,7 @@ fn read(
     // outside what plugins write).
     let real = crate::paths::canonical(file)
         .map_err(|e| RefError::Denied(format!("cannot read the secrets file {shown}: {e}")))?;
-    let writable = untrusted.iter().find(|dir| {
-        real.starts_with(crate::paths::canonical(dir).unwrap_or_else(|_| dir.to_path_buf()))
-    });
+    let writable = untrusted.iter().find(|dir| timebox::inside(&real, dir));
     if let Some(place) = writable {
         return Err(RefError::Denied(format!(
             "the secrets file {shown} lies in {}, which plugins or containers may write: point containers.secrets (or COFER_SECRETS) at a file outside it",

@@ -8,10 +8,7 @@ use crate::store::CallState;
 impl Host for CallState {
     async fn log(&mut self, level: Level, message: String) -> wasmtime::Result<()> {
         let (plugin, trace_id) = (&self.grants.plugin, &self.call.trace_id);
-        let message = match crate::scrub::scrub(&message) {
-            std::borrow::Cow::Owned(masked) => masked,
-            std::borrow::Cow::Borrowed(_) => message,
-        };
+        let message = crate::scrub::scrubbed(message);
         let client_level = match level {
             Level::Debug => {
                 tracing::debug!(target: "plugin", %plugin, %trace_id, "{message}");

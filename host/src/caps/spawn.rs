@@ -114,7 +114,6 @@ impl CallState {
     }
 }
 
-/// A timebox outcome as the WIT `run-result` (shared with `containers.exec`).
 /// A tail with secret values masked ([`crate::scrub`]). A value may be cut
 /// across chunks, so each stream is joined whole first and given back as
 /// one chunk (in the order the streams first spoke): the interleaving is
@@ -131,11 +130,12 @@ pub fn scrubbed_tail(tail: Vec<Chunk>) -> Vec<Chunk> {
         .into_iter()
         .map(|(stream, text)| Chunk {
             stream,
-            text: crate::scrub::scrub(&text).into_owned(),
+            text: crate::scrub::scrubbed(text),
         })
         .collect()
 }
 
+/// A timebox outcome as the WIT `run-result` (shared with `containers.exec`).
 pub fn run_result(outcome: timebox::Outcome) -> RunResult {
     RunResult {
         status: match outcome.ending {

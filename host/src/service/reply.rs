@@ -26,9 +26,7 @@ impl Reply {
         if !crate::scrub::active() {
             return self;
         }
-        if let std::borrow::Cow::Owned(text) = crate::scrub::scrub(&self.text) {
-            self.text = text;
-        }
+        self.text = crate::scrub::scrubbed(self.text);
         if let Some(structured) = &mut self.structured {
             crate::scrub::scrub_json(structured);
         }

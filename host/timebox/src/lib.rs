@@ -23,7 +23,8 @@ mod tree;
 
 pub use lines::{Ended, LineChild, LineEvent};
 pub use program::{
-    allowed, find_host_programs, host_program, host_program_list, resolve_here, resolve_trusted,
+    allowed, find_host_programs, host_program, host_program_list, inside, resolve_here,
+    resolve_trusted,
 };
 pub use run_id::{KillReport, MARKER_VAR, instance, instance_alive, new_marker};
 pub use tail::{Stream, Tail};

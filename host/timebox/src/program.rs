@@ -135,7 +135,7 @@ pub fn find_host_programs(workspace: &Path) -> Vec<(&'static str, Option<PathBuf
 }
 
 /// Whether `dir` is `root` or beneath it, compared as resolved paths.
-fn inside(dir: &Path, root: &Path) -> bool {
+pub fn inside(dir: &Path, root: &Path) -> bool {
     let resolve = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
     resolve(dir).starts_with(resolve(root))
 }

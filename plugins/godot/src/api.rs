@@ -393,19 +393,16 @@ pub fn manual_page(page: &str, anchor: Option<&str>) -> Result<Value, ToolError>
             ),
         )
     })?;
-    // A label's anchor (`#doc-using-character-body-2d`, as links to the
-    // page's top use) is its heading's.
-    let anchor = anchor.map(|a| {
-        let wanted = a.to_lowercase().replace('_', "-");
-        crate::manual::label_anchors(page, &text)
-            .into_iter()
-            .find(|(label, _)| *label == wanted)
-            .map_or_else(|| a.to_string(), |(_, heading)| heading)
-    });
-    let anchor = anchor.as_deref();
+    // A label's anchor (`#doc_using_character_body_2d`, as links to the
+    // page's top use) names its heading's section too.
+    let label = anchor.map(|a| a.to_lowercase().replace('_', "-"));
     let sections: Vec<Value> = crate::manual::parse(page, &text)
         .into_iter()
-        .filter(|s| anchor.is_none_or(|a| s.anchor == a))
+        .filter(|s| {
+            anchor.is_none_or(|a| {
+                s.anchor == a || label.as_ref().is_some_and(|l| s.labels.contains(l))
+            })
+        })
         .map(|s| {
             serde_json::json!({
                 "uri": uri::manual(page, &s.anchor),

@@ -138,8 +138,7 @@ impl DocDir {
             return None;
         }
         let file = self
-            .sources()
-            .classes
+            .class_files()
             .into_iter()
             .find(|f| f.path.file_stem().and_then(|s| s.to_str()) == Some(name))?;
         let shown = file
@@ -154,14 +153,20 @@ impl DocDir {
             .map(|e| e.to_string())
     }
 
-    /// What this reference's index is built from, listed once.
-    pub fn sources(&self) -> Sources {
+    /// `classes/*.xml` and the module docs, sorted.
+    fn class_files(&self) -> Vec<Source> {
         let mut classes = xml_in(&self.path.join("classes"));
         for module in subdirs(&self.path.join("modules")) {
             classes.extend(xml_in(&module));
             classes.extend(xml_in(&module.join("doc_classes")));
         }
         classes.sort_by(|a, b| a.path.cmp(&b.path));
+        classes
+    }
+
+    /// What this reference's index is built from, listed once.
+    pub fn sources(&self) -> Sources {
+        let classes = self.class_files();
         // The manual (godot-docs) describes Godot 4: only a 4.x reference
         // has it.
         let manual = manual_dir()

@@ -18,6 +18,9 @@ pub struct Section {
     pub heading: String,
     /// The HTML anchor Sphinx gives the heading.
     pub anchor: String,
+    /// The anchors its labels give it (`.. _doc_using_bodies:` before the
+    /// heading: `doc-using-bodies`), which links to it use.
+    pub labels: Vec<String>,
     pub prose: String,
     pub code: String,
     /// Class names (`CharacterBody2D`), qualified members
@@ -109,6 +112,8 @@ pub fn parse(page: &str, text: &str) -> Vec<Section> {
     // Where the block of a directive or a `::` paragraph ends: lines
     // indented more than this belong to it.
     let mut block: Option<(usize, Block)> = None;
+    // Labels seen since the last heading: they name the next one.
+    let mut labels: Vec<String> = Vec::new();
     let mut i = 0;
     while i < lines.len() {
         let line = lines[i];
@@ -159,6 +164,7 @@ pub fn parse(page: &str, text: &str) -> Vec<Section> {
                     .unwrap_or_else(|| title.clone()),
                 anchor: anchor(&title),
                 heading: title,
+                labels: std::mem::take(&mut labels),
                 ..Default::default()
             };
             i += skip;
@@ -181,6 +187,9 @@ pub fn parse(page: &str, text: &str) -> Vec<Section> {
                 block = Some((indent, kind));
             } else {
                 // A label (`.. _doc_x:`), a comment or a substitution.
+                if let Some(label) = rest.strip_prefix('_').and_then(|l| l.strip_suffix(':')) {
+                    labels.push(label.to_lowercase().replace('_', "-"));
+                }
                 block = Some((indent, Block::Skip));
             }
             i += 1;
@@ -333,37 +342,6 @@ fn push_line(into: &mut String, line: &str) {
         into.push('\n');
     }
     into.push_str(line);
-}
-
-/// The anchors a page's labels (`.. _doc_using_character_body_2d:` just
-/// before a heading) give, as Sphinx gives them: the label with `_` as
-/// `-`, each with the anchor of the heading it names.
-pub fn label_anchors(page: &str, text: &str) -> Vec<(String, String)> {
-    let lines: Vec<&str> = text.lines().collect();
-    let headings: Vec<(usize, String)> = parse(page, text)
-        .into_iter()
-        .filter_map(|s| {
-            let at = lines
-                .iter()
-                .position(|l| inline_text(l.trim()) == s.heading)?;
-            Some((at, s.anchor))
-        })
-        .collect();
-    let mut out = Vec::new();
-    for (i, line) in lines.iter().enumerate() {
-        let Some(label) = line
-            .trim()
-            .strip_prefix(".. _")
-            .and_then(|l| l.strip_suffix(':'))
-        else {
-            continue;
-        };
-        // The first heading after it: what the label names.
-        if let Some((_, anchor)) = headings.iter().find(|(at, _)| *at > i) {
-            out.push((label.to_lowercase().replace('_', "-"), anchor.clone()));
-        }
-    }
-    out
 }
 
 /// Sphinx's id for a heading: lowercase words joined by `-`.
@@ -549,11 +527,18 @@ That is all.
     #[test]
     fn a_label_names_the_heading_after_it() {
         let text = ".. _doc_using_bodies:\n\nUsing bodies\n============\n\nText.\n\n.. _doc_more:\n\nMore\n----\n";
+        let labels: Vec<(String, Vec<String>)> = parse("p", text)
+            .into_iter()
+            .map(|s| (s.anchor, s.labels))
+            .collect();
         assert_eq!(
-            label_anchors("p", text),
+            labels,
             vec![
-                ("doc-using-bodies".to_string(), "using-bodies".to_string()),
-                ("doc-more".to_string(), "more".to_string())
+                (
+                    "using-bodies".to_string(),
+                    vec!["doc-using-bodies".to_string()]
+                ),
+                ("more".to_string(), vec!["doc-more".to_string()])
             ]
         );
     }

@@ -335,14 +335,7 @@ macro_rules! __export_keys {
 /// The bytes of `text` as an array, for the sections `export!` writes.
 #[doc(hidden)]
 pub const fn text_bytes<const N: usize>(text: &str) -> [u8; N] {
-    let bytes = text.as_bytes();
-    let mut out = [0u8; N];
-    let mut i = 0;
-    while i < N {
-        out[i] = bytes[i];
-        i += 1;
-    }
-    out
+    joined(&[text])
 }
 
 /// An I/O error of the plugin's own (through WASI) for a person: its words

@@ -266,7 +266,7 @@ impl Host for CallState {
         let docker = podman::client(&self.engine).await?;
         let keep = tail_bytes.min(MAX_TAIL_BYTES) as usize;
         let logs = podman::logs_tail(&docker, &info.id, keep).await?;
-        Ok(crate::scrub::scrub(&logs).into_owned())
+        Ok(crate::scrub::scrubbed(logs))
     }
 
     async fn stop(&mut self, id: String, grace_ms: u32) -> Answer<StopKind> {
