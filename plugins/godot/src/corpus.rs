@@ -26,7 +26,7 @@ use crate::source::Source;
 use crate::uri;
 
 /// Bump when the documents change shape.
-const FORMAT: &str = "godot-docs/17";
+const FORMAT: &str = "godot-docs/18";
 const BATCH: usize = 2000;
 
 /// One reference served, checked, and where it came from.
@@ -839,6 +839,9 @@ fn schema() -> Schema {
             field("mentions", FieldType::Text(Analyzer::Prose), false),
             // A manual section's `Class` and `Class.member` names.
             field("links", FieldType::Stored, true),
+            // A method's or signal's parameter names (its description
+            // writes them as inline code).
+            field("params", FieldType::Stored, true),
             // The enum a constant is of; the enums a member uses.
             field("enum", FieldType::Stored, true),
             field("enums", FieldType::Keyword, false),
@@ -939,6 +942,12 @@ fn symbol_document(
         ("mentions".into(), mentions.to_string()),
         ("weight".into(), weight.to_string()),
     ];
+    doc.extend(
+        symbol
+            .params
+            .iter()
+            .map(|p| ("params".to_string(), p.name.clone())),
+    );
     // The enum a constant is of, and those a member holds, takes or
     // returns (lowercase `class.enum`): a question that finds a constant is
     // about the members that take its enum.

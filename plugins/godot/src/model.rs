@@ -153,6 +153,8 @@ pub struct Symbol<'a> {
     pub name: &'a str,
     pub description: &'a str,
     pub deprecated: bool,
+    /// Its parameters (a method's, a signal's); none for the rest.
+    pub params: &'a [Param],
     /// Which of the class's members of this kind and name it is (0: the
     /// first; constructors and operators are overloaded).
     pub overload: usize,
@@ -192,11 +194,11 @@ impl ClassDoc {
             out: &mut Vec<Symbol<'a>>,
             kind: &'static str,
             items: &'a [T],
-            fields: impl Fn(&'a T) -> (&'a str, &'a str, bool),
+            fields: impl Fn(&'a T) -> (&'a str, &'a str, bool, &'a [Param]),
         ) {
             let mut seen: std::collections::HashMap<&str, usize> = Default::default();
             for item in items {
-                let (name, description, deprecated) = fields(item);
+                let (name, description, deprecated, params) = fields(item);
                 let count = seen.entry(name).or_default();
                 let overload = *count;
                 *count += 1;
@@ -205,29 +207,30 @@ impl ClassDoc {
                     name,
                     description,
                     deprecated,
+                    params,
                     overload,
                 });
             }
         }
-        fn method(m: &Method) -> (&str, &str, bool) {
-            (&m.name, &m.description, m.deprecated.is_some())
+        fn method(m: &Method) -> (&str, &str, bool, &[Param]) {
+            (&m.name, &m.description, m.deprecated.is_some(), &m.params)
         }
         let mut out = Vec::new();
         all(&mut out, "method", &self.methods, method);
         all(&mut out, "property", &self.members, |p| {
-            (&p.name, &p.description, p.deprecated.is_some())
+            (&p.name, &p.description, p.deprecated.is_some(), &[])
         });
         all(&mut out, "signal", &self.signals, |s| {
-            (&s.name, &s.description, s.deprecated.is_some())
+            (&s.name, &s.description, s.deprecated.is_some(), &s.params)
         });
         all(&mut out, "constant", &self.constants, |c| {
-            (&c.name, &c.description, c.deprecated.is_some())
+            (&c.name, &c.description, c.deprecated.is_some(), &[])
         });
         all(&mut out, "annotation", &self.annotations, method);
         all(&mut out, "constructor", &self.constructors, method);
         all(&mut out, "operator", &self.operators, method);
         all(&mut out, "theme_item", &self.theme_items, |t| {
-            (&t.name, &t.description, false)
+            (&t.name, &t.description, false, &[])
         });
         out
     }

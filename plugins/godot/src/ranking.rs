@@ -36,7 +36,7 @@ pub fn plain(index_name: &str, mut request: SearchRequest) -> Result<Vec<index::
         snippet_field: None,
         ..request.clone()
     };
-    for field in ["uri", "name", "class", "body"] {
+    for field in ["uri", "name", "class", "body", "params"] {
         if !wider.return_.iter().any(|f| f == field) {
             wider.return_.push(field.into());
         }
@@ -119,27 +119,70 @@ fn by_words(hits: &mut [index::Hit], query: &str) {
         .map(|s| s.chars().take(3).collect())
         .collect();
     for hit in hits.iter_mut() {
+        let params: Vec<&str> = hit
+            .fields
+            .iter()
+            .filter(|(k, _)| k == "params")
+            .map(|(_, v)| v.as_str())
+            .collect();
+        // Each word the entry holds as a stem, in the order it says them
+        // (its name and class, then its description).
         let mut seen: HashSet<String> = HashSet::new();
-        let mut held: HashSet<String> = HashSet::new();
+        let mut said: Vec<String> = Vec::new();
         for (field, text) in &hit.fields {
-            if matches!(field.as_str(), "name" | "class" | "body") {
-                for word in words(text).map(str::to_lowercase) {
-                    if starts.iter().any(|s| word.starts_with(s.as_str()))
-                        && seen.insert(word.clone())
-                    {
-                        held.insert(stem(&word));
-                    }
+            let text = match field.as_str() {
+                "name" | "class" => text.clone(),
+                "body" => own_words(text, &params),
+                _ => continue,
+            };
+            for word in words(&text).map(str::to_lowercase) {
+                if starts.iter().any(|s| word.starts_with(s.as_str())) && seen.insert(word.clone())
+                {
+                    said.push(stem(&word));
                 }
             }
         }
-        let found = wanted
-            .iter()
-            .filter(|any| any.iter().any(|w| held.contains(w)))
-            .count();
-        hit.score *= found as f32 / wanted.len() as f32;
+        let first = |any: &Vec<String>| said.iter().position(|w| any.contains(w));
+        let at: Vec<Option<usize>> = wanted.iter().map(first).collect();
+        let found = at.iter().flatten().count();
+        hit.score *= found as f32 / wanted.len() as f32 * in_order(&at);
     }
     // Equal scores in the order the index gave them (a stable sort).
     hits.sort_by(|a, b| b.score.total_cmp(&a.score));
+}
+
+/// How much more an entry counts that says the question's words in the
+/// question's order ("degrees to radians": `deg_to_rad`, not
+/// `rad_to_deg`, whose descriptions hold the same words): 1 plus
+/// [`ORDER`] times the share of the question's neighbouring words it says
+/// in that order, less the share it says the other way round.
+fn in_order(at: &[Option<usize>]) -> f32 {
+    let pairs: Vec<(usize, usize)> = at.windows(2).filter_map(|w| Some((w[0]?, w[1]?))).collect();
+    if at.len() < 2 || pairs.is_empty() {
+        return 1.0;
+    }
+    let ahead = pairs.iter().filter(|(a, b)| a < b).count() as f32;
+    let behind = pairs.iter().filter(|(a, b)| a > b).count() as f32;
+    1.0 + ORDER * (ahead - behind).max(0.0) / (at.len() - 1) as f32
+}
+
+/// How much the order of the question's words counts (see [`in_order`]).
+const ORDER: f32 = 0.3;
+
+/// What an entry says in its own words: where its description names
+/// one of its own parameters as inline code, the parameter's words are
+/// not what the entry is about (`play(from_position)` is not about where
+/// a sound plays).
+fn own_words(text: &str, params: &[&str]) -> String {
+    if params.is_empty() {
+        return text.to_string();
+    }
+    text.split('`')
+        .enumerate()
+        .filter(|(i, code)| i % 2 == 0 || !params.contains(code))
+        .map(|(_, part)| part)
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// The words of a text, names split at `_` and camelCase
@@ -317,9 +360,45 @@ mod tests {
         by_words(&mut hits, "check player|character standing ground");
         let names: Vec<&str> = hits.iter().map(|h| h.fields[0].1.as_str()).collect();
         assert_eq!(names, ["is_on_floor", "ground_bottom_color"]);
-        // Stems and names split at camelCase count: 4 of 4, then 1 of 4.
-        assert_eq!(hits[0].score, 6.0);
+        // Stems and names split at camelCase count: 4 of 4 (and one more
+        // pair of neighbouring words in the question's order than not),
+        // then 1 of 4.
+        assert_eq!(hits[0].score, 6.0 * (1.0 + ORDER / 3.0));
         assert_eq!(hits[1].score, 9.0 / 4.0);
+    }
+
+    #[test]
+    fn the_questions_word_order_and_own_words_count() {
+        let mut hits = vec![
+            hit(
+                8.0,
+                "rad_to_deg",
+                "@GlobalScope",
+                "Converts radians to degrees.",
+            ),
+            hit(
+                8.0,
+                "deg_to_rad",
+                "@GlobalScope",
+                "Converts degrees to radians.",
+            ),
+        ];
+        by_words(&mut hits, "convert degrees radians");
+        assert_eq!(hits[0].fields[0].1, "deg_to_rad");
+        assert_eq!(hits[0].score, 8.0 * (1.0 + ORDER));
+        assert_eq!(hits[1].score, 8.0, "the other way round loses nothing");
+        // A parameter written as code is not what the entry is about.
+        let mut play = hit(
+            8.0,
+            "play",
+            "AudioStreamPlayer",
+            "Plays from `from_position`.",
+        );
+        play.fields.push(("params".into(), "from_position".into()));
+        let mut hits = vec![play];
+        by_words(&mut hits, "play position");
+        assert_eq!(hits[0].score, 4.0);
+        assert_eq!(own_words("a `b` c `d`", &["d"]), "a  b  c  ");
     }
 
     #[test]
