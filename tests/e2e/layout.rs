@@ -1,5 +1,6 @@
-//! Rules of the repository itself, checked so they cannot rot (issue 38):
-//! the host's modules import one another without going in circles, and
+//! Rules of the repository itself, checked so they cannot rot (issues 38
+//! and 60): no crate's modules import one another in a circle, no source
+//! file passes 600 lines, and
 //! the README, CONTRIBUTING.md and the book link only to what exists and
 //! say of each shell block whether a test runs it.
 
@@ -123,49 +124,114 @@ fn circle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
         .find_map(|node| visit(node, graph, &mut Vec::new(), &mut done))
 }
 
-/// The layering the host keeps (cli → transports → service → catalog →
-/// runtime → caps → the call's state): no file reaches back up.
-#[test]
-fn the_hosts_modules_import_one_another_without_circles() {
-    let src = repo().join("host/src");
+/// The source folder of every crate of the workspace (the host, its
+/// crates, the plugins, the SDK, the test plugins and the example), from
+/// the `Cargo.toml` files beside a `src`.
+fn crate_sources() -> Vec<PathBuf> {
+    let mut manifests = Vec::new();
+    for dir in ["host", "plugins", "tests/plugins", "examples"] {
+        files_ending(&repo().join(dir), "toml", &mut manifests);
+    }
+    let mut sources: Vec<PathBuf> = manifests
+        .iter()
+        .filter(|m| m.file_name().is_some_and(|n| n == "Cargo.toml"))
+        .map(|m| m.parent().unwrap().join("src"))
+        .filter(|src| src.is_dir())
+        .collect();
+    sources.sort();
+    sources
+}
+
+/// Which modules each module of the crate at `src` imports.
+fn import_graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
     let mut files = Vec::new();
-    files_ending(&src, "rs", &mut files);
-    let modules: BTreeSet<String> = files.iter().map(|f| module_of(&src, f)).collect();
-    let graph: BTreeMap<String, BTreeSet<String>> = files
+    files_ending(src, "rs", &mut files);
+    let modules: BTreeSet<String> = files.iter().map(|f| module_of(src, f)).collect();
+    files
         .iter()
         .map(|file| {
-            let module = module_of(&src, file);
+            let module = module_of(src, file);
             let text = std::fs::read_to_string(file).unwrap();
             let names = imports(&module, &text, &modules);
             (module, names)
         })
-        .collect();
-    assert!(
-        graph["caps::content"].contains("store") && graph["catalog"].contains("runtime"),
-        "the check reads imports: {graph:#?}"
-    );
-    if let Some(found) = circle(&graph) {
-        panic!(
-            "host/src imports go in a circle: {}; move what both need into the lower module",
-            found.join(" → ")
-        );
-    }
+        .collect()
 }
 
-/// A host source file stays one subject a reader can hold (issue 38:
-/// at most 600 lines; split along a seam past that).
+/// Every crate keeps a layering (the host's: cli → transports → service
+/// → catalog → runtime → caps → the call's state; a plugin's: its tool
+/// table → operations → what they share → records and names): no file
+/// reaches back up, so a newcomer can read a crate from the bottom.
 #[test]
-fn no_host_source_file_grows_past_600_lines() {
-    let mut files = Vec::new();
-    files_ending(&repo().join("host/src"), "rs", &mut files);
-    let long: Vec<String> = files
+fn no_crates_modules_import_one_another_in_a_circle() {
+    let sources = crate_sources();
+    assert!(
+        sources.len() >= 12
+            && sources.contains(&repo().join("plugins/cofer/src"))
+            && sources.contains(&repo().join("host/hostgit/src")),
+        "every crate is found: {sources:#?}"
+    );
+    let host = import_graph(&repo().join("host/src"));
+    assert!(
+        host["caps::content"].contains("store") && host["catalog"].contains("runtime"),
+        "the check reads imports: {host:#?}"
+    );
+    let circles: Vec<String> = sources
         .iter()
-        .map(|f| (f, std::fs::read_to_string(f).unwrap().lines().count()))
-        .filter(|(_, lines)| *lines > 600)
-        .map(|(f, lines)| format!("{} ({lines} lines)", f.display()))
+        .filter_map(|src| {
+            let found = circle(&import_graph(src))?;
+            Some(format!("{}: {}", src.display(), found.join(" → ")))
+        })
         .collect();
-    assert!(long.is_empty(), "split these along their seams: {long:#?}");
+    assert!(
+        circles.is_empty(),
+        "imports go in a circle; move what both need into the lower module: {circles:#?}"
+    );
 }
+
+/// A source file stays one subject a reader can hold (issues 38 and 60:
+/// at most 600 lines in any crate; split along a seam past that).
+#[test]
+fn no_source_file_grows_past_600_lines() {
+    let mut files = Vec::new();
+    for src in crate_sources() {
+        files_ending(&src, "rs", &mut files);
+    }
+    let mut wrong = Vec::new();
+    for file in &files {
+        let lines = std::fs::read_to_string(file).unwrap().lines().count();
+        let name = file
+            .strip_prefix(repo())
+            .unwrap()
+            .to_string_lossy()
+            .replace('\\', "/");
+        let allowed = STILL_LONG
+            .iter()
+            .find(|(long, _)| *long == name)
+            .map_or(600, |(_, at)| *at);
+        if lines > allowed {
+            wrong.push(format!("{name} ({lines} lines): split it along its seams"));
+        } else if allowed > 600 && lines <= 600 {
+            wrong.push(format!(
+                "{name} is {lines} lines now: take it off STILL_LONG"
+            ));
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}
+
+/// Files that were over 600 lines when the rule reached every crate
+/// (issue 60, still open): each may shrink, never grow, and leaves this
+/// list once it is split.
+const STILL_LONG: [(&str, usize); 7] = [
+    ("host/hostgit/src/snapshot.rs", 1053),
+    ("host/hostgit/src/lib.rs", 763),
+    ("plugins/cofer/src/files.rs", 682),
+    ("plugins/godot/src/corpus.rs", 1011),
+    ("plugins/godot/src/manual.rs", 666),
+    ("plugins/godot/src/api.rs", 836),
+    ("plugins/pi/src/run.rs", 682),
+];
 
 #[test]
 fn a_circle_is_found() {

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use crate::args::{Checkpoint, Config};
 use crate::env::{self, Env, Record, env_pairs};
 use crate::errors::{error, from_container, transient_container};
-use crate::run::{DEFAULT_TIMEOUT_MS, short, turn};
+use crate::turn::{DEFAULT_TIMEOUT_MS, short, turn};
 use crate::{note, setting};
 
 /// Output of a failed setup command kept for the error.
@@ -42,7 +42,7 @@ pub fn start(env: &Env, record: &Record, name: &str) -> Result<Vec<Value>, ToolE
         if !record.services.is_empty() {
             containers::network_connect(&env.network(), name, &[])
                 .map_err(|e| from_container("join the environment's network", e))?;
-            crate::services::write_hosts(env, name)?;
+            crate::network::write_hosts(env, name)?;
         }
         setup(env, name, &record.setup_commands)
     })();
@@ -167,7 +167,7 @@ pub fn configure(args: Config) -> Result<ToolOutput, ToolError> {
         }
         Ok(done)
     })?;
-    let services = crate::services::running(&env)?;
+    let services = crate::network::running(&env)?;
     let mut text = format!(
         "SUCCESS: Configuration applied. The environment's container was recreated from {}: \
          /workdir is kept, everything else from before is gone.\n",

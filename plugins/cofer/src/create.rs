@@ -7,7 +7,8 @@ use plugin_sdk::{ToolError, ToolOutput, git};
 
 use crate::args::Create;
 use crate::env::{self, Env, Record};
-use crate::errors::{error, from_container, from_git, transient_git};
+use crate::errors::{error, from_container, from_git};
+use crate::turn::push;
 use crate::{destroy, note, open_repo, setting};
 
 /// Live environments allowed at once on one engine (all repositories).
@@ -48,11 +49,7 @@ pub fn create(args: Create) -> Result<ToolOutput, ToolError> {
     };
     // An environment there now is looked for where it runs.
     let old_record = env.read_record();
-    env.use_engine(
-        old_record
-            .as_ref()
-            .map_or(crate::engine::LOCAL, |r| r.engine()),
-    )?;
+    env.use_engine(old_record.as_ref().map_or(env::LOCAL, |r| r.engine()))?;
     let exists = env.has_worktree() || old_record.is_some() || !env.containers()?.is_empty();
     if exists && !args.allow_replace {
         return Err(error(
@@ -130,7 +127,7 @@ pub fn create(args: Create) -> Result<ToolOutput, ToolError> {
             setup_commands: project.setup_commands,
             envs: project.envs,
             services: Vec::new(),
-            engine: (env.engine != crate::engine::LOCAL).then(|| env.engine.clone()),
+            engine: (env.engine != env::LOCAL).then(|| env.engine.clone()),
         };
         crate::container::start(&env, &record, &env.container_name())?;
         env.write_record(&record)?;
@@ -193,15 +190,4 @@ fn check_limit() -> Result<(), ToolError> {
         ));
     }
     Ok(())
-}
-
-/// Push the environment's branch to the `cofer` remote (one retry).
-pub fn push(env: &Env) -> Result<(), ToolError> {
-    let spec = format!("refs/heads/{0}:refs/heads/{0}", env.branch());
-    let attempt = || git::push(&env.repo, env::REMOTE, std::slice::from_ref(&spec));
-    match attempt() {
-        Err(e) if transient_git(&e) => attempt(),
-        other => other,
-    }
-    .map_err(|e| from_git("push to the cofer remote", e))
 }

@@ -17,8 +17,6 @@ use crate::env::{self, Env};
 use crate::errors::from_container;
 use crate::setting;
 
-/// The engine name of this machine's Podman.
-pub const LOCAL: &str = "local";
 /// The most a pull takes back from the engine, MB (COFER_MAX_SYNC_MB).
 const DEFAULT_MAX_SYNC_MB: u64 = 2048;
 /// The worktree's `.git` is this machine's: it never travels.
@@ -31,7 +29,7 @@ pub fn for_new(asked: Option<&str>) -> String {
         .map(str::to_string)
         .or_else(|| std::env::var("COFER_ENGINE").ok())
         .filter(|e| !e.is_empty())
-        .unwrap_or_else(|| LOCAL.into())
+        .unwrap_or_else(|| env::LOCAL.into())
 }
 
 impl Env {
@@ -64,41 +62,6 @@ impl Env {
             &[NEVER_COPIED.to_string()],
         )
         .map_err(|e| from_container("copy the worktree to the engine", e))
-    }
-
-    /// After a file tool changed `path` (relative to /workdir) in the
-    /// worktree: the same change in the main container (recreated, with
-    /// the whole worktree, if it is gone), when the engine cannot mount it.
-    pub fn send_change(&self, path: &str) -> Result<(), ToolError> {
-        if !self.copies_files {
-            return Ok(());
-        }
-        let name = self.container_name();
-        let sent = if std::fs::symlink_metadata(format!("{}/{path}", self.worktree())).is_ok() {
-            containers::copy_in(
-                &name,
-                &self.worktree(),
-                env::WORKDIR,
-                &[path.to_string()],
-                &[],
-            )
-        } else {
-            let rm = vec![
-                "rm".into(),
-                "-rf".into(),
-                "--".into(),
-                format!("{}/{path}", env::WORKDIR),
-            ];
-            containers::exec(&name, &env::chore(rm)).map(drop)
-        };
-        match sent {
-            Ok(()) => Ok(()),
-            Err(ContainerError::NotFound(_)) => {
-                let record = self.read_record().ok_or_else(|| self.not_found())?;
-                crate::container::recreate(self, &record)
-            }
-            Err(e) => Err(from_container("send the change to the engine", e)),
-        }
     }
 
     /// Make the worktree hold what the main container's /workdir holds,

@@ -16,6 +16,9 @@ use serde_json::{Value, json};
 
 use crate::errors::{error, from_container};
 
+/// The engine name of this machine's Podman.
+pub const LOCAL: &str = "local";
+
 /// Inside every environment's container, the worktree is mounted here.
 pub const WORKDIR: &str = "/workdir";
 /// The remote `cofer init` creates and environments are pushed to.
@@ -150,7 +153,7 @@ impl Env {
             id: id.to_string(),
             repo: repo.trim_end_matches('/').to_string(),
             repo_id: repository_id(repo),
-            engine: crate::engine::LOCAL.into(),
+            engine: LOCAL.into(),
             copies_files: false,
         }
     }
@@ -437,7 +440,7 @@ pub struct ServiceConfig {
 
 impl Record {
     pub fn engine(&self) -> &str {
-        self.engine.as_deref().unwrap_or(crate::engine::LOCAL)
+        self.engine.as_deref().unwrap_or(LOCAL)
     }
 
     /// container-use's `config`, empty fields left out.

@@ -10,6 +10,7 @@
 //! and refused by name. Changes are committed like a command's: one at a
 //! time per environment, after what background services wrote.
 
+use plugin_sdk::containers::{self, ContainerError};
 use plugin_sdk::{ToolError, ToolOutput, text_output};
 use serde_json::json;
 use wasip2::filesystem::preopens::get_directories;
@@ -19,9 +20,9 @@ use wasip2::filesystem::types::{
 
 use crate::args;
 use crate::env::{self, Env};
-use crate::errors::{error, step_failed};
-use crate::run::{self, DEFAULT_TIMEOUT_MS, Turn};
+use crate::errors::{error, from_container, step_failed};
 use crate::setting;
+use crate::turn::{self, DEFAULT_TIMEOUT_MS, Turn};
 
 /// Files larger than this are not read whole into an answer.
 const MAX_READ_BYTES: u64 = 4 << 20;
@@ -138,7 +139,7 @@ pub fn write(a: args::FileWrite) -> Result<ToolOutput, ToolError> {
     let message = a.common.message_or(format!("Write {}", a.target_file));
     change(&env, &message, &a.target_file, "written", || {
         workdir.write(&path, a.contents.as_bytes(), &a.target_file)?;
-        env.send_change(&path)
+        send_change(&env, &path)
     })
 }
 
@@ -163,7 +164,7 @@ pub fn edit(a: args::FileEdit) -> Result<ToolOutput, ToolError> {
             a.which_match.as_deref(),
         )?;
         workdir.write(&path, edited.as_bytes(), &a.target_file)?;
-        env.send_change(&path)
+        send_change(&env, &path)
     })
 }
 
@@ -176,12 +177,12 @@ pub fn delete(a: args::FileDelete) -> Result<ToolOutput, ToolError> {
             .root
             .unlink_file_at(&path)
             .map_err(|e| fs_error(e, "delete", &a.target_file))?;
-        env.send_change(&path)
+        send_change(&env, &path)
     })
 }
 
 /// Run `op` on the environment's files in a turn of its own (see
-/// [`run::turn`]) and say what became of it.
+/// [`turn::turn`]) and say what became of it.
 fn change(
     env: &Env,
     message: &str,
@@ -195,12 +196,12 @@ fn change(
         commit,
         warnings,
         ..
-    } = run::turn(env, wait_ms, message, |_| op())?;
+    } = turn::turn(env, wait_ms, message, |_| op())?;
     let mut text = match &commit {
         Some(c) => format!(
             "file {target} {done} successfully and committed to {} ({}).",
             env.remote_ref(),
-            run::short(c)
+            turn::short(c)
         ),
         None => {
             format!("file {target} {done}; the workdir did not change, so nothing was committed.")
@@ -209,7 +210,7 @@ fn change(
     if let Some(c) = &background {
         text.push_str(&format!(
             "\nBefore that, what background services had written was committed on its own ({}).",
-            run::short(c)
+            turn::short(c)
         ));
     }
     for warning in &warnings {
@@ -548,6 +549,41 @@ fn fs_error(e: ErrorCode, what: &str, target: &str) -> ToolError {
             e.message(),
             "check the worktree on the host (`cofer` commands name it), then retry",
         ),
+    }
+}
+
+/// After a file tool changed `path` (relative to /workdir) in the
+/// worktree: the same change in the main container (recreated, with
+/// the whole worktree, if it is gone), when the engine cannot mount it.
+fn send_change(env: &Env, path: &str) -> Result<(), ToolError> {
+    if !env.copies_files {
+        return Ok(());
+    }
+    let name = env.container_name();
+    let sent = if std::fs::symlink_metadata(format!("{}/{path}", env.worktree())).is_ok() {
+        containers::copy_in(
+            &name,
+            &env.worktree(),
+            env::WORKDIR,
+            &[path.to_string()],
+            &[],
+        )
+    } else {
+        let rm = vec![
+            "rm".into(),
+            "-rf".into(),
+            "--".into(),
+            format!("{}/{path}", env::WORKDIR),
+        ];
+        containers::exec(&name, &env::chore(rm)).map(drop)
+    };
+    match sent {
+        Ok(()) => Ok(()),
+        Err(ContainerError::NotFound(_)) => {
+            let record = env.read_record().ok_or_else(|| env.not_found())?;
+            crate::container::recreate(env, &record)
+        }
+        Err(e) => Err(from_container("send the change to the engine", e)),
     }
 }
 

@@ -19,9 +19,11 @@ mod engine;
 mod env;
 mod errors;
 mod files;
+mod network;
 mod project;
 mod run;
 mod services;
+mod turn;
 
 use plugin_sdk::log::{Level, log};
 use plugin_sdk::{Hints, McpTool, TaskSupport, ToolError, ToolOutput, git};
@@ -427,7 +429,7 @@ fn list(args: args::List) -> Result<ToolOutput, ToolError> {
         .iter()
         .filter_map(|id| Env::new(&repo, id).read_record())
         .map(|r| r.engine().to_string())
-        .chain([engine::LOCAL.to_string()])
+        .chain([env::LOCAL.to_string()])
         .collect();
     engines.sort();
     engines.dedup();
@@ -439,7 +441,7 @@ fn list(args: args::List) -> Result<ToolOutput, ToolError> {
         });
         match listed {
             Ok(found) => containers.extend(found),
-            Err(e) if engine == engine::LOCAL => {
+            Err(e) if engine == env::LOCAL => {
                 return Err(errors::from_container("list containers", e));
             }
             Err(e) => unreachable.push(format!("{engine}: {}", ToolError::from(e).message)),
@@ -468,7 +470,7 @@ fn list(args: args::List) -> Result<ToolOutput, ToolError> {
                 .find(|c| c.labels.iter().any(|(k, v)| k == env::LABEL_ROLE && v == "main"));
             json!({
                 "id": id,
-                "engine": record.as_ref().map_or(engine::LOCAL, |r| r.engine()),
+                "engine": record.as_ref().map_or(env::LOCAL, |r| r.engine()),
                 "title": record.as_ref().map(|r| r.title.clone()),
                 "image": record.as_ref().map(|r| r.image.clone()),
                 "created_at": record.as_ref().map(|r| r.created_at.clone()),
@@ -492,7 +494,7 @@ fn open(args: args::Open) -> Result<ToolOutput, ToolError> {
     env.require_worktree()?;
     container::ensure(&env, &record)?;
     let restarted = services::ensure(&env, &record)?;
-    let services = services::running(&env)?;
+    let services = network::running(&env)?;
     let mut out = text(&env.describe(&record, &services));
     if !restarted.is_empty() {
         out.text.push_str(&format!(
@@ -514,7 +516,7 @@ fn update_metadata(args: args::UpdateMetadata) -> Result<ToolOutput, ToolError> 
         record.title = title.to_string();
         env.write_record(&record)?;
     }
-    let services = services::running(&env)?;
+    let services = network::running(&env)?;
     let description =
         serde_json::to_string(&env.describe(&record, &services)).expect("JSON values serialise");
     Ok(ToolOutput {

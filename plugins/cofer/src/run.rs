@@ -6,19 +6,15 @@
 
 use plugin_sdk::containers::{self, ContainerError, ExecRequest};
 use plugin_sdk::process::{RunResult, Status};
-use plugin_sdk::{ToolError, ToolOutput, git};
+use plugin_sdk::{ToolError, ToolOutput};
 use serde_json::{Value, json};
 
 use crate::args::{RunCmd, SHELLS};
-use crate::create::push;
 use crate::env::{self, Env, Record};
-use crate::errors::{ended_at_start, error, from_container, from_git};
+use crate::errors::{ended_at_start, error, from_container};
+use crate::turn::{DEFAULT_TIMEOUT_MS, Turn, short, turn};
 use crate::{note, setting};
 
-pub const DEFAULT_TIMEOUT_MS: u64 = 600_000;
-/// Files over this many MB are not committed (a 30 MB file under
-/// node_modules once went into the repository twice).
-const DEFAULT_MAX_FILE_MB: u64 = 10;
 /// Output kept in memory while a command runs (seed: 64 KB ring buffer).
 const TAIL_BYTES: u64 = 64 * 1024;
 /// Lines of each stream returned (seed: the last 512).
@@ -53,10 +49,6 @@ pub fn output_schema() -> Value {
         "required": ["background"],
     })
 }
-
-/// The message of the commit that keeps what background services wrote.
-const BACKGROUND_MESSAGE: &str =
-    "Background changes (made between commands: by services, or by hand in `cofer terminal`)";
 
 pub fn run_cmd(args: RunCmd) -> Result<ToolOutput, ToolError> {
     let (env, record) = Env::find(&args.common.environment_source, &args.environment_id)?;
@@ -214,11 +206,6 @@ fn exec(env: &Env, record: &Record, request: &ExecRequest) -> Result<(RunResult,
     .map_err(|e| from_container("run the command", e))
 }
 
-/// A commit as people quote it: its first 12 hex digits.
-pub fn short(commit: &str) -> &str {
-    &commit[..commit.len().min(12)]
-}
-
 /// Said when a command ran in a recreated container.
 const RECREATED: &str = "The environment's container was gone or stopped and was recreated \
     from its image before this command, and its setup commands ran again: /workdir is kept, but \
@@ -239,7 +226,7 @@ fn background(env: &Env, record: &Record, args: &RunCmd) -> Result<ToolOutput, T
         .push(("cofer.command".into(), args.command.replace('\n', "\\n")));
     // Numbered after the services already there; a concurrent start that
     // took the name makes this one try the next number.
-    let first = crate::services::running(env)?.len() + 1;
+    let first = crate::network::running(env)?.len() + 1;
     let mut attempt = 0;
     let info = loop {
         request.name = Some(env.service_name(&args.command, first + attempt));
@@ -254,7 +241,7 @@ fn background(env: &Env, record: &Record, args: &RunCmd) -> Result<ToolOutput, T
     };
     exited_at_start(&info.id)?;
     let internal_host = info.ip_address.clone().unwrap_or_else(|| info.name.clone());
-    let endpoints = crate::services::endpoints(&info, &args.ports, &internal_host);
+    let endpoints = crate::network::endpoints(&info, &args.ports, &internal_host);
     let endpoints = Value::Object(endpoints);
     let report = json!({
         "background": true,
@@ -317,77 +304,6 @@ fn service_command(shell: &str, command: &str) -> Vec<String> {
         shell.into(),
         command.into(),
     ]
-}
-
-/// What one turn on an environment left: the step's own value, the
-/// commits around it and every warning (background commit's, the step's,
-/// its commit's, in that order).
-pub struct Turn<T> {
-    pub value: T,
-    pub background_commit: Option<String>,
-    pub commit: Option<String>,
-    pub warnings: Vec<String>,
-}
-
-/// One turn on the environment: wait (up to `wait_ms`) until no one else
-/// holds its worktree, commit on its own what background services wrote
-/// since the last turn, run `step` (which may add warnings), and commit
-/// what it changed with `message` (on an engine that cannot mount the
-/// worktree, what /workdir holds is brought back before each commit). Turns on one environment run one at a
-/// time, so each commit holds what its own step changed and nothing of
-/// another's. A step that fails leaves its changes for the next turn.
-pub fn turn<T>(
-    env: &Env,
-    wait_ms: u64,
-    message: &str,
-    step: impl FnOnce(&mut Vec<String>) -> Result<T, ToolError>,
-) -> Result<Turn<T>, ToolError> {
-    let _hold = git::hold_worktree(&env.repo, &env.worktree(), wait_ms)
-        .map_err(|e| from_git("wait for the environment's previous command", e))?;
-    // Between turns only services (containers of their own on the same
-    // /workdir) write there: without them there is nothing to bring back.
-    if env.copies_files && !crate::services::running(env)?.is_empty() {
-        env.pull()?;
-    }
-    let (background_commit, mut warnings) = commit(env, BACKGROUND_MESSAGE)?;
-    let value = step(&mut warnings);
-    // Brought back even when the step failed: the next turn commits it.
-    env.pull()?;
-    let value = value?;
-    let (commit, more) = commit(env, message)?;
-    warnings.extend(more);
-    Ok(Turn {
-        value,
-        background_commit,
-        commit,
-        warnings,
-    })
-}
-
-/// Commit the workdir's changes with `message` and push them; the commit
-/// (if anything changed) and the warnings (what the host repaired on the
-/// way, files too large to commit).
-fn commit(env: &Env, message: &str) -> Result<(Option<String>, Vec<String>), ToolError> {
-    let max_file_bytes = setting("COFER_MAX_FILE_MB", DEFAULT_MAX_FILE_MB) * 1_000_000;
-    let outcome = git::commit_all(&env.repo, &env.worktree(), message, max_file_bytes)
-        .map_err(|e| from_git("commit the workdir", e))?;
-    let mut warnings = outcome.warnings;
-    warnings.extend(outcome.too_large.iter().map(|f| {
-        format!(
-            "{} ({} MB) was not committed: it is over the {} MB a file may have \
-             (COFER_MAX_FILE_MB); ignore it in .gitignore or raise the limit",
-            f.path,
-            f.bytes / 1_000_000,
-            max_file_bytes / 1_000_000
-        )
-    }));
-    for warning in &warnings {
-        note(format!("environment_run_cmd env={} {warning}", env.id));
-    }
-    if outcome.commit.is_some() {
-        push(env)?;
-    }
-    Ok((outcome.commit, warnings))
 }
 
 /// The tail's stdout and stderr, each cut to its last 512 lines, then to

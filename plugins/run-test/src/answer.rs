@@ -23,7 +23,7 @@ pub fn fit(mut answer: Value) -> Value {
     if let Some(failures) = answer["failures"].as_array_mut() {
         for failure in failures.iter_mut() {
             if let Some(text) = failure["excerpt"].as_str() {
-                failure["excerpt"] = json!(crate::excerpt::cut(
+                failure["excerpt"] = json!(plugin_sdk::text::cut(
                     text,
                     SHORT_EXCERPT_CHARS,
                     "… [cut; whole in summary.json]"

@@ -2,6 +2,7 @@
 //! patterns, with context, at most [`MAX_BLOCKS`] blocks, plus the last
 //! [`LAST_LINES`] lines. Works on the output tail only.
 
+use plugin_sdk::text::cut;
 use regex_lite::Regex;
 use serde::Serialize;
 
@@ -95,14 +96,6 @@ fn static_regex(pattern: &str) -> Regex {
 
 fn clip(line: &str) -> String {
     cut(line, MAX_LINE, "… [line cut]")
-}
-
-/// `text`'s first `max` characters, then `mark` when there were more.
-pub fn cut(text: &str, max: usize, mark: &str) -> String {
-    match text.char_indices().nth(max) {
-        Some((at, _)) => format!("{}{mark}", &text[..at]),
-        None => text.to_string(),
-    }
 }
 
 pub fn summarize(tail: &str, truncated: bool, runner: Runner) -> Summary {

@@ -71,6 +71,14 @@ pub fn fit_text(
     text
 }
 
+/// `text`'s first `max` characters, then `mark` when there were more.
+pub fn cut(text: &str, max: usize, mark: &str) -> String {
+    match text.char_indices().nth(max) {
+        Some((at, _)) => format!("{}{mark}", &text[..at]),
+        None => text.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

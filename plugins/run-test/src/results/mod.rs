@@ -123,7 +123,7 @@ fn located(
 }
 
 fn clip(text: &str, max: usize) -> String {
-    crate::excerpt::cut(text, max, "… [cut]")
+    plugin_sdk::text::cut(text, max, "… [cut]")
 }
 
 /// `path` relative to the repository, when it is inside it and not a
