@@ -27,17 +27,22 @@
 //!   those handles (`/proc/<pid>/fd/<n>`), so a folder swapped for a link
 //!   after the check changes nothing.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::{Arc, LazyLock, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use cap_fs_ext::DirExt;
 use cap_std::fs::Dir;
 
+mod commands;
+mod hold;
 pub mod remove;
 pub mod snapshot;
+
+pub use commands::{exclude, fetch, identity, init_bare, prune_bare, push, remote_url, resolve};
+pub use hold::{Hold, break_stale_index_lock, repo_lock, try_hold};
+pub use remove::remove_worktree;
 
 /// No git operation of ours takes longer on a healthy repository.
 const GIT_TIMEOUT: Duration = Duration::from_secs(120);
@@ -465,242 +470,10 @@ async fn output(
     })
 }
 
-/// `git init --bare` in `dir` (which is not a repository yet).
-pub async fn init_bare(dir: &Path) -> Result<(), GitError> {
-    let settings: Vec<String> = SAFE.iter().map(|s| s.to_string()).collect();
-    let args = ["init", "--quiet", "--bare", "--", &*dir.to_string_lossy()];
-    let mut command = git_command(&settings, &args);
-    command.current_dir(dir);
-    output(command, &args, dir).await.map(drop)
-}
-
-/// Force-push `refspecs` to the local remote `remote` of `repo` with no hook
-/// running on either side. On a local push the remote's side is a
-/// `git receive-pack` that reads the remote's own config and hooks, which
-/// `-c` settings given here do not reach: it is started with its own.
-pub async fn push(repo: &Repo, remote: &str, refspecs: &[&str]) -> Result<(), GitError> {
-    let receive = format!(
-        "'{}' -c core.hooksPath=/dev/null -c core.fsmonitor=false -c receive.fsckObjects=false receive-pack",
-        program().display()
-    );
-    let receive = format!("--receive-pack={receive}");
-    let mut args = vec![
-        "push",
-        "--quiet",
-        "--no-verify",
-        "--force",
-        &receive,
-        "--",
-        remote,
-    ];
-    args.extend_from_slice(refspecs);
-    repo.run(&args).await.map(drop)
-}
-
-/// `git fetch` of `refspec` from the repository at `path` (a path, never
-/// a remote's name: a remote's URL and `uploadpack` come from a config a
-/// plugin may write), its upload-pack run as the host chooses.
-pub async fn fetch(repo: &Repo, path: &Path, refspec: &str) -> Result<(), GitError> {
-    let upload = format!(
-        "--upload-pack='{}' -c core.hooksPath=/dev/null -c core.fsmonitor=false upload-pack",
-        program().display()
-    );
-    let from = path.to_string_lossy();
-    let args = [
-        "fetch",
-        "--quiet",
-        "--no-tags",
-        &upload,
-        "--",
-        &from,
-        refspec,
-    ];
-    repo.run(&args).await.map(drop)
-}
-
-/// Drop the objects no ref of the bare repository `dir` reaches any more
-/// (`git gc --prune=now`): what a deleted branch alone held.
-pub async fn prune_bare(dir: &Path) -> Result<(), GitError> {
-    let settings: Vec<String> = SAFE.iter().map(|s| s.to_string()).collect();
-    let git_dir = dir.to_string_lossy();
-    let args = ["--git-dir", &*git_dir, "gc", "--quiet", "--prune=now"];
-    let mut command = git_command(&settings, &args);
-    command.current_dir(dir);
-    output(command, &args, dir).await.map(drop)
-}
-
-/// The commit `rev` names, if any.
-pub async fn resolve(repo: &Repo, rev: &str) -> Result<Option<String>, GitError> {
-    let spec = format!("{rev}^{{commit}}");
-    let args = [
-        "rev-parse",
-        "--verify",
-        "--quiet",
-        "--end-of-options",
-        &spec,
-    ];
-    match repo.run(&args).await {
-        Ok(out) => Ok(Some(out.trim().to_string())),
-        Err(GitError::Failed {
-            exit_code: Some(1), ..
-        }) => Ok(None),
-        Err(e) => Err(e),
-    }
-}
-
-/// URL of remote `name`, if the repository has one.
-pub async fn remote_url(repo: &Repo, name: &str) -> Result<Option<String>, GitError> {
-    let key = format!("remote.{name}.url");
-    match repo.run(&["config", "--get", &key]).await {
-        Ok(out) => Ok(Some(out.trim().to_string())),
-        Err(GitError::Failed {
-            exit_code: Some(1), ..
-        }) => Ok(None),
-        Err(e) => Err(e),
-    }
-}
-
-/// Add `pattern` to the repository's `info/exclude` unless it is there.
-pub async fn exclude(repo: &Repo, pattern: &str) -> Result<(), GitError> {
-    let git = &repo.handles.git;
-    let current = git.read_to_string("info/exclude").unwrap_or_default();
-    if current.lines().any(|line| line.trim() == pattern) {
-        return Ok(());
-    }
-    let mut text = current;
-    if !text.is_empty() && !text.ends_with('\n') {
-        text.push('\n');
-    }
-    text.push_str(pattern);
-    text.push('\n');
-    git.create_dir_all("info")
-        .and_then(|()| git.write("info/exclude", text))
-        .map_err(|e| GitError::Failed {
-            command: format!("append to {}", repo.git_dir.join("info/exclude").display()),
-            exit_code: None,
-            stderr: e.to_string(),
-        })
-}
-
-/// Who the host's commits are by: the repository's identity, else the
-/// host user's global one, else `name <name@localhost>` (the plugin's), so
-/// a commit works on a machine where git was never configured. (Global
-/// config is read for these two values only; everything else of it stays
-/// off.)
-pub async fn identity(repo: &Repo, name: &str) -> snapshot::Identity {
-    let mut found = Vec::new();
-    let email = format!("{name}@localhost");
-    for (key, fallback) in [("user.name", name), ("user.email", email.as_str())] {
-        let value = match repo.run(&["config", "--get", key]).await {
-            Ok(value) if !value.trim().is_empty() => value,
-            _ => {
-                let args = ["config", "--global", "--get", key];
-                let mut command = git_command(&[], &args);
-                command.env_remove("GIT_CONFIG_GLOBAL").current_dir("/");
-                output(command, &args, Path::new("/"))
-                    .await
-                    .unwrap_or_default()
-            }
-        };
-        let value = value.trim();
-        found.push(if value.is_empty() { fallback } else { value }.to_string());
-    }
-    let email = found.pop().unwrap_or_default();
-    let name = found.pop().unwrap_or_default();
-    snapshot::Identity { name, email }
-}
-
 /// Build and cache output left out of a worktree's commits when the
 /// repository ignores nothing itself (no `.gitignore` at its top).
 const DEFAULT_EXCLUDES: &str = "__pycache__/\n*.py[cod]\n.pytest_cache/\n.mypy_cache/\n.tox/\n\
     .venv/\nnode_modules/\ntarget/\n.gradle/\n.dart_tool/\n.cache/\n";
-
-/// Remove a linked worktree: its files, then its admin directory, as `git
-/// worktree remove --force` does, without running git (which would read the
-/// worktree's `.git`). A locked worktree (`git worktree lock`) only with
-/// `force`. Links in the tree are removed, never followed.
-pub fn remove_worktree(tree: &Worktree, force: bool) -> Result<(), GitError> {
-    let failed = |what: &Path, e: std::io::Error| GitError::Failed {
-        command: format!("remove {}", what.display()),
-        exit_code: None,
-        stderr: e.to_string(),
-    };
-    if !force && tree.admin.exists("locked") {
-        return Err(failed(
-            &tree.work_tree,
-            std::io::Error::other("the worktree is locked (`git worktree lock`)"),
-        ));
-    }
-    // Through the handles: a folder renamed or swapped for a link since
-    // it was opened is not what gets removed.
-    for (dir, path) in [(&tree.tree, &tree.work_tree), (&tree.admin, &tree.git_dir)] {
-        match remove::empty(dir)
-            .and_then(|()| dir.try_clone())
-            .and_then(Dir::remove_open_dir)
-        {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(failed(path, e)),
-            _ => {}
-        }
-    }
-    Ok(())
-}
-
-/// Remove the worktree's `index.lock` when no git process works on it: a
-/// host killed in the middle of a commit leaves it, and the index (the
-/// commits' stat cache) could not be written again. The warning to report,
-/// if one was removed.
-pub fn break_stale_index_lock(tree: &Worktree) -> Option<String> {
-    if !tree.admin.exists("index.lock") || git_working_on(tree) {
-        return None;
-    }
-    tree.admin.remove_file("index.lock").ok()?;
-    Some(format!(
-        "removed {}, left by a commit that was cut off (the host ended mid-commit); nothing else was lost",
-        tree.git_dir.join("index.lock").display()
-    ))
-}
-
-/// Whether a live `git` works on `repo`.
-fn git_working_on(repo: &Worktree) -> bool {
-    sys::git_working_on(&repo.work_tree, &repo.git_dir)
-}
-
-/// Exclusive use of a linked worktree, across calls and processes: a
-/// `flock` on a file in the worktree's admin directory (`.git/worktrees/<name>`,
-/// which the worktree's own users, a container included, cannot reach).
-/// Released when dropped, or when the holding process dies.
-pub struct Hold {
-    /// Held for its lock: closing it releases the `flock`.
-    _locked: std::fs::File,
-}
-
-/// Hold `tree` if no one else does; `None` when someone does.
-pub fn try_hold(tree: &Worktree) -> std::io::Result<Option<Hold>> {
-    let mut options = cap_std::fs::OpenOptions::new();
-    options.create(true).truncate(false).write(true);
-    let file = tree
-        .admin
-        .open_with("mcphost-hold.lock", &options)?
-        .into_std();
-    match file.try_lock() {
-        Ok(()) => Ok(Some(Hold { _locked: file })),
-        Err(std::fs::TryLockError::WouldBlock) => Ok(None),
-        Err(std::fs::TryLockError::Error(e)) => Err(e),
-    }
-}
-
-/// One lock per work tree (a repository's or a worktree's): git's lock
-/// files make concurrent writers fail rather than wait.
-pub fn repo_lock(work_tree: &Path) -> Arc<tokio::sync::Mutex<()>> {
-    static LOCKS: LazyLock<Mutex<HashMap<PathBuf, Arc<tokio::sync::Mutex<()>>>>> =
-        LazyLock::new(Default::default);
-    LOCKS
-        .lock()
-        .expect("lock map poisoned")
-        .entry(work_tree.to_path_buf())
-        .or_default()
-        .clone()
-}
 
 #[cfg(test)]
 mod tests {

@@ -14,6 +14,8 @@ use std::path::Path;
 use cap_fs_ext::DirExt;
 use cap_std::fs::Dir;
 
+use crate::{GitError, Worktree};
+
 /// The most folders held open at once.
 const OPEN: usize = 32;
 
@@ -84,6 +86,36 @@ fn move_to_top(dir: &Dir, name: &OsString, top: &Dir, moved: &mut u64) -> Result
         }
     }
     Err(Error::other("no free name to move a deep folder up to"))
+}
+
+/// Remove a linked worktree: its files, then its admin directory, as `git
+/// worktree remove --force` does, without running git (which would read the
+/// worktree's `.git`). A locked worktree (`git worktree lock`) only with
+/// `force`. Links in the tree are removed, never followed.
+pub fn remove_worktree(tree: &Worktree, force: bool) -> std::result::Result<(), GitError> {
+    let failed = |what: &Path, e: Error| GitError::Failed {
+        command: format!("remove {}", what.display()),
+        exit_code: None,
+        stderr: e.to_string(),
+    };
+    if !force && tree.admin.exists("locked") {
+        return Err(failed(
+            &tree.work_tree,
+            Error::other("the worktree is locked (`git worktree lock`)"),
+        ));
+    }
+    // Through the handles: a folder renamed or swapped for a link since
+    // it was opened is not what gets removed.
+    for (dir, path) in [(&tree.tree, &tree.work_tree), (&tree.admin, &tree.git_dir)] {
+        match empty(dir)
+            .and_then(|()| dir.try_clone())
+            .and_then(Dir::remove_open_dir)
+        {
+            Err(e) if e.kind() != ErrorKind::NotFound => return Err(failed(path, e)),
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

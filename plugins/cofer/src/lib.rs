@@ -24,6 +24,7 @@ mod project;
 mod run;
 mod services;
 mod turn;
+mod workdir;
 
 use plugin_sdk::log::{Level, log};
 use plugin_sdk::{Hints, McpTool, TaskSupport, ToolError, ToolOutput, git};

@@ -12,6 +12,7 @@
 
 mod provider;
 mod provider_error;
+mod relay;
 mod run;
 
 use plugin_sdk::{Hints, McpTool, TaskSupport, ToolError, ToolOutput, notify};

@@ -1,0 +1,152 @@
+//! The git commands the host runs on a user's repository (never on a tree
+//! a container writes): init, push and fetch between local repositories,
+//! pruning, reading a ref, a remote's URL, an exclude and who commits.
+
+use std::path::Path;
+
+use crate::{GitError, Repo, SAFE, git_command, output, program, snapshot};
+
+/// `git init --bare` in `dir` (which is not a repository yet).
+pub async fn init_bare(dir: &Path) -> Result<(), GitError> {
+    let settings: Vec<String> = SAFE.iter().map(|s| s.to_string()).collect();
+    let args = ["init", "--quiet", "--bare", "--", &*dir.to_string_lossy()];
+    let mut command = git_command(&settings, &args);
+    command.current_dir(dir);
+    output(command, &args, dir).await.map(drop)
+}
+
+/// Force-push `refspecs` to the local remote `remote` of `repo` with no hook
+/// running on either side. On a local push the remote's side is a
+/// `git receive-pack` that reads the remote's own config and hooks, which
+/// `-c` settings given here do not reach: it is started with its own.
+pub async fn push(repo: &Repo, remote: &str, refspecs: &[&str]) -> Result<(), GitError> {
+    let receive = format!(
+        "'{}' -c core.hooksPath=/dev/null -c core.fsmonitor=false -c receive.fsckObjects=false receive-pack",
+        program().display()
+    );
+    let receive = format!("--receive-pack={receive}");
+    let mut args = vec![
+        "push",
+        "--quiet",
+        "--no-verify",
+        "--force",
+        &receive,
+        "--",
+        remote,
+    ];
+    args.extend_from_slice(refspecs);
+    repo.run(&args).await.map(drop)
+}
+
+/// `git fetch` of `refspec` from the repository at `path` (a path, never
+/// a remote's name: a remote's URL and `uploadpack` come from a config a
+/// plugin may write), its upload-pack run as the host chooses.
+pub async fn fetch(repo: &Repo, path: &Path, refspec: &str) -> Result<(), GitError> {
+    let upload = format!(
+        "--upload-pack='{}' -c core.hooksPath=/dev/null -c core.fsmonitor=false upload-pack",
+        program().display()
+    );
+    let from = path.to_string_lossy();
+    let args = [
+        "fetch",
+        "--quiet",
+        "--no-tags",
+        &upload,
+        "--",
+        &from,
+        refspec,
+    ];
+    repo.run(&args).await.map(drop)
+}
+
+/// Drop the objects no ref of the bare repository `dir` reaches any more
+/// (`git gc --prune=now`): what a deleted branch alone held.
+pub async fn prune_bare(dir: &Path) -> Result<(), GitError> {
+    let settings: Vec<String> = SAFE.iter().map(|s| s.to_string()).collect();
+    let git_dir = dir.to_string_lossy();
+    let args = ["--git-dir", &*git_dir, "gc", "--quiet", "--prune=now"];
+    let mut command = git_command(&settings, &args);
+    command.current_dir(dir);
+    output(command, &args, dir).await.map(drop)
+}
+
+/// The commit `rev` names, if any.
+pub async fn resolve(repo: &Repo, rev: &str) -> Result<Option<String>, GitError> {
+    let spec = format!("{rev}^{{commit}}");
+    let args = [
+        "rev-parse",
+        "--verify",
+        "--quiet",
+        "--end-of-options",
+        &spec,
+    ];
+    match repo.run(&args).await {
+        Ok(out) => Ok(Some(out.trim().to_string())),
+        Err(GitError::Failed {
+            exit_code: Some(1), ..
+        }) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// URL of remote `name`, if the repository has one.
+pub async fn remote_url(repo: &Repo, name: &str) -> Result<Option<String>, GitError> {
+    let key = format!("remote.{name}.url");
+    match repo.run(&["config", "--get", &key]).await {
+        Ok(out) => Ok(Some(out.trim().to_string())),
+        Err(GitError::Failed {
+            exit_code: Some(1), ..
+        }) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Add `pattern` to the repository's `info/exclude` unless it is there.
+pub async fn exclude(repo: &Repo, pattern: &str) -> Result<(), GitError> {
+    let git = &repo.handles.git;
+    let current = git.read_to_string("info/exclude").unwrap_or_default();
+    if current.lines().any(|line| line.trim() == pattern) {
+        return Ok(());
+    }
+    let mut text = current;
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.push('\n');
+    }
+    text.push_str(pattern);
+    text.push('\n');
+    git.create_dir_all("info")
+        .and_then(|()| git.write("info/exclude", text))
+        .map_err(|e| GitError::Failed {
+            command: format!("append to {}", repo.git_dir.join("info/exclude").display()),
+            exit_code: None,
+            stderr: e.to_string(),
+        })
+}
+
+/// Who the host's commits are by: the repository's identity, else the
+/// host user's global one, else `name <name@localhost>` (the plugin's), so
+/// a commit works on a machine where git was never configured. (Global
+/// config is read for these two values only; everything else of it stays
+/// off.)
+pub async fn identity(repo: &Repo, name: &str) -> snapshot::Identity {
+    let mut found = Vec::new();
+    let email = format!("{name}@localhost");
+    for (key, fallback) in [("user.name", name), ("user.email", email.as_str())] {
+        let value = match repo.run(&["config", "--get", key]).await {
+            Ok(value) if !value.trim().is_empty() => value,
+            _ => {
+                let args = ["config", "--global", "--get", key];
+                let mut command = git_command(&[], &args);
+                command.env_remove("GIT_CONFIG_GLOBAL").current_dir("/");
+                output(command, &args, Path::new("/"))
+                    .await
+                    .unwrap_or_default()
+            }
+        };
+        let value = value.trim();
+        found.push(if value.is_empty() { fallback } else { value }.to_string());
+    }
+    let email = found.pop().unwrap_or_default();
+    let name = found.pop().unwrap_or_default();
+    snapshot::Identity { name, email }
+}
