@@ -9,6 +9,7 @@ use std::time::Instant;
 
 use plugin_sdk::ToolError;
 use plugin_sdk::pty::{self, PtyError, Session, SpawnRequest};
+use plugin_sdk::text::strip_ansi;
 use serde_json::json;
 
 use crate::{Answer, PROGRAM, auth_error, not_installed, timeout};
@@ -137,12 +138,6 @@ fn answer_text(reply: &str, sent: &str) -> String {
     let mut text = lines.join("\n");
     text.push('\n');
     text
-}
-
-fn strip_ansi(text: &str) -> String {
-    let escapes =
-        regex_lite::Regex::new(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07").expect("valid regex");
-    escapes.replace_all(text, "").into_owned()
 }
 
 fn pty_error(e: PtyError) -> ToolError {

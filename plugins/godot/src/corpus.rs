@@ -13,21 +13,19 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use plugin_sdk::ToolError;
-use plugin_sdk::index::{self, Analyzer, Field, FieldType, IndexInfo, Schema};
+use plugin_sdk::index::{self, IndexInfo};
 use plugin_sdk::log::{Level, log};
 
-use crate::bbcode::{first_sentence, prose_only, without_inline_code};
+use crate::documents::{Documents, FORMAT, Priors, add_manual, schema};
 use crate::engine;
-use crate::links::{Links, enums_of, mentions};
+use crate::links::{Links, mentions};
 use crate::manual::{self, Section};
 use crate::model::ClassDoc;
-use crate::parse::{class_header, parse_class};
+use crate::parse::parse_class;
 use crate::source::Source;
-use crate::uri;
-
-/// Bump when the documents change shape.
-const FORMAT: &str = "godot-docs/18";
-const BATCH: usize = 2000;
+use crate::version::{
+    class_version, docs_url, major_minor, matches_version, project_version, version_key,
+};
 
 /// One reference served, checked, and where it came from.
 pub struct DocDir {
@@ -282,21 +280,6 @@ fn from_engines(in_workspace: &Path) -> Result<Vec<DocDir>, ToolError> {
     Ok(dirs.into_iter().map(|(_, dir)| dir).collect())
 }
 
-/// `4.6` of `4.6.3.stable.official`.
-fn major_minor(version: &str) -> String {
-    let label: String = version
-        .split('.')
-        .take(2)
-        .take_while(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()))
-        .collect::<Vec<_>>()
-        .join(".");
-    if label.is_empty() {
-        "unknown".into()
-    } else {
-        label
-    }
-}
-
 /// The version a doc dir's files carry: Godot 3 writes it on every class
 /// (`version="3.6"`); Godot 4's files carry none, so they are `4`.
 fn xml_version(dir: &Path) -> String {
@@ -326,23 +309,6 @@ fn xml_version(dir: &Path) -> String {
         Some(version) => major_minor(version),
         None => "4".into(),
     }
-}
-
-/// The `version` attribute of a class file's `<class>` tag (Godot 3
-/// writes one).
-fn class_version(xml: &str) -> Option<&str> {
-    let tag = xml
-        .split_once("<class ")
-        .and_then(|(_, rest)| rest.split_once('>'))
-        .map_or("", |(tag, _)| tag);
-    tag.split_once(" version=\"")
-        .and_then(|(_, rest)| rest.split_once('"'))
-        .map(|(version, _)| version)
-}
-
-/// For ordering versions: `4.10` after `4.9`.
-fn version_key(version: &str) -> Vec<u64> {
-    version.split('.').map(|p| p.parse().unwrap_or(0)).collect()
 }
 
 /// A configured doc dir must exist and hold `classes/`.
@@ -456,47 +422,6 @@ pub fn ensure(version: Option<&str>) -> Result<(DocDir, usize, bool), ToolError>
     Ok((docs, count, manual))
 }
 
-/// The Godot version a `project.godot` is for: its `config/features`
-/// version (`"4.3"`, Godot 4), else `3` for a Godot 3 file
-/// (`config_version=4`) and `4` for a Godot 4 one (`config_version=5`).
-fn project_version(text: &str) -> Option<String> {
-    let value = |key: &str| {
-        text.lines()
-            .find_map(|line| {
-                line.trim()
-                    .strip_prefix(key)?
-                    .trim_start()
-                    .strip_prefix('=')
-            })
-            .map(str::trim)
-    };
-    let featured = value("config/features").and_then(|features| {
-        features
-            .split('"')
-            .skip(1)
-            .step_by(2)
-            .find(|f| {
-                f.split('.')
-                    .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
-            })
-            .map(str::to_string)
-    });
-    featured.or_else(|| match value("config_version")? {
-        "4" => Some("3".into()),
-        "5" => Some("4".into()),
-        _ => None,
-    })
-}
-
-/// `wanted` names `version`: the same, or more precise (`4.6.3`), or less
-/// (`4` for `4.6`).
-fn matches_version(version: &str, wanted: &str) -> bool {
-    let wanted = wanted.trim_start_matches(['v', 'V']);
-    version == wanted
-        || wanted.starts_with(&format!("{version}."))
-        || version.starts_with(&format!("{wanted}."))
-}
-
 /// Rebuild each reference whose XML no longer matches its saved index;
 /// the doc dirs to watch.
 pub fn refresh() -> Result<Vec<DocDir>, ToolError> {
@@ -586,88 +511,6 @@ fn build(docs: &DocDir, sources: &Sources, version: &str) -> Result<IndexInfo, T
     Ok(info)
 }
 
-/// Documents for the index, added a batch at a time.
-struct Documents<'a> {
-    builder: &'a index::Builder,
-    batch: Vec<Vec<(String, String)>>,
-}
-
-impl<'a> Documents<'a> {
-    fn new(builder: &'a index::Builder) -> Self {
-        Documents {
-            builder,
-            batch: Vec::with_capacity(BATCH),
-        }
-    }
-
-    fn push(&mut self, document: Vec<(String, String)>) -> Result<(), ToolError> {
-        self.batch.push(document);
-        if self.batch.len() >= BATCH {
-            self.flush()?;
-        }
-        Ok(())
-    }
-
-    fn flush(&mut self) -> Result<(), ToolError> {
-        self.builder.add(&std::mem::take(&mut self.batch))?;
-        Ok(())
-    }
-
-    /// The class and its symbols, each with what the manual says of it.
-    fn class(
-        &mut self,
-        class: &ClassDoc,
-        prior: f64,
-        mentions: &HashMap<String, String>,
-    ) -> Result<(), ToolError> {
-        let mentioned = |qname: String| mentions.get(&qname).map_or("", String::as_str);
-        let own = mentioned(class.name.to_lowercase());
-        self.push(class_document(class, prior, own))?;
-        for symbol in class.symbols() {
-            let qname = format!("{}.{}", class.name, symbol.name).to_lowercase();
-            self.push(symbol_document(class, &symbol, prior, mentioned(qname)))?;
-        }
-        Ok(())
-    }
-}
-
-/// How much each class's entries count before their words do: central
-/// classes (many descendants, and the global scopes with the most
-/// central) more, the editor's own less. Read from each file's `<class>`
-/// tag, so that a class can be indexed before the rest are parsed.
-struct Priors(HashMap<String, f64>);
-
-impl Priors {
-    fn new(files: &[(String, String)]) -> Priors {
-        let heads: Vec<(String, Option<String>)> = files
-            .iter()
-            .filter_map(|(_, xml)| class_header(xml))
-            .collect();
-        let descendants = descendant_counts(&heads);
-        let central = descendants.values().copied().max().unwrap_or(0);
-        let priors = heads
-            .iter()
-            .map(|(name, _)| {
-                let reach = if name.starts_with('@') {
-                    central
-                } else {
-                    *descendants.get(name.as_str()).unwrap_or(&0)
-                };
-                // The editor's own API (plugins, settings) answers questions
-                // about games only by accident: behind the rest on equal words.
-                let audience = if name.starts_with("Editor") { 0.6 } else { 1.0 };
-                let prior = audience * (1.0 + 0.08 * (1.0 + reach as f64).ln());
-                (name.clone(), prior)
-            })
-            .collect();
-        Priors(priors)
-    }
-
-    fn of(&self, class: &str) -> f64 {
-        self.0.get(class).copied().unwrap_or(1.0)
-    }
-}
-
 /// The manual's sections, each with its links resolved against the
 /// reference. A page that cannot be read is logged and left out.
 fn read_manual(links: &Links, dir: &Path, pages: &[Source]) -> Vec<(Section, Vec<String>)> {
@@ -695,58 +538,6 @@ fn read_manual(links: &Links, dir: &Path, pages: &[Source]) -> Vec<(Section, Vec
         }
     }
     sections
-}
-
-/// The manual's sections as documents.
-fn add_manual(out: &mut Documents, sections: &[(Section, Vec<String>)]) -> Result<(), ToolError> {
-    // A name the manual links everywhere (Node, Vector2, `_ready`) says
-    // nothing of what one section is about: only the rarer ones are kept.
-    let mut seen: HashMap<&str, usize> = HashMap::new();
-    for (_, resolved) in sections {
-        for link in resolved {
-            *seen.entry(link.as_str()).or_default() += 1;
-        }
-    }
-    let common = (sections.len() as f64 * COMMON_LINK_SHARE).ceil() as usize;
-    for (section, resolved) in sections {
-        let rare: Vec<String> = resolved
-            .iter()
-            .filter(|l| seen.get(l.as_str()).is_none_or(|n| *n <= common))
-            .cloned()
-            .collect();
-        out.push(manual_document(section, &rare))?;
-    }
-    Ok(())
-}
-
-/// The share of the manual's sections past which a link is too common to
-/// say what a section is about (measured: 1% keeps too few, none too many).
-const COMMON_LINK_SHARE: f64 = 0.02;
-
-fn manual_document(section: &Section, links: &[String]) -> Vec<(String, String)> {
-    let uri = uri::manual(&section.page, &section.anchor);
-    let mut doc = vec![
-        ("uri".into(), uri),
-        ("kind".into(), "manual".into()),
-        ("corpus".into(), "manual".into()),
-        ("class".into(), section.page_title.clone()),
-        ("name".into(), section.heading.clone()),
-        ("name_lc".into(), section.heading.to_lowercase()),
-        ("name_text".into(), section.heading.clone()),
-        ("class_text".into(), section.page_title.clone()),
-        (
-            "summary".into(),
-            format!(
-                "{}. {}",
-                section.heading,
-                first_sentence(section.prose.trim())
-            ),
-        ),
-        ("body".into(), section.prose.trim().to_string()),
-        ("weight".into(), "1.0".into()),
-    ];
-    doc.extend(links.iter().map(|l| ("links".to_string(), l.clone())));
-    doc
 }
 
 /// Every class file's text, with the path shown in the log; a file that
@@ -778,234 +569,4 @@ fn parse((shown, xml): (String, String)) -> Option<ClassDoc> {
             )
         })
         .ok()
-}
-
-/// `$DOCS_URL` for a file: its `version` attribute (3.x has one) or stable.
-fn docs_url(xml: &str) -> String {
-    let version = class_version(xml)
-        .map(|v| v.split('.').take(2).collect::<Vec<_>>().join("."))
-        .filter(|v| !v.is_empty())
-        .unwrap_or_else(|| "stable".into());
-    format!("https://docs.godotengine.org/en/{version}")
-}
-
-/// How many classes inherit from each class, directly or not: a measure of
-/// how central it is (Node, Object), used as a ranking prior.
-fn descendant_counts(classes: &[(String, Option<String>)]) -> HashMap<&str, usize> {
-    let parent: HashMap<&str, &str> = classes
-        .iter()
-        .filter_map(|(name, inherits)| Some((name.as_str(), inherits.as_deref()?)))
-        .collect();
-    let mut counts: HashMap<&str, usize> = HashMap::new();
-    for (name, _) in classes {
-        let mut at = name.as_str();
-        let mut hops = 0;
-        while let Some(&up) = parent.get(at) {
-            *counts.entry(up).or_default() += 1;
-            at = up;
-            hops += 1;
-            if hops > 64 {
-                break; // a cycle in broken docs
-            }
-        }
-    }
-    counts
-}
-
-fn schema() -> Schema {
-    let field = |name: &str, type_: FieldType, stored: bool| Field {
-        name: name.into(),
-        type_,
-        stored,
-    };
-    Schema {
-        fields: vec![
-            field("uri", FieldType::Keyword, true),
-            field("kind", FieldType::Keyword, true),
-            // `reference` or `manual`: one term to keep either.
-            field("corpus", FieldType::Keyword, false),
-            field("class", FieldType::Keyword, true),
-            field("name", FieldType::Stored, true),
-            field("name_lc", FieldType::Keyword, false),
-            field("qname_lc", FieldType::Keyword, false),
-            field("name_text", FieldType::Text(Analyzer::Identifier), false),
-            field("class_text", FieldType::Text(Analyzer::Identifier), false),
-            field("summary", FieldType::Text(Analyzer::Prose), false),
-            field("body", FieldType::Text(Analyzer::Prose), true),
-            field("inherits", FieldType::Stored, true),
-            field("members", FieldType::Stored, true),
-            field("json", FieldType::Stored, true),
-            // What the manual says where it refers to a class or member.
-            field("mentions", FieldType::Text(Analyzer::Prose), false),
-            // A manual section's `Class` and `Class.member` names.
-            field("links", FieldType::Stored, true),
-            // A method's or signal's parameter names (its description
-            // writes them as inline code).
-            field("params", FieldType::Stored, true),
-            // The enum a constant is of; the enums a member uses.
-            field("enum", FieldType::Stored, true),
-            field("enums", FieldType::Keyword, false),
-            field("weight", FieldType::Weight, false),
-        ],
-        id_field: "uri".into(),
-    }
-}
-
-fn class_document(class: &ClassDoc, prior: f64, mentions: &str) -> Vec<(String, String)> {
-    let members: Vec<String> = class
-        .symbols()
-        .iter()
-        .map(|s| format!("{}\t{}", s.kind, s.name))
-        .collect();
-    let body = format!(
-        "{}\n{}",
-        class.brief_description,
-        prose_only(&class.description)
-    );
-    let weight = prior * if class.deprecated.is_some() { 0.7 } else { 1.0 };
-    vec![
-        ("uri".into(), uri::class(&class.name)),
-        ("kind".into(), "class".into()),
-        ("corpus".into(), "reference".into()),
-        ("class".into(), class.name.clone()),
-        ("name".into(), class.name.clone()),
-        ("name_lc".into(), class.name.to_lowercase()),
-        ("qname_lc".into(), class.name.to_lowercase()),
-        ("name_text".into(), class.name.clone()),
-        (
-            "summary".into(),
-            without_inline_code(&class.brief_description),
-        ),
-        ("body".into(), body.trim().to_string()),
-        (
-            "inherits".into(),
-            class.inherits.clone().unwrap_or_default(),
-        ),
-        ("members".into(), members.join("\n")),
-        (
-            "json".into(),
-            serde_json::to_string(class).expect("classes serialise"),
-        ),
-        ("mentions".into(), mentions.to_string()),
-        ("weight".into(), weight.to_string()),
-    ]
-}
-
-/// How much each kind of symbol counts, relative to a class.
-fn kind_prior(kind: &str) -> f64 {
-    match kind {
-        "method" | "property" | "signal" => 1.0,
-        "annotation" => 0.9,
-        "constant" => 0.5,
-        "constructor" => 0.5,
-        "theme_item" => 0.5,
-        _ => 0.3, // operators
-    }
-}
-
-fn symbol_document(
-    class: &ClassDoc,
-    symbol: &crate::model::Symbol<'_>,
-    prior: f64,
-    mentions: &str,
-) -> Vec<(String, String)> {
-    let weight = prior * kind_prior(symbol.kind) * if symbol.deprecated { 0.7 } else { 1.0 };
-    let prose = prose_only(symbol.description);
-    // A setting's path (`application/config/auto_accept_quit`): its last
-    // part names it, the rest is where it sits, like a class (else every
-    // setting under `application/` would answer questions about the app).
-    let (category, own_name) = symbol.name.rsplit_once('/').unwrap_or(("", symbol.name));
-    let mut doc = vec![
-        (
-            "uri".into(),
-            uri::symbol(&class.name, symbol.kind, &symbol.uri_name()),
-        ),
-        ("kind".into(), symbol.kind.into()),
-        ("corpus".into(), "reference".into()),
-        ("class".into(), class.name.clone()),
-        ("name".into(), symbol.name.to_string()),
-        ("name_lc".into(), symbol.name.to_lowercase()),
-        (
-            "qname_lc".into(),
-            format!("{}.{}", class.name, symbol.name).to_lowercase(),
-        ),
-        ("name_text".into(), own_name.to_string()),
-        (
-            "class_text".into(),
-            format!("{} {}", class.name, category.replace('/', " ")),
-        ),
-        (
-            "summary".into(),
-            without_inline_code(first_sentence(prose.trim())),
-        ),
-        ("body".into(), prose.trim().to_string()),
-        ("mentions".into(), mentions.to_string()),
-        ("weight".into(), weight.to_string()),
-    ];
-    doc.extend(
-        symbol
-            .params
-            .iter()
-            .map(|p| ("params".to_string(), p.name.clone())),
-    );
-    // The enum a constant is of, and those a member holds, takes or
-    // returns (lowercase `class.enum`): a question that finds a constant is
-    // about the members that take its enum.
-    let field = match symbol.kind {
-        "constant" => "enum",
-        _ => "enums",
-    };
-    doc.extend(
-        enums_of(class, symbol.kind, symbol.name)
-            .into_iter()
-            .map(|e| (field.to_string(), e.to_lowercase())),
-    );
-    doc
-}
-
-#[cfg(test)]
-mod tests {
-
-    #[test]
-    fn a_projects_godot_version_is_read() {
-        let four = "config_version=5\n\n[application]\n\nconfig/name=\"Demo\"\n\
-                    config/features=PackedStringArray(\"4.3\", \"GL Compatibility\")\n";
-        assert_eq!(project_version(four).as_deref(), Some("4.3"));
-        assert_eq!(project_version("config_version=5\n").as_deref(), Some("4"));
-        assert_eq!(
-            project_version("config_version=4\n[application]\n").as_deref(),
-            Some("3")
-        );
-        assert_eq!(project_version("nothing here"), None);
-    }
-
-    use super::*;
-
-    #[test]
-    fn docs_url_uses_the_version_attribute_or_stable() {
-        assert_eq!(
-            docs_url(r#"<class name="A" version="3.6" >"#),
-            "https://docs.godotengine.org/en/3.6"
-        );
-        assert_eq!(
-            docs_url(r#"<class name="A" inherits="B">"#),
-            "https://docs.godotengine.org/en/stable"
-        );
-    }
-
-    #[test]
-    fn descendants_count_every_generation() {
-        let class = |n: &str, p: Option<&str>| (n.to_string(), p.map(str::to_string));
-        let classes = [
-            class("Object", None),
-            class("Node", Some("Object")),
-            class("Node2D", Some("Node")),
-            class("Timer", Some("Node")),
-        ];
-        let counts = descendant_counts(&classes);
-        assert_eq!(
-            (counts["Object"], counts["Node"], counts.get("Timer")),
-            (3, 2, None)
-        );
-    }
 }

@@ -14,6 +14,7 @@ pub mod bbcode;
 pub mod binary;
 pub mod budget;
 pub mod corpus;
+mod documents;
 pub mod engine;
 pub mod links;
 pub mod manual;
@@ -21,9 +22,11 @@ pub mod model;
 pub mod parse;
 pub mod ranking;
 pub mod renames;
+pub mod search;
 pub mod source;
 pub mod thesaurus;
 pub mod uri;
+mod version;
 
 use plugin_sdk::resources::{Contents, ResourceTemplate};
 use plugin_sdk::{Hints, McpTool, ToolError, ToolOutput, lifecycle, resources, structured_output};
@@ -47,10 +50,10 @@ struct Search;
 #[schemars(extend("x-error-code" = "INVALID_ARGUMENT"))]
 struct SearchArgs {
     /// Words or a name, e.g. `move_and_slide`, `http request`, `Node._ready`.
-    #[schemars(length(min = 1, max = api::MAX_QUERY_CHARS))]
+    #[schemars(length(min = 1, max = search::MAX_QUERY_CHARS))]
     query: String,
     /// Only this kind of entry.
-    #[schemars(extend("enum" = api::SEARCH_KINDS))]
+    #[schemars(extend("enum" = search::SEARCH_KINDS))]
     kind: Option<String>,
     #[schemars(range(min = 1, max = 100), extend("default" = 10))]
     limit: Option<u32>,
@@ -84,7 +87,7 @@ impl McpTool for Search {
     }
 
     fn call(args: SearchArgs) -> Result<ToolOutput, ToolError> {
-        let results = api::search(
+        let results = search::search(
             args.version.as_deref(),
             &args.query,
             args.kind.as_deref(),
@@ -335,16 +338,20 @@ impl resources::Guest for Godot {
                 value.to_string()
             }
             uri::Target::Search { query, kind } => {
-                if let Some(k) = kind.as_deref().filter(|k| !api::SEARCH_KINDS.contains(k)) {
+                if let Some(k) = kind
+                    .as_deref()
+                    .filter(|k| !search::SEARCH_KINDS.contains(k))
+                {
                     return Err(ToolError::new(
                         "INVALID_ARGUMENT",
                         format!(
                             "unknown kind `{k}`: use one of {}",
-                            api::SEARCH_KINDS.join(", ")
+                            search::SEARCH_KINDS.join(", ")
                         ),
                     ));
                 }
-                json!({ "results": api::search(version, &query, kind.as_deref(), 10)? }).to_string()
+                json!({ "results": search::search(version, &query, kind.as_deref(), 10)? })
+                    .to_string()
             }
             uri::Target::Manual { page, anchor } => {
                 api::manual_page(&page, anchor.as_deref())?.to_string()

@@ -2,7 +2,7 @@
 //! patterns, with context, at most [`MAX_BLOCKS`] blocks, plus the last
 //! [`LAST_LINES`] lines. Works on the output tail only.
 
-use plugin_sdk::text::cut;
+use plugin_sdk::text::{cut, strip_ansi};
 use regex_lite::Regex;
 use serde::Serialize;
 
@@ -81,13 +81,6 @@ pub struct Header<'a> {
     pub ended: &'a str,
     pub tests: Option<&'a crate::results::Counts>,
     pub failures: &'a [crate::results::Failure],
-}
-
-/// Remove ANSI escape sequences (colours, cursor moves).
-pub fn strip_ansi(text: &str) -> String {
-    static_regex(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07|\x1b[@-Z\\-_]")
-        .replace_all(text, "")
-        .into_owned()
 }
 
 fn static_regex(pattern: &str) -> Regex {

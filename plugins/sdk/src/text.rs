@@ -79,6 +79,16 @@ pub fn cut(text: &str, max: usize, mark: &str) -> String {
     }
 }
 
+/// `text` without ANSI escape sequences (colours, cursor moves, titles):
+/// what a program wrote for a terminal, as text.
+pub fn strip_ansi(text: &str) -> String {
+    static ESCAPES: std::sync::LazyLock<regex_lite::Regex> = std::sync::LazyLock::new(|| {
+        regex_lite::Regex::new(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07|\x1b[@-Z\\-_]")
+            .expect("a valid pattern")
+    });
+    ESCAPES.replace_all(text, "").into_owned()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,7 +5,7 @@
 use serde_json::Value;
 
 use super::{Outcome, Results, failure, in_repo, stack_location};
-use crate::excerpt::strip_ansi;
+use plugin_sdk::text::strip_ansi;
 
 /// Read a jest-format JSON report; `repo` turns absolute paths into
 /// relative ones.
