@@ -161,7 +161,10 @@ fn import_graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
             let outside = names
                 .iter()
                 .filter(|n| *n != &at && !n.starts_with(&format!("{at}::")));
-            graph.entry(at.clone()).or_default().extend(outside.cloned());
+            graph
+                .entry(at.clone())
+                .or_default()
+                .extend(outside.cloned());
             parts.pop();
         }
     }

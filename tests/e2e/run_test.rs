@@ -773,8 +773,11 @@ async fn hang_with_output_times_out_with_progress() {
     let elapsed = started.elapsed();
     let out = &structured(&result);
     check_reports(&env, out, "timeout");
+    // Well before the 60 s no-output limit: the 2.5 s one ended it (the
+    // slack is for a loaded 2-core machine, where killing and reporting
+    // took 5.9 s once).
     assert!(
-        elapsed < Duration::from_millis(2500 + 3000),
+        elapsed < Duration::from_millis(2500 + 12_000),
         "returned after {elapsed:?}"
     );
     assert!(out["excerpt"].as_str().unwrap().contains("tick"));

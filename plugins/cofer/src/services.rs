@@ -178,9 +178,7 @@ fn start(env: &Env, config: &ServiceConfig) -> Result<ContainerInfo, ToolError> 
     let joined =
         containers::network_connect(&env.network(), &info.id, std::slice::from_ref(&config.name))
             .map_err(|e| from_container("put the service on the environment's network", e))
-            .and_then(|()| {
-                containers::inspect(&info.id).map_err(|e| from_container("inspect the service", e))
-            });
+            .and_then(|()| inspect_settled(&info.id));
     match joined {
         Ok(now) if now.state == "running" => Ok(now),
         Ok(now) => Err(ended_at_start(
@@ -195,6 +193,23 @@ fn start(env: &Env, config: &ServiceConfig) -> Result<ContainerInfo, ToolError> 
         Err(e) => {
             let _ = containers::remove(&info.id, 0);
             Err(e)
+        }
+    }
+}
+
+/// The container `id` as Podman describes it. Podman (4.3) can fail to
+/// describe a container that is exiting at that moment ("network
+/// inspection mismatch"): asked again a moment later, it describes the
+/// exited container.
+fn inspect_settled(id: &str) -> Result<ContainerInfo, ToolError> {
+    let mut tries = 0;
+    loop {
+        match containers::inspect(id) {
+            Err(_) if tries < 3 => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(200));
+            }
+            other => return other.map_err(|e| from_container("inspect the service", e)),
         }
     }
 }
