@@ -28,6 +28,7 @@ mod pi;
 mod planted;
 mod pty;
 mod registry;
+mod registry_login;
 mod run_test;
 mod secrets;
 mod tasks;

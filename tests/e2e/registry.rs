@@ -11,9 +11,9 @@ use serde_json::json;
 use crate::harness::*;
 
 /// A registry of its own for one test, gone with it.
-struct Registry {
+pub struct Registry {
     child: std::process::Child,
-    address: String,
+    pub address: String,
     storage: PathBuf,
     _dir: tempfile::TempDir,
 }
@@ -27,7 +27,13 @@ impl Drop for Registry {
 
 impl Registry {
     /// `$OCI_REGISTRY` (default: `docker-registry` on PATH), or a skip.
-    fn start() -> Option<Registry> {
+    pub fn start() -> Option<Registry> {
+        Registry::start_with(|_| String::new())
+    }
+
+    /// The same, `more(folder)` added to its config (e.g. an `auth:`
+    /// section whose files it writes into the registry's folder).
+    pub fn start_with(more: impl FnOnce(&Path) -> String) -> Option<Registry> {
         let program = match std::env::var_os("OCI_REGISTRY").filter(|p| !p.is_empty()) {
             Some(p) => PathBuf::from(p),
             None if require_program(
@@ -51,8 +57,9 @@ impl Registry {
         std::fs::write(
             &config,
             format!(
-                "version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\nhttp:\n  addr: {address}\n",
-                storage.display()
+                "version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\nhttp:\n  addr: {address}\n{}",
+                storage.display(),
+                more(dir.path())
             ),
         )
         .unwrap();
@@ -80,7 +87,7 @@ impl Registry {
         Some(registry)
     }
 
-    fn url(&self, repo_tag: &str) -> String {
+    pub fn url(&self, repo_tag: &str) -> String {
         format!("oci://{}/{repo_tag}", self.address)
     }
 

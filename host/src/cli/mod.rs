@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 mod call;
 mod clients;
+mod login;
 mod manage;
 pub(crate) mod printed;
 mod view;
@@ -158,6 +159,11 @@ enum Command {
         #[arg(long, value_name = "KEY")]
         sign: Option<PathBuf>,
     },
+    /// Save a registry login (password on standard input) where `podman
+    /// login` does, after the registry took it.
+    Login(login::Login),
+    /// Remove a registry login `host login` saved.
+    Logout(login::Logout),
     /// Put a view (an MCP Apps page) into a plugin component built without
     /// the Rust SDK (Python, JavaScript).
     #[command(subcommand)]
@@ -405,6 +411,8 @@ async fn run(command: Command) -> Result<ExitCode> {
             common,
         } => call::call(&tool, &arguments, common.loader()?).await,
         Command::View(action) => view::run(action),
+        Command::Login(args) => login::login(args).await,
+        Command::Logout(args) => login::logout(args),
         Command::Check { common, strict } => check(common.loader()?, strict).await,
         Command::ClientConfig {
             client,

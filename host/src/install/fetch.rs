@@ -10,6 +10,8 @@
 use anyhow::{Context, Result, anyhow, bail};
 use serde::Deserialize;
 
+use super::auth::Credentials;
+
 /// Far above any image manifest (a few KiB; cosign's with many signatures
 /// stay under 100 KiB).
 pub const MAX_MANIFEST_BYTES: usize = 4 << 20;
@@ -144,18 +146,26 @@ pub fn is_digest(text: &str) -> bool {
         .is_some_and(|hex| hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
-/// A repository of a registry, read anonymously.
+/// A repository of a registry, read anonymously until the registry asks
+/// for a login; then with the one Podman's and Docker's files hold for it
+/// ([`super::auth`]).
 pub struct Repository {
     http: reqwest::Client,
     /// `https://registry/v2/repository` (`http://` on this machine).
     base: String,
     shown: String,
+    registry: String,
     token: tokio::sync::Mutex<Option<String>>,
+    login: tokio::sync::OnceCell<Option<(Credentials, String)>>,
 }
 
 impl Repository {
     pub fn new(reference: &oci_client::Reference) -> Result<Repository> {
-        let registry = reference.resolve_registry();
+        Repository::at(reference.resolve_registry(), reference.repository())
+    }
+
+    /// `repository` (a path, or empty for the registry itself) of `registry`.
+    fn at(registry: &str, repository: &str) -> Result<Repository> {
         let scheme = if is_loopback(registry) {
             "http"
         } else {
@@ -163,10 +173,26 @@ impl Repository {
         };
         Ok(Repository {
             http: client()?,
-            base: format!("{scheme}://{registry}/v2/{}", reference.repository()),
-            shown: format!("{}/{}", reference.registry(), reference.repository()),
+            base: format!("{scheme}://{registry}/v2/{repository}"),
+            shown: format!("{registry}/{repository}"),
+            registry: registry.to_string(),
             token: tokio::sync::Mutex::new(None),
+            login: tokio::sync::OnceCell::new(),
         })
+    }
+
+    /// Whether `registry` takes `login` (its API's root, `/v2/`, read with
+    /// it), as `podman login` checks before saving one.
+    pub async fn check_login(registry: &str, login: Credentials) -> Result<()> {
+        let repository = Repository::at(registry, "")?;
+        let given = (login, "standard input".to_string());
+        repository.login.set(Some(given)).expect("a new cell");
+        let what = format!("{registry}'s API");
+        let response = repository
+            .get(&repository.base, None)
+            .await
+            .with_context(|| what.clone())?;
+        succeeded(response, &what).await.map(drop)
     }
 
     /// The manifest `tag_or_digest` names, with the digest of its bytes;
@@ -208,21 +234,30 @@ impl Repository {
         Ok(bytes)
     }
 
-    /// GET `url`, with the registry's anonymous token once one was asked
-    /// for; a `401` with a bearer challenge gets one and tries again.
+    /// GET `url`, with the registry's token once one was asked for; a `401`
+    /// gets a token (anonymous, or for the login when there is one) or the
+    /// login itself, and tries again once.
     async fn get(&self, url: &str, accept: Option<&str>) -> Result<reqwest::Response> {
-        let send = |token: Option<String>| {
+        enum Auth {
+            Bearer(String),
+            Basic(Credentials),
+        }
+        let send = |auth: Option<Auth>| {
             let mut request = self.http.get(url);
             if let Some(accept) = accept {
                 request = request.header(reqwest::header::ACCEPT, accept);
             }
-            if let Some(token) = token {
-                request = request.bearer_auth(token);
+            match auth {
+                Some(Auth::Bearer(token)) => request = request.bearer_auth(token),
+                Some(Auth::Basic(login)) => {
+                    request = request.basic_auth(login.username, Some(login.password))
+                }
+                None => {}
             }
             request.send()
         };
         let token = self.token.lock().await.clone();
-        let response = send(token).await?;
+        let response = send(token.map(Auth::Bearer)).await?;
         if response.status() != reqwest::StatusCode::UNAUTHORIZED {
             return Ok(response);
         }
@@ -230,20 +265,69 @@ impl Repository {
             .headers()
             .get(reqwest::header::WWW_AUTHENTICATE)
             .and_then(|v| v.to_str().ok())
-            .map(str::to_string);
-        let Some(token) = self.anonymous_token(challenge.as_deref()).await? else {
-            return Ok(response);
+            .map(str::to_string)
+            .unwrap_or_default();
+        let login = self.login().await?;
+        let retried = if challenge.starts_with("Bearer ") {
+            match self.token_for(&challenge, login.map(|(c, _)| c)).await? {
+                Some(token) => {
+                    *self.token.lock().await = Some(token.clone());
+                    send(Some(Auth::Bearer(token))).await?
+                }
+                None => response,
+            }
+        } else if let Some((credentials, _)) = login {
+            send(Some(Auth::Basic(credentials.clone()))).await?
+        } else {
+            response
         };
-        *self.token.lock().await = Some(token.clone());
-        Ok(send(Some(token)).await?)
+        if retried.status() == reqwest::StatusCode::UNAUTHORIZED {
+            return Err(self.login_needed(login.map(|(_, at)| at.as_str())));
+        }
+        Ok(retried)
     }
 
-    /// The token a `Bearer realm=…,service=…,scope=…` challenge offers
-    /// anyone; `None` when the challenge is not one.
-    async fn anonymous_token(&self, challenge: Option<&str>) -> Result<Option<String>> {
-        let Some(params) = challenge.and_then(|c| c.strip_prefix("Bearer ")) else {
-            return Ok(None);
-        };
+    /// The login for this registry, looked up once, when it first asks.
+    async fn login(&self) -> Result<Option<&(Credentials, String)>> {
+        let found = self
+            .login
+            .get_or_try_init(|| super::auth::lookup(&self.registry))
+            .await?;
+        Ok(found.as_ref())
+    }
+
+    /// What to do when the registry refuses: log in (and where logins are
+    /// read from), or log in again.
+    fn login_needed(&self, used: Option<&str>) -> anyhow::Error {
+        let registry = &self.registry;
+        match used {
+            Some(at) => anyhow!(
+                "{registry} refused the login found in {at}: run `host login {registry}` \
+                 (or `podman login {registry}`) again"
+            ),
+            None => {
+                let files: Vec<String> = super::auth::auth_files()
+                    .iter()
+                    .map(|f| f.display().to_string())
+                    .collect();
+                anyhow!(
+                    "{registry} asks for a login: run `host login {registry}` (or `podman login \
+                     {registry}`); none was found in {}",
+                    files.join(", ")
+                )
+            }
+        }
+    }
+
+    /// The token a `Bearer realm=…,service=…,scope=…` challenge offers,
+    /// asked with the login when there is one (anonymously else); `None`
+    /// when the challenge names no realm or the realm refuses.
+    async fn token_for(
+        &self,
+        challenge: &str,
+        login: Option<&Credentials>,
+    ) -> Result<Option<String>> {
+        let params = challenge.strip_prefix("Bearer ").unwrap_or(challenge);
         let param = |name: &str| -> Option<String> {
             params.split(',').find_map(|part| {
                 let (key, value) = part.trim().split_once('=')?;
@@ -264,7 +348,15 @@ impl Repository {
             }
         }
         let what = format!("a token from {}", url.host_str().unwrap_or("the registry"));
-        let response = succeeded(self.http.get(url.clone()).send().await?, &what).await?;
+        let mut request = self.http.get(url.clone());
+        if let Some(login) = login {
+            request = request.basic_auth(&login.username, Some(&login.password));
+        }
+        let response = request.send().await?;
+        if response.status() == reqwest::StatusCode::UNAUTHORIZED {
+            return Ok(None);
+        }
+        let response = succeeded(response, &what).await?;
         let bytes = bounded(response, MAX_SMALL_BYTES, &what).await?;
         #[derive(Deserialize)]
         struct Answer {

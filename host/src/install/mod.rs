@@ -10,6 +10,7 @@
 //! the new one. Nothing in an artifact sets a policy: what a plugin may do
 //! is the user's config alone.
 
+pub mod auth;
 mod claim;
 pub(crate) mod fetch;
 mod lock;

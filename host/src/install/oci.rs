@@ -89,7 +89,17 @@ pub async fn pull(reference: &Reference, max_bytes: u64) -> Result<Pulled> {
 /// registry has shown it holds exactly those bytes under that digest.
 pub async fn push(reference: &Reference, bytes: Vec<u8>) -> Result<String> {
     let client = client(reference);
-    let auth = RegistryAuth::Anonymous;
+    let registry = reference.resolve_registry();
+    let (auth, hint) = match super::auth::lookup(registry).await? {
+        Some((login, at)) => (
+            RegistryAuth::Basic(login.username, login.password),
+            format!("with the login found in {at}"),
+        ),
+        None => (
+            RegistryAuth::Anonymous,
+            format!("without a login; if it needs one, run `host login {registry}`"),
+        ),
+    };
     client
         .store_auth_if_needed(reference.resolve_registry(), &auth)
         .await;
@@ -108,7 +118,7 @@ pub async fn push(reference: &Reference, bytes: Vec<u8>) -> Result<String> {
     let manifest = OciImageManifest::build(std::slice::from_ref(&layer), &config, None);
     let body = serde_json::to_vec(&manifest).expect("a manifest serialises");
     let digest = format!("sha256:{}", crate::catalog::sha256_hex(&body));
-    let failed = |what: &str| format!("cannot push {what} to {reference}");
+    let failed = |what: &str| format!("cannot push {what} to {reference} ({hint})");
     client
         .push_blob(reference, layer.data.clone(), &manifest.layers[0].digest)
         .await
