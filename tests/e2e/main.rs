@@ -29,6 +29,7 @@ mod planted;
 mod pty;
 mod registry;
 mod registry_login;
+mod registry_update;
 mod run_test;
 mod secrets;
 mod tasks;

@@ -109,12 +109,12 @@ impl Registry {
     }
 }
 
-async fn host(env: &Env, args: &[&str]) -> Output {
+pub async fn host(env: &Env, args: &[&str]) -> Output {
     env.host(args).output().await.unwrap()
 }
 
 /// `host publish FILE TARGET` (it reads no config or folder).
-async fn publish(file: &Path, target: &str) -> Output {
+pub async fn publish(file: &Path, target: &str) -> Output {
     tokio::process::Command::new(env!("CARGO_BIN_EXE_host"))
         .arg("publish")
         .arg(file)
@@ -124,7 +124,7 @@ async fn publish(file: &Path, target: &str) -> Output {
         .unwrap()
 }
 
-fn refused(out: &Output) -> String {
+pub fn refused(out: &Output) -> String {
     assert!(
         !out.status.success(),
         "expected a refusal: {}",
@@ -133,12 +133,12 @@ fn refused(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
-fn sha256(bytes: &[u8]) -> String {
+pub fn sha256(bytes: &[u8]) -> String {
     use sha2::Digest;
     format!("sha256:{:x}", sha2::Sha256::digest(bytes))
 }
 
-fn lock(env: &Env) -> toml::Table {
+pub fn lock(env: &Env) -> toml::Table {
     toml::from_str(&std::fs::read_to_string(env.plugins.join("plugins.lock")).unwrap()).unwrap()
 }
 
@@ -200,7 +200,7 @@ async fn a_plugin_from_a_registry_is_installed_locked_served_and_installed_again
 
 /// A component importing what this host does not offer: an instance
 /// `evil:pwn/escape` with one function.
-fn foreign_component() -> Vec<u8> {
+pub fn foreign_component() -> Vec<u8> {
     use wasm_encoder::{
         Component, ComponentImportSection, ComponentTypeRef, ComponentTypeSection, InstanceType,
     };

@@ -1,11 +1,12 @@
-//! `host client-config CLIENT --allow-read-only`: a client's own list of
-//! the tools it may run without asking.
+//! `host client-config CLIENT`: how a client starts this host, and with
+//! `--allow-read-only` its own list of the tools it may run without asking.
 
 use std::process::ExitCode;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 
 use crate::catalog::Loader;
+use crate::policy::Config;
 use crate::service::Service;
 
 /// `client`'s allow-list of the read-only tools the plugins serve, named
@@ -61,4 +62,44 @@ pub async fn allow_list(
             Ok(ExitCode::FAILURE)
         }
     }
+}
+
+/// The host as `client` should start it: this binary, the folders given
+/// here, and the host variables the policy reads that are set now.
+pub fn client_config(
+    client: crate::client_config::Client,
+    name: &str,
+    common: super::Common,
+) -> Result<ExitCode> {
+    let command = std::env::current_exe().context("cannot find this program's path")?;
+    let mut extra_args = Vec::new();
+    for (flag, value) in [
+        ("--plugins", &common.plugins),
+        ("--config", &common.config),
+        ("--cache-dir", &common.cache_dir),
+        ("--workspace", &common.workspace),
+    ] {
+        if let Some(value) = value {
+            let value = std::path::absolute(value)?;
+            extra_args.extend([flag.to_string(), value.to_string_lossy().into_owned()]);
+        }
+    }
+    let env = Config::load(common.user_config().as_deref())?
+        .host_variables()
+        .into_iter()
+        .filter_map(|var| {
+            Some((
+                var.clone(),
+                std::env::var(&var).ok().filter(|v| !v.is_empty())?,
+            ))
+        })
+        .collect();
+    let launch = crate::client_config::Connection::Stdio {
+        command: command.to_string_lossy().into_owned(),
+        extra_args,
+        env,
+    };
+    print!("{}", client.snippet(name, &launch));
+    eprintln!("{}.", client.place());
+    Ok(ExitCode::SUCCESS)
 }

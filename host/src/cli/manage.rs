@@ -1,5 +1,5 @@
-//! `host install`, `uninstall`, `publish` and `secret`: what the plugins
-//! folder holds and what its plugins are given.
+//! `host install`, `inspect`, `update`, `uninstall`, `publish` and
+//! `secret`: what the plugins folder holds and what its plugins are given.
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -28,6 +28,37 @@ pub async fn install(
         );
     }
     eprintln!("its grants go under [plugins.<name>] of your config; nothing in a plugin sets them");
+    Ok(ExitCode::SUCCESS)
+}
+
+pub async fn inspect(text: &str, loader: Loader) -> Result<ExitCode> {
+    let preview = crate::install::preview::inspect(&loader, text).await?;
+    let text = serde_json::to_string_pretty(&preview.to_json()).expect("JSON serialises");
+    println!("{text}");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One line per locked plugin: unchanged, or its old and new digest, who
+/// signed the new one and the host interfaces it imports now.
+pub async fn update(only: Option<&str>, dry_run: bool, loader: Loader) -> Result<ExitCode> {
+    for update in crate::install::preview::update(&loader, only, dry_run).await? {
+        let Some(to) = update.to else {
+            println!("{}\tunchanged\t{}", update.name, update.from);
+            continue;
+        };
+        let signed = to
+            .signer
+            .map_or("unsigned".to_string(), |s| format!("signed by {s}"));
+        let imports = match to.new_imports.is_empty() {
+            true => String::new(),
+            false => format!("\tnow imports {}", to.new_imports.join(", ")),
+        };
+        let done = if dry_run { "would update" } else { "updated" };
+        println!(
+            "{}\t{done}\t{} -> {}\t{signed}{imports}",
+            update.name, update.from, to.digest
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -142,6 +142,28 @@ enum Command {
         #[command(flatten)]
         common: Common,
     },
+    /// Show what a plugin is before installing it (or one installed, by
+    /// name): its tools with their schemas, views, prompts, resources, the
+    /// host interfaces it imports, what your policy grants its name, its
+    /// digest and signature; as JSON. Nothing is written.
+    Inspect {
+        /// A plugin's name, oci://…, https://… or a file.
+        source: String,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Resolve each locked plugin's source again (a registry's tag) and
+    /// install what changed, after the same checks as `install`; the old
+    /// version stays until the new one loads.
+    Update {
+        /// Only this plugin.
+        name: Option<String>,
+        /// Say what would change; install nothing.
+        #[arg(long)]
+        dry_run: bool,
+        #[command(flatten)]
+        common: Common,
+    },
     /// Take a plugin out of the plugins folder and plugins.lock.
     Uninstall {
         name: String,
@@ -381,6 +403,12 @@ async fn run(command: Command) -> Result<ExitCode> {
             let choice = crate::install::Choice { name, replace, yes };
             manage::install(source, &choice, common.loader()?).await
         }
+        Command::Inspect { source, common } => manage::inspect(&source, common.loader()?).await,
+        Command::Update {
+            name,
+            dry_run,
+            common,
+        } => manage::update(name.as_deref(), dry_run, common.loader()?).await,
         Command::Uninstall { name, common } => {
             manage::uninstall(&name, &common.loader()?.plugins_dir)
         }
@@ -444,7 +472,7 @@ async fn run(command: Command) -> Result<ExitCode> {
             url: None,
             common,
             ..
-        } => client_config(client, &name, common),
+        } => clients::client_config(client, &name, common),
         Command::New {
             name,
             dir,
@@ -467,46 +495,6 @@ async fn run(command: Command) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
-}
-
-/// The host as `client` should start it: this binary, the folders given
-/// here, and the host variables the policy reads that are set now.
-fn client_config(
-    client: crate::client_config::Client,
-    name: &str,
-    common: Common,
-) -> Result<ExitCode> {
-    let command = std::env::current_exe().context("cannot find this program's path")?;
-    let mut extra_args = Vec::new();
-    for (flag, value) in [
-        ("--plugins", &common.plugins),
-        ("--config", &common.config),
-        ("--cache-dir", &common.cache_dir),
-        ("--workspace", &common.workspace),
-    ] {
-        if let Some(value) = value {
-            let value = std::path::absolute(value)?;
-            extra_args.extend([flag.to_string(), value.to_string_lossy().into_owned()]);
-        }
-    }
-    let env = Config::load(common.user_config().as_deref())?
-        .host_variables()
-        .into_iter()
-        .filter_map(|var| {
-            Some((
-                var.clone(),
-                std::env::var(&var).ok().filter(|v| !v.is_empty())?,
-            ))
-        })
-        .collect();
-    let launch = crate::client_config::Connection::Stdio {
-        command: command.to_string_lossy().into_owned(),
-        extra_args,
-        env,
-    };
-    print!("{}", client.snippet(name, &launch));
-    eprintln!("{}.", client.place());
-    Ok(ExitCode::SUCCESS)
 }
 
 /// Serve MCP on stdio, or on HTTP when `http` says where.

@@ -15,6 +15,7 @@ mod claim;
 pub(crate) mod fetch;
 mod lock;
 pub mod oci;
+pub mod preview;
 mod signature;
 
 use std::path::{Path, PathBuf};

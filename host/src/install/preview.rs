@@ -1,0 +1,276 @@
+//! `host inspect` and `host update`: what a plugin is before it is put in
+//! the folder (its tools, views, prompts, resources, the host interfaces it
+//! imports, what your policy grants its name, its digest and signature),
+//! and each locked plugin's tag resolved again, installed only after the
+//! same checks as `install`.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::{Context, Result, anyhow, bail};
+use serde_json::{Value, json};
+
+use super::{Choice, Fetched, Lock, Source, Trust, claim, digest_of, put, read_bounded};
+use crate::catalog::{Loader, Plugin};
+
+/// A plugin as it would be installed.
+pub struct Preview {
+    pub name: String,
+    pub source: String,
+    pub digest: String,
+    pub manifest: Option<String>,
+    pub signer: Option<String>,
+    /// What `install` would say of its signature under `[trust]`.
+    pub signature: String,
+    pub imports: Vec<String>,
+    pub plugin: Arc<Plugin>,
+    pub grants: Vec<String>,
+}
+
+/// `text`: a plugin of the folder by name, or a source `install` takes,
+/// fetched and loaded as `install` would, nothing written.
+pub async fn inspect(loader: &Loader, text: &str) -> Result<Preview> {
+    let installed = loader.plugins_dir.join(format!("{text}.wasm"));
+    let (source_text, fetched, default_name) = if claim::check_name(text, text).is_ok()
+        && installed.is_file()
+    {
+        let lock = Lock::read(&loader.plugins_dir)?;
+        let entry = lock.plugins.iter().find(|e| e.name == text);
+        let fetched = Fetched {
+            bytes: read_bounded(&installed)?,
+            manifest: entry.and_then(|e| e.manifest.clone()),
+            signer: entry.and_then(|e| e.signer.clone()),
+        };
+        let source = entry.map_or_else(|| installed.display().to_string(), |e| e.source.clone());
+        (source, fetched, text.to_string())
+    } else {
+        let source = Source::parse(text)?;
+        // Fetched whatever its signature: the answer says what install
+        // would do with it.
+        let mut trust = Trust::of(loader)?;
+        trust.required = false;
+        let fetched = source.fetch(&trust).await?;
+        (text.to_string(), fetched, source.default_name())
+    };
+    let trust = Trust::of(loader)?;
+    let signature = match (&fetched.signer, fetched.manifest.is_some()) {
+        (Some(signer), _) => format!("signed by {signer}, a key you trust"),
+        (None, _) if trust.required => {
+            "no signature by a key you trust: `[trust] require_signatures` is on, install refuses it"
+                .into()
+        }
+        (None, true) if trust.keys.is_empty() => {
+            "not checked: `[trust] keys` names no key".into()
+        }
+        (None, true) => "no signature by a key you trust".into(),
+        (None, false) => "none (only registry artifacts carry signatures)".into(),
+    };
+    let name = claim::name(
+        &Choice {
+            name: None,
+            replace: false,
+            yes: false,
+        },
+        &default_name,
+        &source_text,
+        &fetched.bytes,
+    )?;
+    let imports = imports(&fetched.bytes)?;
+    let digest = digest_of(&fetched.bytes);
+    let file = loader.plugins_dir.join(format!("{name}.wasm"));
+    let plugin = loader
+        .try_bytes(&name, &file, fetched.bytes)
+        .await
+        .map_err(|e| anyhow!("{source_text} does not load in this host: {e:#}"))?;
+    Ok(Preview {
+        grants: claim::described(&loader.grants(&name)),
+        name,
+        source: source_text,
+        digest,
+        manifest: fetched.manifest,
+        signer: fetched.signer,
+        signature,
+        imports,
+        plugin,
+    })
+}
+
+impl Preview {
+    pub fn to_json(&self) -> Value {
+        let tools: Vec<Value> = self
+            .plugin
+            .tools
+            .iter()
+            .map(|t| {
+                json!({
+                    "name": t.exposed,
+                    "description": t.description,
+                    "inputSchema": t.input_schema,
+                    "outputSchema": t.output_schema,
+                    "view": t.view,
+                })
+            })
+            .collect();
+        let templates: Vec<Value> = self
+            .plugin
+            .templates
+            .iter()
+            .map(|t| json!({"uriTemplate": t.uri_template, "name": t.name, "description": t.description}))
+            .collect();
+        let prompts: Vec<Value> = self
+            .plugin
+            .prompts
+            .iter()
+            .map(|p| json!({"name": p.name, "description": p.description}))
+            .collect();
+        let views: Vec<Value> = self
+            .plugin
+            .views
+            .iter()
+            .map(|v| json!({"name": v.name, "title": v.title}))
+            .collect();
+        json!({
+            "name": self.name,
+            "source": self.source,
+            "digest": self.digest,
+            "manifest": self.manifest,
+            "signature": self.signature,
+            "signer": self.signer,
+            "imports": self.imports,
+            "grants": self.grants,
+            "tools": tools,
+            "hidden_tools": self.plugin.hidden.iter().map(|(name, why)| json!({"name": name, "by": why})).collect::<Vec<_>>(),
+            "views": views,
+            "prompts": prompts,
+            "resource_templates": templates,
+        })
+    }
+}
+
+/// The host interfaces a component imports (`mcphost:plugin/process@…`,
+/// `wasi:filesystem/types@…`), sorted.
+pub fn imports(bytes: &[u8]) -> Result<Vec<String>> {
+    let mut found = std::collections::BTreeSet::new();
+    let mut depth = 0usize;
+    for payload in wasmparser::Parser::new(0).parse_all(bytes) {
+        match payload.context("not a WebAssembly component")? {
+            wasmparser::Payload::ComponentImportSection(section) if depth == 0 => {
+                for import in section {
+                    found.insert(import?.name.name.to_string());
+                }
+            }
+            wasmparser::Payload::ModuleSection { .. }
+            | wasmparser::Payload::ComponentSection { .. } => depth += 1,
+            wasmparser::Payload::End(_) => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    Ok(found.into_iter().collect())
+}
+
+/// What `host update` did (or would do) for one locked plugin.
+pub struct Update {
+    pub name: String,
+    pub from: String,
+    /// None when the source still holds what is installed.
+    pub to: Option<Changed>,
+}
+
+pub struct Changed {
+    pub digest: String,
+    pub manifest: Option<String>,
+    pub signer: Option<String>,
+    /// Host interfaces it imports that the installed one did not.
+    pub new_imports: Vec<String>,
+}
+
+/// Resolve each locked plugin's source again (a registry's tag, not the
+/// manifest recorded) or just `only`; install what changed after the same
+/// checks as `install` (the old file stays until the new one loads), or
+/// only say what would change.
+pub async fn update(loader: &Loader, only: Option<&str>, dry_run: bool) -> Result<Vec<Update>> {
+    let lock = Lock::read(&loader.plugins_dir)?;
+    let entries: Vec<_> = lock
+        .plugins
+        .into_iter()
+        .filter(|e| only.is_none_or(|n| n == e.name))
+        .collect();
+    if entries.is_empty() {
+        match only {
+            Some(name) => bail!(
+                "{} lists no plugin `{name}`: `host list plugins` shows what is installed",
+                Lock::path(&loader.plugins_dir).display()
+            ),
+            None => bail!(
+                "{} lists no plugin: nothing to update",
+                Lock::path(&loader.plugins_dir).display()
+            ),
+        }
+    }
+    let trust = Trust::of(loader)?;
+    let mut done = Vec::new();
+    for entry in entries {
+        let source = Source::parse(&entry.source)?;
+        if let Source::File(path) = &source {
+            done.push(Update {
+                name: entry.name.clone(),
+                from: entry.digest.clone(),
+                to: None,
+            });
+            eprintln!(
+                "{}: from the file {}; `host install` it again to take a new build",
+                entry.name,
+                path.display()
+            );
+            continue;
+        }
+        let fetched = source
+            .fetch(&trust)
+            .await
+            .with_context(|| format!("{} was left as it is", entry.name))?;
+        let digest = digest_of(&fetched.bytes);
+        if digest == entry.digest {
+            done.push(Update {
+                name: entry.name,
+                from: digest,
+                to: None,
+            });
+            continue;
+        }
+        let installed = installed_imports(&loader.plugins_dir, &entry.name);
+        let new_imports = imports(&fetched.bytes)?
+            .into_iter()
+            .filter(|i| !installed.contains(i))
+            .collect();
+        let changed = Changed {
+            digest,
+            manifest: fetched.manifest.clone(),
+            signer: fetched.signer.clone(),
+            new_imports,
+        };
+        if !dry_run {
+            // The name and its grants were accepted when it was installed.
+            let choice = Choice {
+                name: Some(entry.name.clone()),
+                replace: true,
+                yes: true,
+            };
+            put(loader, &entry.source, &source, fetched, &choice)
+                .await
+                .with_context(|| format!("{} was left as it is", entry.name))?;
+        }
+        done.push(Update {
+            name: entry.name,
+            from: entry.digest,
+            to: Some(changed),
+        });
+    }
+    Ok(done)
+}
+
+fn installed_imports(dir: &Path, name: &str) -> Vec<String> {
+    read_bounded(&dir.join(format!("{name}.wasm")))
+        .ok()
+        .and_then(|bytes| imports(&bytes).ok())
+        .unwrap_or_default()
+}
