@@ -146,7 +146,7 @@ pub async fn check(loader: Loader, strict: bool) -> Result<ExitCode> {
         .collect();
     let warnings = service
         .loader
-        .config
+        .config()
         .warnings(&names, &service.loader.places);
     for warning in &warnings {
         println!("warning: {warning}");

@@ -85,3 +85,53 @@ async fn serve_tools_narrows_what_one_client_sees() {
     let all = env.start().await;
     assert_eq!(all.tools().await.len(), 2);
 }
+
+/// The config file saved again while serving: its filters apply at once,
+/// clients are told (`list_changed`), and a config that does not load
+/// leaves the previous one in force.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_changed_config_applies_its_filters_while_serving() {
+    let env = Env::new(&["hello", "run_test"], "");
+    let client = env.start().await;
+    assert_eq!(shown(&client).await.len(), 2);
+
+    std::fs::write(
+        &env.config,
+        "[plugins.run_test]\ntools.deny = [\"run_*\"]\n",
+    )
+    .unwrap();
+    assert!(
+        client
+            .tools_changed_within(std::time::Duration::from_secs(30))
+            .await,
+        "no list_changed after the config changed"
+    );
+    assert_eq!(shown(&client).await, ["hello"]);
+    assert!(
+        refused(&client, "run_test")
+            .await
+            .contains("tools.deny `run_*`")
+    );
+
+    // A config that does not load changes nothing, and the log says why.
+    std::fs::write(&env.config, "[plugins.run_test\ntools.deny = ").unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let log = std::fs::read_to_string(env.stderr_log()).unwrap_or_default();
+        if log.contains("the changed config was not applied") {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{log}");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(shown(&client).await, ["hello"]);
+
+    // Taken back: served again.
+    std::fs::write(&env.config, "").unwrap();
+    assert!(
+        client
+            .tools_changed_within(std::time::Duration::from_secs(30))
+            .await
+    );
+    assert_eq!(shown(&client).await.len(), 2);
+}

@@ -27,8 +27,11 @@ use crate::store::{CallContext, CallState};
 pub struct Loader {
     pub engine: Engine,
     linker: Linker<CallState>,
-    cache: ComponentCache,
-    pub config: Config,
+    /// The policy and the compiled-component cache made for it, swapped
+    /// whole when the config file changes ([`Loader::reconfigure`]).
+    current: std::sync::RwLock<(Arc<Config>, Arc<ComponentCache>)>,
+    /// The user's config file, read again when it changes.
+    pub config_file: Option<PathBuf>,
     pub places: Places,
     pub config_hint: String,
     pub plugins_dir: PathBuf,
@@ -58,14 +61,13 @@ impl Loader {
         underscore_names: bool,
     ) -> Result<Self> {
         let linker = crate::store::linker(&engine)?;
-        let writable = config.plugin_write_roots(&places);
-        let cache = ComponentCache::new(&engine, places.cache_dir.join("compiled"), &writable);
+        let cache = Self::cache_for(&engine, &config, &places);
         let (relist, relisted) = tokio::sync::mpsc::unbounded_channel();
         Ok(Loader {
             engine,
             linker,
-            cache,
-            config,
+            current: std::sync::RwLock::new((Arc::new(config), cache)),
+            config_file: None,
             places,
             config_hint,
             plugins_dir,
@@ -78,8 +80,39 @@ impl Loader {
         })
     }
 
+    /// The policy in force.
+    pub fn config(&self) -> Arc<Config> {
+        self.current.read().expect("config lock").0.clone()
+    }
+
+    fn cache(&self) -> Arc<ComponentCache> {
+        self.current.read().expect("config lock").1.clone()
+    }
+
+    /// Compiled components are kept nowhere a plugin may write.
+    fn cache_for(engine: &Engine, config: &Config, places: &Places) -> Arc<ComponentCache> {
+        let writable = config.plugin_write_roots(places);
+        Arc::new(ComponentCache::new(
+            engine,
+            places.cache_dir.join("compiled"),
+            &writable,
+        ))
+    }
+
+    /// Read the config file again and make it the policy in force (for
+    /// plugins loaded from now on); a file that does not load changes
+    /// nothing and says why.
+    pub fn reconfigure(&self) -> Result<()> {
+        let config = Config::load(self.config_file.as_deref())?;
+        let cache = Self::cache_for(&self.engine, &config, &self.places);
+        *self.current.write().expect("config lock") = (Arc::new(config), cache);
+        Ok(())
+    }
+
     pub fn grants(&self, plugin: &str) -> Grants {
-        let mut grants = self.config.grants(plugin, &self.places, &self.config_hint);
+        let mut grants = self
+            .config()
+            .grants(plugin, &self.places, &self.config_hint);
         let (secrets, missing) = self.secrets.for_plugin(plugin, &grants.secret_names);
         if !missing.is_empty() {
             tracing::warn!(
@@ -129,7 +162,7 @@ impl Loader {
     pub fn all_compiled(&self, found: &[Found]) -> bool {
         found
             .iter()
-            .all(|f| f.bytes.is_ok() && self.cache.has(&f.hash))
+            .all(|f| f.bytes.is_ok() && self.cache().has(&f.hash))
     }
 
     /// Load the plugin files `found` into `catalog` (holding the problems of
@@ -248,7 +281,7 @@ impl Loader {
         {
             return Ok(Compiled::Same(same.clone()));
         }
-        let (component, origin) = self.cache.load(&self.engine, bytes, &found.hash)?;
+        let (component, origin) = self.cache().load(&self.engine, bytes, &found.hash)?;
         Ok(Compiled::New(component, origin, found.hash.clone()))
     }
 

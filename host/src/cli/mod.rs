@@ -272,6 +272,7 @@ impl Common {
         let user_config = self.user_config();
         let config = Config::load(user_config.as_deref())?;
         let config_hint = user_config
+            .as_ref()
             .map(|p| p.display().to_string())
             .unwrap_or_else(|| {
                 "your config file (~/.config/mcp-host/config.toml or --config)".into()
@@ -318,6 +319,7 @@ impl Common {
             loader.secrets = crate::secrets::Store::at(dir);
         }
         loader.only_tools = self.tools;
+        loader.config_file = user_config;
         Ok(loader)
     }
 

@@ -148,8 +148,8 @@ struct Trust {
 impl Trust {
     fn of(loader: &Loader) -> Result<Trust> {
         Ok(Trust {
-            keys: signature::trusted(&loader.config.trusted_keys(&loader.places))?,
-            required: loader.config.trust.require_signatures,
+            keys: signature::trusted(&loader.config().trusted_keys(&loader.places))?,
+            required: loader.config().trust.require_signatures,
         })
     }
 }

@@ -158,12 +158,26 @@ impl Service {
     /// Reload the plugins folder, `relisted` (a plugin's name) asked for its
     /// tools again even if its file is the same.
     async fn reload_against(&self, relisted: Option<&str>) -> bool {
-        let _one_at_a_time = self.reloading.lock().await;
-        let old = self.loaded().await;
-        let previous = match relisted {
+        self.reload_from(|old| match relisted {
             Some(plugin) => Arc::new(old.without(plugin)),
             None => old.clone(),
-        };
+        })
+        .await
+    }
+
+    /// The config file changed: read it again and load every plugin anew
+    /// under it (grants, filters); whether the served tools changed. A
+    /// config that does not load changes nothing.
+    pub async fn reconfigure(&self) -> anyhow::Result<bool> {
+        self.loader.reconfigure()?;
+        Ok(self.reload_from(|_| Arc::new(Catalog::default())).await)
+    }
+
+    /// Reload the plugins folder, reusing the plugins of `previous(old)`.
+    async fn reload_from(&self, previous: impl FnOnce(&Arc<Catalog>) -> Arc<Catalog>) -> bool {
+        let _one_at_a_time = self.reloading.lock().await;
+        let old = self.loaded().await;
+        let previous = previous(&old);
         let new = Arc::new(self.loader.load_all(&previous).await);
         let changed = old.fingerprint() != new.fingerprint();
         *self.catalog.write().expect("catalog lock") = new.clone();
