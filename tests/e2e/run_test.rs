@@ -7,11 +7,11 @@ use serde_json::{Value, json};
 
 use crate::harness::*;
 
-fn env() -> Env {
+pub(crate) fn env() -> Env {
     Env::new(&["run_test"], "")
 }
 
-fn write(root: &Path, files: &[(&str, &str)]) {
+pub(crate) fn write(root: &Path, files: &[(&str, &str)]) {
     for (path, text) in files {
         let path = root.join(path);
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -74,6 +74,7 @@ fn check_reports(env: &Env, out: &Value, status: &str) {
             "exit_code",
             "failures",
             "report_dir",
+            "slowest",
             "status",
             "tests"
         ],
@@ -131,12 +132,12 @@ fn named<'a>(out: &'a Value, name: &str) -> &'a Value {
 }
 
 /// One run_test call: its structured answer.
-async fn run(host: &Client, runner: &str, extra: Value) -> Value {
+pub(crate) async fn run(host: &Client, runner: &str, extra: Value) -> Value {
     structured(&host.call("run_test", run_test_args(runner, extra)).await)
 }
 
 /// A file of the run's report directory.
-fn report(env: &Env, out: &Value, file: &str) -> String {
+pub(crate) fn report(env: &Env, out: &Value, file: &str) -> String {
     std::fs::read_to_string(
         env.workspace
             .join(out["report_dir"].as_str().unwrap())
@@ -551,6 +552,14 @@ async fn npm_with_jest_or_vitest_reports_each_test() {
             ("test/math.test.js", line),
             message,
         );
+        // Each test's time from the JSON report (issue 58, item 2).
+        let timed: Vec<&str> = out["slowest"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{script}: no slowest: {out:#}"))
+            .iter()
+            .map(|t| t["name"].as_str().unwrap())
+            .collect();
+        assert!(timed.contains(&"math subtracts"), "{script}: {timed:?}");
         let out = &run(&host, "npm", json!({"scope": "failed"})).await;
         assert_eq!(out["tests"]["failed"], 1, "{script}: {out:#}");
         assert_eq!(out["tests"]["passed"], 0, "{script}: {out:#}");

@@ -81,6 +81,7 @@ pub struct Header<'a> {
     pub ended: &'a str,
     pub tests: Option<&'a crate::results::Counts>,
     pub failures: &'a [crate::results::Failure],
+    pub slowest: &'a [crate::results::Timed],
 }
 
 fn static_regex(pattern: &str) -> Regex {
@@ -220,6 +221,12 @@ impl Summary {
                 f.name,
                 f.message.lines().next().unwrap_or("")
             ));
+        }
+        if !h.slowest.is_empty() {
+            md.push_str("\n## Slowest tests\n\n");
+        }
+        for t in h.slowest {
+            md.push_str(&format!("- `{}`: {:.3} s\n", t.name, t.seconds));
         }
         md.push_str(&format!(
             "\n## Failure excerpts ({} of at most {MAX_BLOCKS})\n\n",

@@ -114,6 +114,9 @@ fn run(args: &request::Args, checked: &Checked) -> serde_json::Value {
     let results = results_of(args.runner, checked, &outcome);
     let tests = results.as_ref().map(|r| &r.counts);
     let failures = results.as_ref().map_or(&[][..], Results::shown);
+    // Where the runner reports each test's time; none else (cargo's console).
+    let slowest = results.as_ref().map_or(&[][..], |r| r.slowest.as_slice());
+    let slowest_shown = (!slowest.is_empty()).then(|| &slowest[..slowest.len().min(SLOWEST_SHOWN)]);
     let excerpt = match &outcome.error {
         Some(e) => format!("{e}\n{}", summary.excerpt()),
         None => summary.excerpt(),
@@ -135,6 +138,7 @@ fn run(args: &request::Args, checked: &Checked) -> serde_json::Value {
         "error": outcome.error,
         "tests": tests,
         "failures": failures,
+        "slowest": (!slowest.is_empty()).then_some(slowest),
         "failed_tests": results.as_ref().map(Results::failed_names).unwrap_or_default(),
         "excerpt_blocks": summary.blocks,
         "last_lines": summary.last_lines,
@@ -149,6 +153,7 @@ fn run(args: &request::Args, checked: &Checked) -> serde_json::Value {
         ended: &outcome.ended,
         tests,
         failures,
+        slowest,
     });
     // Only what is really on disk is named; a partial file is removed.
     let mut artifacts = serde_json::Map::new();
@@ -203,8 +208,13 @@ fn run(args: &request::Args, checked: &Checked) -> serde_json::Value {
         "excerpt": excerpt,
         "tests": tests,
         "failures": failures,
+        "slowest": slowest_shown,
     }))
 }
+
+/// The slowest tests the answer shows (summary.json and summary.md keep
+/// ten).
+const SLOWEST_SHOWN: usize = 5;
 
 /// The per-test results: from the report the run wrote, else from its
 /// output (a run cut off may write none); `None` where neither says (npm
@@ -383,6 +393,11 @@ fn output_schema() -> serde_json::Value {
                     "name": {"type": "string"}, "file": {"type": "string"}, "line": {"type": "integer"},
                     "message": {"type": "string"}, "excerpt": {"type": "string"}},
                     "required": ["name", "message", "excerpt"]}
+            },
+            "slowest": {
+                "type": ["array", "null"],
+                "description": "The five slowest tests, slowest first, with their seconds as the runner reported them (pytest, node, jest, vitest, go, dart, flutter); null where the runner reports no per-test time (cargo). summary.md and summary.json keep ten.",
+                "items": {"type": "object", "properties": {"name": {"type": "string"}, "seconds": {"type": "number"}}, "required": ["name", "seconds"]}
             },
             "failures_omitted": {"type": "integer", "description": "Failures left out of this answer to keep it within 16 KB; summary.json in report_dir details them."}
         },

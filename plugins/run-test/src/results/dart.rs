@@ -17,6 +17,8 @@ struct Test {
     /// Where the test is declared, relative to the repository.
     declared: Option<(String, u32)>,
     errors: Vec<(String, String)>,
+    /// When it started (the reporter's milliseconds since the run began).
+    started_ms: Option<f64>,
 }
 
 pub fn read(jsonl: &str, repo: &str) -> Results {
@@ -49,6 +51,7 @@ pub fn read(jsonl: &str, repo: &str) -> Results {
                         name,
                         declared,
                         errors: Vec::new(),
+                        started_ms: event["time"].as_f64(),
                     },
                 );
             }
@@ -64,6 +67,11 @@ pub fn read(jsonl: &str, repo: &str) -> Results {
                     continue;
                 };
                 let passed = event["result"] == "success";
+                if let (Some(start), Some(end)) = (test.started_ms, event["time"].as_f64())
+                    && event["hidden"] != true
+                {
+                    results.timed(&test.name, (end - start) / 1000.0);
+                }
                 if event["hidden"] == true {
                     if passed {
                         continue;

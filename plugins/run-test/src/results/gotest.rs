@@ -25,6 +25,9 @@ struct Event {
     /// `build-output` events name the package here.
     #[serde(default)]
     import_path: String,
+    /// Seconds a test (or package) took, on its `pass`/`fail` event.
+    #[serde(default)]
+    elapsed: Option<f64>,
 }
 
 /// What `go test -json` said, read from the host's tagged log (`[stdout] `
@@ -35,6 +38,7 @@ pub fn read(log: &str, module: Option<&str>, repo: &str) -> Results {
     let mut outputs: HashMap<(String, String), String> = HashMap::new();
     // Tests and packages in the order they finished: (package, test, action).
     let mut finished: Vec<(String, String, String)> = Vec::new();
+    let mut timed: Vec<(String, String, f64)> = Vec::new();
     let mut build = BuildErrors::default();
     for line in log.lines() {
         if let Some(text) = line.strip_prefix("[stderr] ") {
@@ -54,7 +58,12 @@ pub fn read(log: &str, module: Option<&str>, repo: &str) -> Results {
                 .or_default()
                 .push_str(&event.output),
             "build-output" => build.output(&event.import_path, &event.output),
-            "pass" | "fail" | "skip" => finished.push((event.package, event.test, event.action)),
+            "pass" | "fail" | "skip" => {
+                if let Some(seconds) = event.elapsed.filter(|_| !event.test.is_empty()) {
+                    timed.push((event.package.clone(), event.test.clone(), seconds));
+                }
+                finished.push((event.package, event.test, event.action))
+            }
             _ => {}
         }
     }
@@ -73,6 +82,12 @@ pub fn read(log: &str, module: Option<&str>, repo: &str) -> Results {
         }
     }
     let mut results = Results::default();
+    // A test with subtests takes their time: only the leaves count.
+    for (package, test, seconds) in &timed {
+        if !parents.contains_key(&(package.as_str(), test.as_str())) {
+            results.timed(test, *seconds);
+        }
+    }
     for (package, test, action) in &finished {
         let output = outputs
             .get(&(package.clone(), test.clone()))

@@ -22,6 +22,10 @@ pub fn read(json: &str, repo: &str) -> Result<Results, String> {
             .as_array()
             .map_or(&[][..], Vec::as_slice);
         for test in tests {
+            if let Some(ms) = test["duration"].as_f64() {
+                let name = test["fullName"].as_str().or(test["title"].as_str());
+                results.timed(name.unwrap_or_default(), ms / 1000.0);
+            }
             results.record(match test["status"].as_str().unwrap_or_default() {
                 "passed" => Outcome::Passed,
                 "failed" => Outcome::Failed(test_failure(test, rel.as_deref(), repo)),

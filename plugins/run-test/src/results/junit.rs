@@ -53,6 +53,9 @@ pub fn read(xml: &str, dialect: Dialect, repo: &str) -> Result<Results, String> 
             None if case.children().any(|c| c.has_tag_name("skipped")) => Outcome::Skipped,
             None => Outcome::Passed,
         };
+        if let Some(seconds) = case.attribute("time").and_then(|t| t.parse::<f64>().ok()) {
+            results.timed(&case_name(&case, dialect), seconds);
+        }
         results.record(outcome);
     }
     Ok(results)
@@ -98,6 +101,17 @@ fn failure(
         }
     };
     located(name, file, line, message, text)
+}
+
+/// A test case's name as its runner reruns it (pytest's node id).
+fn case_name(case: &roxmltree::Node, dialect: Dialect) -> String {
+    let name = case.attribute("name").unwrap_or_default();
+    match (dialect, case.attribute("file")) {
+        (Dialect::Pytest, Some(file)) => {
+            pytest_node_id(file, case.attribute("classname").unwrap_or_default(), name)
+        }
+        _ => name.to_string(),
+    }
 }
 
 /// `file::Class::name` from pytest's xunit1 attributes (`classname` is the

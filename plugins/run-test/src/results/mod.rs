@@ -48,11 +48,25 @@ pub struct Failure {
     pub excerpt: String,
 }
 
+/// How long one test took, as its runner reported it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Timed {
+    pub name: String,
+    pub seconds: f64,
+}
+
+/// The slowest tests kept (the answer shows the first five).
+pub const MAX_SLOWEST: usize = 10;
+const MAX_TIMED_NAME_CHARS: usize = 300;
+
 #[derive(Debug, Default, PartialEq)]
 pub struct Results {
     pub counts: Counts,
     /// Every failing test, in the order reported.
     pub failures: Vec<Failure>,
+    /// The slowest tests, slowest first, where the runner reports each
+    /// test's time.
+    pub slowest: Vec<Timed>,
 }
 
 impl Results {
@@ -66,6 +80,23 @@ impl Results {
                 self.failures.push(f);
             }
         }
+    }
+
+    /// Note that test `name` took `seconds` (a report's number: anything
+    /// not a finite, non-negative figure is left out).
+    fn timed(&mut self, name: &str, seconds: f64) {
+        if !seconds.is_finite() || seconds < 0.0 || name.is_empty() {
+            return;
+        }
+        if self.slowest.len() == MAX_SLOWEST
+            && self.slowest.last().is_some_and(|t| t.seconds >= seconds)
+        {
+            return;
+        }
+        let name = plugin_sdk::text::cut(name, MAX_TIMED_NAME_CHARS, "…");
+        let at = self.slowest.partition_point(|t| t.seconds >= seconds);
+        self.slowest.insert(at, Timed { name, seconds });
+        self.slowest.truncate(MAX_SLOWEST);
     }
 
     /// The failures the answer details.
@@ -209,5 +240,26 @@ mod windows_paths {
             in_repo("/home/me/proj/a.js", "/home/me/proj").as_deref(),
             Some("a.js")
         );
+    }
+}
+
+#[cfg(test)]
+mod slowest {
+    use super::*;
+
+    #[test]
+    fn the_ten_slowest_are_kept_slowest_first() {
+        let mut results = Results::default();
+        for i in 0..30 {
+            results.timed(&format!("t{i}"), f64::from(i % 17));
+        }
+        results.timed("broken", f64::NAN);
+        results.timed("negative", -1.0);
+        let kept: Vec<f64> = results.slowest.iter().map(|t| t.seconds).collect();
+        assert_eq!(
+            kept,
+            [16.0, 16.0, 15.0, 15.0, 14.0, 14.0, 13.0, 13.0, 12.0, 12.0]
+        );
+        assert_eq!(results.slowest[0].name, "t16");
     }
 }
