@@ -258,7 +258,7 @@ mod slowest {
         let kept: Vec<f64> = results.slowest.iter().map(|t| t.seconds).collect();
         assert_eq!(
             kept,
-            [16.0, 16.0, 15.0, 15.0, 14.0, 14.0, 13.0, 13.0, 12.0, 12.0]
+            [16.0, 15.0, 14.0, 13.0, 12.0, 12.0, 11.0, 11.0, 10.0, 10.0]
         );
         assert_eq!(results.slowest[0].name, "t16");
     }
