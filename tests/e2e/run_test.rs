@@ -510,7 +510,7 @@ fn js_runner_env(script: &str, package_type: &str) -> Option<Env> {
 
 /// jest and vitest behind `npm test`, each with the line its `expect`
 /// fails on and its message, and the import vitest's tests need.
-const JS_RUNNERS: [(&str, &str, &str, u32, &str); 2] = [
+pub(crate) const JS_RUNNERS: [(&str, &str, &str, u32, &str); 2] = [
     ("jest", "commonjs", "", 4, "Expected: 3"),
     (
         "vitest",
@@ -523,7 +523,7 @@ const JS_RUNNERS: [(&str, &str, &str, u32, &str); 2] = [
 
 /// A project of `script` (jest or vitest) whose test/math.test.js has a
 /// passing, a failing and a skipped test.
-fn js_math_env(script: &str, package_type: &str, import: &str) -> Option<Env> {
+pub(crate) fn js_math_env(script: &str, package_type: &str, import: &str) -> Option<Env> {
     let env = js_runner_env(script, package_type)?;
     let body = "describe('math', () => {\n  test('adds', () => { expect(1 + 1).toBe(2); });\n  test('subtracts', () => {\n    expect(2 - 1).toBe(3);\n  });\n});\ntest.skip('later', () => {});\n";
     write(

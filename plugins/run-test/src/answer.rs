@@ -13,14 +13,17 @@ fn size(answer: &Value) -> usize {
 }
 
 /// `answer` cut until it fits [`ANSWER_BYTES`], least useful first: the
-/// failures' excerpts shortened, then failures dropped from the end
+/// failures' (and load errors') excerpts shortened, then failures dropped from the end
 /// (`failures_omitted` counts them; their names stay in summary.json),
 /// then the middle of the run's excerpt.
 pub fn fit(mut answer: Value) -> Value {
     if size(&answer) <= ANSWER_BYTES {
         return answer;
     }
-    if let Some(failures) = answer["failures"].as_array_mut() {
+    for key in ["failures", "errors"] {
+        let Some(failures) = answer[key].as_array_mut() else {
+            continue;
+        };
         for failure in failures.iter_mut() {
             if let Some(text) = failure["excerpt"].as_str() {
                 failure["excerpt"] = json!(plugin_sdk::text::cut(

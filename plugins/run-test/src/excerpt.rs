@@ -81,6 +81,7 @@ pub struct Header<'a> {
     pub ended: &'a str,
     pub tests: Option<&'a crate::results::Counts>,
     pub failures: &'a [crate::results::Failure],
+    pub errors: &'a [crate::results::Failure],
     pub slowest: &'a [crate::results::Timed],
 }
 
@@ -206,6 +207,12 @@ impl Summary {
                 "- tests: {} passed, {} failed, {} skipped ({} in all)\n",
                 t.passed, t.failed, t.skipped, t.total
             ));
+            if t.errors > 0 {
+                md.push_str(&format!(
+                    "- {} test files or packages did not load or build\n",
+                    t.errors
+                ));
+            }
         }
         if !h.failures.is_empty() {
             md.push_str("\n## Failed tests\n\n");
@@ -220,6 +227,20 @@ impl Summary {
                 "- `{}`{place}: {}\n",
                 f.name,
                 f.message.lines().next().unwrap_or("")
+            ));
+        }
+        if !h.errors.is_empty() {
+            md.push_str("\n## Did not load or build\n\n");
+        }
+        for e in h.errors {
+            let place = match (&e.file, e.line) {
+                (Some(file), Some(line)) => format!(" ({file}:{line})"),
+                _ => String::new(),
+            };
+            md.push_str(&format!(
+                "- `{}`{place}: {}\n",
+                e.name,
+                e.message.lines().next().unwrap_or("")
             ));
         }
         if !h.slowest.is_empty() {

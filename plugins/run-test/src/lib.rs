@@ -114,6 +114,7 @@ fn run(args: &request::Args, checked: &Checked) -> serde_json::Value {
     let results = results_of(args.runner, checked, &outcome);
     let tests = results.as_ref().map(|r| &r.counts);
     let failures = results.as_ref().map_or(&[][..], Results::shown);
+    let errors = results.as_ref().map_or(&[][..], Results::errors_shown);
     // Where the runner reports each test's time; none else (cargo's console).
     let slowest = results.as_ref().map_or(&[][..], |r| r.slowest.as_slice());
     let slowest_shown = (!slowest.is_empty()).then(|| &slowest[..slowest.len().min(SLOWEST_SHOWN)]);
@@ -138,6 +139,7 @@ fn run(args: &request::Args, checked: &Checked) -> serde_json::Value {
         "error": outcome.error,
         "tests": tests,
         "failures": failures,
+        "errors": results.as_ref().map_or(&[][..], |r| r.errors.as_slice()),
         "slowest": (!slowest.is_empty()).then_some(slowest),
         "failed_tests": results.as_ref().map(Results::failed_names).unwrap_or_default(),
         "excerpt_blocks": summary.blocks,
@@ -153,6 +155,7 @@ fn run(args: &request::Args, checked: &Checked) -> serde_json::Value {
         ended: &outcome.ended,
         tests,
         failures,
+        errors,
         slowest,
     });
     // Only what is really on disk is named; a partial file is removed.
@@ -199,7 +202,7 @@ fn run(args: &request::Args, checked: &Checked) -> serde_json::Value {
         excerpt = format!("[not written] {}\n{excerpt}", missing.join("; "));
         artifacts.insert("not_written".into(), serde_json::Value::Object(not_written));
     }
-    answer::fit(json!({
+    let mut answer = json!({
         "status": outcome.status,
         "exit_code": outcome.exit_code,
         "duration_ms": outcome.duration_ms,
@@ -209,7 +212,12 @@ fn run(args: &request::Args, checked: &Checked) -> serde_json::Value {
         "tests": tests,
         "failures": failures,
         "slowest": slowest_shown,
-    }))
+    });
+    // Only when a file or package did not load or build.
+    if !errors.is_empty() {
+        answer["errors"] = json!(errors);
+    }
+    answer::fit(answer)
 }
 
 /// The slowest tests the answer shows (summary.json and summary.md keep
@@ -393,6 +401,11 @@ fn output_schema() -> serde_json::Value {
                     "name": {"type": "string"}, "file": {"type": "string"}, "line": {"type": "integer"},
                     "message": {"type": "string"}, "excerpt": {"type": "string"}},
                     "required": ["name", "message", "excerpt"]}
+            },
+            "errors": {
+                "type": "array",
+                "description": "Present when test files or packages did not load or build (a syntax error, a missing import, a compile error): each named by its file or package, with where and why. None of their tests ran, so they are not in `failures` or tests.total; tests.errors counts them.",
+                "items": {"type": "object"}
             },
             "slowest": {
                 "type": ["array", "null"],

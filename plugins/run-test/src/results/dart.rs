@@ -85,6 +85,9 @@ pub fn read(jsonl: &str, repo: &str) -> Results {
                         test.name = file.clone();
                         test.declared = Some((file, 1));
                     }
+                    // A file that did not load: none of its tests ran.
+                    results.errored(test_failure(test, repo));
+                    continue;
                 }
                 results.record(if event["skipped"] == true {
                     Outcome::Skipped
@@ -164,7 +167,14 @@ mod tests {
     #[test]
     fn dart_reports_names_places_and_messages() {
         let r = read(DART, "/w/app");
-        assert_eq!(r.counts, counts(1, 2, 1));
+        // The file that did not load is an error, not a failed test.
+        assert_eq!(
+            r.counts,
+            super::super::Counts {
+                errors: 1,
+                ..counts(1, 1, 1)
+            }
+        );
         let f = &r.failures[0];
         assert_eq!(f.name, "calc subtracts");
         assert_eq!(
@@ -172,7 +182,7 @@ mod tests {
             (Some("test/calc_test.dart"), Some(9))
         );
         assert_eq!(f.message, "Expected: <3>\n  Actual: <1>");
-        let load = &r.failures[1];
+        let load = &r.errors[0];
         assert_eq!(load.name, "test/broken_test.dart");
         assert_eq!(load.file.as_deref(), Some("test/broken_test.dart"));
         assert!(

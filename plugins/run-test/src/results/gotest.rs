@@ -114,7 +114,7 @@ pub fn read(log: &str, module: Option<&str>, repo: &str) -> Results {
         });
     }
     for (package, lines) in build.failed() {
-        results.record(Outcome::Failed(build.failure(package, lines)));
+        results.errored(build.failure(package, lines));
     }
     results
 }
@@ -359,17 +359,16 @@ mod tests {
     #[test]
     fn go_reports_names_places_and_messages() {
         let r = read(&log(), Some("example.com/calc"), "/tmp/gop");
-        assert_eq!(r.counts, counts(2, 4, 1));
-        let names: Vec<&str> = r.failures.iter().map(|f| f.name.as_str()).collect();
+        // The package that does not build is an error, not a failed test.
         assert_eq!(
-            names,
-            [
-                "TestSub",
-                "TestTable/two",
-                "TestPanics",
-                "example.com/calc/broken"
-            ]
+            r.counts,
+            super::super::Counts {
+                errors: 1,
+                ..counts(2, 3, 1)
+            }
         );
+        let names: Vec<&str> = r.failures.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(names, ["TestSub", "TestTable/two", "TestPanics"]);
         let sub = &r.failures[0];
         assert_eq!(
             (sub.file.as_deref(), sub.line),
@@ -382,7 +381,8 @@ mod tests {
             (Some("sub/sub_test.go"), Some(7))
         );
         assert_eq!(panic.message, "panic: assignment to entry in nil map");
-        let broken = &r.failures[3];
+        let broken = &r.errors[0];
+        assert_eq!(broken.name, "example.com/calc/broken");
         assert_eq!(
             (broken.file.as_deref(), broken.line),
             (Some("broken/b.go"), Some(3))

@@ -40,12 +40,12 @@ pub fn read(json: &str, repo: &str) -> Result<Results, String> {
             let name = rel.clone().unwrap_or_else(|| path.to_string());
             let place =
                 stack_location(&message, repo).or_else(|| rel.clone().map(|file| (file, 1)));
-            results.record(Outcome::Failed(failure(
+            results.errored(failure(
                 name,
                 place,
                 &leading_lines(&message),
                 &own_lines(&message),
-            )));
+            ));
         }
     }
     Ok(results)
@@ -113,7 +113,14 @@ mod tests {
     #[test]
     fn jest_reports_names_places_and_messages() {
         let r = read(JEST, "/tmp/jp").unwrap();
-        assert_eq!(r.counts, counts(1, 2, 1));
+        // The suite that failed to run is an error, not a failed test.
+        assert_eq!(
+            r.counts,
+            super::super::Counts {
+                errors: 1,
+                ..counts(1, 1, 1)
+            }
+        );
         let f = &r.failures[0];
         assert_eq!(f.name, "math subtracts");
         assert_eq!(
@@ -126,7 +133,7 @@ mod tests {
         );
         assert!(f.excerpt.contains("math.test.js:4:19"), "{}", f.excerpt);
         assert!(!f.excerpt.contains("jest-circus"), "{}", f.excerpt);
-        let suite = &r.failures[1];
+        let suite = &r.errors[0];
         assert_eq!(suite.name, "test/broken.test.js");
         assert_eq!(suite.file.as_deref(), Some("test/broken.test.js"));
         assert!(suite.message.contains("SyntaxError"), "{}", suite.message);

@@ -33,6 +33,11 @@ pub fn read(xml: &str, dialect: Dialect, repo: &str) -> Result<Results, String> 
                     .filter(|t| t.is_text())
                     .filter_map(|t| t.text())
                     .collect();
+                // pytest: a module that did not import is no failed test.
+                if f.has_tag_name("error") && f.attribute("message") == Some("collection failure") {
+                    results.errored(collection_error(&case, &text, repo));
+                    continue;
+                }
                 Outcome::Failed(failure(
                     &case,
                     f.attribute("message").unwrap_or_default(),
@@ -100,6 +105,31 @@ fn failure(
             (name.to_string(), file, line)
         }
     };
+    located(name, file, line, message, text)
+}
+
+/// A pytest module that could not be collected: named by its file, its
+/// message the error's last `E` line (`SyntaxError: invalid syntax`,
+/// `ModuleNotFoundError: …`).
+fn collection_error(case: &roxmltree::Node, text: &str, repo: &str) -> Failure {
+    let file = case.attribute("file").map(str::to_string);
+    let message = text
+        .lines()
+        .rev()
+        .find_map(|l| l.strip_prefix("E "))
+        .map_or("collection failure", str::trim);
+    let line = file
+        .as_deref()
+        .and_then(|f| {
+            text.lines().rev().find_map(|l| {
+                let rest = l.trim_start().strip_prefix(f)?.strip_prefix(':')?;
+                rest.split(':').next()?.parse().ok()
+            })
+        })
+        .or_else(|| stack_location(text, repo).map(|(_, line)| line));
+    let name = file
+        .clone()
+        .unwrap_or_else(|| case.attribute("name").unwrap_or_default().to_string());
     located(name, file, line, message, text)
 }
 

@@ -33,6 +33,15 @@ pub struct Counts {
     pub failed: u32,
     pub skipped: u32,
     pub total: u32,
+    /// Test files or packages that did not load or build (a syntax error,
+    /// a missing import, a compile error): none of their tests ran, so
+    /// they are not failed tests and not in `total`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub errors: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -64,6 +73,8 @@ pub struct Results {
     pub counts: Counts,
     /// Every failing test, in the order reported.
     pub failures: Vec<Failure>,
+    /// Every file or package that did not load or build.
+    pub errors: Vec<Failure>,
     /// The slowest tests, slowest first, where the runner reports each
     /// test's time.
     pub slowest: Vec<Timed>,
@@ -80,6 +91,12 @@ impl Results {
                 self.failures.push(f);
             }
         }
+    }
+
+    /// A test file or package that did not load or build.
+    fn errored(&mut self, error: Failure) {
+        self.counts.errors += 1;
+        self.errors.push(error);
     }
 
     /// Note that test `name` took `seconds` (a report's number: anything
@@ -102,6 +119,11 @@ impl Results {
     /// The failures the answer details.
     pub fn shown(&self) -> &[Failure] {
         &self.failures[..self.failures.len().min(MAX_FAILURES)]
+    }
+
+    /// The load and build errors the answer details.
+    pub fn errors_shown(&self) -> &[Failure] {
+        &self.errors[..self.errors.len().min(MAX_FAILURES)]
     }
 
     /// The failing tests' names, for `scope: failed`.
@@ -202,6 +224,7 @@ fn counts(passed: u32, failed: u32, skipped: u32) -> Counts {
         failed,
         skipped,
         total: passed + failed + skipped,
+        errors: 0,
     }
 }
 
