@@ -10,6 +10,7 @@
 
 mod answer;
 mod excerpt;
+mod repeat;
 mod request;
 pub mod results;
 mod template;
@@ -50,12 +51,22 @@ impl McpTool for RunTest {
 
     fn call(args: request::Args) -> Result<ToolOutput, ToolError> {
         let workspace = plugin_sdk::workspace();
-        let checked = request::check(&args, std::path::Path::new(&workspace), &timestamp_now())?;
-        Ok(plugin_sdk::structured_output(&run(&args, &checked)))
+        let repo = std::path::Path::new(&workspace);
+        if let Some(times) = args.repeat {
+            return Ok(plugin_sdk::structured_output(&repeat::run(
+                &args,
+                times,
+                repo,
+                &timestamp_now(),
+            )?));
+        }
+        let checked = request::check(&args, repo, &timestamp_now())?;
+        Ok(plugin_sdk::structured_output(&run(&args, &checked).0))
     }
 }
 
-fn run(args: &request::Args, checked: &Checked) -> serde_json::Value {
+/// One run: its answer, and its whole summary (summary.json's).
+fn run(args: &request::Args, checked: &Checked) -> (serde_json::Value, serde_json::Value) {
     let raw_log = checked.report_dir.join("raw.log");
     // A report left in a reused report dir must not pass for this run's.
     if let Some(file) = template::report_file(args.runner, checked.project) {
@@ -217,7 +228,7 @@ fn run(args: &request::Args, checked: &Checked) -> serde_json::Value {
     if !errors.is_empty() {
         answer["errors"] = json!(errors);
     }
-    answer::fit(answer)
+    (answer::fit(answer), machine)
 }
 
 /// The slowest tests the answer shows (summary.json and summary.md keep

@@ -42,6 +42,9 @@ pub struct Args {
     /// Relative directory inside the repository for raw.log, summary.md and summary.json. Default .cache/mcp-test-timebox/reports/<timestamp>/.
     #[schemars(length(min = 1))]
     pub report_dir: Option<String>,
+    /// Flaky check: run the selection this many times (2-50), each in fresh processes under the same timeouts, and answer per test its pattern (P/F per run), failure rate and verdict (stable_pass, stable_fail, flaky). Needs scope file, pattern or failed. Each run's reports stay in run-NN/ of report_dir.
+    #[schemars(range(min = 2, max = 50))]
+    pub repeat: Option<u32>,
 }
 
 /// A request that passed every check.
@@ -61,6 +64,19 @@ fn invalid(message: String) -> ToolError {
 }
 
 pub fn check(args: &Args, repo: &Path, timestamp: &str) -> Result<Checked, ToolError> {
+    let selection = select(args, repo)?;
+    let report_rel = report_rel(args, repo, timestamp)?;
+    checked(args, repo, timestamp, &selection, report_rel)
+}
+
+/// What a run tests: the project's kind and the targets the scope
+/// resolves to (for `failed`, read once from the last run's summary).
+pub struct Selection {
+    project: Project,
+    targets: Vec<String>,
+}
+
+pub fn select(args: &Args, repo: &Path) -> Result<Selection, ToolError> {
     let project = project(args.runner, repo);
     let targets = match (args.scope, args.target.as_deref()) {
         (Scope::All, _) => Vec::new(),
@@ -80,15 +96,37 @@ pub fn check(args: &Args, repo: &Path, timestamp: &str) -> Result<Checked, ToolE
             )));
         }
     };
-    let report_rel = match &args.report_dir {
+    Ok(Selection { project, targets })
+}
+
+/// The report directory `args` asks for (checked), else a fresh one.
+pub fn report_rel(args: &Args, repo: &Path, timestamp: &str) -> Result<PathBuf, ToolError> {
+    match &args.report_dir {
         Some(dir) => inside_repo(dir).map_err(|why| {
             invalid(format!("report_dir `{dir}` {why}: give a relative path inside the repository, e.g. \"{DEFAULT_REPORTS}/mine\""))
-        })?,
-        None => fresh_report_dir(repo, timestamp),
-    };
+        }),
+        None => Ok(fresh_report_dir(repo, timestamp)),
+    }
+}
+
+/// The command for `selection`, writing its reports into `report_rel`.
+pub fn checked(
+    args: &Args,
+    repo: &Path,
+    timestamp: &str,
+    selection: &Selection,
+    report_rel: PathBuf,
+) -> Result<Checked, ToolError> {
     let report = report_rel.to_string_lossy().into_owned();
-    let command = template::command(args.runner, args.scope, project, &targets, &report)
-        .ok_or_else(|| no_failed_scope(args.runner))?;
+    let project = selection.project;
+    let command = template::command(
+        args.runner,
+        args.scope,
+        project,
+        &selection.targets,
+        &report,
+    )
+    .ok_or_else(|| no_failed_scope(args.runner))?;
     Ok(Checked {
         repo: repo.to_path_buf(),
         project,
@@ -332,6 +370,7 @@ mod tests {
             no_output_timeout_ms: 1000,
             max_output_bytes: 1000,
             report_dir: report_dir.map(String::from),
+            repeat: None,
         }
     }
 
