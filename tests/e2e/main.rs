@@ -32,6 +32,7 @@ mod registry_login;
 mod registry_update;
 mod run_test;
 mod run_test_errors;
+mod run_test_expected;
 mod run_test_flaky;
 mod run_test_slowest;
 mod secrets;

@@ -552,6 +552,14 @@ async fn npm_with_jest_or_vitest_reports_each_test() {
             ("test/math.test.js", line),
             message,
         );
+        // Expected and actual apart (issue 58, item 4): jest's Expected /
+        // Received lines, vitest's "expected 1 to be 3".
+        let subtracts = named(out, "math subtracts");
+        assert_eq!(
+            (&subtracts["expected"], &subtracts["actual"]),
+            (&json!("3"), &json!("1")),
+            "{script}: {subtracts}"
+        );
         // Each test's time from the JSON report (issue 58, item 2).
         let timed: Vec<&str> = out["slowest"]
             .as_array()

@@ -11,6 +11,7 @@
 
 pub mod console;
 pub mod dart;
+mod expected;
 pub mod gotest;
 pub mod jest;
 pub mod junit;
@@ -55,6 +56,12 @@ pub struct Failure {
     pub line: Option<u32>,
     pub message: String,
     pub excerpt: String,
+    /// What the test wanted and what it got, where the runner says both
+    /// ([`expected`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub actual: Option<String>,
 }
 
 /// How long one test took, as its runner reported it.
@@ -150,6 +157,8 @@ fn named(name: String) -> Failure {
         line: None,
         message: String::new(),
         excerpt: String::new(),
+        expected: None,
+        actual: None,
     }
 }
 
@@ -166,12 +175,15 @@ fn located(
     message: &str,
     excerpt: &str,
 ) -> Failure {
+    let (expected, actual) = expected::expected_actual(&[message, excerpt]).unzip();
     Failure {
         name,
         file,
         line,
         message: clip(message.trim(), MAX_MESSAGE_CHARS),
         excerpt: clip(excerpt.trim(), MAX_EXCERPT_CHARS),
+        expected,
+        actual,
     }
 }
 
