@@ -34,6 +34,7 @@ mod run_test;
 mod run_test_errors;
 mod run_test_expected;
 mod run_test_flaky;
+mod run_test_related;
 mod run_test_slowest;
 mod secrets;
 mod tasks;

@@ -492,7 +492,7 @@ fn js_runners() -> Option<std::path::PathBuf> {
 /// linked into its node_modules (the tests stay offline). Each package is
 /// linked, not the folder, so what the runners write there (vitest's
 /// `.vite/` cache) stays in the project.
-fn js_runner_env(script: &str, package_type: &str) -> Option<Env> {
+pub(crate) fn js_runner_env(script: &str, package_type: &str) -> Option<Env> {
     let runners = js_runners()?;
     let env = npm_env(script)?;
     let package =

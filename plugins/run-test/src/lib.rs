@@ -10,6 +10,7 @@
 
 mod answer;
 mod excerpt;
+mod related;
 mod repeat;
 mod request;
 pub mod results;
@@ -227,6 +228,9 @@ fn run(args: &request::Args, checked: &Checked) -> (serde_json::Value, serde_jso
     // Only when a file or package did not load or build.
     if !errors.is_empty() {
         answer["errors"] = json!(errors);
+    }
+    if let Some((how, tests)) = &checked.related {
+        answer["related"] = json!({"how": how, "run": tests});
     }
     (answer::fit(answer), machine)
 }

@@ -25,9 +25,9 @@ const DEFAULT_REPORTS: &str = ".cache/mcp-test-timebox/reports";
 pub struct Args {
     /// Which test runner's fixed command template to use.
     pub runner: Runner,
-    /// all: the whole suite; file: one test file; pattern: tests whose name matches; failed: the tests that failed in the last run of this runner here (every runner; npm when its test script is jest, vitest or node --test).
+    /// all: the whole suite; file: one test file; pattern: tests whose name matches; failed: the tests that failed in the last run of this runner here (every runner; npm when its test script is jest, vitest or node --test); related: the tests that exercise the source file `target` (jest --findRelatedTests, go its package, cargo its crate, pytest the test files that import it).
     pub scope: Scope,
-    /// Required when scope is file or pattern. scope=file: a test file path relative to the repository (cargo: tests/<name>.rs; go: a file of the package to test). scope=pattern: a test name pattern.
+    /// Required when scope is file, pattern or related (related: a source file). scope=file: a test file path relative to the repository (cargo: tests/<name>.rs; go: a file of the package to test). scope=pattern: a test name pattern.
     #[schemars(length(min = 1, max = 512))]
     pub target: Option<String>,
     /// Hard timeout: the process tree is killed after this many milliseconds.
@@ -57,6 +57,8 @@ pub struct Checked {
     /// The same, relative to the repository.
     pub report_rel: PathBuf,
     pub started_at: String,
+    /// For `related`: how its tests were found, and what runs.
+    pub related: Option<(String, Vec<String>)>,
 }
 
 fn invalid(message: String) -> ToolError {
@@ -74,12 +76,24 @@ pub fn check(args: &Args, repo: &Path, timestamp: &str) -> Result<Checked, ToolE
 pub struct Selection {
     project: Project,
     targets: Vec<String>,
+    /// For `related`: how its tests were found.
+    related: Option<String>,
 }
 
 pub fn select(args: &Args, repo: &Path) -> Result<Selection, ToolError> {
     let project = project(args.runner, repo);
     let targets = match (args.scope, args.target.as_deref()) {
         (Scope::All, _) => Vec::new(),
+        (Scope::Related, Some(t)) => {
+            let file = source_file(t, repo)?;
+            let found =
+                crate::related::resolve(args.runner, project, repo, &file).map_err(invalid)?;
+            return Ok(Selection {
+                project,
+                targets: found.targets,
+                related: Some(found.how),
+            });
+        }
         (Scope::File, Some(t)) => vec![file_target(args.runner, t, repo)?],
         (Scope::Pattern, Some(t)) => vec![pattern_target(t)?],
         (Scope::Failed, None) => failed_targets(args.runner, project, repo)?,
@@ -96,7 +110,11 @@ pub fn select(args: &Args, repo: &Path) -> Result<Selection, ToolError> {
             )));
         }
     };
-    Ok(Selection { project, targets })
+    Ok(Selection {
+        project,
+        targets,
+        related: None,
+    })
 }
 
 /// The report directory `args` asks for (checked), else a fresh one.
@@ -134,7 +152,27 @@ pub fn checked(
         report_dir: repo.join(&report_rel),
         report_rel,
         started_at: timestamp.to_string(),
+        related: selection
+            .related
+            .clone()
+            .map(|how| (how, selection.targets.clone())),
     })
+}
+
+/// A source file for `related`: relative, inside the repository, a file.
+fn source_file(target: &str, repo: &Path) -> Result<PathBuf, ToolError> {
+    no_option_or_control(target)?;
+    let rel = inside_repo(target).map_err(|why| {
+        invalid(format!(
+            "target `{target}` {why}: give a source file path relative to the repository"
+        ))
+    })?;
+    if !repo.join(&rel).is_file() {
+        return Err(invalid(format!(
+            "target `{target}` is not a file in the repository"
+        )));
+    }
+    Ok(rel)
 }
 
 /// The tests that failed in the last run of `runner` here (its newest

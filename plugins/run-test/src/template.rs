@@ -22,6 +22,7 @@ pub enum Scope {
     File,
     Pattern,
     Failed,
+    Related,
 }
 
 impl Runner {
@@ -44,6 +45,7 @@ impl Scope {
             Scope::File => "file",
             Scope::Pattern => "pattern",
             Scope::Failed => "failed",
+            Scope::Related => "related",
         }
     }
 }
@@ -175,19 +177,23 @@ pub fn command(
                 Scope::All => with(program, &DART, &[]),
                 Scope::File => with(program, &DART, &["{target}"]),
                 Scope::Pattern | Scope::Failed => with(program, &DART, &["--name", "{target}"]),
+                Scope::Related => return None,
             }
         }
         (Runner::Cargo, Scope::All) => with("cargo", &CARGO, &[]),
         (Runner::Cargo, Scope::File) => with("cargo", &CARGO, &["--test", "{target}"]),
         (Runner::Cargo, Scope::Pattern) => with("cargo", &CARGO, &["--", "{target}"]),
         (Runner::Cargo, Scope::Failed) => with("cargo", &CARGO, &["--", "--exact", "{target}"]),
+        (Runner::Cargo, Scope::Related) => with("cargo", &CARGO, &["--manifest-path", "{target}"]),
         (Runner::Pytest, Scope::All) => with("pytest", &PYTEST, &[]),
         (Runner::Pytest, Scope::File) => with("pytest", &PYTEST, &["{target}"]),
         (Runner::Pytest, Scope::Pattern) => with("pytest", &PYTEST, &["-k", "{target}"]),
         // Node ids after `--`: never options, whatever the test is called.
-        (Runner::Pytest, Scope::Failed) => with("pytest", &PYTEST, &["--", "{target}"]),
+        (Runner::Pytest, Scope::Failed | Scope::Related) => {
+            with("pytest", &PYTEST, &["--", "{target}"])
+        }
         (Runner::Go, Scope::All) => with("go", &GO, &["./..."]),
-        (Runner::Go, Scope::File) => with("go", &GO, &["{target}"]),
+        (Runner::Go, Scope::File | Scope::Related) => with("go", &GO, &["{target}"]),
         (Runner::Go, Scope::Pattern | Scope::Failed) => {
             with("go", &GO, &["-run", "{target}", "./..."])
         }
@@ -202,6 +208,8 @@ pub fn command(
             }
             match (scope, project) {
                 (Scope::All, _) => npm(base, &[]),
+                (Scope::Related, Project::Jest) => npm(base, &["--findRelatedTests", "{target}"]),
+                (Scope::Related, _) => return None,
                 (Scope::File, Project::Plain | Project::NodeTestRunner { .. }) => {
                     npm(base, &["--", "{target}"])
                 }

@@ -1,0 +1,242 @@
+//! `scope: related`: the tests that exercise a source file, found the way
+//! each runner can — jest's own `--findRelatedTests`, go's package of the
+//! file, cargo's crate of the file, pytest's test files that import its
+//! module (read as text, bounded: nothing of them runs) — and how they
+//! were found, for the answer.
+
+use std::path::{Path, PathBuf};
+
+use crate::template::{Project, Runner};
+
+/// The targets a related run takes, and how they were found.
+pub struct Related {
+    pub targets: Vec<String>,
+    pub how: String,
+}
+
+/// The most test files read, and of each, the most bytes.
+const MAX_TEST_FILES: usize = 5000;
+const MAX_TEST_FILE_BYTES: u64 = 512 * 1024;
+/// Folders never searched for tests.
+const SKIPPED: [&str; 9] = [
+    ".git",
+    "node_modules",
+    ".venv",
+    "venv",
+    "__pycache__",
+    ".cache",
+    "target",
+    ".tox",
+    "build",
+];
+
+/// The related tests of `file` (relative to `repo`, checked to be a file
+/// in it); an error says why there are none or the runner cannot tell.
+pub fn resolve(
+    runner: Runner,
+    project: Project,
+    repo: &Path,
+    file: &Path,
+) -> Result<Related, String> {
+    let shown = file.to_string_lossy().replace('\\', "/");
+    match runner {
+        Runner::Npm if project == Project::Jest => Ok(Related {
+            targets: vec![shown.clone()],
+            how: format!("jest --findRelatedTests {shown}: the tests whose imports reach it"),
+        }),
+        Runner::Npm => Err(format!(
+            "related tests of an npm project are found by jest (`--findRelatedTests`); this project's `npm test` is not jest: use scope `file` or `pattern`"
+        )),
+        Runner::Go => {
+            let dir = package_dir(file);
+            Ok(Related {
+                how: format!("the tests of its package {dir}"),
+                targets: vec![dir],
+            })
+        }
+        Runner::Cargo => {
+            let manifest = crate_manifest(repo, file)
+                .ok_or_else(|| format!("no Cargo.toml holds {shown} in the repository"))?;
+            let shown_manifest = manifest.to_string_lossy().replace('\\', "/");
+            Ok(Related {
+                how: format!("the tests of its crate ({shown_manifest})"),
+                targets: vec![shown_manifest],
+            })
+        }
+        Runner::Pytest => {
+            let modules = module_names(file);
+            let (files, read) = importing_tests(repo, file, &modules);
+            if files.is_empty() {
+                return Err(format!(
+                    "no test file imports {shown} (read {read} test files for `import`/`from … import` of {}): use scope `file` or `all`",
+                    modules.join(", ")
+                ));
+            }
+            Ok(Related {
+                how: format!("the test files that import {}", modules.join(" or ")),
+                targets: files,
+            })
+        }
+        Runner::Dart | Runner::Flutter => Err(format!(
+            "{} cannot tell which tests exercise a file: use scope `file` with its test",
+            runner.name()
+        )),
+    }
+}
+
+/// `./dir` of a file (`.` at the top), as go names a package to test.
+fn package_dir(file: &Path) -> String {
+    match file
+        .parent()
+        .map(|d| d.to_string_lossy().replace('\\', "/"))
+    {
+        Some(d) if !d.is_empty() => format!("./{d}"),
+        _ => ".".into(),
+    }
+}
+
+/// The nearest `Cargo.toml` above `file`, inside the repository.
+fn crate_manifest(repo: &Path, file: &Path) -> Option<PathBuf> {
+    let mut dir = file.parent();
+    while let Some(d) = dir {
+        let manifest = d.join("Cargo.toml");
+        if repo.join(&manifest).is_file() {
+            return Some(manifest);
+        }
+        dir = d.parent();
+    }
+    None
+}
+
+/// The dotted names a Python file is imported by: `pkg.mod` for
+/// `pkg/mod.py` (and without a leading `src`), `pkg` for `pkg/__init__.py`.
+fn module_names(file: &Path) -> Vec<String> {
+    let parts: Vec<String> = file
+        .with_extension("")
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    let mut parts = parts;
+    if parts.last().is_some_and(|p| p == "__init__") {
+        parts.pop();
+    }
+    let mut names = vec![parts.join(".")];
+    if parts.first().is_some_and(|p| p == "src") && parts.len() > 1 {
+        names.push(parts[1..].join("."));
+    }
+    names.retain(|n| !n.is_empty());
+    names
+}
+
+/// The test files (`test_*.py`, `*_test.py`) that import one of `modules`,
+/// sorted; and how many test files were read.
+fn importing_tests(repo: &Path, file: &Path, modules: &[String]) -> (Vec<String>, usize) {
+    let mut found = Vec::new();
+    let mut read = 0;
+    let mut dirs = vec![PathBuf::new()];
+    while let Some(rel) = dirs.pop() {
+        let Ok(entries) = std::fs::read_dir(repo.join(&rel)) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let path = rel.join(&name);
+            // Links are not followed: what a test project links to is not
+            // its own.
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            if kind.is_dir() && !SKIPPED.contains(&name.as_str()) && !name.starts_with('.') {
+                dirs.push(path);
+            } else if kind.is_file()
+                && name.ends_with(".py")
+                && (name.starts_with("test_") || name.ends_with("_test.py"))
+                && read < MAX_TEST_FILES
+            {
+                read += 1;
+                let is_target = path == file;
+                if is_target || imports_any(&repo.join(&path), modules) {
+                    found.push(path.to_string_lossy().replace('\\', "/"));
+                }
+            }
+        }
+    }
+    found.sort();
+    (found, read)
+}
+
+/// Whether a Python file's text imports one of `modules` (`import a.b`,
+/// `from a.b import c`, `from a import b` for `a.b`).
+fn imports_any(path: &Path, modules: &[String]) -> bool {
+    let Ok(file) = std::fs::File::open(path) else {
+        return false;
+    };
+    let mut text = String::new();
+    let _ = std::io::Read::read_to_string(
+        &mut std::io::Read::take(file, MAX_TEST_FILE_BYTES),
+        &mut text,
+    );
+    text.lines().map(str::trim).any(|line| {
+        modules.iter().any(|module| {
+            if let Some(rest) = line.strip_prefix("import ") {
+                return rest
+                    .split(',')
+                    .map(|m| m.split_whitespace().next().unwrap_or(""))
+                    .any(|m| m == module || m.starts_with(&format!("{module}.")));
+            }
+            let Some(rest) = line.strip_prefix("from ") else {
+                return false;
+            };
+            let Some((from, names)) = rest.split_once(" import ") else {
+                return false;
+            };
+            let from = from.trim();
+            if from == module || from.starts_with(&format!("{module}.")) {
+                return true;
+            }
+            // `from pkg import mod` imports `pkg.mod`.
+            names
+                .trim_matches(|c| c == '(' || c == ')')
+                .split(',')
+                .map(|n| n.split_whitespace().next().unwrap_or(""))
+                .any(|n| format!("{from}.{n}") == *module)
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn python_modules_and_their_imports() {
+        assert_eq!(
+            module_names(Path::new("src/shop/cart.py")),
+            ["src.shop.cart", "shop.cart"]
+        );
+        assert_eq!(module_names(Path::new("shop/__init__.py")), ["shop"]);
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str, text: &str| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, text).unwrap();
+            path
+        };
+        let cart = ["shop.cart".to_string()];
+        assert!(imports_any(
+            &write("a.py", "from shop.cart import total\n"),
+            &cart
+        ));
+        assert!(imports_any(
+            &write("b.py", "from shop import cart, other\n"),
+            &cart
+        ));
+        assert!(imports_any(
+            &write("c.py", "import os, shop.cart as c\n"),
+            &cart
+        ));
+        assert!(!imports_any(
+            &write("d.py", "from shop.cartography import x\nimport shopcart\n"),
+            &cart
+        ));
+    }
+}
