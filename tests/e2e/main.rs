@@ -31,6 +31,7 @@ mod registry;
 mod registry_login;
 mod registry_update;
 mod run_test;
+mod run_test_coverage;
 mod run_test_errors;
 mod run_test_expected;
 mod run_test_flaky;

@@ -73,6 +73,14 @@ fn run(args: &request::Args, checked: &Checked) -> (serde_json::Value, serde_jso
     if let Some(file) = template::report_file(args.runner, checked.project) {
         let _ = std::fs::remove_file(checked.report_dir.join(file));
     }
+    let measured = args.coverage == Some(true);
+    if measured {
+        let _ = std::fs::remove_file(
+            checked
+                .report_dir
+                .join(template::coverage_file(args.runner)),
+        );
+    }
     let request = RunRequest::new(&checked.command.program, checked.repo.to_string_lossy())
         .args(&checked.command.args)
         .env(
@@ -124,6 +132,14 @@ fn run(args: &request::Args, checked: &Checked) -> (serde_json::Value, serde_jso
     };
     let summary = excerpt::summarize(&console, outcome.truncated, args.runner);
     let results = results_of(args.runner, checked, &outcome);
+    let coverage = measured.then(|| {
+        results::coverage::read(
+            args.runner,
+            checked.project,
+            &checked.report_dir,
+            &checked.repo,
+        )
+    });
     let tests = results.as_ref().map(|r| &r.counts);
     let failures = results.as_ref().map_or(&[][..], Results::shown);
     let errors = results.as_ref().map_or(&[][..], Results::errors_shown);
@@ -152,6 +168,7 @@ fn run(args: &request::Args, checked: &Checked) -> (serde_json::Value, serde_jso
         "tests": tests,
         "failures": failures,
         "errors": results.as_ref().map_or(&[][..], |r| r.errors.as_slice()),
+        "coverage": coverage.as_ref().map(|c| coverage_json(c, usize::MAX)),
         "slowest": (!slowest.is_empty()).then_some(slowest),
         "failed_tests": results.as_ref().map(Results::failed_names).unwrap_or_default(),
         "excerpt_blocks": summary.blocks,
@@ -229,10 +246,42 @@ fn run(args: &request::Args, checked: &Checked) -> (serde_json::Value, serde_jso
     if !errors.is_empty() {
         answer["errors"] = json!(errors);
     }
+    if let Some(coverage) = &coverage {
+        answer["coverage"] = coverage_json(coverage, COVERAGE_FILES_SHOWN);
+    }
     if let Some((how, tests)) = &checked.related {
         answer["related"] = json!({"how": how, "run": tests});
     }
     (answer::fit(answer), machine)
+}
+
+/// The files whose coverage the answer shows (the least covered).
+const COVERAGE_FILES_SHOWN: usize = 20;
+
+/// Coverage for the answer or summary.json: the files (least covered
+/// first, at most `max`), the lines in all, or why there is none.
+fn coverage_json(
+    coverage: &Result<Vec<results::coverage::FileCoverage>, String>,
+    max: usize,
+) -> serde_json::Value {
+    match coverage {
+        Err(why) => json!({"unavailable": why}),
+        Ok(files) => {
+            let (covered, lines) = files.iter().fold((0u64, 0u64), |(c, l), f| {
+                (c + u64::from(f.covered), l + u64::from(f.lines))
+            });
+            let mut value = json!({
+                "percent": (covered as f64 * 1000.0 / lines.max(1) as f64).round() / 10.0,
+                "lines": lines,
+                "covered": covered,
+                "files": files.iter().take(max).collect::<Vec<_>>(),
+            });
+            if files.len() > max {
+                value["files_omitted"] = json!(files.len() - max);
+            }
+            value
+        }
+    }
 }
 
 /// The slowest tests the answer shows (summary.json and summary.md keep
@@ -421,6 +470,10 @@ fn output_schema() -> serde_json::Value {
                 "type": "array",
                 "description": "Present when test files or packages did not load or build (a syntax error, a missing import, a compile error): each named by its file or package, with where and why. None of their tests ran, so they are not in `failures` or tests.total; tests.errors counts them.",
                 "items": {"type": "object"}
+            },
+            "coverage": {
+                "type": "object",
+                "description": "With coverage: true. percent, lines and covered over the files the run touched, and per file (least covered first, at most 20; summary.json has all) its lines, covered, percent and the uncovered line ranges; or unavailable: why this runner gives none.",
             },
             "slowest": {
                 "type": ["array", "null"],

@@ -45,6 +45,8 @@ pub struct Args {
     /// Flaky check: run the selection this many times (2-50), each in fresh processes under the same timeouts, and answer per test its pattern (P/F per run), failure rate and verdict (stable_pass, stable_fail, flaky). Needs scope file, pattern or failed. Each run's reports stay in run-NN/ of report_dir.
     #[schemars(range(min = 2, max = 50))]
     pub repeat: Option<u32>,
+    /// Line coverage: per file the lines covered and the uncovered ranges of the files the run touched (pytest with pytest-cov, go, jest and vitest with their v8 provider, flutter). A runner without it says so under `coverage.unavailable`.
+    pub coverage: Option<bool>,
 }
 
 /// A request that passed every check.
@@ -143,6 +145,7 @@ pub fn checked(
         project,
         &selection.targets,
         &report,
+        args.coverage == Some(true),
     )
     .ok_or_else(|| no_failed_scope(args.runner))?;
     Ok(Checked {
@@ -180,7 +183,7 @@ fn source_file(target: &str, repo: &Path) -> Result<PathBuf, ToolError> {
 /// them. The names come from what the test project's run reported: one
 /// that could be read as an option is left out.
 fn failed_targets(runner: Runner, project: Project, repo: &Path) -> Result<Vec<String>, ToolError> {
-    if template::command(runner, Scope::Failed, project, &[], "").is_none() {
+    if template::command(runner, Scope::Failed, project, &[], "", false).is_none() {
         return Err(no_failed_scope(runner));
     }
     let root = repo.join(DEFAULT_REPORTS);
@@ -409,6 +412,7 @@ mod tests {
             max_output_bytes: 1000,
             report_dir: report_dir.map(String::from),
             repeat: None,
+            coverage: None,
         }
     }
 

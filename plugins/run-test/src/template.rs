@@ -140,6 +140,50 @@ const GO: [&str; 2] = ["test", "-json"];
 /// into the report dir.
 const DART: [&str; 2] = ["test", "--file-reporter=json:{report}/results.jsonl"];
 
+/// The options that make `runner` write line coverage into the report dir
+/// ([`coverage_file`]), or why it cannot.
+pub fn coverage_args(
+    runner: Runner,
+    project: Project,
+) -> Result<&'static [&'static str], &'static str> {
+    match (runner, project) {
+        (Runner::Go, _) => Ok(&["-coverprofile={report}/cover.out"]),
+        (Runner::Pytest, _) => Ok(&["--cov=.", "--cov-report=lcov:{report}/lcov.info"]),
+        (Runner::Flutter, _) => Ok(&["--coverage", "--coverage-path={report}/lcov.info"]),
+        (Runner::Npm, Project::Jest) => Ok(&[
+            "--coverage",
+            "--coverageProvider=v8",
+            "--coverageReporters=lcov",
+            "--coverageDirectory={report}/coverage",
+        ]),
+        (Runner::Npm, Project::Vitest) => Ok(&[
+            "--coverage.enabled",
+            "--coverage.provider=v8",
+            "--coverage.reporter=lcov",
+            "--coverage.reportsDirectory={report}/coverage",
+        ]),
+        (Runner::Dart, _) => Err(
+            "dart test's --coverage writes its own JSON, which `format_coverage` (package coverage) turns into LCOV: not read here; run flutter, or that tool by hand",
+        ),
+        (Runner::Cargo, _) => Err(
+            "cargo has no built-in coverage (cargo-llvm-cov and tarpaulin are separate tools): run one by hand",
+        ),
+        (Runner::Npm, _) => Err(
+            "this npm project's runner is neither jest nor vitest, whose own coverage is read; node's runner prints coverage only on its console",
+        ),
+    }
+}
+
+/// Where the options of [`coverage_args`] make the runner write coverage,
+/// relative to the report dir.
+pub fn coverage_file(runner: Runner) -> &'static str {
+    match runner {
+        Runner::Go => "cover.out",
+        Runner::Npm => "coverage/lcov.info",
+        _ => "lcov.info",
+    }
+}
+
 /// The file in the report dir that the runner's template asks it to write
 /// its per-test report into; `None` where there is none (go's report is
 /// its stdout, in raw.log; cargo and plain npm have none).
@@ -164,9 +208,16 @@ pub fn command(
     project: Project,
     targets: &[String],
     report: &str,
+    coverage: bool,
 ) -> Option<Command> {
+    let measured: &[&'static str] = match coverage {
+        true => coverage_args(runner, project).unwrap_or(&[]),
+        false => &[],
+    };
+    // Coverage options go after the template's own, before any target
+    // (pytest's targets follow `--`).
     let with = |program: &'static str, base: &[&'static str], rest: &[&'static str]| {
-        (program, [base, rest].concat())
+        (program, [base, measured, rest].concat())
     };
     let npm = |base: &[&'static str], rest: &[&'static str]| with("npm", base, rest);
     let mut node_options: Vec<String> = Vec::new();
@@ -277,6 +328,38 @@ pub fn quiet_env() -> Vec<(String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The template without coverage, as most tests want it.
+    fn command(
+        runner: Runner,
+        scope: Scope,
+        project: Project,
+        targets: &[String],
+        report: &str,
+    ) -> Option<Command> {
+        super::command(runner, scope, project, targets, report, false)
+    }
+
+    #[test]
+    fn coverage_options_go_before_the_targets() {
+        let c = super::command(
+            Runner::Pytest,
+            Scope::Failed,
+            Project::Plain,
+            &["t.py::x".to_string()],
+            "r",
+            true,
+        )
+        .unwrap();
+        let dashes = c.args.iter().position(|a| a == "--").unwrap();
+        let cov = c
+            .args
+            .iter()
+            .position(|a| a == "--cov-report=lcov:r/lcov.info")
+            .unwrap();
+        assert!(cov < dashes, "{:?}", c.args);
+        assert!(coverage_args(Runner::Cargo, Project::Plain).is_err());
+    }
 
     #[test]
     fn targets_land_in_their_slot_only() {

@@ -10,6 +10,7 @@
 //! taken from it but to show).
 
 pub mod console;
+pub mod coverage;
 pub mod dart;
 mod expected;
 pub mod gotest;
