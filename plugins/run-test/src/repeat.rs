@@ -16,8 +16,10 @@ use crate::template::Scope;
 
 /// The most tests the answer details (flaky first); summary.json has all.
 const MAX_TESTS_SHOWN: usize = 20;
-/// The most distinct failure messages kept per test.
+/// The most distinct failure messages kept per test, each at most this
+/// long (20 tests of 3 stay within the answer's 16 KB).
 const MAX_MESSAGES: usize = 3;
+const MAX_MESSAGE_CHARS: usize = 200;
 
 pub fn run(args: &Args, times: u32, repo: &Path, timestamp: &str) -> Result<Value, ToolError> {
     if args.scope == Scope::All {
@@ -100,7 +102,7 @@ fn aggregate(runs: &[(Value, Value)], asked: u32, stopped: Option<String>) -> Va
                 && said.len() < MAX_MESSAGES
                 && !said.iter().any(|m| m == first)
             {
-                said.push(first.to_string());
+                said.push(plugin_sdk::text::cut(first, MAX_MESSAGE_CHARS, "…"));
             }
         }
     }
