@@ -98,11 +98,11 @@ fn aggregate(runs: &[(Value, Value)], asked: u32, stopped: Option<String>) -> Va
                 .lines()
                 .next();
             let said = messages.entry(name.to_string()).or_default();
-            if let Some(first) = first.filter(|m| !m.is_empty())
-                && said.len() < MAX_MESSAGES
-                && !said.iter().any(|m| m == first)
-            {
-                said.push(plugin_sdk::text::cut(first, MAX_MESSAGE_CHARS, "…"));
+            if let Some(first) = first.filter(|m| !m.is_empty()) {
+                let first = plugin_sdk::text::cut(first, MAX_MESSAGE_CHARS, "…");
+                if said.len() < MAX_MESSAGES && !said.contains(&first) {
+                    said.push(first);
+                }
             }
         }
     }
