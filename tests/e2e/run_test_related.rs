@@ -1,7 +1,7 @@
 //! `scope: related` (issue 58, item 6): the tests that exercise a source
 //! file, and how they were found — pytest by the test files that import
 //! it, go by its package, cargo by its crate, jest by its own
-//! `--findRelatedTests` — each on a real project where another test must
+//! `--findRelatedTests`, vitest by the test files that import it — each on a real project where another test must
 //! stay out.
 
 use serde_json::{Value, json};
@@ -166,5 +166,31 @@ async fn the_tests_a_source_file_touches_run_and_no_others() {
         assert_eq!(out["status"], "pass", "{out:#}");
         assert_eq!(out["tests"]["total"], 1, "{out:#}");
         assert!(related(&out).0.contains("findRelatedTests"), "{out:#}");
+    }
+    if let Some(env) = js_runner_env("vitest run", "module") {
+        write(
+            &env.workspace,
+            &[
+                ("src/math.js", "export const add = (a, b) => a + b;\n"),
+                (
+                    "test/math.test.js",
+                    "import { test, expect } from 'vitest';\nimport { add } from '../src/math';\ntest('adds', () => expect(add(1, 1)).toBe(2));\n",
+                ),
+                (
+                    "test/other.test.js",
+                    "import { test } from 'vitest';\ntest('other', () => { throw new Error('other must not run'); });\n",
+                ),
+            ],
+        );
+        let host = env.start().await;
+        let out = run(
+            &host,
+            "npm",
+            json!({"scope": "related", "target": "src/math.js"}),
+        )
+        .await;
+        assert_eq!(out["status"], "pass", "{out:#}");
+        assert_eq!(out["tests"]["total"], 1, "{out:#}");
+        assert_eq!(related(&out).1, ["test/math.test.js"], "{out:#}");
     }
 }

@@ -44,9 +44,23 @@ pub fn resolve(
             targets: vec![shown.clone()],
             how: format!("jest --findRelatedTests {shown}: the tests whose imports reach it"),
         }),
-        Runner::Npm => Err(format!(
-            "related tests of an npm project are found by jest (`--findRelatedTests`); this project's `npm test` is not jest: use scope `file` or `pattern`"
-        )),
+        // vitest's own `related` is a command of its own, which `npm test`
+        // (`vitest run`) cannot reach: the test files that import the file.
+        Runner::Npm if project == Project::Vitest => {
+            let (files, read) = importing_js_tests(repo, file);
+            if files.is_empty() {
+                return Err(format!(
+                    "no test file imports {shown} (read {read} test files for an import or require of it): use scope `file` or `all`"
+                ));
+            }
+            Ok(Related {
+                how: format!("the test files that import {shown} (vitest's own `related` is a command `npm test` cannot reach)"),
+                targets: files,
+            })
+        }
+        Runner::Npm => Err(
+            "related tests of an npm project are found by jest (`--findRelatedTests`) or, for vitest, by the test files that import the file; this project's `npm test` is neither: use scope `file` or `pattern`".to_string()
+        ),
         Runner::Go => {
             let dir = package_dir(file);
             Ok(Related {
@@ -133,6 +147,108 @@ fn module_names(file: &Path) -> Vec<String> {
 fn importing_tests(repo: &Path, file: &Path, modules: &[String]) -> (Vec<String>, usize) {
     let mut found = Vec::new();
     let mut read = 0;
+    walk(repo, &mut |path: &Path| {
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let is_test =
+            name.ends_with(".py") && (name.starts_with("test_") || name.ends_with("_test.py"));
+        if !is_test || read >= MAX_TEST_FILES {
+            return;
+        }
+        read += 1;
+        if path == file || imports_any(&repo.join(path), modules) {
+            found.push(path.to_string_lossy().replace('\\', "/"));
+        }
+    });
+    found.sort();
+    (found, read)
+}
+
+/// Test files of a JavaScript project (`*.test.*`, `*.spec.*`) whose
+/// relative imports or requires name `file`, sorted; and how many were
+/// read.
+fn importing_js_tests(repo: &Path, file: &Path) -> (Vec<String>, usize) {
+    let is_test = |name: &str| {
+        let stem = name.rsplit_once('.').map_or(name, |(stem, _)| stem);
+        (stem.ends_with(".test") || stem.ends_with(".spec"))
+            && JS_EXTENSIONS
+                .iter()
+                .any(|e| name.ends_with(&format!(".{e}")))
+    };
+    let mut found = Vec::new();
+    let mut read = 0;
+    walk(repo, &mut |path: &Path| {
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if !is_test(&name) || read >= MAX_TEST_FILES {
+            return;
+        }
+        read += 1;
+        let Ok(f) = std::fs::File::open(repo.join(path)) else {
+            return;
+        };
+        let mut text = String::new();
+        let _ = std::io::Read::read_to_string(
+            &mut std::io::Read::take(f, MAX_TEST_FILE_BYTES),
+            &mut text,
+        );
+        let dir = path.parent().unwrap_or(Path::new(""));
+        if specifiers(&text).any(|spec| resolves_to(dir, spec, file)) {
+            found.push(path.to_string_lossy().replace('\\', "/"));
+        }
+    });
+    found.sort();
+    (found, read)
+}
+
+const JS_EXTENSIONS: [&str; 6] = ["js", "mjs", "cjs", "ts", "jsx", "tsx"];
+
+/// The relative module specifiers of a JavaScript text: `from './x'`,
+/// `require('../x')`, `import('./x')`.
+fn specifiers(text: &str) -> impl Iterator<Item = &str> {
+    text.split(['\'', '"', '`'])
+        .skip(1)
+        .step_by(2)
+        .filter(|s| s.starts_with("./") || s.starts_with("../"))
+}
+
+/// Whether `spec`, written in a file of `dir`, names `file` (with or
+/// without its extension, or as its folder's index).
+fn resolves_to(dir: &Path, spec: &str, file: &Path) -> bool {
+    let mut parts: Vec<String> = dir
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    for part in spec.split('/') {
+        match part {
+            "." | "" => {}
+            ".." => {
+                if parts.pop().is_none() {
+                    return false;
+                }
+            }
+            p => parts.push(p.to_string()),
+        }
+    }
+    let named = parts.join("/");
+    let file = file.to_string_lossy().replace('\\', "/");
+    let without = file
+        .rsplit_once('.')
+        .map_or(file.as_str(), |(stem, _)| stem);
+    named == file
+        || named == without
+        || without
+            .strip_suffix("/index")
+            .is_some_and(|folder| folder == named)
+}
+
+/// Every file below `repo` (relative paths), folders of [`SKIPPED`] and
+/// links left out.
+fn walk(repo: &Path, seen: &mut dyn FnMut(&Path)) {
     let mut dirs = vec![PathBuf::new()];
     while let Some(rel) = dirs.pop() {
         let Ok(entries) = std::fs::read_dir(repo.join(&rel)) else {
@@ -140,29 +256,16 @@ fn importing_tests(repo: &Path, file: &Path, modules: &[String]) -> (Vec<String>
         };
         for entry in entries.flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
-            let path = rel.join(&name);
-            // Links are not followed: what a test project links to is not
-            // its own.
             let Ok(kind) = entry.file_type() else {
                 continue;
             };
             if kind.is_dir() && !SKIPPED.contains(&name.as_str()) && !name.starts_with('.') {
-                dirs.push(path);
-            } else if kind.is_file()
-                && name.ends_with(".py")
-                && (name.starts_with("test_") || name.ends_with("_test.py"))
-                && read < MAX_TEST_FILES
-            {
-                read += 1;
-                let is_target = path == file;
-                if is_target || imports_any(&repo.join(&path), modules) {
-                    found.push(path.to_string_lossy().replace('\\', "/"));
-                }
+                dirs.push(rel.join(&name));
+            } else if kind.is_file() {
+                seen(&rel.join(&name));
             }
         }
     }
-    found.sort();
-    (found, read)
 }
 
 /// Whether a Python file's text imports one of `modules` (`import a.b`,
@@ -207,6 +310,27 @@ fn imports_any(path: &Path, modules: &[String]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn javascript_imports_resolve_to_the_file() {
+        let math = Path::new("src/math.js");
+        assert!(resolves_to(Path::new("test"), "../src/math.js", math));
+        assert!(resolves_to(Path::new("test"), "../src/math", math));
+        assert!(resolves_to(Path::new("src"), "./math", math));
+        assert!(!resolves_to(Path::new("test"), "../src/mathx", math));
+        assert!(!resolves_to(Path::new(""), "../../src/math", math));
+        assert!(resolves_to(
+            Path::new("test"),
+            "../src/lib",
+            Path::new("src/lib/index.ts")
+        ));
+        let text =
+            "import { add } from '../src/math.js';\nconst x = require(\"./y\");\nimport 'vitest';";
+        assert_eq!(
+            specifiers(text).collect::<Vec<_>>(),
+            ["../src/math.js", "./y"]
+        );
+    }
 
     #[test]
     fn python_modules_and_their_imports() {

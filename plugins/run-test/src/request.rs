@@ -25,7 +25,7 @@ const DEFAULT_REPORTS: &str = ".cache/mcp-test-timebox/reports";
 pub struct Args {
     /// Which test runner's fixed command template to use.
     pub runner: Runner,
-    /// all: the whole suite; file: one test file; pattern: tests whose name matches; failed: the tests that failed in the last run of this runner here (every runner; npm when its test script is jest, vitest or node --test); related: the tests that exercise the source file `target` (jest --findRelatedTests, go its package, cargo its crate, pytest the test files that import it).
+    /// all: the whole suite; file: one test file; pattern: tests whose name matches; failed: the tests that failed in the last run of this runner here (every runner; npm when its test script is jest, vitest or node --test); related: the tests that exercise the source file `target` (jest --findRelatedTests, vitest and pytest the test files that import it, go its package, cargo its crate).
     pub scope: Scope,
     /// Required when scope is file, pattern or related (related: a source file). scope=file: a test file path relative to the repository (cargo: tests/<name>.rs; go: a file of the package to test). scope=pattern: a test name pattern.
     #[schemars(length(min = 1, max = 512))]

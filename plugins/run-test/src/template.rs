@@ -260,6 +260,7 @@ pub fn command(
             match (scope, project) {
                 (Scope::All, _) => npm(base, &[]),
                 (Scope::Related, Project::Jest) => npm(base, &["--findRelatedTests", "{target}"]),
+                (Scope::Related, Project::Vitest) => npm(base, &["{target}"]),
                 (Scope::Related, _) => return None,
                 (Scope::File, Project::Plain | Project::NodeTestRunner { .. }) => {
                     npm(base, &["--", "{target}"])
