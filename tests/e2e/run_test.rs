@@ -1075,11 +1075,13 @@ async fn cancellation_kills_the_run() {
         .await;
     let pid = read_pid(&env.workspace.join("leader.pid")).await;
     handle.cancel(Some("test cancels".into())).await.unwrap();
-    let deadline = Instant::now() + Duration::from_secs(3);
+    // Far below the run's 300 s: the cancellation ended it (the slack is for
+    // a loaded 2-core machine).
+    let deadline = Instant::now() + Duration::from_secs(15);
     while !process_gone(pid) {
         assert!(
             Instant::now() < deadline,
-            "process {pid} still alive 3 s after cancellation"
+            "process {pid} still alive 15 s after cancellation"
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -1087,7 +1089,7 @@ async fn cancellation_kills_the_run() {
     assert_eq!(host.tools().await.len(), 1);
     // The reports say what happened.
     let reports = env.workspace.join(".cache/mcp-test-timebox/reports");
-    let deadline = Instant::now() + Duration::from_secs(5);
+    let deadline = Instant::now() + Duration::from_secs(15);
     let summary = loop {
         let found = std::fs::read_dir(&reports)
             .into_iter()
