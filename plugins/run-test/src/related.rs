@@ -142,28 +142,15 @@ fn module_names(file: &Path) -> Vec<String> {
     names
 }
 
-/// The test files (`test_*.py`, `*_test.py`) that import one of `modules`,
-/// sorted; and how many test files were read.
+/// The test files (`test_*.py`, `*_test.py`) that import one of `modules`
+/// (or are `file` itself), sorted; and how many test files were read.
 fn importing_tests(repo: &Path, file: &Path, modules: &[String]) -> (Vec<String>, usize) {
-    let mut found = Vec::new();
-    let mut read = 0;
-    walk(repo, &mut |path: &Path| {
-        let name = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let is_test =
-            name.ends_with(".py") && (name.starts_with("test_") || name.ends_with("_test.py"));
-        if !is_test || read >= MAX_TEST_FILES {
-            return;
-        }
-        read += 1;
-        if path == file || imports_any(&repo.join(path), modules) {
-            found.push(path.to_string_lossy().replace('\\', "/"));
-        }
-    });
-    found.sort();
-    (found, read)
+    let is_test = |name: &str| {
+        name.ends_with(".py") && (name.starts_with("test_") || name.ends_with("_test.py"))
+    };
+    test_files_where(repo, is_test, |path, text| {
+        path == file || imports_any(text, modules)
+    })
 }
 
 /// Test files of a JavaScript project (`*.test.*`, `*.spec.*`) whose
@@ -177,6 +164,20 @@ fn importing_js_tests(repo: &Path, file: &Path) -> (Vec<String>, usize) {
                 .iter()
                 .any(|e| name.ends_with(&format!(".{e}")))
     };
+    test_files_where(repo, is_test, |path, text| {
+        let dir = path.parent().unwrap_or(Path::new(""));
+        specifiers(text).any(|spec| resolves_to(dir, spec, file))
+    })
+}
+
+/// The files below `repo` whose name `is_test` takes (at most
+/// [`MAX_TEST_FILES`] read, each up to [`MAX_TEST_FILE_BYTES`], as text)
+/// and whose path and text `wanted` takes, sorted; and how many were read.
+fn test_files_where(
+    repo: &Path,
+    is_test: impl Fn(&str) -> bool,
+    wanted: impl Fn(&Path, &str) -> bool,
+) -> (Vec<String>, usize) {
     let mut found = Vec::new();
     let mut read = 0;
     walk(repo, &mut |path: &Path| {
@@ -196,8 +197,7 @@ fn importing_js_tests(repo: &Path, file: &Path) -> (Vec<String>, usize) {
             &mut std::io::Read::take(f, MAX_TEST_FILE_BYTES),
             &mut text,
         );
-        let dir = path.parent().unwrap_or(Path::new(""));
-        if specifiers(&text).any(|spec| resolves_to(dir, spec, file)) {
+        if wanted(path, &text) {
             found.push(path.to_string_lossy().replace('\\', "/"));
         }
     });
@@ -268,17 +268,9 @@ fn walk(repo: &Path, seen: &mut dyn FnMut(&Path)) {
     }
 }
 
-/// Whether a Python file's text imports one of `modules` (`import a.b`,
+/// Whether a Python text imports one of `modules` (`import a.b`,
 /// `from a.b import c`, `from a import b` for `a.b`).
-fn imports_any(path: &Path, modules: &[String]) -> bool {
-    let Ok(file) = std::fs::File::open(path) else {
-        return false;
-    };
-    let mut text = String::new();
-    let _ = std::io::Read::read_to_string(
-        &mut std::io::Read::take(file, MAX_TEST_FILE_BYTES),
-        &mut text,
-    );
+fn imports_any(text: &str, modules: &[String]) -> bool {
     text.lines().map(str::trim).any(|line| {
         modules.iter().any(|module| {
             if let Some(rest) = line.strip_prefix("import ") {
@@ -339,27 +331,26 @@ mod tests {
             ["src.shop.cart", "shop.cart"]
         );
         assert_eq!(module_names(Path::new("shop/__init__.py")), ["shop"]);
-        let dir = tempfile::tempdir().unwrap();
-        let write = |name: &str, text: &str| {
-            let path = dir.path().join(name);
-            std::fs::write(&path, text).unwrap();
-            path
-        };
         let cart = ["shop.cart".to_string()];
         assert!(imports_any(
-            &write("a.py", "from shop.cart import total\n"),
+            "from shop.cart import total
+",
             &cart
         ));
         assert!(imports_any(
-            &write("b.py", "from shop import cart, other\n"),
+            "from shop import cart, other
+",
             &cart
         ));
         assert!(imports_any(
-            &write("c.py", "import os, shop.cart as c\n"),
+            "import os, shop.cart as c
+",
             &cart
         ));
         assert!(!imports_any(
-            &write("d.py", "from shop.cartography import x\nimport shopcart\n"),
+            "from shop.cartography import x
+import shopcart
+",
             &cart
         ));
     }
