@@ -42,6 +42,10 @@ pub async fn inspect(text: &str, loader: Loader) -> Result<ExitCode> {
 /// signed the new one and the host interfaces it imports now.
 pub async fn update(only: Option<&str>, dry_run: bool, loader: Loader) -> Result<ExitCode> {
     for update in crate::install::preview::update(&loader, only, dry_run).await? {
+        if let Some(why) = update.not_checked {
+            println!("{}\tnot checked\t{}\t{why}", update.name, update.from);
+            continue;
+        }
         let Some(to) = update.to else {
             println!("{}\tunchanged\t{}", update.name, update.from);
             continue;

@@ -30,6 +30,8 @@ pub struct Preview {
 /// `text`: a plugin of the folder by name, or a source `install` takes,
 /// fetched and loaded as `install` would, nothing written.
 pub async fn inspect(loader: &Loader, text: &str) -> Result<Preview> {
+    // Read once: it says both how to fetch and what to say of the signature.
+    let mut trust = Trust::of(loader)?;
     let installed = loader.plugins_dir.join(format!("{text}.wasm"));
     let (source_text, fetched, default_name) = if claim::check_name(text, text).is_ok()
         && installed.is_file()
@@ -47,12 +49,11 @@ pub async fn inspect(loader: &Loader, text: &str) -> Result<Preview> {
         let source = Source::parse(text)?;
         // Fetched whatever its signature: the answer says what install
         // would do with it.
-        let mut trust = Trust::of(loader)?;
-        trust.required = false;
-        let fetched = source.fetch(&trust).await?;
-        (text.to_string(), fetched, source.default_name())
+        let required = std::mem::replace(&mut trust.required, false);
+        let fetched = source.fetch(&trust).await;
+        trust.required = required;
+        (text.to_string(), fetched?, source.default_name())
     };
-    let trust = Trust::of(loader)?;
     let signature = match (&fetched.signer, fetched.manifest.is_some()) {
         (Some(signer), _) => format!("signed by {signer}, a key you trust"),
         (None, _) if trust.required => {
@@ -172,8 +173,11 @@ pub fn imports(bytes: &[u8]) -> Result<Vec<String>> {
 pub struct Update {
     pub name: String,
     pub from: String,
-    /// None when the source still holds what is installed.
+    /// None when the source still holds what is installed, or was not
+    /// asked ([`Update::not_checked`]).
     pub to: Option<Changed>,
+    /// Why the source was not asked again (a file).
+    pub not_checked: Option<String>,
 }
 
 pub struct Changed {
@@ -216,12 +220,11 @@ pub async fn update(loader: &Loader, only: Option<&str>, dry_run: bool) -> Resul
                 name: entry.name.clone(),
                 from: entry.digest.clone(),
                 to: None,
+                not_checked: Some(format!(
+                    "from the file {}: `host install` it again to take a new build",
+                    path.display()
+                )),
             });
-            eprintln!(
-                "{}: from the file {}; `host install` it again to take a new build",
-                entry.name,
-                path.display()
-            );
             continue;
         }
         let fetched = source
@@ -234,6 +237,7 @@ pub async fn update(loader: &Loader, only: Option<&str>, dry_run: bool) -> Resul
                 name: entry.name,
                 from: digest,
                 to: None,
+                not_checked: None,
             });
             continue;
         }
@@ -263,6 +267,7 @@ pub async fn update(loader: &Loader, only: Option<&str>, dry_run: bool) -> Resul
             name: entry.name,
             from: entry.digest,
             to: Some(changed),
+            not_checked: None,
         });
     }
     Ok(done)
