@@ -254,23 +254,19 @@ fn read(file: &Path) -> Result<Option<Map<String, Value>>> {
     }
 }
 
-/// Write an auth file whole (a temporary file renamed over it), 0600 in a
-/// 0700 folder.
+/// Write an auth file whole (a temporary file renamed over it), readable
+/// by its owner only.
 fn write(file: &Path, config: &Map<String, Value>) -> Result<()> {
     let dir = file.parent().context("an auth file needs a folder")?;
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot make {}", dir.display()))?;
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
-        options.mode(0o600);
-        let _ = std::fs::DirBuilder::new().mode(0o700).create(dir);
+    // A folder made here is the user's alone; one that exists is left as
+    // Podman or the user made it.
+    if !dir.is_dir() {
+        crate::platform::create_private_dir(dir)
+            .with_context(|| format!("cannot make {}", dir.display()))?;
     }
     let temporary = dir.join(format!(".auth.json.{}", std::process::id()));
     let _ = std::fs::remove_file(&temporary);
-    let mut out = options
-        .open(&temporary)
+    let mut out = crate::platform::create_private_file(&temporary)
         .with_context(|| format!("cannot write {}", temporary.display()))?;
     let text = serde_json::to_vec_pretty(config).expect("JSON serialises");
     std::io::Write::write_all(&mut out, &text)
