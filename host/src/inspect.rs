@@ -86,6 +86,14 @@ fn grants_json(g: &crate::policy::Grants) -> serde_json::Value {
 
 pub async fn check(loader: Loader, strict: bool) -> Result<ExitCode> {
     println!("config: ok ({})", loader.config_hint);
+    let mut problems = 0;
+    match crate::vectors::check() {
+        Ok(state) => println!("sentence vectors: {state}"),
+        Err(why) => {
+            problems += 1;
+            println!("sentence vectors: NOT READY: {why}");
+        }
+    }
     if !loader.plugins_dir.is_dir() {
         println!(
             "plugins folder {} does not exist: create it and copy *.wasm plugins into it",
@@ -95,7 +103,6 @@ pub async fn check(loader: Loader, strict: bool) -> Result<ExitCode> {
     }
     let service = Service::start(loader).await;
     let catalog = service.catalog();
-    let mut problems = 0;
     for p in &catalog.plugins {
         println!("plugin {}: ok, {} tools", p.name, p.tools.len());
         for root in p.grants.read_roots.iter().chain(&p.grants.write_roots) {

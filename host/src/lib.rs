@@ -55,6 +55,7 @@ pub mod secrets;
 pub mod service;
 pub mod stdio;
 pub mod store;
+pub mod vectors;
 pub mod views;
 pub mod wasi_errno;
 pub mod wasi_fs;

@@ -45,7 +45,10 @@ impl CallState {
         Ok(dir)
     }
 
-    fn opened(&self, name: &str) -> Result<std::sync::Arc<textindex::Opened>, CapabilityError> {
+    pub(super) fn opened(
+        &self,
+        name: &str,
+    ) -> Result<std::sync::Arc<textindex::Opened>, CapabilityError> {
         let dir = self.index_dir(name)?;
         textindex::open(name, &dir).ok_or_else(|| {
             CapabilityError::Invalid(format!("index `{name}` does not exist yet: build it first"))
@@ -55,7 +58,7 @@ impl CallState {
     /// A read of `opened` failed with `why`: when its files are damaged it
     /// is let go, so the plugin's next `open` finds none and builds it
     /// again (issue 54, item 9), and the error says so.
-    fn read_failed(
+    pub(super) fn read_failed(
         &self,
         name: &str,
         opened: &std::sync::Arc<textindex::Opened>,

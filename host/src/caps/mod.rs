@@ -13,6 +13,7 @@ pub mod notify;
 pub mod process;
 pub mod pty;
 pub mod spawn;
+pub mod vectors;
 
 use crate::store::CallState;
 

@@ -257,6 +257,12 @@ struct Common {
     /// Where `host secret` keeps plugins' secrets. [default: ~/.config/mcp-host/secrets]
     #[arg(long, env = "MCP_HOST_SECRETS")]
     secrets_dir: Option<PathBuf>,
+    /// Sentence-embedding model folder for the `vectors` capability
+    /// (config.json, tokenizer.json, model.safetensors); `none` for words
+    /// only. [default: ~/.local/share/mcp-host/models/all-minilm-l6-v2
+    /// when it exists; scripts/setup-model fetches it]
+    #[arg(long, env = "MCP_HOST_EMBEDDING_MODEL")]
+    embedding_model: Option<PathBuf>,
 }
 
 impl Common {
@@ -305,6 +311,10 @@ impl Common {
             .plugins
             .or_else(|| Some(dirs::data_dir()?.join("mcp-host/plugins")))
             .unwrap_or_else(|| home.join(".local/share/mcp-host/plugins"));
+        crate::vectors::configure(crate::vectors::Settings::new(
+            self.embedding_model,
+            &places.cache_dir,
+        ));
         let engine = engine::new_engine()?;
         engine::start_epoch_ticker(&engine);
         let mut loader = Loader::new(

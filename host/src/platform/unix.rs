@@ -488,3 +488,12 @@ Anonymous: 0 kB
         );
     }
 }
+
+/// Make the calling thread yield to everything else (nice 10): the
+/// background embedding of documents must not slow calls down. Linux
+/// applies a thread's niceness to that thread alone.
+pub fn lower_thread_priority() {
+    // SAFETY: setpriority on the calling thread's id; no memory involved.
+    let tid = unsafe { nix::libc::syscall(nix::libc::SYS_gettid) } as nix::libc::id_t;
+    let _ = unsafe { nix::libc::setpriority(nix::libc::PRIO_PROCESS, tid, 10) };
+}

@@ -360,3 +360,13 @@ mod tests {
         assert!(confine(&format!("{g}/Src/a.txt:evil"), &root, &roots).is_none());
     }
 }
+
+/// Make the calling thread yield to everything else: the background
+/// embedding of documents must not slow calls down.
+pub fn lower_thread_priority() {
+    use windows_sys::Win32::System::Threading::{
+        GetCurrentThread, SetThreadPriority, THREAD_PRIORITY_BELOW_NORMAL,
+    };
+    // SAFETY: the pseudo-handle of the calling thread needs no closing.
+    unsafe { SetThreadPriority(GetCurrentThread(), THREAD_PRIORITY_BELOW_NORMAL) };
+}

@@ -15,6 +15,7 @@
 //! instantiated afresh for every call and must not reopen tantivy each time.
 
 pub mod analyzers;
+mod documents;
 mod search;
 mod types;
 
@@ -32,6 +33,7 @@ use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument};
 use tokio::sync::OwnedMutexGuard;
 
 pub use search::search;
+pub use tantivy::DocAddress;
 pub use types::{Coverage, Document, FieldBoost, Filter, Hit, IndexInfo, SearchRequest, TermBoost};
 
 /// Our description of an index's fields, saved with each generation.

@@ -286,7 +286,7 @@ fn coverage_query(
     Ok((!words.is_empty()).then(|| Box::new(BooleanQuery::new(words)) as Box<dyn Query>))
 }
 
-fn keyword_field(opened: &Opened, name: &str) -> Result<tantivy::schema::Field, String> {
+pub(crate) fn keyword_field(opened: &Opened, name: &str) -> Result<tantivy::schema::Field, String> {
     match opened.field(name)? {
         (field, Kind::Keyword) => Ok(field),
         _ => Err(format!(

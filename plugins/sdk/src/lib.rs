@@ -117,7 +117,7 @@ pub mod lifecycle_bindings {
 
 pub use bindings::mcphost::plugin::types::{CapabilityError, Tool, ToolError, ToolOutput};
 pub use bindings::mcphost::plugin::{
-    client, containers, content, git, index, log, notify, process, pty,
+    client, containers, content, git, index, log, notify, process, pty, vectors,
 };
 pub use completion_bindings::exports::mcphost::plugin::completion;
 pub use errors::codes;

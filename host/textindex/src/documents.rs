@@ -1,0 +1,105 @@
+//! Documents by address, for what is searched outside tantivy (the
+//! host's sentence vectors): every document's text of one field, which
+//! documents pass the filters, and the stored fields of one.
+
+use std::collections::HashSet;
+
+use tantivy::collector::DocSetCollector;
+use tantivy::query::{BooleanQuery, Occur, Query};
+use tantivy::schema::Value;
+use tantivy::{DocAddress, TantivyDocument, Term};
+
+use super::{Document, Filter, Kind, Opened};
+
+/// Documents read for their text at most (a corpus bigger than this is
+/// cut: vectors are for reference-sized corpora, and the texts are held
+/// in memory while they are embedded).
+const MAX_DOCUMENTS: usize = 100_000;
+/// Characters of one document's text kept: the sentence model reads 128
+/// tokens, about a hundred words.
+const MAX_TEXT_CHARS: usize = 600;
+
+impl Opened {
+    /// Every live document with a value in the stored field `field`, its
+    /// values joined by a space and cut to [`MAX_TEXT_CHARS`].
+    pub fn texts(&self, field: &str) -> Result<Vec<(DocAddress, String)>, String> {
+        let (wanted, kind) = self.field(field)?;
+        if !self.spec.fields.iter().any(|f| f.name == field && f.stored) || kind == Kind::Weight {
+            return Err(format!("field `{field}` is not a stored text field"));
+        }
+        let searcher = self.reader.searcher();
+        let mut out = Vec::new();
+        for (ordinal, segment) in searcher.segment_readers().iter().enumerate() {
+            let store = segment
+                .get_store_reader(64)
+                .map_err(|e| self.read_failed(e))?;
+            for doc_id in segment.doc_ids_alive() {
+                if out.len() >= MAX_DOCUMENTS {
+                    return Ok(out);
+                }
+                let doc: TantivyDocument = store.get(doc_id).map_err(|e| self.read_failed(e))?;
+                let mut text = String::new();
+                for value in doc.get_all(wanted) {
+                    if let Some(v) = value.as_str() {
+                        if !text.is_empty() {
+                            text.push(' ');
+                        }
+                        text.push_str(v);
+                    }
+                }
+                if !text.trim().is_empty() {
+                    let text = match text.char_indices().nth(MAX_TEXT_CHARS) {
+                        Some((at, _)) => text[..at].to_string(),
+                        None => text,
+                    };
+                    out.push((DocAddress::new(ordinal as u32, doc_id), text));
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The documents that pass every filter; `None` when there is none.
+    pub fn passing(&self, filters: &[Filter]) -> Result<Option<HashSet<DocAddress>>, String> {
+        if filters.is_empty() {
+            return Ok(None);
+        }
+        let mut all: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+        for filter in filters {
+            let field = super::search::keyword_field(self, &filter.field)?;
+            if filter.any_of.is_empty() {
+                return Err(format!("the filter on `{}` lists no values", filter.field));
+            }
+            let terms = filter
+                .any_of
+                .iter()
+                .map(|v| Term::from_field_text(field, v))
+                .collect();
+            all.push((
+                Occur::Must,
+                Box::new(BooleanQuery::new_multiterms_query(terms)),
+            ));
+        }
+        let found = self
+            .reader
+            .searcher()
+            .search(&BooleanQuery::new(all), &DocSetCollector)
+            .map_err(|e| self.read_failed(e))?;
+        Ok(Some(found))
+    }
+
+    /// The stored fields `wanted` of the document at `address`.
+    pub fn fetch(&self, address: DocAddress, wanted: &[String]) -> Result<Document, String> {
+        let doc: TantivyDocument = self
+            .reader
+            .searcher()
+            .doc(address)
+            .map_err(|e| self.read_failed(e))?;
+        self.stored_fields(&doc, wanted)
+    }
+
+    /// The directory of this generation: vectors made for it are its own.
+    pub fn generation(&self) -> &std::path::Path {
+        &self.generation
+    }
+}
