@@ -181,6 +181,9 @@ impl Env {
             .arg("--workspace")
             .arg(&self.workspace)
             .env("MCP_SERVER_LOG", "debug")
+            // No sentence model unless a test gives one (`with_model`):
+            // embedding a corpus would cost every Godot test CPU time.
+            .env("MCP_HOST_EMBEDDING_MODEL", "none")
             .envs(self.host_vars.iter().map(|(k, v)| (k, v)));
         cmd
     }
@@ -685,6 +688,39 @@ pub fn godot_config_with_manual(doc_dir: &Path, manual: &Path) -> String {
         d = doc_dir.display().to_string(),
         m = manual.display().to_string()
     )
+}
+
+/// The sentence model (scripts/setup-model): $MCP_TEST_EMBEDDING_MODEL
+/// (scripts/test sets it, and turns the host's own variable off for every
+/// other test), else $MCP_HOST_EMBEDDING_MODEL, else the host's default
+/// folder; a skip when missing (a failure under CI=true).
+pub fn embedding_model() -> Option<PathBuf> {
+    let dir = ["MCP_TEST_EMBEDDING_MODEL", "MCP_HOST_EMBEDDING_MODEL"]
+        .iter()
+        .filter_map(std::env::var_os)
+        .find(|v| v != "none")
+        .map(PathBuf::from)
+        .or_else(|| Some(dirs_home()?.join(".local/share/mcp-host/models/all-minilm-l6-v2")))?;
+    if dir.join("model.safetensors").is_file() {
+        return Some(dir);
+    }
+    skip(&format!(
+        "no sentence model in {}; run scripts/setup-model or set MCP_HOST_EMBEDDING_MODEL",
+        dir.display()
+    ));
+    None
+}
+
+fn dirs_home() -> Option<PathBuf> {
+    std::env::var_os("HOME").map(PathBuf::from)
+}
+
+impl Env {
+    /// Hosts of this environment embed with the model in `dir`.
+    pub fn with_model(&mut self, dir: &Path) {
+        self.host_vars
+            .push(("MCP_HOST_EMBEDDING_MODEL".into(), dir.display().to_string()));
+    }
 }
 
 // --- Cofer: git, the cofer command, Podman and its test image.

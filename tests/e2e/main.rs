@@ -16,6 +16,7 @@ mod content;
 mod copilot;
 mod filters;
 mod godot;
+mod godot_meaning;
 mod harness;
 mod host_core;
 mod http;

@@ -15,7 +15,7 @@ use crate::parse::class_header;
 use crate::uri;
 
 /// Bump when the documents change shape (the saved index is rebuilt).
-pub(crate) const FORMAT: &str = "godot-docs/18";
+pub(crate) const FORMAT: &str = "godot-docs/19";
 /// Documents handed to the host's index at once.
 const BATCH: usize = 2000;
 
@@ -151,9 +151,39 @@ fn manual_document(section: &Section, links: &[String]) -> Vec<(String, String)>
         ),
         ("body".into(), section.prose.trim().to_string()),
         ("weight".into(), "1.0".into()),
+        (
+            SENSE.into(),
+            sense(
+                &format!("{}: {}", section.page_title, section.heading),
+                section.prose.trim(),
+            ),
+        ),
     ];
     doc.extend(links.iter().map(|l| ("links".to_string(), l.clone())));
     doc
+}
+
+/// The field embedded by the host's sentence model.
+pub(crate) const SENSE: &str = "sense";
+
+/// Characters of an entry's description that go into its sense: its
+/// first sentences (sentence models read the first hundred-odd words).
+const SENSE_CHARS: usize = 300;
+
+/// `title: the first sentences of prose`, cut at a word.
+fn sense(title: &str, prose: &str) -> String {
+    let prose = prose.lines().next().unwrap_or("").trim();
+    let mut cut = prose;
+    if let Some((at, _)) = prose.char_indices().nth(SENSE_CHARS) {
+        cut = prose[..at]
+            .rsplit_once(' ')
+            .map_or(&prose[..at], |(head, _)| head);
+    }
+    if cut.is_empty() {
+        title.to_string()
+    } else {
+        format!("{title}: {cut}")
+    }
 }
 
 /// How many classes inherit from each class, directly or not: a measure of
@@ -213,6 +243,9 @@ pub(crate) fn schema() -> Schema {
             field("enum", FieldType::Stored, true),
             field("enums", FieldType::Keyword, false),
             field("weight", FieldType::Weight, false),
+            // What the entry is, in a sentence, for the host's sentence
+            // vectors ([`crate::meaning`]).
+            field(SENSE, FieldType::Stored, true),
         ],
         id_field: "uri".into(),
     }
@@ -255,6 +288,7 @@ fn class_document(class: &ClassDoc, prior: f64, mentions: &str) -> Vec<(String, 
         ),
         ("mentions".into(), mentions.to_string()),
         ("weight".into(), weight.to_string()),
+        (SENSE.into(), sense(&class.name, &class.brief_description)),
     ]
 }
 
@@ -308,6 +342,18 @@ fn symbol_document(
         ("body".into(), prose.trim().to_string()),
         ("mentions".into(), mentions.to_string()),
         ("weight".into(), weight.to_string()),
+        (
+            SENSE.into(),
+            sense(
+                &format!(
+                    "{} ({} {})",
+                    own_name.replace('_', " "),
+                    class.name,
+                    symbol.kind
+                ),
+                prose.trim(),
+            ),
+        ),
     ];
     doc.extend(
         symbol

@@ -18,6 +18,7 @@ mod documents;
 pub mod engine;
 pub mod links;
 pub mod manual;
+pub mod meaning;
 pub mod model;
 pub mod parse;
 pub mod ranking;
@@ -244,7 +245,9 @@ impl McpTool for Versions {
     const NAME: &'static str = "godot.versions";
     const TITLE: Option<&'static str> = Some("Godot versions served");
     const DESCRIPTION: &'static str = "The Godot versions whose class reference is served, newest (the default) first, \
-        each with where its docs come from. Pass one as `version` to the other godot.* tools.";
+        each with where its docs come from and whether questions in sentences are also searched by \
+        meaning (`meaning`: the host's sentence vectors, ready or how far along). Pass one as `version` \
+        to the other godot.* tools.";
     const HINTS: Option<Hints> = Some(Hints::READ_ONLY);
     type Args = NoArgs;
 
@@ -254,7 +257,12 @@ impl McpTool for Versions {
             "properties": { "versions": { "type": "array", "items": { "type": "object",
                 "properties": {
                     "version": { "type": "string" }, "default": { "type": "boolean" },
-                    "source": { "type": "string" }, "path": { "type": "string" }
+                    "source": { "type": "string" }, "path": { "type": "string" },
+                    "meaning": { "type": "object", "properties": {
+                        "state": { "enum": ["ready", "building", "unavailable", "failed", "not indexed"] },
+                        "done": { "type": "integer" }, "total": { "type": "integer" },
+                        "model": { "type": "string" }, "why": { "type": "string" } },
+                        "required": ["state"] }
                 },
                 "required": ["version", "default", "source", "path"] } } },
             "required": ["versions"],
@@ -271,6 +279,7 @@ impl McpTool for Versions {
                     "default": i == 0,
                     "source": d.source,
                     "path": d.path.to_string_lossy(),
+                    "meaning": meaning::describe(&d.index()),
                 })
             })
             .collect();

@@ -18,8 +18,13 @@ pub const MENTIONS: f32 = 2.0;
 
 /// The question's search, ranked again: asked once for the classes and
 /// members its best entries name, then again with them, among more
-/// entries than asked for, which [`by_words`] orders.
-pub fn plain(index_name: &str, mut request: SearchRequest) -> Result<Vec<index::Hit>, ToolError> {
+/// entries than asked for, which [`by_words`] orders and
+/// [`crate::meaning`] fuses with the entries nearest `question` in meaning.
+pub fn plain(
+    index_name: &str,
+    question: &str,
+    mut request: SearchRequest,
+) -> Result<Vec<index::Hit>, ToolError> {
     let first = SearchRequest {
         limit: FEEDBACK_ENTRIES as u32,
         snippet_field: None,
@@ -43,6 +48,7 @@ pub fn plain(index_name: &str, mut request: SearchRequest) -> Result<Vec<index::
     }
     let mut hits = index::search(index_name, &wider).map_err(crate::api::from_index)?;
     by_words(&mut hits, &wider.query);
+    crate::meaning::fuse(index_name, question, &mut hits, &wider.return_)?;
     hits.truncate(limit);
     if request.snippet_field.is_some() {
         add_snippets(index_name, request, &mut hits)?;

@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use crate::api::{MANUAL, from_index, invalid, manual_not_served};
 use crate::corpus::ensure;
-use crate::{ranking, renames, thesaurus, uri};
+use crate::{meaning, ranking, renames, thesaurus, uri};
 
 #[derive(Serialize)]
 pub struct SearchHit {
@@ -81,6 +81,9 @@ pub fn search(
         )));
     }
     let (docs, served, has_manual) = ensure(version)?;
+    // The version's senses are embedded in the background from its first
+    // search on (nothing when done or under way).
+    meaning::embed(&docs.index());
     let plain = plain_words(query, &words);
     let exact = |term: String, boost: f32| TermBoost {
         field: "name_lc".into(),
@@ -194,7 +197,7 @@ pub fn search(
         return_: vec!["uri".into(), "kind".into(), "class".into(), "name".into()],
     };
     let hits = if plain {
-        ranking::plain(&docs.index(), request)?
+        ranking::plain(&docs.index(), query, request)?
     } else {
         index::search(&docs.index(), &request).map_err(from_index)?
     };

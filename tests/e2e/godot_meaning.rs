@@ -1,0 +1,217 @@
+//! Godot questions in sentences ranked by meaning too (issue 57): the
+//! host's sentence vectors (the real model, scripts/setup-model) beside
+//! the lexical ranking, on the real reference and manual; the vectors
+//! made in the background, kept, and said in `godot.versions`.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::godot::{ask_set, copy_dir, fixture_docs, queries_first, results};
+use crate::harness::*;
+
+/// The `meaning` of the first version `godot.versions` lists.
+async fn meaning(client: &Client) -> Value {
+    let versions = client.call("godot.versions", json!({})).await;
+    structured(&versions)["versions"][0]["meaning"].clone()
+}
+
+/// Wait until the vectors are ready (the first question starts them).
+async fn until_ready(client: &Client, within: Duration) -> Value {
+    let started = Instant::now();
+    loop {
+        let now = meaning(client).await;
+        match now["state"].as_str() {
+            Some("ready") => return now,
+            Some("building" | "not indexed") if started.elapsed() < within => {
+                tokio::time::sleep(Duration::from_millis(500)).await
+            }
+            _ => panic!("the vectors did not become ready within {within:?}: {now}"),
+        }
+    }
+}
+
+/// A model folder of links to the real model's files and no shipped
+/// vectors: everything is embedded here.
+fn bare_model(env: &Env, model: &Path) -> PathBuf {
+    let bare = env.dir.path().join("model");
+    std::fs::create_dir_all(&bare).unwrap();
+    for file in ["config.json", "tokenizer.json", "model.safetensors"] {
+        std::os::unix::fs::symlink(model.join(file), bare.join(file)).unwrap();
+    }
+    bare
+}
+
+/// The held-out measure of issue 57 on our own sets: with the manual and
+/// the vectors (shipped with the model, so nothing is embedded here),
+/// the first three results hold an answer more often than words alone
+/// (godot::plain_word_questions_find_their_answer), and names stay exact.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sentence_questions_are_ranked_by_meaning_too() {
+    let Some(docs) = godot_docs() else { return };
+    let Some(model) = embedding_model() else {
+        return;
+    };
+    let config = godot_config_with_manual(&docs.join("4.x"), &docs.join("manual"));
+    let mut env = Env::new(&["godot"], &config);
+    env.with_model(&model);
+    let client = env.start().await;
+    // The first question builds the index and starts the vectors.
+    client
+        .call("godot.search", json!({ "query": "Node" }))
+        .await;
+    let ready = until_ready(&client, Duration::from_secs(1800)).await;
+    assert!(ready["total"].as_u64().unwrap() > 20_000, "{ready}");
+    let names = queries_first(&client, &docs).await;
+    let plain = ask_set(&client, "plain-words.tsv").await;
+    let sentences = ask_set(&client, "sentences.tsv").await;
+    // The last two sets are kept out of choosing the fusion's weights:
+    // their misses are not printed.
+    let second = ask_set(&client, "sentences-2.tsv").await;
+    let third = ask_set(&client, "sentences-3.tsv").await;
+    eprintln!("not first: {:#?}", [&plain.3, &sentences.3]);
+    for ((top1, top3, total, _), (want1, want3), set) in [
+        (plain, (PLAIN_TOP1, PLAIN_TOP3), "plain-words"),
+        (sentences, (SENTENCE_TOP1, SENTENCE_TOP3), "sentences"),
+        (second, (SECOND_TOP1, SECOND_TOP3), "sentences-2"),
+        (third, (THIRD_TOP1, THIRD_TOP3), "sentences-3"),
+    ] {
+        assert!(
+            top1 >= want1 && top3 >= want3,
+            "{set}: top-1 {top1}/{total}, top-3 {top3}/{total}, below {want1} / {want3}"
+        );
+    }
+    let (right, misses) = names;
+    assert!(
+        right == 30,
+        "with vectors, only {right}/30 names rank first: {misses:#?}"
+    );
+    let log = std::fs::read_to_string(env.stderr_log()).unwrap();
+    assert!(log.contains("sentence vectors ready"), "{log}");
+}
+
+/// What the sets measured with the vectors (2026-11-28; words alone, the
+/// `plain_word` test: 32/37, 35/43, 13/24, 4/9): the test fails below.
+const PLAIN_TOP1: usize = 25;
+const PLAIN_TOP3: usize = 37;
+const SENTENCE_TOP1: usize = 36;
+const SENTENCE_TOP3: usize = 47;
+const SECOND_TOP1: usize = 16;
+const SECOND_TOP3: usize = 27;
+const THIRD_TOP1: usize = 6;
+const THIRD_TOP3: usize = 9;
+
+/// Vectors are made in the background after the index, kept on disk by
+/// each text's hash, and a restarted host embeds nothing again; a
+/// question in plain words is answered meanwhile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vectors_are_made_in_the_background_and_kept() {
+    let Some(model) = embedding_model() else {
+        return;
+    };
+    let mut env = Env::new(&["godot"], "");
+    let docs = env.dir.path().join("doc");
+    copy_dir(&fixture_docs(), &docs);
+    std::fs::write(&env.config, godot_config(&docs)).unwrap();
+    let bare = bare_model(&env, &model);
+    env.with_model(&bare);
+    let client = env.start().await;
+    let found = results(
+        &client
+            .call(
+                "godot.search",
+                json!({ "query": "how do I spin the widget around" }),
+            )
+            .await,
+    );
+    assert!(
+        !found.is_empty(),
+        "a question is answered while vectors are made"
+    );
+    let ready = until_ready(&client, Duration::from_secs(300)).await;
+    let total = ready["total"].as_u64().unwrap();
+    assert!(total > 5 && ready["done"] == total, "{ready}");
+    assert_eq!(ready["model"], "model");
+    // The host's own store holds them, one record per distinct text.
+    let stores: Vec<PathBuf> = std::fs::read_dir(env.cache.join("vectors"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert_eq!(stores.len(), 1, "{stores:?}");
+    let size = std::fs::metadata(&stores[0]).unwrap().len();
+    assert!(size > 44 + 5 * (36 + 384), "{size} bytes");
+    drop(client);
+    // Restarted: ready from the store, nothing embedded again.
+    let client = env.start().await;
+    client
+        .call("godot.search", json!({ "query": "Widget" }))
+        .await;
+    until_ready(&client, Duration::from_secs(120)).await;
+    assert_eq!(std::fs::metadata(&stores[0]).unwrap().len(), size);
+    let log = std::fs::read_to_string(env.stderr_log()).unwrap();
+    assert!(log.contains("embedded=0"), "{log}");
+}
+
+/// Without a model, questions are answered by their words and
+/// `godot.versions` says why there is no meaning and how to get it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_model_words_alone_answer_and_versions_say_why() {
+    let env = Env::new(&["godot"], "");
+    let docs = env.dir.path().join("doc");
+    copy_dir(&fixture_docs(), &docs);
+    std::fs::write(&env.config, godot_config(&docs)).unwrap();
+    let client = env.start().await;
+    let found = results(
+        &client
+            .call(
+                "godot.search",
+                json!({ "query": "how do I spin the widget around" }),
+            )
+            .await,
+    );
+    assert!(!found.is_empty());
+    let now = meaning(&client).await;
+    assert_eq!(now["state"], "unavailable", "{now}");
+    assert!(
+        now["why"]
+            .as_str()
+            .unwrap()
+            .contains("--embedding-model none"),
+        "{now}"
+    );
+}
+
+/// Not a test: builds the vectors shipped for the reference and manual
+/// the tests use (plugins/godot/vectors/, copied beside the model by
+/// scripts/setup-model), from scratch with the real model. Run it when
+/// the data, the entries' sense or the model changes:
+/// `cargo test -p host --test e2e ship_the_godot_vectors -- --ignored`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a command, not a check: it writes plugins/godot/vectors"]
+async fn ship_the_godot_vectors() {
+    let (Some(docs), Some(model)) = (godot_docs(), embedding_model()) else {
+        panic!("needs the Godot docs and the model");
+    };
+    let config = godot_config_with_manual(&docs.join("4.x"), &docs.join("manual"));
+    let mut env = Env::new(&["godot"], &config);
+    let bare = bare_model(&env, &model);
+    env.with_model(&bare);
+    let client = env.start().await;
+    client
+        .call("godot.search", json!({ "query": "Node" }))
+        .await;
+    let ready = until_ready(&client, Duration::from_secs(4 * 3600)).await;
+    let store = std::fs::read_dir(env.cache.join("vectors"))
+        .unwrap()
+        .flatten()
+        .next()
+        .unwrap()
+        .path();
+    let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins/godot/vectors");
+    std::fs::create_dir_all(&shipped).unwrap();
+    let target = shipped.join("godot-4.6-reference-and-manual.vec");
+    std::fs::copy(&store, &target).unwrap();
+    eprintln!("{ready}: {} written", target.display());
+}
