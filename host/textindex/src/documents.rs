@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use tantivy::collector::DocSetCollector;
 use tantivy::query::{BooleanQuery, Occur, Query};
 use tantivy::schema::Value;
-use tantivy::{DocAddress, TantivyDocument, Term};
+use tantivy::{DocAddress, TantivyDocument};
 
 use super::{Document, Filter, Kind, Opened};
 
@@ -66,19 +66,7 @@ impl Opened {
         }
         let mut all: Vec<(Occur, Box<dyn Query>)> = Vec::new();
         for filter in filters {
-            let field = super::search::keyword_field(self, &filter.field)?;
-            if filter.any_of.is_empty() {
-                return Err(format!("the filter on `{}` lists no values", filter.field));
-            }
-            let terms = filter
-                .any_of
-                .iter()
-                .map(|v| Term::from_field_text(field, v))
-                .collect();
-            all.push((
-                Occur::Must,
-                Box::new(BooleanQuery::new_multiterms_query(terms)),
-            ));
+            all.push((Occur::Must, super::search::filter_query(self, filter)?));
         }
         let found = self
             .reader

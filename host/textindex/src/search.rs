@@ -12,7 +12,7 @@ use tantivy::schema::{IndexRecordOption, Value};
 use tantivy::snippet::{Snippet, SnippetGenerator};
 use tantivy::{DocAddress, Score, SegmentReader, TantivyDocument, Term};
 
-use super::{Hit, Kind, Opened, SearchRequest};
+use super::{Filter, Hit, Kind, Opened, SearchRequest};
 
 /// How much an adjacent pair of query words in a prose field adds,
 /// relative to the field's boost.
@@ -136,16 +136,7 @@ pub fn search(opened: &Opened, request: &SearchRequest) -> Result<Vec<Hit>, Stri
     if !request.filters.is_empty() {
         let mut all = vec![(Occur::Must, query)];
         for filter in &request.filters {
-            let field = keyword_field(opened, &filter.field)?;
-            if filter.any_of.is_empty() {
-                return Err(format!("the filter on `{}` lists no values", filter.field));
-            }
-            let terms = filter
-                .any_of
-                .iter()
-                .map(|v| Term::from_field_text(field, v))
-                .collect();
-            let allowed = Box::new(BooleanQuery::new_multiterms_query(terms));
+            let allowed = filter_query(opened, filter)?;
             all.push((Occur::Must, Box::new(ConstScoreQuery::new(allowed, 0.0))));
         }
         query = Box::new(BooleanQuery::new(all));
@@ -286,7 +277,21 @@ fn coverage_query(
     Ok((!words.is_empty()).then(|| Box::new(BooleanQuery::new(words)) as Box<dyn Query>))
 }
 
-pub(crate) fn keyword_field(opened: &Opened, name: &str) -> Result<tantivy::schema::Field, String> {
+/// The documents whose keyword field `filter.field` is one of its values.
+pub(crate) fn filter_query(opened: &Opened, filter: &Filter) -> Result<Box<dyn Query>, String> {
+    let field = keyword_field(opened, &filter.field)?;
+    if filter.any_of.is_empty() {
+        return Err(format!("the filter on `{}` lists no values", filter.field));
+    }
+    let terms = filter
+        .any_of
+        .iter()
+        .map(|v| Term::from_field_text(field, v))
+        .collect();
+    Ok(Box::new(BooleanQuery::new_multiterms_query(terms)))
+}
+
+fn keyword_field(opened: &Opened, name: &str) -> Result<tantivy::schema::Field, String> {
     match opened.field(name)? {
         (field, Kind::Keyword) => Ok(field),
         _ => Err(format!(
