@@ -144,6 +144,10 @@ async fn vectors_are_made_in_the_background_and_kept() {
     let size = std::fs::metadata(&stores[0]).unwrap().len();
     assert!(size > 44 + 5 * (36 + 384), "{size} bytes");
     drop(client);
+    let check = env.host(&["check"]).output().await.unwrap();
+    let stdout = String::from_utf8_lossy(&check.stdout);
+    assert!(stdout.contains("sentence vectors: model at "), "{stdout}");
+    assert!(stdout.contains("384 dimensions"), "{stdout}");
     // Restarted: ready from the store, nothing embedded again.
     let client = env.start().await;
     client
@@ -178,6 +182,24 @@ async fn without_a_model_words_alone_answer_and_versions_say_why() {
             .unwrap()
             .contains("--embedding-model none"),
         "{now}"
+    );
+    // host check says so, and refuses a folder that holds no model.
+    let out = env.host(&["check"]).output().await.unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("sentence vectors: off (the host was started with --embedding-model none)"),
+        "{stdout}"
+    );
+    let mut env = env;
+    let empty = env.dir.path().join("no-model");
+    std::fs::create_dir_all(&empty).unwrap();
+    env.with_model(&empty);
+    let out = env.host(&["check"]).output().await.unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{stdout}");
+    assert!(
+        stdout.contains("sentence vectors: NOT READY") && stdout.contains("scripts/setup-model"),
+        "{stdout}"
     );
 }
 
