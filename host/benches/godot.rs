@@ -14,7 +14,12 @@
 //! - with no doc dir, from a real engine ($GODOT_ENGINE, default Debian's
 //!   `godot3-server`): cold start with the reference read out of the
 //!   engine binary first, against a cold start from what was read already
-//!   there (`cargo bench -p host --bench godot -- engine` runs only this).
+//!   there (`cargo bench -p host --bench godot -- engine` runs only this);
+//! - questions in sentences with the sentence model ($MCP_TEST_EMBEDDING_MODEL
+//!   or the default folder, its shipped vectors beside it) against words
+//!   alone, both with the manual: time until the vectors are ready, search
+//!   latency over the question sets of tests/fixtures/godot-questions, and
+//!   resident memory (`-- meaning` runs only this).
 
 mod common;
 #[path = "../../tests/e2e/harness.rs"]
@@ -227,6 +232,10 @@ async fn main() {
         from_an_engine().await;
         return;
     }
+    if std::env::args().any(|a| a == "meaning") {
+        by_meaning().await;
+        return;
+    }
     let Some(docs) = godot_docs() else { return };
     let doc_dir = docs.join("4.x");
     let mut loaded = Vec::new();
@@ -259,6 +268,95 @@ async fn main() {
         );
     }
     from_an_engine().await;
+    by_meaning().await;
+}
+
+/// Every question of tests/fixtures/godot-questions.
+fn question_sets() -> Vec<String> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/godot-questions");
+    let mut sets: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    sets.sort();
+    sets.iter()
+        .flat_map(|set| {
+            let text = std::fs::read_to_string(set).unwrap();
+            let questions: Vec<String> = text
+                .lines()
+                .filter(|l| !l.starts_with('#'))
+                .filter_map(|l| Some(l.split_once('\t')?.0.to_string()))
+                .collect();
+            questions
+        })
+        .collect()
+}
+
+/// Search latency and memory with words alone, then with the sentence
+/// model, both with the manual served.
+async fn by_meaning() {
+    let (Some(docs), Some(model)) = (godot_docs(), harness::embedding_model()) else {
+        return;
+    };
+    let config = godot_config_with_manual(&docs.join("4.x"), &docs.join("manual"));
+    let questions = question_sets();
+    let mut resident = Vec::new();
+    for with_model in [false, true] {
+        let mut env = Env::new(&["godot"], &config);
+        if with_model {
+            env.with_model(&model);
+        }
+        drop(start_to_first_search(&env).await); // compile and index once
+        let (_, client) = start_to_first_search(&env).await;
+        let started = Instant::now();
+        if with_model {
+            loop {
+                let versions = client.call("godot.versions", json!({})).await;
+                let state =
+                    harness::structured(&versions)["versions"][0]["meaning"]["state"].clone();
+                if state == "ready" {
+                    break;
+                }
+                assert!(state == "building", "{state}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            println!(
+                "sentence vectors ready {} after the first search (shipped vectors read, the rest embedded)",
+                ms(started.elapsed())
+            );
+        }
+        let mut samples = Vec::new();
+        for _ in 0..3 {
+            for q in &questions {
+                let started = Instant::now();
+                let result = client
+                    .call("godot.search", json!({ "query": q, "limit": 3 }))
+                    .await;
+                samples.push(started.elapsed());
+                assert!(!harness::is_error(&result), "{q}: {result:?}");
+            }
+        }
+        let kib = rss_kib(client.pid).0;
+        println!(
+            "questions in sentences {} ({} searches): p50 {}, p95 {}, p99 {}; resident {:.1} MiB",
+            if with_model {
+                "with the sentence model"
+            } else {
+                "by words alone"
+            },
+            samples.len(),
+            ms(percentile(&mut samples, 0.5)),
+            ms(percentile(&mut samples, 0.95)),
+            ms(percentile(&mut samples, 0.99)),
+            kib as f64 / 1024.0
+        );
+        resident.push(kib);
+    }
+    println!(
+        "extra resident memory serving with the model: {:.1} MiB",
+        (resident[1] as f64 - resident[0] as f64) / 1024.0
+    );
 }
 
 async fn from_an_engine() {

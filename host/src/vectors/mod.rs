@@ -18,6 +18,8 @@ use textindex::{DocAddress, Document, Filter, Opened};
 
 /// Characters of a question embedded (the model reads 128 tokens at most).
 pub const MAX_QUESTION_CHARS: usize = 1_000;
+/// Questions whose vectors are kept for the next `similar`.
+const RECENT_QUESTIONS: usize = 8;
 /// Hits one `similar` answers at most.
 pub const MAX_HITS: usize = 200;
 
@@ -100,6 +102,8 @@ type Slot = Arc<OnceLock<Result<Arc<Loaded>, String>>>;
 struct Service {
     settings: Settings,
     model: Slot,
+    /// The last questions embedded, newest last.
+    recent: Mutex<std::collections::VecDeque<(String, Arc<Vec<f32>>)>>,
     tables: Mutex<HashMap<(PathBuf, String), Arc<Table>>>,
     jobs: Mutex<Option<std::sync::mpsc::Sender<worker::Job>>>,
 }
@@ -116,6 +120,7 @@ pub fn configure(settings: Settings) {
     *SERVICE.write().expect("vectors lock") = Some(Arc::new(Service {
         settings,
         model: Slot::default(),
+        recent: Default::default(),
         tables: Default::default(),
         jobs: Default::default(),
     }));
@@ -207,12 +212,7 @@ pub async fn similar(
         return Ok((state, Vec::new()));
     };
     let loaded = loaded.clone();
-    let question: String = question.chars().take(MAX_QUESTION_CHARS).collect();
-    let query = tokio::task::spawn_blocking(move || loaded.model.embed(&[question.as_str()]))
-        .await
-        .map_err(|e| format!("embedding the question failed: {e}"))?
-        .map_err(|e| format!("embedding the question failed: {e:#}"))?;
-    let query = query.into_iter().next().unwrap_or_default();
+    let query = service.question(loaded, question).await?;
     let passing = opened.passing(filters)?;
     let rows = table.rows.get().expect("ready");
     let mut scored: Vec<(f32, DocAddress)> = rows
@@ -244,6 +244,31 @@ fn check_field(opened: &Opened, field: &str) -> Result<(), String> {
 }
 
 impl Service {
+    /// The vector of `question`: embedded, or the one embedded a moment
+    /// ago (a plugin asks once per list it wants: entries, sections).
+    async fn question(&self, loaded: Arc<Loaded>, question: &str) -> Result<Arc<Vec<f32>>, String> {
+        let question: String = question.chars().take(MAX_QUESTION_CHARS).collect();
+        let recent = |q: &str| {
+            let recent = self.recent.lock().expect("vectors lock");
+            recent.iter().find(|(t, _)| t == q).map(|(_, v)| v.clone())
+        };
+        if let Some(vector) = recent(&question) {
+            return Ok(vector);
+        }
+        let text = question.clone();
+        let embedded = tokio::task::spawn_blocking(move || loaded.model.embed(&[text.as_str()]))
+            .await
+            .map_err(|e| format!("embedding the question failed: {e}"))?
+            .map_err(|e| format!("embedding the question failed: {e:#}"))?;
+        let vector = Arc::new(embedded.into_iter().next().unwrap_or_default());
+        let mut recent = self.recent.lock().expect("vectors lock");
+        if recent.len() == RECENT_QUESTIONS {
+            recent.pop_front();
+        }
+        recent.push_back((question, vector.clone()));
+        Ok(vector)
+    }
+
     fn state(&self, table: &Table) -> State {
         if let Some(why) = table.failed.get() {
             return State::Failed(why.clone());
