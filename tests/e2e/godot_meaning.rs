@@ -32,6 +32,12 @@ async fn until_ready(client: &Client, within: Duration) -> Value {
     }
 }
 
+/// A question in plain words about the fixture's `Widget.spin`.
+async fn spin_question(client: &Client) -> Vec<Value> {
+    let question = json!({ "query": "how do I spin the widget around" });
+    results(&client.call("godot.search", question).await)
+}
+
 /// The Godot plugin on a copy of the fixture's doc dir.
 fn fixture_env() -> Env {
     let env = Env::new(&["godot"], "");
@@ -118,14 +124,7 @@ async fn vectors_are_made_in_the_background_and_kept() {
     let bare = bare_model(&env, &model);
     env.with_model(&bare);
     let client = env.start().await;
-    let found = results(
-        &client
-            .call(
-                "godot.search",
-                json!({ "query": "how do I spin the widget around" }),
-            )
-            .await,
-    );
+    let found = spin_question(&client).await;
     assert!(
         !found.is_empty(),
         "a question is answered while vectors are made"
@@ -165,14 +164,7 @@ async fn vectors_are_made_in_the_background_and_kept() {
 async fn without_a_model_words_alone_answer_and_versions_say_why() {
     let env = fixture_env();
     let client = env.start().await;
-    let found = results(
-        &client
-            .call(
-                "godot.search",
-                json!({ "query": "how do I spin the widget around" }),
-            )
-            .await,
-    );
+    let found = spin_question(&client).await;
     assert!(!found.is_empty());
     let now = meaning(&client).await;
     assert_eq!(now["state"], "unavailable", "{now}");
