@@ -23,6 +23,7 @@ pub mod model;
 pub mod parse;
 pub mod ranking;
 pub mod renames;
+pub mod reranker;
 pub mod search;
 pub mod source;
 pub mod thesaurus;

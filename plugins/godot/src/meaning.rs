@@ -1,9 +1,9 @@
 //! Meaning beside words (issue 57): the host embeds each entry's sense
 //! (a name and its first sentence, [`crate::documents::SENSE`]) with a
-//! sentence model, and a question in plain words is ranked by its
-//! lexical score ([`crate::ranking`]) plus how near the question each
-//! entry is in meaning, plus a vote for the entries that the manual
-//! sections nearest in meaning link to. A question says what the
+//! sentence model, and a question in plain words is ranked again by a
+//! learned model ([`crate::reranker`]) over its lexical ranking
+//! ([`crate::ranking`]), how near the question each entry is in meaning,
+//! and the entries that the manual sections nearest in meaning link to. A question says what the
 //! user wants to happen ("make the game fill the screen"); the reference
 //! names the mechanism (a window mode): only the vectors see both.
 //!
@@ -17,6 +17,7 @@ use plugin_sdk::index::{self, Filter};
 use plugin_sdk::vectors::{self, SimilarRequest, State};
 
 use crate::documents::SENSE;
+use crate::reranker;
 
 /// Ask the host to embed the index's senses (nothing when done or under
 /// way); its state, or none when the host has no `vectors` to give.
@@ -42,22 +43,16 @@ pub fn describe(index_name: &str) -> serde_json::Value {
     }
 }
 
-/// Entries nearest in meaning taken into the ranking.
-const NEAREST: u32 = 40;
+/// Entries nearest in meaning taken into the ranking (the re-ranker was
+/// trained with this many).
+const NEAREST: u32 = 60;
 /// Manual sections nearest in meaning whose links vote.
 const SECTIONS: u32 = 5;
-/// What meaning adds to an entry's lexical score (as a share of the
-/// best): its similarity to the question, scaled from the 40th nearest
-/// (0) to the nearest (1), times [`NEAR`]; and [`LINKED`] divided by the
-/// rank of each of the nearest manual sections that links to it. Chosen
-/// on plain-words.tsv and sentences.tsv (of 0.3-1 and 0-0.6, and
-/// against reciprocal ranks), see the Godot chapter.
-const NEAR: f32 = 0.5;
-const LINKED: f32 = 0.3;
 
-/// `hits` (the lexical ranking, best first) ordered again with the
-/// vectors, entries found only by meaning added; unchanged when there are
-/// no vectors. `returned` are the fields each hit must carry.
+/// `hits` (the lexical ranking, best first) ordered again by the
+/// [`reranker`] with what the vectors say, entries found only by meaning
+/// added; unchanged when there are no vectors. `returned` are the fields
+/// each hit must carry.
 pub fn fuse(
     index_name: &str,
     question: &str,
@@ -85,17 +80,6 @@ pub fn fuse(
         return Ok(());
     }
     let sections = similar(("kind", "manual"), SECTIONS, vec!["links".into()])?;
-    let top = hits.first().map_or(1.0, |h| h.score).max(f32::MIN_POSITIVE);
-    let mut fused: HashMap<String, f32> = HashMap::new();
-    for hit in hits.iter() {
-        *fused.entry(uri(hit).to_string()).or_default() += hit.score / top;
-    }
-    let nearest = near.hits.first().map_or(1.0, |h| h.score);
-    let last = near.hits.last().map_or(0.0, |h| h.score);
-    for hit in &near.hits {
-        let share = (hit.score - last) / (nearest - last).max(f32::EPSILON);
-        *fused.entry(uri(hit).to_string()).or_default() += NEAR * share;
-    }
     // A section's links name `Class` or `Class.member`; entries are found
     // by that name among those ranked.
     let named: HashMap<String, String> = hits
@@ -103,25 +87,86 @@ pub fn fuse(
         .chain(&near.hits)
         .map(|h| (qualified(h), uri(h).to_string()))
         .collect();
+    let mut linked: HashMap<&str, f32> = HashMap::new();
     for (rank, section) in sections.hits.iter().enumerate() {
         for (_, link) in section.fields.iter().filter(|(k, _)| k == "links") {
             if let Some(uri) = named.get(&link.to_lowercase()) {
-                *fused.entry(uri.clone()).or_default() += LINKED / (1.0 + rank as f32);
+                *linked.entry(uri.as_str()).or_default() += 1.0 / (1.0 + rank as f32);
             }
         }
     }
-    for hit in near.hits {
-        if !hits.iter().any(|h| uri(h) == uri(&hit)) {
-            hits.push(hit);
-        }
+    let top = hits.first().map_or(1.0, |h| h.score).max(f32::MIN_POSITIVE);
+    let lexical: HashMap<&str, (usize, f32)> = hits
+        .iter()
+        .enumerate()
+        .map(|(rank, h)| (uri(h), (rank, h.score / top)))
+        .collect();
+    let nearness: HashMap<&str, (usize, f32)> = near
+        .hits
+        .iter()
+        .enumerate()
+        .map(|(rank, h)| (uri(h), (rank, h.score)))
+        .collect();
+    let mut all: Vec<&index::Hit> = hits.iter().collect();
+    all.extend(near.hits.iter().filter(|h| !lexical.contains_key(uri(h))));
+    let candidates: Vec<reranker::Candidate> = all
+        .iter()
+        .map(|h| reranker::Candidate {
+            uri: uri(h),
+            kind: field(h, "kind"),
+            lexical: lexical.get(uri(h)).copied(),
+            near: nearness.get(uri(h)).copied(),
+            linked: linked.get(uri(h)).copied().unwrap_or(0.0),
+        })
+        .collect();
+    let nearest = near.hits.first().map_or(1.0, |h| h.score);
+    let last = near.hits.last().map_or(0.0, |h| h.score);
+    let features = reranker::features(question, &candidates, nearest, last);
+    if std::env::var_os("GODOT_RANKER_FEATURES").is_some() {
+        log_features(question, &candidates, &features);
     }
+    let scored: HashMap<String, f32> = candidates
+        .iter()
+        .zip(&features)
+        .map(|(c, f)| (c.uri.to_string(), reranker::score(f)))
+        .collect();
+    let added: Vec<index::Hit> = near
+        .hits
+        .into_iter()
+        .filter(|h| !lexical.contains_key(uri(h)))
+        .collect();
+    drop(lexical);
+    hits.extend(added);
     // Equal scores keep the lexical order (a stable sort). Scores on the
-    // lexical scale: the manual's sections are merged with them by score.
-    hits.sort_by(|a, b| fused[uri(b)].total_cmp(&fused[uri(a)]));
+    // lexical scale, the best keeping the best's (the manual's sections
+    // are merged with them by score).
+    hits.sort_by(|a, b| scored[uri(b)].total_cmp(&scored[uri(a)]));
+    let best = hits.first().map_or(0.0, |h| scored[uri(h)]);
     for hit in hits.iter_mut() {
-        hit.score = top * fused[uri(hit)];
+        hit.score = top * (scored[uri(hit)] - best).exp();
     }
     Ok(())
+}
+
+/// Each candidate's features, one log record each, for
+/// `scripts/train-godot-ranker` (the plugin variable
+/// `GODOT_RANKER_FEATURES` turns them on).
+fn log_features(
+    question: &str,
+    candidates: &[reranker::Candidate],
+    features: &[[f32; reranker::FEATURES]],
+) {
+    for (c, f) in candidates.iter().zip(features) {
+        let values: Vec<String> = f.iter().map(|v| v.to_string()).collect();
+        plugin_sdk::log::log(
+            plugin_sdk::log::Level::Info,
+            &format!(
+                "ranker features\t{question}\t{}\t{}",
+                c.uri,
+                values.join(",")
+            ),
+        );
+    }
 }
 
 fn uri(hit: &index::Hit) -> &str {
