@@ -95,10 +95,7 @@ impl Model {
 
     /// The folder's name, for messages and `godot.versions`.
     pub fn name(&self) -> String {
-        self.folder
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| self.folder.display().to_string())
+        folder_name(&self.folder)
     }
 
     /// Unit vectors of `texts` (one batch: the caller keeps batches small),
@@ -131,4 +128,13 @@ impl Model {
         let unit = mean.broadcast_div(&norms)?;
         Ok(unit.to_vec2::<f32>()?)
     }
+}
+
+/// A model folder's name (`all-minilm-l6-v2`), or the whole path when it
+/// has none: what names a model before and after it is loaded.
+pub fn folder_name(folder: &Path) -> String {
+    folder
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| folder.display().to_string())
 }

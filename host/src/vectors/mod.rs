@@ -287,9 +287,7 @@ impl Service {
 
     fn model_name(&self) -> String {
         let dir = self.settings.model.as_deref().unwrap_or(Path::new(""));
-        dir.file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default()
+        embedder::model::folder_name(dir)
     }
 
     /// Hand `job` to the worker, starting it on the first.
