@@ -1456,3 +1456,21 @@ async fn a_named_pipe_a_plugin_opens_is_refused_not_waited_on() {
         .await;
     assert!(!is_error(&r), "{r:?}");
 }
+
+/// `host call … | head`: a reader that stops early is no error (it was a
+/// panic, "failed printing to stdout").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn host_call_into_a_closed_pipe_ends_quietly() {
+    let env = Env::new(&["faulty"], "");
+    let mut child = env
+        .host(&["call", "chatty", "{}"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().await.unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{:?}: {stderr}", out.status);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}

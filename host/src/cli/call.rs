@@ -1,5 +1,6 @@
 //! `host call`: one tool from the shell, its reply printed as JSON.
 
+use std::io::Write;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -33,7 +34,13 @@ pub async fn call(tool: &str, arguments: &str, loader: Loader) -> Result<ExitCod
         }
         bail!("no plugin serves a tool named `{tool}`: `host list tools` shows what is served");
     };
-    println!("{}", serde_json::to_string_pretty(&reply)?);
+    // A reader that stopped early (`host call … | head`) is not an error:
+    // the call is done and what it read was what it wanted.
+    let mut out = std::io::stdout().lock();
+    match writeln!(out, "{}", serde_json::to_string_pretty(&reply)?).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => return Err(e.into()),
+        _ => {}
+    }
     Ok(if reply.is_error {
         ExitCode::FAILURE
     } else {
