@@ -59,10 +59,16 @@ pub fn watch(service: Arc<Service>) -> Result<notify::RecommendedWatcher> {
     watcher
         .watch(&dir, RecursiveMode::NonRecursive)
         .with_context(|| format!("cannot watch {}", dir.display()))?;
-    if let Some(config_dir) = &config_dir {
-        watcher
+    match &config_dir {
+        // The default config's folder may not exist yet (nothing written
+        // there): a config put there later is read at the next start.
+        Some(config_dir) if !config_dir.is_dir() && service.loader.config_optional => {
+            tracing::info!(folder = %config_dir.display(), "no config folder to watch")
+        }
+        Some(config_dir) => watcher
             .watch(config_dir, RecursiveMode::NonRecursive)
-            .with_context(|| format!("cannot watch {}", config_dir.display()))?;
+            .with_context(|| format!("cannot watch {}", config_dir.display()))?,
+        None => {}
     }
     tokio::spawn(async move {
         while let Some(first) = rx.recv().await {

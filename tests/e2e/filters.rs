@@ -135,3 +135,36 @@ async fn a_changed_config_applies_its_filters_while_serving() {
     );
     assert_eq!(shown(&client).await.len(), 2);
 }
+
+/// With no `--config` and no config file yet, one written at the default
+/// place while serving applies at once.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_config_written_at_the_default_place_while_serving_applies() {
+    let env = Env::new(&["hello", "run_test"], "");
+    let home = env.dir.path().join("config-home");
+    std::fs::create_dir_all(home.join("mcp-host")).unwrap();
+    let client = env.start_with_default_config(&home).await;
+    assert_eq!(shown(&client).await.len(), 2);
+
+    std::fs::write(
+        home.join("mcp-host/config.toml"),
+        "[plugins.run_test]\ntools.deny = [\"run_*\"]\n",
+    )
+    .unwrap();
+    assert!(
+        client
+            .tools_changed_within(std::time::Duration::from_secs(30))
+            .await,
+        "no list_changed after the default config was written"
+    );
+    assert_eq!(shown(&client).await, ["hello"]);
+
+    // Removed: the shipped defaults again.
+    std::fs::remove_file(home.join("mcp-host/config.toml")).unwrap();
+    assert!(
+        client
+            .tools_changed_within(std::time::Duration::from_secs(30))
+            .await
+    );
+    assert_eq!(shown(&client).await.len(), 2);
+}

@@ -170,12 +170,18 @@ impl Env {
 
     /// `host <args>` with this environment's folders.
     pub fn host(&self, args: &[&str]) -> tokio::process::Command {
+        let mut cmd = self.host_without_config(args);
+        cmd.arg("--config").arg(&self.config);
+        cmd
+    }
+
+    /// The same with no `--config`: the user's default one (under
+    /// `$XDG_CONFIG_HOME`) is read, if any.
+    pub fn host_without_config(&self, args: &[&str]) -> tokio::process::Command {
         let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_host"));
         cmd.args(args)
             .arg("--plugins")
             .arg(&self.plugins)
-            .arg("--config")
-            .arg(&self.config)
             .arg("--cache-dir")
             .arg(&self.cache)
             .arg("--workspace")
@@ -200,17 +206,30 @@ impl Env {
 
     /// The same with a client that answers the host's questions so.
     pub async fn start_answering(&self, options: &[&str], answers: Answers) -> Client {
-        let stderr = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(self.stderr_log())
-            .unwrap();
         let args: Vec<&str> = ["serve", "--stdio"]
             .iter()
             .chain(options)
             .copied()
             .collect();
-        let (transport, _) = TokioChildProcess::builder(self.host(&args))
+        self.serve(self.host(&args), answers).await
+    }
+
+    /// `host serve --stdio` with no `--config` and `config_home` as
+    /// `$XDG_CONFIG_HOME`.
+    pub async fn start_with_default_config(&self, config_home: &Path) -> Client {
+        let mut host = self.host_without_config(&["serve", "--stdio"]);
+        host.env("XDG_CONFIG_HOME", config_home);
+        self.serve(host, Answers::default()).await
+    }
+
+    /// A client of `host`, a `host serve --stdio` command.
+    async fn serve(&self, host: tokio::process::Command, answers: Answers) -> Client {
+        let stderr = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.stderr_log())
+            .unwrap();
+        let (transport, _) = TokioChildProcess::builder(host)
             .stderr(Stdio::from(stderr))
             .spawn()
             .unwrap();

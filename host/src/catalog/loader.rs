@@ -32,6 +32,9 @@ pub struct Loader {
     current: std::sync::RwLock<(Arc<Config>, Arc<ComponentCache>)>,
     /// The user's config file, read again when it changes.
     pub config_file: Option<PathBuf>,
+    /// Whether it may be missing (the default place, not `--config`):
+    /// then the shipped defaults are in force until it is written.
+    pub config_optional: bool,
     pub places: Places,
     pub config_hint: String,
     pub plugins_dir: PathBuf,
@@ -68,6 +71,7 @@ impl Loader {
             linker,
             current: std::sync::RwLock::new((Arc::new(config), cache)),
             config_file: None,
+            config_optional: false,
             places,
             config_hint,
             plugins_dir,
@@ -103,7 +107,11 @@ impl Loader {
     /// plugins loaded from now on); a file that does not load changes
     /// nothing and says why.
     pub fn reconfigure(&self) -> Result<()> {
-        let config = Config::load(self.config_file.as_deref())?;
+        let file = self
+            .config_file
+            .as_deref()
+            .filter(|p| !self.config_optional || p.exists());
+        let config = Config::load(file)?;
         let cache = Self::cache_for(&self.engine, &config, &self.places);
         *self.current.write().expect("config lock") = (Arc::new(config), cache);
         Ok(())

@@ -265,12 +265,17 @@ struct Common {
     embedding_model: Option<PathBuf>,
 }
 
+/// Where the user's policy file is when no `--config` names one.
+fn default_config() -> Option<PathBuf> {
+    Some(dirs::config_dir()?.join("mcp-host/config.toml"))
+}
+
 impl Common {
     /// The user's policy file: `--config`, else the default one if it exists.
     fn user_config(&self) -> Option<PathBuf> {
-        self.config.clone().or_else(|| {
-            Some(dirs::config_dir()?.join("mcp-host/config.toml")).filter(|p| p.exists())
-        })
+        self.config
+            .clone()
+            .or_else(|| default_config().filter(|p| p.exists()))
     }
 
     fn loader(self) -> Result<Loader> {
@@ -329,7 +334,10 @@ impl Common {
             loader.secrets = crate::secrets::Store::at(dir);
         }
         loader.only_tools = self.tools;
-        loader.config_file = user_config;
+        // The default file is watched for even before it exists: a user
+        // who writes it while serving has it applied.
+        loader.config_optional = self.config.is_none();
+        loader.config_file = user_config.or_else(default_config);
         Ok(loader)
     }
 
