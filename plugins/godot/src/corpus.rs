@@ -16,9 +16,9 @@ use plugin_sdk::ToolError;
 use plugin_sdk::index::{self, IndexInfo};
 use plugin_sdk::log::{Level, log};
 
-use crate::documents::{Documents, FORMAT, Priors, add_manual, schema};
+use crate::documents::{Documents, FORMAT, Priors, add_manual, add_passages, schema};
 use crate::engine;
-use crate::links::{Links, mentions};
+use crate::links::{Links, mentions, passages};
 use crate::manual::{self, Section};
 use crate::model::ClassDoc;
 use crate::parse::parse_class;
@@ -469,10 +469,12 @@ fn build(docs: &DocDir, sources: &Sources, version: &str) -> Result<IndexInfo, T
             let classes: Vec<ClassDoc> = files.into_iter().filter_map(parse).collect();
             let links = Links::new(&classes);
             let sections = read_manual(&links, dir, pages);
-            let mentions = mentions(&links, &sections);
+            let passages = passages(&links, &sections);
+            let mentions = mentions(&passages);
             for class in &classes {
                 out.class(class, priors.of(&class.name), &mentions)?;
             }
+            add_passages(&mut out, &passages)?;
             (classes, sections)
         }
         // Else each class goes to the index as soon as it is parsed: the

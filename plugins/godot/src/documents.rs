@@ -8,14 +8,14 @@ use plugin_sdk::ToolError;
 use plugin_sdk::index::{self, Analyzer, Field, FieldType, Schema};
 
 use crate::bbcode::{first_sentence, prose_only, without_inline_code};
-use crate::links::enums_of;
+use crate::links::{Passage, enums_of};
 use crate::manual::Section;
 use crate::model::ClassDoc;
 use crate::parse::class_header;
 use crate::uri;
 
 /// Bump when the documents change shape (the saved index is rebuilt).
-pub(crate) const FORMAT: &str = "godot-docs/19";
+pub(crate) const FORMAT: &str = "godot-docs/20";
 /// Documents handed to the host's index at once.
 const BATCH: usize = 2000;
 
@@ -125,6 +125,41 @@ pub(crate) fn add_manual(
     }
     Ok(())
 }
+
+/// The manual's passages that refer to classes or members, as documents
+/// only the sentence vectors read (no text field, a kind no search asks
+/// for): the passage nearest a question in meaning names its answer
+/// ([`crate::meaning`]).
+pub(crate) fn add_passages(out: &mut Documents, passages: &[Passage]) -> Result<(), ToolError> {
+    for passage in passages {
+        let section = passage.section;
+        let title = format!("{}: {}", section.page_title, section.heading);
+        let mut doc = vec![
+            (
+                "uri".into(),
+                format!(
+                    "{}/{}",
+                    uri::manual(&section.page, &section.anchor),
+                    passage.number
+                ),
+            ),
+            ("kind".into(), PASSAGE.into()),
+            ("corpus".into(), PASSAGE.into()),
+            (SENSE.into(), sense(&title, passage.text)),
+        ];
+        doc.extend(
+            passage
+                .links
+                .iter()
+                .map(|l| ("links".to_string(), l.clone())),
+        );
+        out.push(doc)?;
+    }
+    Ok(())
+}
+
+/// The kind (and corpus) of a manual passage's document.
+pub(crate) const PASSAGE: &str = "passage";
 
 /// The share of the manual's sections past which a link is too common to
 /// say what a section is about (measured: 1% keeps too few, none too many).

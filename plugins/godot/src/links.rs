@@ -204,23 +204,53 @@ pub fn enums_of(class: &ClassDoc, kind: &str, name: &str) -> Vec<String> {
     found
 }
 
+/// A paragraph of the manual (or a block of code with the paragraph that
+/// tells it) and the classes and members it refers to.
+pub struct Passage<'s> {
+    pub section: &'s Section,
+    /// Its place among its section's passages.
+    pub number: usize,
+    pub text: &'s str,
+    /// `Class` and `Class.member` names, resolved ([`Links::resolve`]).
+    pub links: Vec<String>,
+}
+
+/// Every passage of the manual's `sections` that refers to a class or
+/// member, with what it refers to.
+pub fn passages<'s>(links: &Links, sections: &'s [(Section, Vec<String>)]) -> Vec<Passage<'s>> {
+    let mut out = Vec::new();
+    for (section, _) in sections {
+        let named = links.context(&section.links);
+        for (number, passage) in section.passages.iter().enumerate() {
+            let resolved = links.resolve(&passage.links, &named);
+            if !resolved.is_empty() {
+                out.push(Passage {
+                    section,
+                    number,
+                    text: &passage.text,
+                    links: resolved,
+                });
+            }
+        }
+    }
+    out
+}
+
 /// What the manual says around each class and member it refers to, by
 /// their lowercase qualified names: the page's title, the section's
 /// heading and the passage, as many as fit [`MAX_MENTIONS_BYTES`].
-pub fn mentions(links: &Links, sections: &[(Section, Vec<String>)]) -> HashMap<String, String> {
+pub fn mentions(passages: &[Passage]) -> HashMap<String, String> {
     let mut out: HashMap<String, String> = HashMap::new();
-    for (section, _) in sections {
-        let named = links.context(&section.links);
-        for passage in &section.passages {
-            let text = format!(
-                "{}. {}. {}\n",
-                section.page_title, section.heading, passage.text
-            );
-            for link in links.resolve(&passage.links, &named) {
-                let said = out.entry(link.to_lowercase()).or_default();
-                if said.len() + text.len() <= MAX_MENTIONS_BYTES && !said.contains(&text) {
-                    said.push_str(&text);
-                }
+    for passage in passages {
+        let section = passage.section;
+        let text = format!(
+            "{}. {}. {}\n",
+            section.page_title, section.heading, passage.text
+        );
+        for link in &passage.links {
+            let said = out.entry(link.to_lowercase()).or_default();
+            if said.len() + text.len() <= MAX_MENTIONS_BYTES && !said.contains(&text) {
+                said.push_str(&text);
             }
         }
     }
@@ -358,7 +388,7 @@ mod tests {
             .into_iter()
             .map(|s| (s, Vec::new()))
             .collect();
-        let said = mentions(&links, &sections);
+        let said = mentions(&passages(&links, &sections));
         let paused = &said["scenetree.paused"];
         assert!(paused.contains("To pause the game"), "{paused}");
         assert!(!paused.contains("freed"), "{paused}");

@@ -12,12 +12,29 @@ pub struct Candidate<'a> {
     pub lexical: Option<(usize, f32)>,
     /// Its rank among the nearest in meaning and its cosine similarity.
     pub near: Option<(usize, f32)>,
-    /// Σ 1/(1 + rank) over the nearest manual sections that link to it.
+    /// Its class page's rank among the class pages nearest in meaning and
+    /// its cosine similarity.
+    pub class_near: Option<(usize, f32)>,
+    /// What the manual's sections nearest in meaning say of it.
+    pub sections: Votes,
+    /// What the manual's passages nearest in meaning say of it.
+    pub passages: Votes,
+}
+
+/// What the manual's sections (or passages) nearest in meaning say of a
+/// candidate.
+#[derive(Default, Clone, Copy)]
+pub struct Votes {
+    /// Σ 1/(1 + rank) over those that link to it.
     pub linked: f32,
+    /// The cosine of the nearest that links to it.
+    pub nearest: Option<f32>,
+    /// Σ 1/(1 + rank) over those that link to its class or a member of it.
+    pub class: f32,
 }
 
 /// How many features a candidate has.
-pub const FEATURES: usize = 19;
+pub const FEATURES: usize = 32;
 
 const KINDS: [&str; 5] = ["class", "method", "property", "signal", "constant"];
 
@@ -28,14 +45,42 @@ const STOP: &[&str] = &[
     "into", "some", "way", "want", "should", "there",
 ];
 
-/// The features of each candidate; `nearest` and `last` are the cosine
-/// of the nearest entry and of the last one asked for.
-pub fn features(
-    question: &str,
-    candidates: &[Candidate],
-    nearest: f32,
-    last: f32,
-) -> Vec<[f32; FEATURES]> {
+/// The cosines of the nearest and of the last one asked for of a list
+/// nearest in meaning: a cosine counts by where it falls between them.
+#[derive(Clone, Copy)]
+pub struct Span {
+    pub nearest: f32,
+    pub last: f32,
+}
+
+impl Span {
+    fn scaled(self, cosine: f32) -> f32 {
+        (cosine - self.last) / (self.nearest - self.last).max(1e-6)
+    }
+}
+
+/// The spans of the lists nearest in meaning a candidate may be found in.
+pub struct Spans {
+    pub entries: Span,
+    pub classes: Span,
+    pub sections: Span,
+    pub passages: Span,
+}
+
+/// Whether `question` is a name in words rather than a sentence: at most
+/// [`PHRASE_WORDS`] words that say something of its subject.
+pub fn is_phrase(question: &str) -> bool {
+    words(question)
+        .filter(|w| !STOP.contains(&w.as_str()))
+        .count()
+        <= PHRASE_WORDS
+}
+
+/// The most words of a question that [`is_phrase`].
+const PHRASE_WORDS: usize = 3;
+
+/// The features of each candidate.
+pub fn features(question: &str, candidates: &[Candidate], spans: &Spans) -> Vec<[f32; FEATURES]> {
     let asked: Vec<String> = words(question)
         .filter(|w| !STOP.contains(&w.as_str()))
         .map(|w| stem(&w))
@@ -47,6 +92,14 @@ pub fn features(
         candidates
             .iter()
             .filter(|c| best(c) && class_of(c.uri) == class)
+            .count() as f32
+            / 10.0
+    };
+    // How many of a list are of the same class.
+    let all_of = |class: &str, in_list: &dyn Fn(&Candidate) -> bool| {
+        candidates
+            .iter()
+            .filter(|c| in_list(c) && class_of(c.uri) == class)
             .count() as f32
             / 10.0
     };
@@ -63,14 +116,17 @@ pub fn features(
             let (lex_rank, lex) = c
                 .lexical
                 .map_or((0.0, 0.0), |(r, s)| (1.0 / (1.0 + r as f32), s));
-            let (near_rank, cosine) = c
-                .near
-                .map_or((0.0, last), |(r, s)| (1.0 / (1.0 + r as f32), s));
+            let (near_rank, cosine) = c.near.map_or((0.0, spans.entries.last), |(r, s)| {
+                (1.0 / (1.0 + r as f32), s)
+            });
             let scaled = if in_near {
-                (cosine - last) / (nearest - last).max(1e-6)
+                spans.entries.scaled(cosine)
             } else {
                 0.0
             };
+            let (class_rank, class_scaled) = c.class_near.map_or((0.0, 0.0), |(r, s)| {
+                (1.0 / (1.0 + r as f32), spans.classes.scaled(s))
+            });
             let flag = |b: bool| if b { 1.0 } else { 0.0 };
             let mut f = [0.0; FEATURES];
             f[..14].copy_from_slice(&[
@@ -81,8 +137,8 @@ pub fn features(
                 near_rank,
                 flag(in_near),
                 cosine,
-                c.linked,
-                c.linked.min(1.0),
+                c.sections.linked,
+                c.sections.linked.min(1.0),
                 share,
                 among(class, &|o| o.lexical.is_some_and(|(r, _)| r < 10)),
                 among(class, &|o| o.near.is_some_and(|(r, _)| r < 10)),
@@ -92,9 +148,30 @@ pub fn features(
             for (i, kind) in KINDS.iter().enumerate() {
                 f[14 + i] = flag(c.kind == *kind);
             }
+            f[19..].copy_from_slice(&[
+                class_scaled,
+                class_rank,
+                flag(c.class_near.is_some()),
+                c.sections.class,
+                c.sections.class.min(1.0),
+                nearest(c.sections, spans.sections),
+                all_of(class, &|o| o.near.is_some()),
+                all_of(class, &|o| o.lexical.is_some()),
+                c.passages.linked,
+                c.passages.linked.min(1.0),
+                nearest(c.passages, spans.passages),
+                c.passages.class,
+                c.passages.class.min(1.0),
+            ]);
             f
         })
         .collect()
+}
+
+/// Where the nearest section (or passage) that links to a candidate falls
+/// in its list; 0 when none does.
+fn nearest(votes: Votes, span: Span) -> f32 {
+    votes.nearest.map_or(0.0, |s| span.scaled(s).max(0.0))
 }
 
 /// The model's score of one candidate's features.
@@ -145,35 +222,50 @@ fn stem(word: &str) -> String {
     word.chars().take(5).collect()
 }
 
-// Trained by scripts/train-godot-ranker on the four sets of tests/fixtures/godot-questions (2026-11-28).
+// Trained by scripts/train-godot-ranker on the five sets of tests/fixtures/godot-questions (2026-11-28).
 pub const WEIGHTS: [f32; FEATURES] = [
-    0.190717,
-    0.21909,
-    -0.0968509,
-    0.101069,
-    0.0715891,
-    0.182128,
-    0.461099,
-    0.014237,
-    0.269845,
-    -0.00303629,
-    0.287234,
-    0.30144,
-    0.0965386,
-    0.121532,
-    0.235059,
-    0.0646315,
-    -0.0566686,
-    0.268467,
-    -0.255992,
+    0.252017,
+    0.189051,
+    -0.175634,
+    0.0681475,
+    0.182984,
+    0.255448,
+    0.312188,
+    -0.000904906,
+    -0.0111371,
+    0.0998459,
+    0.151204,
+    0.072662,
+    0.0141173,
+    0.11769,
+    0.132222,
+    0.0386996,
+    -0.0116325,
+    0.290094,
+    -0.196923,
+    -0.0141735,
+    -0.100196,
+    0.198058,
+    0.0205561,
+    0.19509,
+    -0.0632547,
+    0.067237,
+    -0.113216,
+    0.0449863,
+    0.0236511,
+    0.275539,
+    0.136797,
+    0.482902,
 ];
 pub const MEAN: [f32; FEATURES] = [
-    0.169004, 0.0444731, 0.570184, 0.146589, 0.0444731, 0.570184, 0.409294, 0.0270516, 0.0249002,
-    0.183139, 0.101188, 0.107746, 0.0573405, 0.140368, 0.066274, 0.536428, 0.244209, 0.0348941,
-    0.103544,
+    0.169925, 0.0440656, 0.564959, 0.147794, 0.0440656, 0.564959, 0.403944, 0.0253975, 0.0232921,
+    0.16589, 0.0962006, 0.102261, 0.0531367, 0.129919, 0.0657287, 0.522606, 0.254452, 0.0344032,
+    0.108998, 0.22925, 0.123202, 0.419982, 0.153098, 0.129413, 0.0221655, 0.521573, 0.449414,
+    0.0361531, 0.0308872, 0.0404342, 0.335275, 0.212731,
 ];
 pub const SCALE: [f32; FEATURES] = [
-    0.219484, 0.116178, 0.495051, 0.22234, 0.116178, 0.495051, 0.0851507, 0.155119, 0.136719,
-    0.172419, 0.185427, 0.179694, 0.171121, 0.34737, 0.248761, 0.498672, 0.429618, 0.183513,
-    0.304669,
+    0.219365, 0.115722, 0.495763, 0.223864, 0.115722, 0.495763, 0.0835238, 0.151078, 0.132706,
+    0.16331, 0.179253, 0.174457, 0.165076, 0.336215, 0.247808, 0.49949, 0.435553, 0.182263,
+    0.311638, 0.342019, 0.251083, 0.493557, 0.380089, 0.298256, 0.135196, 0.721438, 0.610503,
+    0.18667, 0.142469, 0.166804, 0.692719, 0.360912,
 ];
