@@ -93,6 +93,7 @@ async fn sentence_questions_are_ranked_by_meaning_too() {
     let second = ask_set(&client, "sentences-2.tsv").await;
     let third = ask_set(&client, "sentences-3.tsv").await;
     let fourth = ask_set(&client, "sentences-4.tsv").await;
+    let fifth = ask_set(&client, "sentences-5.tsv").await;
     eprintln!("not first: {:#?}", [&plain.3, &sentences.3]);
     at_least(&[
         (plain, (PLAIN_TOP1, PLAIN_TOP3), "plain-words"),
@@ -100,6 +101,7 @@ async fn sentence_questions_are_ranked_by_meaning_too() {
         (second, (SECOND_TOP1, SECOND_TOP3), "sentences-2"),
         (third, (THIRD_TOP1, THIRD_TOP3), "sentences-3"),
         (fourth, (FOURTH_TOP1, FOURTH_TOP3), "sentences-4"),
+        (fifth, (FIFTH_TOP1, FIFTH_TOP3), "sentences-5"),
     ]);
     let (right, misses) = names;
     assert!(
@@ -111,20 +113,22 @@ async fn sentence_questions_are_ranked_by_meaning_too() {
 }
 
 /// What the sets measured with the vectors and the re-ranker trained on
-/// all five (2026-11-28; words alone, the `plain_word` test: 32/38,
-/// 35/43, 13/24, 4/9, 16/25): the test fails below. In-sample figures: the
+/// all six (2026-11-28; words alone, the `plain_word` test: 32/38,
+/// 35/43, 13/24, 4/9, 16/25, 9/17): the test fails below. In-sample figures: the
 /// re-ranker's held-out ones come from `scripts/train-godot-ranker`
 /// (each set left out in turn).
 const PLAIN_TOP1: usize = 31;
-const PLAIN_TOP3: usize = 41;
-const SENTENCE_TOP1: usize = 40;
-const SENTENCE_TOP3: usize = 51;
-const SECOND_TOP1: usize = 21;
-const SECOND_TOP3: usize = 30;
+const PLAIN_TOP3: usize = 42;
+const SENTENCE_TOP1: usize = 39;
+const SENTENCE_TOP3: usize = 52;
+const SECOND_TOP1: usize = 20;
+const SECOND_TOP3: usize = 31;
 const THIRD_TOP1: usize = 9;
 const THIRD_TOP3: usize = 15;
 const FOURTH_TOP1: usize = 24;
 const FOURTH_TOP3: usize = 34;
+const FIFTH_TOP1: usize = 15;
+const FIFTH_TOP3: usize = 24;
 
 /// Vectors are made in the background after the index, kept on disk by
 /// each text's hash, and a restarted host embeds nothing again; a
@@ -263,6 +267,7 @@ async fn dump_the_godot_ranker_features() {
         "sentences-2.tsv",
         "sentences-3.tsv",
         "sentences-4.tsv",
+        "sentences-5.tsv",
     ] {
         ask_set(&client, set).await;
     }
