@@ -95,18 +95,7 @@ async fn a_changed_config_applies_its_filters_while_serving() {
     let client = env.start().await;
     assert_eq!(shown(&client).await.len(), 2);
 
-    std::fs::write(
-        &env.config,
-        "[plugins.run_test]\ntools.deny = [\"run_*\"]\n",
-    )
-    .unwrap();
-    assert!(
-        client
-            .tools_changed_within(std::time::Duration::from_secs(30))
-            .await,
-        "no list_changed after the config changed"
-    );
-    assert_eq!(shown(&client).await, ["hello"]);
+    deny_run_test(&client, &env.config).await;
     assert!(
         refused(&client, "run_test")
             .await
@@ -146,18 +135,7 @@ async fn a_config_written_at_the_default_place_while_serving_applies() {
     let client = env.start_with_default_config(&home).await;
     assert_eq!(shown(&client).await.len(), 2);
 
-    std::fs::write(
-        home.join("mcp-host/config.toml"),
-        "[plugins.run_test]\ntools.deny = [\"run_*\"]\n",
-    )
-    .unwrap();
-    assert!(
-        client
-            .tools_changed_within(std::time::Duration::from_secs(30))
-            .await,
-        "no list_changed after the default config was written"
-    );
-    assert_eq!(shown(&client).await, ["hello"]);
+    deny_run_test(&client, &home.join("mcp-host/config.toml")).await;
 
     // Removed: the shipped defaults again.
     std::fs::remove_file(home.join("mcp-host/config.toml")).unwrap();
@@ -167,4 +145,18 @@ async fn a_config_written_at_the_default_place_while_serving_applies() {
             .await
     );
     assert_eq!(shown(&client).await.len(), 2);
+}
+
+/// Write a config denying `run_test` at `config` while serving: the
+/// client is told and sees `hello` alone.
+async fn deny_run_test(client: &Client, config: &std::path::Path) {
+    std::fs::write(config, "[plugins.run_test]\ntools.deny = [\"run_*\"]\n").unwrap();
+    assert!(
+        client
+            .tools_changed_within(std::time::Duration::from_secs(30))
+            .await,
+        "no list_changed after {} was written",
+        config.display()
+    );
+    assert_eq!(shown(client).await, ["hello"]);
 }

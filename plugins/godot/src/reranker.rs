@@ -87,19 +87,12 @@ pub fn features(question: &str, candidates: &[Candidate], spans: &Spans) -> Vec<
         .collect::<std::collections::BTreeSet<_>>()
         .into_iter()
         .collect();
-    // How many of the ten best of a list are of the same class.
-    let among = |class: &str, best: &dyn Fn(&Candidate) -> bool| {
+    // How many of the candidates `chosen` (a list, or its ten best) are
+    // of the class, in tens.
+    let among = |class: &str, chosen: &dyn Fn(&Candidate) -> bool| {
         candidates
             .iter()
-            .filter(|c| best(c) && class_of(c.uri) == class)
-            .count() as f32
-            / 10.0
-    };
-    // How many of a list are of the same class.
-    let all_of = |class: &str, in_list: &dyn Fn(&Candidate) -> bool| {
-        candidates
-            .iter()
-            .filter(|c| in_list(c) && class_of(c.uri) == class)
+            .filter(|c| chosen(c) && class_of(c.uri) == class)
             .count() as f32
             / 10.0
     };
@@ -155,8 +148,8 @@ pub fn features(question: &str, candidates: &[Candidate], spans: &Spans) -> Vec<
                 c.sections.class,
                 c.sections.class.min(1.0),
                 nearest(c.sections, spans.sections),
-                all_of(class, &|o| o.near.is_some()),
-                all_of(class, &|o| o.lexical.is_some()),
+                among(class, &|o| o.near.is_some()),
+                among(class, &|o| o.lexical.is_some()),
                 c.passages.linked,
                 c.passages.linked.min(1.0),
                 nearest(c.passages, spans.passages),
