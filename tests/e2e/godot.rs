@@ -466,11 +466,12 @@ async fn plain_word_questions_find_their_answer() {
     let sentences = ask_set(&client, "sentences.tsv").await;
     // The second set's misses are not shown: it was kept out of tuning.
     let second = ask_set(&client, "sentences-2.tsv").await;
-    // The third to fifth (issue 57) are measured with the vectors too
+    // The third to sixth (issue 57) are measured with the vectors too
     // (godot_meaning); here for words alone.
     ask_set(&client, "sentences-3.tsv").await;
     ask_set(&client, "sentences-4.tsv").await;
     ask_set(&client, "sentences-5.tsv").await;
+    ask_set(&client, "sentences-6.tsv").await;
     eprintln!("not first: {:#?}", [&plain.3, &sentences.3]);
     assert!(plain.2 >= 40 && sentences.2 >= 60 && second.2 >= 40);
     at_least(&[

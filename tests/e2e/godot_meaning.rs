@@ -94,6 +94,7 @@ async fn sentence_questions_are_ranked_by_meaning_too() {
     let third = ask_set(&client, "sentences-3.tsv").await;
     let fourth = ask_set(&client, "sentences-4.tsv").await;
     let fifth = ask_set(&client, "sentences-5.tsv").await;
+    let sixth = ask_set(&client, "sentences-6.tsv").await;
     eprintln!("not first: {:#?}", [&plain.3, &sentences.3]);
     at_least(&[
         (plain, (PLAIN_TOP1, PLAIN_TOP3), "plain-words"),
@@ -102,6 +103,7 @@ async fn sentence_questions_are_ranked_by_meaning_too() {
         (third, (THIRD_TOP1, THIRD_TOP3), "sentences-3"),
         (fourth, (FOURTH_TOP1, FOURTH_TOP3), "sentences-4"),
         (fifth, (FIFTH_TOP1, FIFTH_TOP3), "sentences-5"),
+        (sixth, (SIXTH_TOP1, SIXTH_TOP3), "sentences-6"),
     ]);
     let (right, misses) = names;
     assert!(
@@ -113,22 +115,24 @@ async fn sentence_questions_are_ranked_by_meaning_too() {
 }
 
 /// What the sets measured with the vectors and the re-ranker trained on
-/// all six (2026-11-28; words alone, the `plain_word` test: 32/38,
-/// 35/43, 13/24, 4/9, 16/25, 9/17): the test fails below. In-sample figures: the
+/// all seven (2026-11-28; words alone, the `plain_word` test: 32/38,
+/// 35/43, 13/24, 4/9, 16/25, 9/17, 4/7): the test fails below. In-sample figures: the
 /// re-ranker's held-out ones come from `scripts/train-godot-ranker`
 /// (each set left out in turn).
 const PLAIN_TOP1: usize = 31;
 const PLAIN_TOP3: usize = 42;
 const SENTENCE_TOP1: usize = 39;
-const SENTENCE_TOP3: usize = 52;
-const SECOND_TOP1: usize = 20;
-const SECOND_TOP3: usize = 31;
-const THIRD_TOP1: usize = 9;
+const SENTENCE_TOP3: usize = 50;
+const SECOND_TOP1: usize = 19;
+const SECOND_TOP3: usize = 30;
+const THIRD_TOP1: usize = 10;
 const THIRD_TOP3: usize = 15;
-const FOURTH_TOP1: usize = 24;
-const FOURTH_TOP3: usize = 34;
-const FIFTH_TOP1: usize = 15;
-const FIFTH_TOP3: usize = 24;
+const FOURTH_TOP1: usize = 25;
+const FOURTH_TOP3: usize = 35;
+const FIFTH_TOP1: usize = 14;
+const FIFTH_TOP3: usize = 23;
+const SIXTH_TOP1: usize = 11;
+const SIXTH_TOP3: usize = 15;
 
 /// Vectors are made in the background after the index, kept on disk by
 /// each text's hash, and a restarted host embeds nothing again; a
@@ -268,6 +272,7 @@ async fn dump_the_godot_ranker_features() {
         "sentences-3.tsv",
         "sentences-4.tsv",
         "sentences-5.tsv",
+        "sentences-6.tsv",
     ] {
         ask_set(&client, set).await;
     }
