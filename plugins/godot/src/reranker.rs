@@ -70,10 +70,12 @@ pub struct Spans {
 /// Whether `question` is a name in words rather than a sentence: at most
 /// [`PHRASE_WORDS`] words that say something of its subject.
 pub fn is_phrase(question: &str) -> bool {
-    words(question)
-        .filter(|w| !STOP.contains(&w.as_str()))
-        .count()
-        <= PHRASE_WORDS
+    subject_words(question).count() <= PHRASE_WORDS
+}
+
+/// The words of `question` not in [`STOP`].
+fn subject_words(question: &str) -> impl Iterator<Item = String> + '_ {
+    words(question).filter(|w| !STOP.contains(&w.as_str()))
 }
 
 /// The most words of a question that [`is_phrase`].
@@ -81,8 +83,7 @@ const PHRASE_WORDS: usize = 3;
 
 /// The features of each candidate.
 pub fn features(question: &str, candidates: &[Candidate], spans: &Spans) -> Vec<[f32; FEATURES]> {
-    let asked: Vec<String> = words(question)
-        .filter(|w| !STOP.contains(&w.as_str()))
+    let asked: Vec<String> = subject_words(question)
         .map(|w| stem(&w))
         .collect::<std::collections::BTreeSet<_>>()
         .into_iter()
