@@ -466,12 +466,11 @@ async fn plain_word_questions_find_their_answer() {
     let sentences = ask_set(&client, "sentences.tsv").await;
     // The second set's misses are not shown: it was kept out of tuning.
     let second = ask_set(&client, "sentences-2.tsv").await;
-    // The third to sixth (issue 57) are measured with the vectors too
+    // The later sets (issue 57) are measured with the vectors too
     // (godot_meaning); here for words alone.
-    ask_set(&client, "sentences-3.tsv").await;
-    ask_set(&client, "sentences-4.tsv").await;
-    ask_set(&client, "sentences-5.tsv").await;
-    ask_set(&client, "sentences-6.tsv").await;
+    for set in &MEANING_SETS[3..] {
+        ask_set(&client, set).await;
+    }
     eprintln!("not first: {:#?}", [&plain.3, &sentences.3]);
     assert!(plain.2 >= 40 && sentences.2 >= 60 && second.2 >= 40);
     at_least(&[
@@ -756,6 +755,19 @@ async fn the_manual_is_searched_and_read() {
 
 /// What the question sets reached when last measured (docs/src/tools/godot.md): a ranking
 /// change may not lose any of it.
+/// Every question set, in the order they were written: the first three
+/// shaped the lexical ranking, the later ones came with issue 57.
+pub const MEANING_SETS: [&str; 8] = [
+    "plain-words.tsv",
+    "sentences.tsv",
+    "sentences-2.tsv",
+    "sentences-3.tsv",
+    "sentences-4.tsv",
+    "sentences-5.tsv",
+    "sentences-6.tsv",
+    "sentences-7.tsv",
+];
+
 const PLAIN_TOP1: usize = 32;
 const PLAIN_TOP3: usize = 37;
 const SENTENCE_TOP1: usize = 35;
