@@ -411,6 +411,14 @@ fn symbol_document(
     doc
 }
 
+/// The first value of a search hit's field; empty when it has none.
+pub fn field<'a>(hit: &'a index::Hit, name: &str) -> &'a str {
+    hit.fields
+        .iter()
+        .find(|(k, _)| k == name)
+        .map_or("", |(_, v)| v.as_str())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -16,7 +16,7 @@ use plugin_sdk::ToolError;
 use plugin_sdk::index::{self, Filter};
 use plugin_sdk::vectors::{self, SimilarRequest, State};
 
-use crate::documents::{PASSAGE, SENSE};
+use crate::documents::{PASSAGE, SENSE, field};
 use crate::reranker::{self, Votes};
 
 /// Ask the host to embed the index's senses (nothing when done or under
@@ -244,13 +244,6 @@ fn log_features(
 
 fn uri(hit: &index::Hit) -> &str {
     field(hit, "uri")
-}
-
-fn field<'a>(hit: &'a index::Hit, name: &str) -> &'a str {
-    hit.fields
-        .iter()
-        .find(|(k, _)| k == name)
-        .map_or("", |(_, v)| v.as_str())
 }
 
 /// `class.member` or `class`, lowercase, as the manual's links name them.

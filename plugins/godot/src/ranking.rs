@@ -9,6 +9,8 @@ use frostem::{Algorithm, Stemmer};
 use plugin_sdk::ToolError;
 use plugin_sdk::index::{self, Filter, SearchRequest, TermBoost};
 
+use crate::documents::field;
+
 /// How many of the best manual sections say what a question is about.
 pub const FEEDBACK_SECTIONS: usize = 5;
 
@@ -87,14 +89,6 @@ fn add_snippets(
             .and_then(|f| f.snippet.clone());
     }
     Ok(())
-}
-
-/// The first value of a hit's field; empty when it has none.
-fn field<'a>(hit: &'a index::Hit, name: &str) -> &'a str {
-    hit.fields
-        .iter()
-        .find(|(k, _)| k == name)
-        .map_or("", |(_, v)| v.as_str())
 }
 
 /// How many entries a question in plain words is ranked among again
