@@ -215,20 +215,25 @@ pub async fn similar(
     let query = service.question(loaded, question).await?;
     let passing = opened.passing(filters)?;
     let rows = table.rows.get().expect("ready");
-    let mut scored: Vec<(f32, DocAddress)> = rows
+    // Best first; equal scores (the same text in two documents) in the
+    // rows' order, which is their ids' (`Opened::texts`): the same answer
+    // from every build of the index.
+    let mut scored: Vec<(f32, usize)> = rows
         .iter()
-        .filter(|(address, _)| passing.as_ref().is_none_or(|p| p.contains(address)))
-        .map(|(address, vector)| (vector.dot(&query), *address))
+        .enumerate()
+        .filter(|(_, (address, _))| passing.as_ref().is_none_or(|p| p.contains(address)))
+        .map(|(row, (_, vector))| (vector.dot(&query), row))
         .collect();
+    let order = |a: &(f32, usize), b: &(f32, usize)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
     let limit = limit.min(MAX_HITS);
     if scored.len() > limit {
-        scored.select_nth_unstable_by(limit, |a, b| b.0.total_cmp(&a.0));
+        scored.select_nth_unstable_by(limit, order);
         scored.truncate(limit);
     }
-    scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+    scored.sort_by(order);
     let mut hits = Vec::with_capacity(scored.len());
-    for (score, address) in scored {
-        hits.push((score, opened.fetch(address, wanted)?));
+    for (score, row) in scored {
+        hits.push((score, opened.fetch(rows[row].0, wanted)?));
     }
     Ok((state, hits))
 }

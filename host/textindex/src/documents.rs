@@ -32,12 +32,16 @@ impl Passing {
 
 impl Opened {
     /// Every live document with a value in the stored field `field`, its
-    /// values joined by a space and cut to [`MAX_TEXT_CHARS`].
+    /// values joined by a space and cut to [`MAX_TEXT_CHARS`], in the
+    /// order of their ids: the same in every build of the same documents
+    /// (addresses are not: the writer's threads share documents out as
+    /// they come), so that ties are broken the same way each time.
     pub fn texts(&self, field: &str) -> Result<Vec<(DocAddress, String)>, String> {
         let (wanted, kind) = self.field(field)?;
         if !self.spec.fields.iter().any(|f| f.name == field && f.stored) || kind == Kind::Weight {
             return Err(format!("field `{field}` is not a stored text field"));
         }
+        let id_field = self.field(&self.spec.id_field)?.0;
         let searcher = self.reader.searcher();
         let mut out = Vec::new();
         for (ordinal, segment) in searcher.segment_readers().iter().enumerate() {
@@ -46,7 +50,7 @@ impl Opened {
                 .map_err(|e| self.read_failed(e))?;
             for doc_id in segment.doc_ids_alive() {
                 if out.len() >= MAX_DOCUMENTS {
-                    return Ok(out);
+                    break;
                 }
                 let doc: TantivyDocument = store.get(doc_id).map_err(|e| self.read_failed(e))?;
                 let mut text = String::new();
@@ -63,11 +67,23 @@ impl Opened {
                         Some((at, _)) => text[..at].to_string(),
                         None => text,
                     };
-                    out.push((DocAddress::new(ordinal as u32, doc_id), text));
+                    let id = doc
+                        .get_first(id_field)
+                        .and_then(|v| v.as_str())
+                        .unwrap_or("");
+                    out.push((
+                        id.to_string(),
+                        DocAddress::new(ordinal as u32, doc_id),
+                        text,
+                    ));
                 }
             }
         }
-        Ok(out)
+        out.sort_unstable_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
+        Ok(out
+            .into_iter()
+            .map(|(_, address, text)| (address, text))
+            .collect())
     }
 
     /// The documents that pass every filter; `None` when there is none.
@@ -111,5 +127,48 @@ impl Opened {
     /// The directory of this generation: vectors made for it are its own.
     pub fn generation(&self) -> &std::path::Path {
         &self.generation
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{FieldSpec, Kind, Spec};
+
+    /// Texts come in their ids' order whatever order the documents were
+    /// added in (the vectors break ties by it).
+    #[tokio::test]
+    async fn texts_come_in_the_order_of_their_ids() {
+        let dir = tempfile::tempdir().unwrap();
+        let field = |name: &str, kind| FieldSpec {
+            name: name.into(),
+            kind,
+            stored: true,
+        };
+        let spec = Spec::new(
+            vec![field("id", Kind::Keyword), field("sense", Kind::Stored)],
+            "id",
+            "1",
+        )
+        .unwrap();
+        let mut builder = crate::build("t", dir.path(), spec).await.unwrap().unwrap();
+        let ids = ["c", "a", "d", "b"];
+        let docs = ids
+            .iter()
+            .map(|id| {
+                vec![
+                    ("id".into(), id.to_string()),
+                    ("sense".into(), "same text".into()),
+                ]
+            })
+            .collect();
+        builder.add(docs).unwrap();
+        builder.commit().await.unwrap();
+        let opened = crate::open("t", dir.path()).unwrap();
+        let texts = opened.texts("sense").unwrap();
+        let order: Vec<String> = texts
+            .iter()
+            .map(|(address, _)| opened.fetch(*address, &["id".into()]).unwrap()[0].1.clone())
+            .collect();
+        assert_eq!(order, ["a", "b", "c", "d"]);
     }
 }
