@@ -10,7 +10,6 @@
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
 use sha2::{Digest, Sha256};
@@ -72,9 +71,7 @@ impl Quantized {
 pub struct Store {
     digest: [u8; 32],
     dim: usize,
-    /// Shared with the tables of the indexes that use them (an `Arc` each:
-    /// a table holds the same vectors again otherwise, ~13 MiB for 32,000).
-    rows: HashMap<TextHash, Arc<Quantized>>,
+    rows: HashMap<TextHash, Quantized>,
     /// Where new vectors go.
     file: PathBuf,
 }
@@ -170,13 +167,13 @@ impl Store {
                 continue;
             }
             let bytes = record[36..].iter().map(|b| *b as i8).collect();
-            self.rows.insert(hash, Arc::new(Quantized { scale, bytes }));
+            self.rows.insert(hash, Quantized { scale, bytes });
             count += 1;
         }
         Ok(count)
     }
 
-    pub fn get(&self, hash: &TextHash) -> Option<&Arc<Quantized>> {
+    pub fn get(&self, hash: &TextHash) -> Option<&Quantized> {
         self.rows.get(hash)
     }
 
@@ -204,7 +201,7 @@ impl Store {
             out.extend_from_slice(&hash);
             out.extend_from_slice(&q.scale.to_le_bytes());
             out.extend(q.bytes.iter().map(|b| *b as u8));
-            self.rows.insert(hash, Arc::new(q));
+            self.rows.insert(hash, q);
         }
         let mut file = std::fs::OpenOptions::new()
             .append(true)

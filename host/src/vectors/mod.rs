@@ -92,7 +92,7 @@ struct Loaded {
 struct Table {
     done: AtomicU64,
     total: AtomicU64,
-    rows: OnceLock<Vec<(DocAddress, Arc<Quantized>)>>,
+    rows: OnceLock<Vec<(DocAddress, Quantized)>>,
     failed: OnceLock<String>,
 }
 
