@@ -44,13 +44,13 @@ impl Opened {
         let id_field = self.field(&self.spec.id_field)?.0;
         let searcher = self.reader.searcher();
         let mut out = Vec::new();
-        for (ordinal, segment) in searcher.segment_readers().iter().enumerate() {
+        'segments: for (ordinal, segment) in searcher.segment_readers().iter().enumerate() {
             let store = segment
                 .get_store_reader(64)
                 .map_err(|e| self.read_failed(e))?;
             for doc_id in segment.doc_ids_alive() {
                 if out.len() >= MAX_DOCUMENTS {
-                    break;
+                    break 'segments;
                 }
                 let doc: TantivyDocument = store.get(doc_id).map_err(|e| self.read_failed(e))?;
                 let mut text = String::new();
