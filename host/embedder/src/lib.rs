@@ -3,7 +3,8 @@
 //! - [`model`]: a BERT-family sentence model from a folder
 //!   (`config.json`, `tokenizer.json`, `model.safetensors`, the layout of
 //!   sentence-transformers' models), run with candle: texts in, unit
-//!   vectors out (mean pooling, as the model was trained).
+//!   vectors out (mean pooling, as the model was trained); MPNet models
+//!   (all-mpnet-base-v2) through [`mpnet`], which candle lacks.
 //! - [`store`]: vectors kept on disk keyed by the hash of their text, one
 //!   file per model, quantised to 8 bits: what is embedded once is never
 //!   embedded again, and a file built elsewhere (shipped with a corpus)
@@ -13,6 +14,7 @@
 //! runs (a low-priority thread of its own).
 
 pub mod model;
+mod mpnet;
 pub mod store;
 
 pub use model::Model;

@@ -5,9 +5,19 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
-use candle_transformers::models::bert::{BertModel, Config};
+use candle_transformers::models::bert::{self, BertModel};
+
+use crate::mpnet::{self, MpNet};
 use sha2::{Digest, Sha256};
 use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
+
+/// The networks a model folder may hold, by its config's `model_type`.
+enum Encoder {
+    /// BERT and its kin (all-MiniLM-L6-v2).
+    Bert(BertModel),
+    /// MPNet (all-mpnet-base-v2).
+    MpNet(MpNet),
+}
 
 /// The files a model folder must hold.
 pub const FILES: [&str; 3] = ["config.json", "tokenizer.json", "model.safetensors"];
@@ -18,7 +28,7 @@ pub const FILES: [&str; 3] = ["config.json", "tokenizer.json", "model.safetensor
 pub const MAX_TOKENS: usize = 128;
 
 pub struct Model {
-    bert: BertModel,
+    encoder: Encoder,
     tokenizer: Tokenizer,
     dim: usize,
     /// SHA-256 of the three files: vectors of one model are not another's.
@@ -55,8 +65,11 @@ impl Model {
             hasher.update(part);
         }
         let digest: [u8; 32] = hasher.finalize().into();
-        let config: Config = serde_json::from_slice(&config)
-            .with_context(|| format!("{}/config.json is not a BERT config", folder.display()))?;
+        let kind: serde_json::Value = serde_json::from_slice(&config)
+            .with_context(|| format!("{}/config.json is not JSON", folder.display()))?;
+        let mpnet = kind["model_type"] == "mpnet";
+        let what = if mpnet { "an MPNet" } else { "a BERT" };
+        let not_one = || format!("{}/config.json is not {what} config", folder.display());
         let mut tokenizer = Tokenizer::from_bytes(&tokenizer).map_err(|e| {
             anyhow::anyhow!("{}/tokenizer.json cannot be read: {e}", folder.display())
         })?;
@@ -73,13 +86,20 @@ impl Model {
         // The weights are copied into tensors; the file's bytes go when
         // the builder does.
         let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &Device::Cpu)?;
-        let bert = BertModel::load(vb, &config).with_context(|| {
-            format!("{}/model.safetensors is not a BERT model", folder.display())
-        })?;
+        let not_weights = || format!("{}/model.safetensors is not {what} model", folder.display());
+        let (encoder, dim) = if mpnet {
+            let config: mpnet::Config = serde_json::from_slice(&config).with_context(not_one)?;
+            let model = MpNet::load(vb, &config).with_context(not_weights)?;
+            (Encoder::MpNet(model), config.hidden_size)
+        } else {
+            let config: bert::Config = serde_json::from_slice(&config).with_context(not_one)?;
+            let model = BertModel::load(vb, &config).with_context(not_weights)?;
+            (Encoder::Bert(model), config.hidden_size)
+        };
         Ok(Model {
-            bert,
+            encoder,
             tokenizer,
-            dim: config.hidden_size,
+            dim,
             digest,
             folder: folder.to_path_buf(),
         })
@@ -116,9 +136,13 @@ impl Model {
             Ok(Tensor::stack(&rows, 0)?)
         };
         let ids = rows(&|e| e.get_ids())?;
-        let types = rows(&|e| e.get_type_ids())?;
         let mask = rows(&|e| e.get_attention_mask())?;
-        let out = self.bert.forward(&ids, &types, Some(&mask))?;
+        let out = match &self.encoder {
+            Encoder::Bert(bert) => {
+                bert.forward(&ids, &rows(&|e| e.get_type_ids())?, Some(&mask))?
+            }
+            Encoder::MpNet(mpnet) => mpnet.forward(&ids, &mask)?,
+        };
         // Mean over the tokens the mask keeps (padding left out).
         let mask = mask.to_dtype(DType::F32)?.unsqueeze(2)?;
         let summed = out.broadcast_mul(&mask)?.sum(1)?;

@@ -1,0 +1,212 @@
+//! MPNet (`model_type: "mpnet"`, e.g. sentence-transformers'
+//! all-mpnet-base-v2), which candle-transformers does not have: BERT's
+//! layers without token types, with a learned bias per head for each
+//! bucket of relative distance added to every layer's attention. Written
+//! after Hugging Face's `modeling_mpnet.py`; weight names as it saves them.
+
+use candle_core::{DType, Module, Result, Tensor};
+use candle_nn::{Embedding, LayerNorm, LayerNormConfig, Linear, VarBuilder};
+use serde::Deserialize;
+
+#[derive(Deserialize)]
+pub struct Config {
+    pub vocab_size: usize,
+    pub hidden_size: usize,
+    pub num_hidden_layers: usize,
+    pub num_attention_heads: usize,
+    pub intermediate_size: usize,
+    pub max_position_embeddings: usize,
+    pub layer_norm_eps: f64,
+    pub pad_token_id: u32,
+    pub relative_attention_num_buckets: usize,
+}
+
+/// Distances from here on share the last bucket (as the model was trained).
+const MAX_DISTANCE: f64 = 128.0;
+
+pub struct MpNet {
+    words: Embedding,
+    positions: Embedding,
+    norm: LayerNorm,
+    layers: Vec<Layer>,
+    /// Per relative-distance bucket, a bias for each head.
+    relative_bias: Embedding,
+    heads: usize,
+    pad: u32,
+    buckets: usize,
+}
+
+struct Layer {
+    q: Linear,
+    k: Linear,
+    v: Linear,
+    o: Linear,
+    attention_norm: LayerNorm,
+    intermediate: Linear,
+    output: Linear,
+    output_norm: LayerNorm,
+}
+
+impl MpNet {
+    pub fn load(vb: VarBuilder, config: &Config) -> Result<MpNet> {
+        let hidden = config.hidden_size;
+        let norm = |vb: VarBuilder| {
+            let eps = LayerNormConfig {
+                eps: config.layer_norm_eps,
+                ..Default::default()
+            };
+            candle_nn::layer_norm(hidden, eps, vb)
+        };
+        let embeddings = vb.pp("embeddings");
+        let layers = (0..config.num_hidden_layers)
+            .map(|i| {
+                let layer = vb.pp(format!("encoder.layer.{i}"));
+                let attention = layer.pp("attention");
+                let square =
+                    |name: &str| candle_nn::linear(hidden, hidden, attention.pp("attn").pp(name));
+                Ok(Layer {
+                    q: square("q")?,
+                    k: square("k")?,
+                    v: square("v")?,
+                    o: square("o")?,
+                    attention_norm: norm(attention.pp("LayerNorm"))?,
+                    intermediate: candle_nn::linear(
+                        hidden,
+                        config.intermediate_size,
+                        layer.pp("intermediate.dense"),
+                    )?,
+                    output: candle_nn::linear(
+                        config.intermediate_size,
+                        hidden,
+                        layer.pp("output.dense"),
+                    )?,
+                    output_norm: norm(layer.pp("output.LayerNorm"))?,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(MpNet {
+            words: candle_nn::embedding(
+                config.vocab_size,
+                hidden,
+                embeddings.pp("word_embeddings"),
+            )?,
+            positions: candle_nn::embedding(
+                config.max_position_embeddings,
+                hidden,
+                embeddings.pp("position_embeddings"),
+            )?,
+            norm: norm(embeddings.pp("LayerNorm"))?,
+            layers,
+            relative_bias: candle_nn::embedding(
+                config.relative_attention_num_buckets,
+                config.num_attention_heads,
+                vb.pp("encoder.relative_attention_bias"),
+            )?,
+            heads: config.num_attention_heads,
+            pad: config.pad_token_id,
+            buckets: config.relative_attention_num_buckets,
+        })
+    }
+
+    /// The last layer's states of `ids` (batch × tokens), `mask` 1 where
+    /// a token is real.
+    pub fn forward(&self, ids: &Tensor, mask: &Tensor) -> Result<Tensor> {
+        let (batch, tokens) = ids.dims2()?;
+        let device = ids.device();
+        let real = mask.to_dtype(DType::F32)?;
+        // Positions count real tokens from pad + 1, as RoBERTa's do.
+        let positions = ((real.cumsum(1)? * &real)? + f64::from(self.pad))?.to_dtype(DType::U32)?;
+        let mut x = self
+            .norm
+            .forward(&(self.words.forward(ids)? + self.positions.forward(&positions)?)?)?;
+        let buckets: Vec<u32> = (0..tokens)
+            .flat_map(|i| (0..tokens).map(move |j| (i, j)))
+            .map(|(i, j)| bucket(j as i64 - i as i64, self.buckets))
+            .collect();
+        let buckets = Tensor::from_vec(buckets, (tokens, tokens), device)?;
+        // batch × heads × tokens × tokens: the distances' bias, and padding
+        // out of reach.
+        let distance = self
+            .relative_bias
+            .forward(&buckets)?
+            .permute((2, 0, 1))?
+            .unsqueeze(0)?;
+        let padding = ((real.ones_like()? - &real)? * -1e9)?.reshape((batch, 1, 1, tokens))?;
+        let bias = distance.broadcast_add(&padding)?;
+        let hidden = x.dim(2)?;
+        let size = hidden / self.heads;
+        let scale = 1.0 / (size as f64).sqrt();
+        for layer in &self.layers {
+            let heads = |t: Tensor| {
+                t.reshape((batch, tokens, self.heads, size))?
+                    .transpose(1, 2)?
+                    .contiguous()
+            };
+            let q = heads(layer.q.forward(&x)?)?;
+            let k = heads(layer.k.forward(&x)?)?;
+            let v = heads(layer.v.forward(&x)?)?;
+            let scores = (q.matmul(&k.t()?)? * scale)?.broadcast_add(&bias)?;
+            let weights = candle_nn::ops::softmax_last_dim(&scores)?;
+            let context = weights
+                .matmul(&v)?
+                .transpose(1, 2)?
+                .reshape((batch, tokens, hidden))?;
+            let attended = layer
+                .attention_norm
+                .forward(&(layer.o.forward(&context)? + &x)?)?;
+            let inner = layer.intermediate.forward(&attended)?.gelu_erf()?;
+            x = layer
+                .output_norm
+                .forward(&(layer.output.forward(&inner)? + &attended)?)?;
+        }
+        Ok(x)
+    }
+}
+
+/// The bucket of a key `relative` tokens after the query: half the
+/// buckets for each direction, exact up to a quarter of them, then
+/// logarithmic up to [`MAX_DISTANCE`].
+fn bucket(relative: i64, buckets: usize) -> u32 {
+    let half = (buckets / 2) as i64;
+    let exact = half / 2;
+    let ahead = -relative;
+    let side = if ahead < 0 { half } else { 0 };
+    let n = ahead.abs();
+    let within = if n < exact {
+        n
+    } else {
+        let far = ((n as f64 / exact as f64).ln() / (MAX_DISTANCE / exact as f64).ln()
+            * (half - exact) as f64) as i64;
+        (exact + far).min(half - 1)
+    };
+    (side + within) as u32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::bucket;
+
+    #[test]
+    fn distances_fall_in_the_buckets_the_model_was_trained_with() {
+        // Values of Hugging Face's `relative_position_bucket` (32 buckets,
+        // max distance 128) for keys before (negative) and after the query.
+        let expected = [
+            (0, 0),
+            (-1, 1),
+            (-7, 7),
+            (-8, 8),
+            (-12, 9),
+            (-16, 10),
+            (-127, 15),
+            (-500, 15),
+            (1, 17),
+            (7, 23),
+            (8, 24),
+            (20, 26),
+            (200, 31),
+        ];
+        for (relative, want) in expected {
+            assert_eq!(bucket(relative, 32), want, "distance {relative}");
+        }
+    }
+}
