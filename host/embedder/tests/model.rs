@@ -1,25 +1,33 @@
-//! The real model (scripts/setup-model) embeds sentences by meaning: found
-//! by $MCP_TEST_EMBEDDING_MODEL or $MCP_HOST_EMBEDDING_MODEL, else the
-//! host's default folder; under CI=true a missing model fails, elsewhere
-//! the test says it skipped.
+//! The real models (scripts/setup-model) embed sentences by meaning:
+//! all-MiniLM-L6-v2, found by $MCP_TEST_EMBEDDING_MODEL or
+//! $MCP_HOST_EMBEDDING_MODEL, and all-mpnet-base-v2 (MPNet, our own
+//! forward pass), found by $MCP_TEST_MPNET_MODEL; else where
+//! scripts/setup-model puts them. Under CI=true a missing model fails,
+//! elsewhere the test says it skipped.
 
 use std::path::PathBuf;
 
-fn model_dir() -> Option<PathBuf> {
-    let dir = ["MCP_TEST_EMBEDDING_MODEL", "MCP_HOST_EMBEDDING_MODEL"]
+/// The model folder named by the first of `vars` set (not `none`), else
+/// `folder` under the host's models.
+fn model_dir(vars: &[&str], folder: &str) -> Option<PathBuf> {
+    let dir = vars
         .iter()
         .filter_map(std::env::var_os)
         .find(|v| v != "none")
         .map(PathBuf::from)
         .or_else(|| {
             let home = std::env::var_os("HOME")?;
-            Some(PathBuf::from(home).join(".local/share/mcp-host/models/all-minilm-l6-v2"))
+            Some(
+                PathBuf::from(home)
+                    .join(".local/share/mcp-host/models")
+                    .join(folder),
+            )
         })?;
     if dir.join("model.safetensors").is_file() {
         return Some(dir);
     }
     let why = format!(
-        "no model in {} (scripts/setup-model fetches it)",
+        "no model in {} (scripts/setup-model {folder} fetches it)",
         dir.display()
     );
     assert!(
@@ -35,31 +43,86 @@ fn cosine(a: &[f32], b: &[f32]) -> f32 {
 }
 
 #[test]
-fn sentences_that_mean_the_same_are_nearest() {
-    let Some(dir) = model_dir() else { return };
+fn minilm_puts_sentences_that_mean_the_same_nearest() {
+    let vars = ["MCP_TEST_EMBEDDING_MODEL", "MCP_HOST_EMBEDDING_MODEL"];
+    if let Some(dir) = model_dir(&vars, "all-minilm-l6-v2") {
+        embeds_by_meaning(&embedder::Model::load(&dir).unwrap(), 384);
+    }
+}
+
+#[test]
+fn mpnet_puts_sentences_that_mean_the_same_nearest() {
+    if let Some(dir) = model_dir(&["MCP_TEST_MPNET_MODEL"], "all-mpnet-base-v2") {
+        embeds_by_meaning(&embedder::Model::load(&dir).unwrap(), 768);
+    }
+}
+
+/// Our MPNet forward pass gives what the reference implementation does:
+/// PyTorch's values for all-mpnet-base-v2 (sentence-transformers), as
+/// published with the Kjarni project's tests. An ordering alone would not
+/// tell: without the distance biases, or with positions off by one, the
+/// nearest stay nearest.
+#[test]
+fn mpnet_gives_the_reference_implementations_values() {
+    let Some(dir) = model_dir(&["MCP_TEST_MPNET_MODEL"], "all-mpnet-base-v2") else {
+        return;
+    };
     let model = embedder::Model::load(&dir).unwrap();
-    assert_eq!(model.dim(), 384);
+    let hello = &model.embed(&["Hello world"]).unwrap()[0];
+    let torch = [0.0262497, 0.0133956, -0.0045332, -0.0217914, 0.0545519];
+    for (i, (ours, theirs)) in hello.iter().zip(torch).enumerate() {
+        assert!(
+            (ours - theirs).abs() < 1e-5,
+            "dimension {i}: {ours} against {theirs}"
+        );
+    }
+    let pairs = [
+        ("puppy", 0.778325),
+        ("cat", 0.608123),
+        ("car", 0.390585),
+        ("quantum physics", 0.250894),
+    ];
+    for (other, theirs) in pairs {
+        let v = model.embed(&["dog", other]).unwrap();
+        let ours = cosine(&v[0], &v[1]);
+        assert!(
+            (ours - theirs).abs() < 1e-4,
+            "dog / {other}: {ours} against {theirs}"
+        );
+    }
+}
+
+fn embeds_by_meaning(model: &embedder::Model, dim: usize) {
+    assert_eq!(model.dim(), dim);
     let texts = [
         "make the game window fill the whole screen",
         "Window.mode: the window's mode, e.g. fullscreen or maximized",
         "AudioStreamPlayer.play: plays the audio from the given position",
         "start the background music",
+        "a cloth that moves when something touches it",
+        "SoftBody3D: A deformable 3D physics mesh. Used to create elastic or deformable objects such \
+         as cloth, rubber, or other flexible materials.",
     ];
     let v = model.embed(&texts).unwrap();
     for row in &v {
+        assert_eq!(row.len(), dim);
         let norm: f32 = row.iter().map(|x| x * x).sum::<f32>().sqrt();
         assert!((norm - 1.0).abs() < 1e-3, "not unit length: {norm}");
     }
-    // Each question is nearer the entry that answers it than the other.
-    assert!(
-        cosine(&v[0], &v[1]) > cosine(&v[0], &v[2]),
-        "window question"
-    );
-    assert!(
-        cosine(&v[3], &v[2]) > cosine(&v[3], &v[1]),
-        "music question"
-    );
-    // One text alone embeds as it does in a batch (padding is masked out).
+    // Each question is nearer the entries that answer it than the others.
+    for (question, answer) in [(0, 1), (3, 2), (4, 5)] {
+        for other in [1, 2, 5].into_iter().filter(|o| *o != answer) {
+            assert!(
+                cosine(&v[question], &v[answer]) > cosine(&v[question], &v[other]),
+                "{:?} is nearer {:?} than {:?}",
+                texts[question],
+                texts[other],
+                texts[answer]
+            );
+        }
+    }
+    // One text alone embeds as it does in a batch (padding is masked out,
+    // positions count from the text's start).
     let alone = model.embed(&texts[1..2]).unwrap();
     assert!(cosine(&alone[0], &v[1]) > 0.999);
 }
