@@ -259,7 +259,7 @@ mod tests {
         assert_eq!(again.len(), 3);
         // As a seed of another model it is skipped, with why.
         let other = dir.path().join("b.vec");
-        let (seeded, notes) = Store::open([2; 32], 8, &other, &[file.clone()]).unwrap();
+        let (seeded, notes) = Store::open([2; 32], 8, &other, std::slice::from_ref(&file)).unwrap();
         assert!(seeded.is_empty());
         assert!(notes[0].contains("another model"), "{notes:?}");
         // As a seed of the same model it is read.
