@@ -6,10 +6,10 @@ use anyhow::{Context, Result, bail};
 use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
 use candle_transformers::models::bert::{self, BertModel};
-
-use crate::mpnet::{self, MpNet};
 use sha2::{Digest, Sha256};
 use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
+
+use crate::mpnet::{self, MpNet};
 
 /// The networks a model folder may hold, by its config's `model_type`.
 enum Encoder {
