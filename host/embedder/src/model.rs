@@ -89,6 +89,7 @@ impl Model {
         let not_weights = || format!("{}/model.safetensors is not {what} model", folder.display());
         let (encoder, dim) = if mpnet {
             let config: mpnet::Config = serde_json::from_slice(&config).with_context(not_one)?;
+            config.check().with_context(not_one)?;
             let model = MpNet::load(vb, &config).with_context(not_weights)?;
             (Encoder::MpNet(model), config.hidden_size)
         } else {

@@ -21,6 +21,27 @@ pub struct Config {
     pub relative_attention_num_buckets: usize,
 }
 
+impl Config {
+    /// What the forward pass divides by: heads that split the hidden
+    /// size evenly, and buckets for both directions.
+    pub fn check(&self) -> Result<()> {
+        let heads = self.num_attention_heads;
+        if heads == 0 || !self.hidden_size.is_multiple_of(heads) {
+            candle_core::bail!(
+                "num_attention_heads {heads} does not divide hidden_size {}",
+                self.hidden_size
+            );
+        }
+        if self.relative_attention_num_buckets < 4 {
+            candle_core::bail!(
+                "relative_attention_num_buckets is {}: MPNet needs at least 4",
+                self.relative_attention_num_buckets
+            );
+        }
+        Ok(())
+    }
+}
+
 /// Distances from here on share the last bucket (as the model was trained).
 const MAX_DISTANCE: f64 = 128.0;
 
@@ -48,6 +69,7 @@ struct Layer {
 }
 
 impl MpNet {
+    /// The network of `config` ([`Config::check`]ed) with weights from `vb`.
     pub fn load(vb: VarBuilder, config: &Config) -> Result<MpNet> {
         let hidden = config.hidden_size;
         let norm = |vb: VarBuilder| {
@@ -184,7 +206,28 @@ fn bucket(relative: i64, buckets: usize) -> u32 {
 
 #[cfg(test)]
 mod tests {
-    use super::bucket;
+    use super::{Config, bucket};
+
+    #[test]
+    fn a_config_the_forward_pass_cannot_divide_by_is_refused() {
+        let config = |heads: usize, buckets: usize| Config {
+            vocab_size: 10,
+            hidden_size: 768,
+            num_hidden_layers: 1,
+            num_attention_heads: heads,
+            intermediate_size: 8,
+            max_position_embeddings: 8,
+            layer_norm_eps: 1e-5,
+            pad_token_id: 1,
+            relative_attention_num_buckets: buckets,
+        };
+        assert!(config(12, 32).check().is_ok());
+        let error = config(0, 32).check().unwrap_err().to_string();
+        assert!(error.contains("num_attention_heads 0"), "{error}");
+        assert!(config(7, 32).check().is_err());
+        let error = config(12, 0).check().unwrap_err().to_string();
+        assert!(error.contains("at least 4"), "{error}");
+    }
 
     #[test]
     fn distances_fall_in_the_buckets_the_model_was_trained_with() {
