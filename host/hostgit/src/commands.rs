@@ -4,11 +4,11 @@
 
 use std::path::Path;
 
-use crate::{GitError, Repo, SAFE, git_command, output, program, snapshot};
+use crate::{GitError, Repo, fixed_settings, git_command, neutral, output, program, snapshot};
 
 /// `git init --bare` in `dir` (which is not a repository yet).
 pub async fn init_bare(dir: &Path) -> Result<(), GitError> {
-    let settings: Vec<String> = SAFE.iter().map(|s| s.to_string()).collect();
+    let settings = fixed_settings();
     let args = ["init", "--quiet", "--bare", "--", &*dir.to_string_lossy()];
     let mut command = git_command(&settings, &args);
     command.current_dir(dir);
@@ -20,8 +20,21 @@ pub async fn init_bare(dir: &Path) -> Result<(), GitError> {
 /// `git receive-pack` that reads the remote's own config and hooks, which
 /// `-c` settings given here do not reach: it is started with its own.
 pub async fn push(repo: &Repo, remote: &str, refspecs: &[&str]) -> Result<(), GitError> {
+    // A remote's name is pushed to by its path: its config's
+    // `receivepack` and URL rewrites choose nothing.
+    let named;
+    let remote = if Path::new(remote).is_absolute() {
+        remote
+    } else {
+        named = remote_url(repo, remote)
+            .await?
+            .ok_or_else(|| GitError::Refused(format!("the repository has no remote `{remote}`")))?;
+        named.as_str()
+    };
+    other_side(Path::new(remote))?;
     let receive = format!(
-        "'{}' -c core.hooksPath=/dev/null -c core.fsmonitor=false -c receive.fsckObjects=false receive-pack",
+        "'{}' -c core.hooksPath=/dev/null -c core.fsmonitor=false -c receive.fsckObjects=false \
+         -c core.alternateRefsCommand=true receive-pack",
         program().display()
     );
     let receive = format!("--receive-pack={receive}");
@@ -42,8 +55,10 @@ pub async fn push(repo: &Repo, remote: &str, refspecs: &[&str]) -> Result<(), Gi
 /// a remote's name: a remote's URL and `uploadpack` come from a config a
 /// plugin may write), its upload-pack run as the host chooses.
 pub async fn fetch(repo: &Repo, path: &Path, refspec: &str) -> Result<(), GitError> {
+    other_side(path)?;
     let upload = format!(
-        "--upload-pack='{}' -c core.hooksPath=/dev/null -c core.fsmonitor=false upload-pack",
+        "--upload-pack='{}' -c core.hooksPath=/dev/null -c core.fsmonitor=false \
+         -c core.alternateRefsCommand=true upload-pack",
         program().display()
     );
     let from = path.to_string_lossy();
@@ -62,12 +77,33 @@ pub async fn fetch(repo: &Repo, path: &Path, refspec: &str) -> Result<(), GitErr
 /// Drop the objects no ref of the bare repository `dir` reaches any more
 /// (`git gc --prune=now`): what a deleted branch alone held.
 pub async fn prune_bare(dir: &Path) -> Result<(), GitError> {
-    let settings: Vec<String> = SAFE.iter().map(|s| s.to_string()).collect();
+    other_side(dir)?;
     let git_dir = dir.to_string_lossy();
+    let list = [
+        "--git-dir",
+        &*git_dir,
+        "config",
+        "--name-only",
+        "--list",
+        "--includes",
+    ];
+    let mut command = git_command(&fixed_settings(), &list);
+    command.current_dir(dir);
+    let keys = output(command, &list, dir).await?;
+    let mut settings = fixed_settings();
+    settings.extend(neutral::over(&keys));
     let args = ["--git-dir", &*git_dir, "gc", "--quiet", "--prune=now"];
     let mut command = git_command(&settings, &args);
     command.current_dir(dir);
     output(command, &args, dir).await.map(drop)
+}
+
+/// Refuse the other side of a push, fetch or prune (a bare repository)
+/// when its objects come from elsewhere ([`neutral::refuse_alternates`]).
+fn other_side(dir: &Path) -> Result<(), GitError> {
+    let open = cap_std::fs::Dir::open_ambient_dir(dir, cap_std::ambient_authority())
+        .map_err(|_| GitError::NotARepository(dir.display().to_string()))?;
+    neutral::refuse_alternates(&open, dir)
 }
 
 /// The commit `rev` names, if any.
@@ -134,14 +170,7 @@ pub async fn identity(repo: &Repo, name: &str) -> snapshot::Identity {
     for (key, fallback) in [("user.name", name), ("user.email", email.as_str())] {
         let value = match repo.run(&["config", "--get", key]).await {
             Ok(value) if !value.trim().is_empty() => value,
-            _ => {
-                let args = ["config", "--global", "--get", key];
-                let mut command = git_command(&[], &args);
-                command.env_remove("GIT_CONFIG_GLOBAL").current_dir("/");
-                output(command, &args, Path::new("/"))
-                    .await
-                    .unwrap_or_default()
-            }
+            _ => global_value(key).await,
         };
         let value = value.trim();
         found.push(if value.is_empty() { fallback } else { value }.to_string());
@@ -149,4 +178,21 @@ pub async fn identity(repo: &Repo, name: &str) -> snapshot::Identity {
     let email = found.pop().unwrap_or_default();
     let name = found.pop().unwrap_or_default();
     snapshot::Identity { name, email }
+}
+
+/// The host user's global value of `key` (`~/.gitconfig` or
+/// `$XDG_CONFIG_HOME/git/config`), empty when unset: read for who commits
+/// only, everything else of the global config stays off.
+pub async fn global_value(key: &str) -> String {
+    let args = ["config", "--global", "--get", key];
+    let mut command = git_command(&[], &args);
+    command.env_remove("GIT_CONFIG_GLOBAL").current_dir("/");
+    if let Some(config) = std::env::var_os("XDG_CONFIG_HOME") {
+        command.env("XDG_CONFIG_HOME", config);
+    }
+    output(command, &args, Path::new("/"))
+        .await
+        .unwrap_or_default()
+        .trim()
+        .to_string()
 }

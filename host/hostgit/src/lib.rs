@@ -37,8 +37,11 @@ use cap_std::fs::Dir;
 
 mod commands;
 mod hold;
+pub mod names;
+mod neutral;
 pub mod remove;
 pub mod snapshot;
+pub mod state;
 
 pub use commands::{exclude, fetch, identity, init_bare, prune_bare, push, remote_url, resolve};
 pub use hold::{Hold, break_stale_index_lock, repo_lock, try_hold};
@@ -79,6 +82,25 @@ const SAFE: &[&str] = &[
     "protocol.ftp.allow=never",
     "protocol.ftps.allow=never",
     "protocol.file.allow=always",
+];
+
+/// [`SAFE`] and [`neutral::PROGRAMS_OFF`], as `-c` settings.
+fn fixed_settings() -> Vec<String> {
+    SAFE.iter()
+        .chain(neutral::PROGRAMS_OFF)
+        .map(|s| s.to_string())
+        .collect()
+}
+
+/// Who a person's own commits are by, as plain git reads it.
+const PERSON_VARS: &[&str] = &[
+    "GIT_AUTHOR_NAME",
+    "GIT_AUTHOR_EMAIL",
+    "GIT_AUTHOR_DATE",
+    "GIT_COMMITTER_NAME",
+    "GIT_COMMITTER_EMAIL",
+    "GIT_COMMITTER_DATE",
+    "EMAIL",
 ];
 
 /// Variables kept from the host's environment; everything else is cleared.
@@ -273,15 +295,50 @@ impl Repo {
 
     /// `git <args>` on this repository for the user's terminal (their
     /// pager, colours and config), with hooks and fsmonitor off.
+    ///
+    /// The repository's config still chooses no program: every key that
+    /// names one is switched off as for the host's own commands
+    /// ([`neutral`]), the pager is the person's (`GIT_PAGER`, `PAGER`, their
+    /// global `core.pager`, else `less`), never the repository's.
     pub fn user_command(&self, args: &[&str]) -> std::process::Command {
-        let mut command = std::process::Command::new("git");
+        let list = ["config", "--name-only", "--list", "--includes"];
+        let keys = std::process::Command::new(program())
+            .args(fixed_settings().iter().flat_map(|s| ["-c", s.as_str()]))
+            .args(list)
+            .env_clear()
+            .envs(
+                KEPT_VARS
+                    .iter()
+                    .filter_map(|v| Some((v, std::env::var_os(v)?))),
+            )
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_DIR", &self.git_dir)
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_default();
+        let pager = std::process::Command::new(program())
+            .args(["config", "--global", "--get", "core.pager"])
+            .output()
+            .ok()
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+            .filter(|p| !p.is_empty())
+            .unwrap_or_else(|| "less".into());
+        let mut settings: Vec<String> = ["core.hooksPath=/dev/null", "core.fsmonitor=false"]
+            .into_iter()
+            .chain(
+                neutral::PROGRAMS_OFF
+                    .iter()
+                    .copied()
+                    .filter(|s| !s.starts_with("core.pager=")),
+            )
+            .map(str::to_string)
+            .collect();
+        settings.push(format!("core.pager={pager}"));
+        settings.extend(neutral::over(&keys));
+        let mut command = std::process::Command::new(program());
         command
-            .args([
-                "-c",
-                "core.hooksPath=/dev/null",
-                "-c",
-                "core.fsmonitor=false",
-            ])
+            .args(settings.iter().flat_map(|s| ["-c", s.as_str()]))
             .args(args)
             .env("GIT_DIR", &self.git_dir)
             .env("GIT_WORK_TREE", &self.work_tree)
@@ -294,55 +351,72 @@ impl Repo {
         self.run_with(&[], args).await
     }
 
-    /// Like [`Repo::run_with`] with every filter driver the repository's
-    /// config defines switched off (an empty command is no filter), for
-    /// commands that check files out or read them (`worktree add`,
-    /// `status`): whoever may write the repository's config, a plugin
-    /// among them, would otherwise choose a program those run on the host.
+    /// Like [`Repo::run`] with extra `-c name=value` settings. Every key of
+    /// the repository's config that names a program (a filter, merge or
+    /// diff driver, a helper, a pager: [`neutral`]) is switched off first,
+    /// and a repository whose objects come from elsewhere is refused.
     /// (The config is read just before; one written between the two reads
     /// is the limit the book's security model names.)
-    pub async fn run_unfiltered(
+    pub async fn run_with(&self, settings: &[String], args: &[&str]) -> Result<String, GitError> {
+        self.run_neutral(settings, args, &[]).await
+    }
+
+    /// Like [`Repo::run_with`], for a command the person runs themselves
+    /// (`cofer merge`): its commits are theirs, by the identity plain git
+    /// would take (`GIT_AUTHOR_*`/`GIT_COMMITTER_*`/`EMAIL` where the
+    /// command was started, the repository's `user.*`, else their global
+    /// one), and nothing else of their global config is read.
+    pub async fn run_for_person(
         &self,
         settings: &[String],
         args: &[&str],
     ) -> Result<String, GitError> {
-        let defined = match self
-            .run(&["config", "--name-only", "--get-regexp", r"^filter\."])
-            .await
-        {
-            Ok(out) => out,
-            Err(GitError::Failed {
-                exit_code: Some(1), ..
-            }) => String::new(),
-            Err(e) => return Err(e),
-        };
-        let mut drivers: Vec<&str> = defined
-            .lines()
-            .filter_map(|key| {
-                key.strip_prefix("filter.")?
-                    .rsplit_once('.')
-                    .map(|(name, _)| name)
-            })
-            .collect();
-        drivers.sort_unstable();
-        drivers.dedup();
-        let mut all: Vec<String> = drivers
-            .into_iter()
-            .flat_map(|name| {
-                ["clean=", "smudge=", "process=", "required=false"]
-                    .map(|setting| format!("filter.{name}.{setting}"))
-            })
-            .collect();
+        let mut all = Vec::new();
+        for key in ["user.name", "user.email"] {
+            let local = self
+                .run(&["config", "--get", key])
+                .await
+                .unwrap_or_default();
+            if local.trim().is_empty() {
+                let global = commands::global_value(key).await;
+                if !global.is_empty() {
+                    all.push(format!("{key}={global}"));
+                }
+            }
+        }
         all.extend_from_slice(settings);
-        self.run_with(&all, args).await
+        self.run_neutral(&all, args, PERSON_VARS).await
     }
 
-    /// Like [`Repo::run`] with extra `-c name=value` settings.
-    pub async fn run_with(&self, settings: &[String], args: &[&str]) -> Result<String, GitError> {
-        let mut all: Vec<String> = SAFE.iter().map(|s| s.to_string()).collect();
+    async fn run_neutral(
+        &self,
+        settings: &[String],
+        args: &[&str],
+        vars: &[&str],
+    ) -> Result<String, GitError> {
+        neutral::refuse_alternates(&self.handles.git, &self.git_dir)?;
+        let keys = self
+            .run_as_is(&[], &["config", "--name-only", "--list", "--includes"], &[])
+            .await?;
+        let mut all = neutral::over(&keys);
+        all.extend_from_slice(settings);
+        self.run_as_is(&all, args, vars).await
+    }
+
+    /// `git <args>` with the host's fixed settings and `settings`, the
+    /// repository's config not looked at first; `vars` kept from the
+    /// host's environment besides [`KEPT_VARS`].
+    async fn run_as_is(
+        &self,
+        settings: &[String],
+        args: &[&str],
+        vars: &[&str],
+    ) -> Result<String, GitError> {
+        let mut all = fixed_settings();
         all.push(format!("safe.directory={}", self.work_tree.display()));
         all.extend_from_slice(settings);
         let mut command = git_command(&all, args);
+        command.envs(vars.iter().filter_map(|v| Some((v, std::env::var_os(v)?))));
         // Git is given the open folders, not their paths; it takes the work
         // tree's path from its working directory (getcwd), never walking it.
         let tree = proc_path(&self.handles.tree);
@@ -459,7 +533,21 @@ async fn output(
     if output.status.success() {
         return Ok(String::from_utf8_lossy(&output.stdout).into_owned());
     }
-    let stderr = String::from_utf8_lossy(&output.stderr).trim().to_string();
+    let mut stderr = String::from_utf8_lossy(&output.stderr).trim().to_string();
+    if stderr.contains("not a git repository") {
+        return Err(GitError::NotARepository(dir.display().to_string()));
+    }
+    // What a failed command said on stdout belongs to the failure too (a
+    // merge's `CONFLICT (content): …` lines): its last lines, first.
+    let said = String::from_utf8_lossy(&output.stdout);
+    let said = said.trim();
+    if !said.is_empty() {
+        let mut start = said.len().saturating_sub(4096);
+        while !said.is_char_boundary(start) {
+            start += 1;
+        }
+        stderr = format!("{}\n{stderr}", &said[start..]).trim().to_string();
+    }
     if stderr.contains("not a git repository") {
         return Err(GitError::NotARepository(dir.display().to_string()));
     }
@@ -479,7 +567,7 @@ const DEFAULT_EXCLUDES: &str = "__pycache__/\n*.py[cod]\n.pytest_cache/\n.mypy_c
 mod tests {
     use super::*;
 
-    /// A filter driver written into the repository's config (by a plugin
+    /// A filter driver written into the repository's config (by a program
     /// that may write it) never runs for a checkout or a status; run
     /// plainly, the same command does run it, so the test can fail.
     #[tokio::test]
@@ -510,27 +598,139 @@ mod tests {
         std::fs::write(repo_dir.join("a.txt"), "b\n").unwrap();
         let repo = Repo::open(&repo_dir).unwrap();
 
-        repo.run_unfiltered(&[], &["status", "--porcelain"])
-            .await
-            .unwrap();
+        repo.run(&["status", "--porcelain"]).await.unwrap();
         let tree = root.join("wt");
         let tree = tree.to_string_lossy();
-        repo.run_unfiltered(
-            &[],
-            &["worktree", "add", "-q", "-b", "w", "--", &tree, "HEAD"],
-        )
-        .await
-        .unwrap();
+        repo.run(&["worktree", "add", "-q", "-b", "w", "--", &tree, "HEAD"])
+            .await
+            .unwrap();
         assert!(!mark.exists(), "a filter ran");
 
         let again = root.join("wt2");
         let again = again.to_string_lossy();
-        repo.run(&["worktree", "add", "-q", "-b", "w2", "--", &again, "HEAD"])
+        git(&[
+            "-C", "repo", "worktree", "add", "-q", "-b", "w2", "--", &again, "HEAD",
+        ]);
+        assert!(mark.exists(), "plain git should run the filter");
+    }
+
+    /// A program named by `gpg.program` with `push.gpgSign`, by a merge
+    /// driver, or by `core.alternateRefsCommand` never runs in the host's
+    /// push or merge; the same keys do run it for plain git.
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn programs_the_config_names_never_run() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let git = |args: &[&str]| crate::snapshot::tests::git(&root, args);
+        let mark = root.join("ran");
+        let evil = root.join("evil.sh");
+        std::fs::write(
+            &evil,
+            format!("#!/bin/sh\necho \"$0 $*\" >> {}\nexit 1\n", mark.display()),
+        )
+        .unwrap();
+        std::fs::set_permissions(&evil, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let evil = evil.to_string_lossy().to_string();
+        git(&["init", "-q", "--bare", "remote.git"]);
+        // The remote takes signed pushes, so a signing client signs.
+        git(&[
+            "-C",
+            "remote.git",
+            "config",
+            "receive.certNonceSeed",
+            "seed",
+        ]);
+        git(&["init", "-q", "repo"]);
+        std::fs::write(root.join("repo/a.txt"), "a\n").unwrap();
+        git(&["-C", "repo", "add", "a.txt"]);
+        git(&["-C", "repo", "commit", "-q", "-m", "base"]);
+        for (key, value) in [
+            ("push.gpgSign", "true"),
+            ("gpg.program", evil.as_str()),
+            ("core.alternateRefsCommand", evil.as_str()),
+            ("merge.evil.driver", evil.as_str()),
+            ("pager.log", evil.as_str()),
+        ] {
+            git(&["-C", "repo", "config", key, value]);
+        }
+        std::fs::write(root.join("repo/.git/info/attributes"), "* merge=evil\n").unwrap();
+        let repo = Repo::open(&root.join("repo")).unwrap();
+        let remote = root.join("remote.git");
+        let remote = remote.to_string_lossy();
+
+        crate::push(&repo, &remote, &["HEAD:refs/heads/main"])
             .await
             .unwrap();
+        // A merge that needs the driver: both sides change a.txt.
+        git(&["-C", "repo", "checkout", "-q", "-b", "side"]);
+        std::fs::write(root.join("repo/a.txt"), "side\n").unwrap();
+        git(&["-C", "repo", "commit", "-q", "-am", "side"]);
+        git(&["-C", "repo", "checkout", "-q", "-"]);
+        std::fs::write(root.join("repo/a.txt"), "main\n").unwrap();
+        git(&["-C", "repo", "commit", "-q", "-am", "main"]);
+        let merged = repo
+            .run(&[
+                "-c",
+                "user.name=u",
+                "-c",
+                "user.email=u@x",
+                "merge",
+                "--no-edit",
+                "side",
+            ])
+            .await;
+        assert!(merged.is_err(), "a conflict, by git's own merge");
+        repo.run(&["merge", "--abort"]).await.unwrap();
         assert!(
-            mark.exists(),
-            "the filter should run without run_unfiltered"
+            !mark.exists(),
+            "{}",
+            std::fs::read_to_string(&mark).unwrap_or_default()
         );
+
+        // Plain git runs the signing program and the merge driver: the
+        // keys above do something.
+        let plain = |args: &[&str]| {
+            std::process::Command::new("git")
+                .args(["-C", "repo"])
+                .args(args)
+                .current_dir(&root)
+                .output()
+                .unwrap()
+        };
+        plain(&["push", "-q", "--force", &remote, "HEAD:refs/heads/other"]);
+        let said = std::fs::read_to_string(&mark).unwrap_or_default();
+        assert!(
+            said.contains("evil.sh"),
+            "plain git push should run gpg.program"
+        );
+        std::fs::remove_file(&mark).unwrap();
+        plain(&[
+            "-c",
+            "user.name=u",
+            "-c",
+            "user.email=u@x",
+            "merge",
+            "--no-edit",
+            "side",
+        ]);
+        assert!(mark.exists(), "plain git merge should run the merge driver");
+    }
+
+    /// A repository whose objects come from elsewhere is refused.
+    #[tokio::test]
+    async fn alternates_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        crate::snapshot::tests::git(&root, &["init", "-q", "repo"]);
+        std::fs::write(
+            root.join("repo/.git/objects/info/alternates"),
+            "/elsewhere/objects\n",
+        )
+        .unwrap();
+        let repo = Repo::open(&root.join("repo")).unwrap();
+        let e = repo.run(&["status"]).await.unwrap_err();
+        assert!(e.to_string().contains("objects/info/alternates"), "{e}");
     }
 }

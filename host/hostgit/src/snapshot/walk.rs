@@ -61,7 +61,7 @@ impl Walk<'_> {
             let link = file_type.is_symlink();
             let mode = link.then_some(gix::validate::path::component::Mode::Symlink);
             if gix::validate::path::component(name.as_bstr(), mode, NAME_RULES).is_err()
-                || git_behind_invisibles(name.as_bstr())
+                || crate::names::git_behind_invisibles(name.as_bstr())
             {
                 self.refused_names.push(path);
                 continue;
@@ -193,22 +193,6 @@ impl Walk<'_> {
             (kind, oid)
         })
     }
-}
-
-/// Whether `name` is `.git` once characters no one sees are taken out
-/// (zero-width spaces and joiners, direction marks, the byte-order mark):
-/// git's own HFS rule knows only some of them, and a name a person reads
-/// as `.git` has no place in a commit either.
-fn git_behind_invisibles(name: &BStr) -> bool {
-    let Ok(text) = std::str::from_utf8(name) else {
-        return false;
-    };
-    let invisible = |c: char| {
-        matches!(c, '\u{00ad}' | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}'
-            | '\u{2060}'..='\u{206f}' | '\u{feff}')
-    };
-    let seen: String = text.chars().filter(|c| !invisible(*c)).collect();
-    seen.len() != text.len() && seen.eq_ignore_ascii_case(NEVER)
 }
 
 #[cfg(test)]

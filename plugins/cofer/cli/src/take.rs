@@ -33,7 +33,7 @@ pub async fn take(repo: &Repo, id: &str, how: How) -> Result<String> {
         How::Apply => vec!["merge", "--squash", &work],
     };
     let settings = [format!("attr.tree={EMPTY_TREE}")];
-    match repo.run_unfiltered(&settings, &args).await {
+    match repo.run_for_person(&settings, &args).await {
         Ok(said) => Ok(said),
         Err(GitError::Failed { stderr, .. }) => bail!(
             "git could not take {id}'s work into {}:\n{}\nresolve it as any merge (`git status`), or undo it with `git merge --abort` (`git reset --merge` after apply)",
@@ -48,7 +48,7 @@ pub async fn take(repo: &Repo, id: &str, how: How) -> Result<String> {
 /// theirs too, but git itself refuses to overwrite one).
 async fn refuse_uncommitted(repo: &Repo, id: &str, how: &How) -> Result<()> {
     let status = repo
-        .run_unfiltered(
+        .run_with(
             &[],
             &[
                 "status",
