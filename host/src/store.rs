@@ -94,6 +94,22 @@ pub struct CallState {
     pub(crate) table: ResourceTable,
 }
 
+impl crate::wasi_fs::Guarded for CallState {
+    fn plugin(&self) -> &str {
+        &self.grants.plugin
+    }
+
+    fn blocking_allowed(&self) -> bool {
+        blocking_allowed(&self.grants)
+    }
+}
+
+/// Whether a plugin's file operations run on the call's own thread (see
+/// [`wasi_ctx`]).
+fn blocking_allowed(grants: &Grants) -> bool {
+    !grants.has("containers")
+}
+
 impl WasiView for CallState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
         WasiCtxView {
@@ -190,7 +206,7 @@ fn wasi_ctx(grants: &Grants) -> WasiCtx {
     // write while its calls run, and a file swapped for a pipe between the
     // look and the open would hold the thread; in the pool, the call's
     // deadline still ends the call.
-    builder.allow_blocking_current_thread(!grants.has("containers"));
+    builder.allow_blocking_current_thread(blocking_allowed(grants));
     builder.env("MCP_WORKSPACE", guest(&grants.workspace));
     builder.env("MCP_PLUGIN_CACHE", guest(&grants.plugin_cache));
     // The call's own limit (limits.timeout_ms): a plugin that runs long
@@ -253,7 +269,7 @@ fn not_preopened(plugin: &str, root: &std::path::Path, guest: &str, e: &impl std
 pub fn linker(engine: &Engine) -> anyhow::Result<Linker<CallState>> {
     let mut linker = Linker::new(engine);
     wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
-    crate::wasi_fs::refuse_opens_that_wait(&mut linker)?;
+    crate::wasi_fs::add_checks(&mut linker)?;
     FullPlugin::add_to_linker::<CallState, HasSelf<CallState>>(&mut linker, |s| s)?;
     Ok(linker)
 }

@@ -26,6 +26,7 @@ async fn tools_list_shows_every_plugin_with_schemas() {
             "chatty",
             "dotted.echo",
             "env_var",
+            "fault_fs",
             "fault_huge",
             "fault_io",
             "fault_loop",

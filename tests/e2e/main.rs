@@ -15,6 +15,7 @@ mod cofer_secrets;
 mod content;
 mod copilot;
 mod filters;
+mod git_files;
 mod godot;
 mod godot_meaning;
 mod harness;

@@ -155,8 +155,14 @@ pub fn remove_all(env: &Env, force: bool) -> Result<Value, ToolError> {
             e.says()
         )),
     }
-    if std::fs::remove_file(env.record_path()).is_ok() {
-        removed_paths.push(env.record_path());
+    match env.remove_record() {
+        Ok(true) => removed_paths.push(env.record_path()),
+        Ok(false) => {}
+        Err(e) => warnings.push(format!(
+            "could not remove the record {}: {}",
+            env.record_path(),
+            e.message
+        )),
     }
     Ok(json!({
         "id": env.id,

@@ -101,34 +101,18 @@ pub fn repository_id(repo: &str) -> Option<String> {
     (!id.is_empty() && id.chars().all(|c| c.is_ascii_hexdigit())).then(|| id.to_string())
 }
 
-/// The repository's id, made now if it has none. Made whole before it is
-/// put in place (a hard link, which fails if one is there), so two
-/// environments created at once in a new repository get the same id:
-/// the one that was there first.
+/// The repository's id, made now if it has none. Written by the host
+/// (plugins write nothing inside `.git`), only if none is there, so two
+/// environments created at once in a new repository get the same id: the
+/// one that was there first.
 pub fn ensure_repository_id(repo: &str) -> Result<String, ToolError> {
     if let Some(id) = repository_id(repo) {
         return Ok(id);
     }
     let id = format!("{:016x}", plugin_sdk::random_u64());
     let path = repository_id_path(repo);
-    let fresh = format!("{path}.{id}");
-    let placed = std::fs::create_dir_all(state_dir(repo))
-        .and_then(|()| std::fs::write(&fresh, format!("{id}\n")))
-        .and_then(|()| {
-            let linked = std::fs::hard_link(&fresh, &path);
-            let _ = std::fs::remove_file(&fresh);
-            match linked {
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
-                other => other,
-            }
-        });
-    placed.map_err(|e| {
-        error(
-            "step_failed",
-            format!("cannot write the repository's id to {path}: {e}"),
-            "check that the plugin may write the repository's .git/cofer directory (fs.write)",
-        )
-    })?;
+    plugin_sdk::git::state_write(repo, "id", &format!("{id}\n"), true)
+        .map_err(|e| crate::errors::from_git(&format!("write the repository's id to {path}"), e))?;
     repository_id(repo).ok_or_else(|| {
         error(
             "step_failed",
@@ -298,25 +282,24 @@ impl Env {
         serde_json::from_str(&text).ok()
     }
 
-    /// Write the record atomically (a reader never sees half of it).
+    /// The record's name in Cofer's state ([`plugin_sdk::git::state_write`]).
+    fn record_name(&self) -> String {
+        format!("environments/{}.json", self.id)
+    }
+
+    /// Write the record whole (a reader never sees half of it), by the host:
+    /// it lives inside `.git`, which no plugin writes itself.
     pub fn write_record(&self, record: &Record) -> Result<(), ToolError> {
-        let path = self.record_path();
-        let tmp = format!("{path}.tmp");
-        let write = || -> std::io::Result<()> {
-            std::fs::create_dir_all(records_dir(&self.repo))?;
-            std::fs::write(
-                &tmp,
-                serde_json::to_vec_pretty(record).expect("records serialise"),
-            )?;
-            std::fs::rename(&tmp, &path)
-        };
-        write().map_err(|e| {
-            crate::errors::step_failed(
-                "write environment record",
-                format!("{path}: {e}"),
-                "check that the repository's .git/cofer directory is writable",
-            )
-        })
+        let text = serde_json::to_string_pretty(record).expect("records serialise");
+        plugin_sdk::git::state_write(&self.repo, &self.record_name(), &text, false)
+            .map(drop)
+            .map_err(|e| crate::errors::from_git("write environment record", e))
+    }
+
+    /// Remove the record; whether there was one.
+    pub fn remove_record(&self) -> Result<bool, ToolError> {
+        plugin_sdk::git::state_remove(&self.repo, &self.record_name())
+            .map_err(|e| crate::errors::from_git("remove environment record", e))
     }
 
     pub fn has_worktree(&self) -> bool {

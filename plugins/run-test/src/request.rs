@@ -294,6 +294,11 @@ fn inside_repo(path: &str) -> Result<PathBuf, &'static str> {
     let mut out = PathBuf::new();
     for component in p.components() {
         match component {
+            Component::Normal(part) if names_git_folder(part) => {
+                return Err(
+                    "is inside git's own folder (.git), which the host never lets a plugin write",
+                );
+            }
             Component::Normal(part) => out.push(part),
             Component::CurDir => {}
             Component::ParentDir => return Err("climbs with `..`"),
@@ -304,6 +309,15 @@ fn inside_repo(path: &str) -> Result<PathBuf, &'static str> {
         return Err("is the repository itself");
     }
     Ok(out)
+}
+
+/// Whether `part` is `.git` as git reads it on some system (any case,
+/// trailing dots and spaces, the 8.3 name): the host refuses writes there
+/// anyway; this says so before the run instead of after it.
+fn names_git_folder(part: &std::ffi::OsStr) -> bool {
+    let text = part.to_string_lossy();
+    let trimmed = text.trim_end_matches(['.', ' ']);
+    trimmed.eq_ignore_ascii_case(".git") || text.eq_ignore_ascii_case("git~1")
 }
 
 fn no_option_or_control(target: &str) -> Result<(), ToolError> {
@@ -437,7 +451,15 @@ mod tests {
     #[test]
     fn report_dir_escapes_are_refused() {
         let r = repo();
-        for bad in ["../out", "/tmp/out", "a/../../out", ".."] {
+        for bad in [
+            "../out",
+            "/tmp/out",
+            "a/../../out",
+            "..",
+            ".git/hooks",
+            "x/.GIT./y",
+            "git~1",
+        ] {
             let err = check(
                 &args(Runner::Cargo, Scope::All, None, Some(bad)),
                 r.path(),

@@ -202,7 +202,7 @@ impl Host for CallState {
         let lock = git::repo_lock(repo.work_tree());
         let held = lock.lock().await;
         let out = repo
-            .run_unfiltered(
+            .run_with(
                 &[],
                 &[
                     "status",
@@ -253,7 +253,7 @@ impl Host for CallState {
         // Parallel checkout (one worker per core): a 10k-file worktree is
         // written 2-4x faster than by git's default single worker.
         let args = ["worktree", "add", "-b", &branch, "--", &path, &start];
-        repo.run_unfiltered(&["checkout.workers=0".into()], &args)
+        repo.run_with(&["checkout.workers=0".into()], &args)
             .await
             .map(drop)
             .map_err(Into::into)
@@ -507,6 +507,22 @@ impl Host for CallState {
             &rev,
         ];
         Ok(cut(repo.run(&args).await?, max_bytes))
+    }
+
+    async fn state_write(
+        &mut self,
+        repo: String,
+        name: String,
+        text: String,
+        only_new: bool,
+    ) -> Answer<bool> {
+        let repo = repository(&self.grants.clone(), &repo)?;
+        Ok(git::state::write(&repo, &name, &text, only_new)?)
+    }
+
+    async fn state_remove(&mut self, repo: String, name: String) -> Answer<bool> {
+        let repo = repository(&self.grants.clone(), &repo)?;
+        Ok(git::state::remove(&repo, &name)?)
     }
 }
 

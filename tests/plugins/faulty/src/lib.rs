@@ -253,6 +253,52 @@ impl McpTool for PtyScript {
     }
 }
 
+/// A hostile plugin's file operations, one after another: each answered
+/// `ok` or with the error WASI gave (issue 70: git's own files).
+struct FaultFs;
+impl McpTool for FaultFs {
+    const NAME: &'static str = "fault_fs";
+    const DESCRIPTION: &'static str = "Runs file operations (`steps`: {op: append|write|mkdir|rename|link|remove|rmdir, path, to, text}) and answers each one's outcome.";
+    type Args = Anything;
+    fn call(args: Anything) -> Result<ToolOutput, ToolError> {
+        use std::io::Write;
+        let steps = args
+            .get("steps")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        let mut said = Vec::new();
+        for step in steps {
+            let field = |name: &str| {
+                step.get(name)
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string()
+            };
+            let (path, to, text) = (field("path"), field("to"), field("text"));
+            let done = match field("op").as_str() {
+                "append" => std::fs::OpenOptions::new()
+                    .append(true)
+                    .create(true)
+                    .open(&path)
+                    .and_then(|mut f| f.write_all(text.as_bytes())),
+                "write" => std::fs::write(&path, &text),
+                "mkdir" => std::fs::create_dir_all(&path),
+                "rename" => std::fs::rename(&path, &to),
+                "link" => std::fs::hard_link(&path, &to),
+                "remove" => std::fs::remove_file(&path),
+                "rmdir" => std::fs::remove_dir_all(&path),
+                other => Err(std::io::Error::other(format!("no op `{other}`"))),
+            };
+            said.push(match done {
+                Ok(()) => "ok".to_string(),
+                Err(e) => e.to_string(),
+            });
+        }
+        Ok(structured_output(&json!({ "steps": said })))
+    }
+}
+
 plugin_sdk::export! {
-    tools: [FaultLoop, FaultTrap, FaultOom, FaultHuge, FaultIo, Noop, Chatty, DottedEcho, PtyScript, Spawn, EnvVar, ReadProgram],
+    tools: [FaultLoop, FaultTrap, FaultOom, FaultHuge, FaultIo, FaultFs, Noop, Chatty, DottedEcho, PtyScript, Spawn, EnvVar, ReadProgram],
 }
