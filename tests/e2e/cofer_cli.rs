@@ -163,9 +163,16 @@ async fn a_person_drives_environments_from_the_terminal() {
     let smudge = format!("sh -c 'touch {}; cat'", mark.display());
     git(&f.repo, &["config", "filter.usermerge.smudge", &smudge]);
     git(&f.repo, &["config", "filter.usermerge.clean", &smudge]);
-    // The user's identity, as their own config has it (merge commits).
-    git(&f.repo, &["config", "user.name", "The User"]);
-    git(&f.repo, &["config", "user.email", "user@example.com"]);
+    // The user's identity only in their global config, as most people
+    // have it (issue 72: the merge failed with "Committer identity
+    // unknown"): the repository has none of its own.
+    let global = f.env.dir.path().join("global-gitconfig");
+    std::fs::write(
+        &global,
+        "[user]\n\tname = The User\n\temail = user@example.com\n",
+    )
+    .unwrap();
+    let global = global.display().to_string();
 
     let image = cofer_image();
     succeeded(&by_hand(&f, &["config", "base-image", "set", &image], &[]));
@@ -250,7 +257,16 @@ async fn a_person_drives_environments_from_the_terminal() {
     git(&f.repo, &["checkout", "--", "README.md"]);
 
     // Merged: a merge commit with the work; the user's filter never ran.
-    succeeded(&by_hand(&f, &["merge", "hand"], &[]));
+    succeeded(&by_hand(
+        &f,
+        &["merge", "hand"],
+        &[("GIT_CONFIG_GLOBAL", &global)],
+    ));
+    let who = git(&f.repo, &["log", "-1", "--format=%an <%ae> / %cn <%ce>"]);
+    assert_eq!(
+        who.trim(),
+        "The User <user@example.com> / The User <user@example.com>"
+    );
     assert_eq!(
         std::fs::read_to_string(f.repo.join("greeting.txt")).unwrap(),
         "hello\n"

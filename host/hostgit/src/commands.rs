@@ -187,8 +187,11 @@ pub async fn global_value(key: &str) -> String {
     let args = ["config", "--global", "--get", key];
     let mut command = git_command(&[], &args);
     command.env_remove("GIT_CONFIG_GLOBAL").current_dir("/");
-    if let Some(config) = std::env::var_os("XDG_CONFIG_HOME") {
-        command.env("XDG_CONFIG_HOME", config);
+    // Where the person keeps it, as their own git would look.
+    for var in ["GIT_CONFIG_GLOBAL", "XDG_CONFIG_HOME"] {
+        if let Some(value) = std::env::var_os(var) {
+            command.env(var, value);
+        }
     }
     output(command, &args, Path::new("/"))
         .await

@@ -302,17 +302,8 @@ impl Repo {
     /// global `core.pager`, else `less`), never the repository's.
     pub fn user_command(&self, args: &[&str]) -> std::process::Command {
         let list = ["config", "--name-only", "--list", "--includes"];
-        let keys = std::process::Command::new(program())
-            .args(fixed_settings().iter().flat_map(|s| ["-c", s.as_str()]))
-            .args(list)
-            .env_clear()
-            .envs(
-                KEPT_VARS
-                    .iter()
-                    .filter_map(|v| Some((v, std::env::var_os(v)?))),
-            )
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        let keys = git_command(&fixed_settings(), &list)
+            .as_std_mut()
             .env("GIT_DIR", &self.git_dir)
             .output()
             .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())

@@ -92,6 +92,36 @@ fn prepare<T: Guarded>(
     ))
 }
 
+/// Both ends of a rename or link, prepared; if either was refused, the
+/// other's descriptor is dropped and the refusal answered.
+type Prepared = Result<(Resource<Descriptor>, String), ErrorCode>;
+#[allow(clippy::type_complexity)]
+fn both(
+    fs: &mut WasiFilesystemCtxView<'_>,
+    from: Prepared,
+    to: Prepared,
+) -> Result<
+    (
+        (Resource<Descriptor>, String),
+        (Resource<Descriptor>, String),
+    ),
+    ErrorCode,
+> {
+    match (from, to) {
+        (Ok(from), Ok(to)) => Ok((from, to)),
+        (from, to) => Err([from, to]
+            .into_iter()
+            .find_map(|r| match r {
+                Ok((made, _)) => {
+                    pinned::forget(fs, made);
+                    None
+                }
+                Err(e) => Some(e),
+            })
+            .unwrap_or(ErrorCode::Invalid)),
+    }
+}
+
 /// Put the host's versions of wasmtime-wasi's path operations in `linker`,
 /// which already holds WASI.
 pub fn add_checks<T: Guarded>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
@@ -143,51 +173,29 @@ pub fn add_checks<T: Guarded>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
             })
         },
     )?;
-    types.func_wrap_async(
-        "[method]descriptor.create-directory-at",
-        |mut store, (dir, path): (Resource<Descriptor>, String)| {
-            Box::new(async move {
-                let (at, name) = match prepare(&mut store, &dir, &path, false, true) {
-                    Ok(prepared) => prepared,
-                    Err(e) => return Ok((Err(e),)),
-                };
-                let mut fs = store.data_mut().filesystem();
-                let r = fs.create_directory_at(borrow(&at), name).await;
-                pinned::forget(&mut fs, at);
-                answered(&mut fs, r)
-            })
-        },
-    )?;
-    types.func_wrap_async(
-        "[method]descriptor.unlink-file-at",
-        |mut store, (dir, path): (Resource<Descriptor>, String)| {
-            Box::new(async move {
-                let (at, name) = match prepare(&mut store, &dir, &path, false, false) {
-                    Ok(prepared) => prepared,
-                    Err(e) => return Ok((Err(e),)),
-                };
-                let mut fs = store.data_mut().filesystem();
-                let r = fs.unlink_file_at(borrow(&at), name).await;
-                pinned::forget(&mut fs, at);
-                answered(&mut fs, r)
-            })
-        },
-    )?;
-    types.func_wrap_async(
-        "[method]descriptor.remove-directory-at",
-        |mut store, (dir, path): (Resource<Descriptor>, String)| {
-            Box::new(async move {
-                let (at, name) = match prepare(&mut store, &dir, &path, false, false) {
-                    Ok(prepared) => prepared,
-                    Err(e) => return Ok((Err(e),)),
-                };
-                let mut fs = store.data_mut().filesystem();
-                let r = fs.remove_directory_at(borrow(&at), name).await;
-                pinned::forget(&mut fs, at);
-                answered(&mut fs, r)
-            })
-        },
-    )?;
+    // The changes of one name beneath a folder: landed, checked, made.
+    macro_rules! one_name {
+        ($wit:literal, $method:ident, adds: $adds:literal) => {
+            types.func_wrap_async(
+                $wit,
+                |mut store, (dir, path): (Resource<Descriptor>, String)| {
+                    Box::new(async move {
+                        let (at, name) = match prepare(&mut store, &dir, &path, false, $adds) {
+                            Ok(prepared) => prepared,
+                            Err(e) => return Ok((Err(e),)),
+                        };
+                        let mut fs = store.data_mut().filesystem();
+                        let r = fs.$method(borrow(&at), name).await;
+                        pinned::forget(&mut fs, at);
+                        answered(&mut fs, r)
+                    })
+                },
+            )?;
+        };
+    }
+    one_name!("[method]descriptor.create-directory-at", create_directory_at, adds: true);
+    one_name!("[method]descriptor.unlink-file-at", unlink_file_at, adds: false);
+    one_name!("[method]descriptor.remove-directory-at", remove_directory_at, adds: false);
     types.func_wrap_async(
         "[method]descriptor.set-times-at",
         |mut store,
@@ -238,18 +246,9 @@ pub fn add_checks<T: Guarded>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
                 let from = prepare(&mut store, &dir, &old, false, false);
                 let to = prepare(&mut store, &new_dir, &new, false, true);
                 let mut fs = store.data_mut().filesystem();
-                let ((from, old), (to, new)) = match (from, to) {
-                    (Ok(from), Ok(to)) => (from, to),
-                    (from, to) => {
-                        let e = [from, to].into_iter().find_map(|r| match r {
-                            Ok((made, _)) => {
-                                pinned::forget(&mut fs, made);
-                                None
-                            }
-                            Err(e) => Some(e),
-                        });
-                        return Ok((Err(e.unwrap_or(ErrorCode::Invalid)),));
-                    }
+                let ((from, old), (to, new)) = match both(&mut fs, from, to) {
+                    Ok(both) => both,
+                    Err(e) => return Ok((Err(e),)),
                 };
                 let r = fs.rename_at(borrow(&from), old, borrow(&to), new).await;
                 pinned::forget(&mut fs, from);
@@ -273,18 +272,9 @@ pub fn add_checks<T: Guarded>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
                 let from = prepare(&mut store, &dir, &old, follow, false);
                 let to = prepare(&mut store, &new_dir, &new, false, true);
                 let mut fs = store.data_mut().filesystem();
-                let ((from, old), (to, new)) = match (from, to) {
-                    (Ok(from), Ok(to)) => (from, to),
-                    (from, to) => {
-                        let e = [from, to].into_iter().find_map(|r| match r {
-                            Ok((made, _)) => {
-                                pinned::forget(&mut fs, made);
-                                None
-                            }
-                            Err(e) => Some(e),
-                        });
-                        return Ok((Err(e.unwrap_or(ErrorCode::Invalid)),));
-                    }
+                let ((from, old), (to, new)) = match both(&mut fs, from, to) {
+                    Ok(both) => both,
+                    Err(e) => return Ok((Err(e),)),
                 };
                 let r = fs
                     .link_at(borrow(&from), PathFlags::empty(), old, borrow(&to), new)
