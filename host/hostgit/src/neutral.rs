@@ -32,8 +32,10 @@ pub const PROGRAMS_OFF: &[&str] = &[
     "gpg.ssh.program=false",
     "gpg.ssh.defaultKeyCommand=false",
     "push.gpgSign=false",
-    "diff.external=",
 ];
+// `diff.external` cannot be switched off by a value (an empty one is an
+// error at every diff): every diff and log the host or `cofer` runs
+// passes `--no-ext-diff --no-textconv` instead.
 
 /// The settings putting a harmless value over each key in `keys` (a
 /// config's key names, one a line) that names a program.

@@ -215,15 +215,29 @@ async fn run(cli: Cli) -> Result<ExitCode> {
                 Some(base) => format!("{base}..{work}"),
                 None => work,
             };
-            repo::show(&repo, &["log", "--patch", &range])
+            repo::show(
+                &repo,
+                &["log", "--patch", "--no-ext-diff", "--no-textconv", &range],
+            )
         }
         Command::Diff { id } => {
             let work = repo::fetch(&repo, &id).await?;
             // Against the commit it was made from, as environment_diff and
             // `cofer log` are: not against the branch the user is on now.
             match repo::base_commit(&repo, &id) {
-                Some(base) => repo::show(&repo, &["diff", &base, &work]),
-                None => repo::show(&repo, &["diff", &format!("HEAD...{work}")]),
+                Some(base) => repo::show(
+                    &repo,
+                    &["diff", "--no-ext-diff", "--no-textconv", &base, &work],
+                ),
+                None => repo::show(
+                    &repo,
+                    &[
+                        "diff",
+                        "--no-ext-diff",
+                        "--no-textconv",
+                        &format!("HEAD...{work}"),
+                    ],
+                ),
             }
         }
         Command::Merge { id, delete } => {
