@@ -79,14 +79,10 @@ pub async fn fetch(repo: &Repo, path: &Path, refspec: &str) -> Result<(), GitErr
 pub async fn prune_bare(dir: &Path) -> Result<(), GitError> {
     other_side(dir)?;
     let git_dir = dir.to_string_lossy();
-    let list = [
-        "--git-dir",
-        &*git_dir,
-        "config",
-        "--name-only",
-        "--list",
-        "--includes",
-    ];
+    let list: Vec<&str> = ["--git-dir", &*git_dir]
+        .into_iter()
+        .chain(neutral::LIST_KEYS)
+        .collect();
     let mut command = git_command(&fixed_settings(), &list);
     command.current_dir(dir);
     let keys = output(command, &list, dir).await?;
@@ -127,14 +123,7 @@ pub async fn resolve(repo: &Repo, rev: &str) -> Result<Option<String>, GitError>
 
 /// URL of remote `name`, if the repository has one.
 pub async fn remote_url(repo: &Repo, name: &str) -> Result<Option<String>, GitError> {
-    let key = format!("remote.{name}.url");
-    match repo.run(&["config", "--get", &key]).await {
-        Ok(out) => Ok(Some(out.trim().to_string())),
-        Err(GitError::Failed {
-            exit_code: Some(1), ..
-        }) => Ok(None),
-        Err(e) => Err(e),
-    }
+    repo.config_value(&format!("remote.{name}.url")).await
 }
 
 /// Add `pattern` to the repository's `info/exclude` unless it is there.
@@ -168,8 +157,8 @@ pub async fn identity(repo: &Repo, name: &str) -> snapshot::Identity {
     let mut found = Vec::new();
     let email = format!("{name}@localhost");
     for (key, fallback) in [("user.name", name), ("user.email", email.as_str())] {
-        let value = match repo.run(&["config", "--get", key]).await {
-            Ok(value) if !value.trim().is_empty() => value,
+        let value = match repo.config_value(key).await {
+            Ok(Some(value)) if !value.is_empty() => value,
             _ => global_value(key).await,
         };
         let value = value.trim();
@@ -185,17 +174,22 @@ pub async fn identity(repo: &Repo, name: &str) -> snapshot::Identity {
 /// only, everything else of the global config stays off.
 pub async fn global_value(key: &str) -> String {
     let args = ["config", "--global", "--get", key];
-    let mut command = git_command(&[], &args);
+    output(global_command(key), &args, Path::new("/"))
+        .await
+        .unwrap_or_default()
+        .trim()
+        .to_string()
+}
+
+/// `git config --global --get key`, reading the global config where the
+/// person keeps it, as their own git would look.
+pub(crate) fn global_command(key: &str) -> tokio::process::Command {
+    let mut command = git_command(&[], &["config", "--global", "--get", key]);
     command.env_remove("GIT_CONFIG_GLOBAL").current_dir("/");
-    // Where the person keeps it, as their own git would look.
     for var in ["GIT_CONFIG_GLOBAL", "XDG_CONFIG_HOME"] {
         if let Some(value) = std::env::var_os(var) {
             command.env(var, value);
         }
     }
-    output(command, &args, Path::new("/"))
-        .await
-        .unwrap_or_default()
-        .trim()
-        .to_string()
+    command
 }

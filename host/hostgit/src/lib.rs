@@ -298,22 +298,24 @@ impl Repo {
     ///
     /// The repository's config still chooses no program: every key that
     /// names one is switched off as for the host's own commands
-    /// ([`neutral`]), the pager is the person's (`GIT_PAGER`, `PAGER`, their
-    /// global `core.pager`, else `less`), never the repository's.
+    /// ([`neutral`]), the pager is the person's (`GIT_PAGER`, their global
+    /// `core.pager`, `PAGER`, else `less`), never the repository's.
     pub fn user_command(&self, args: &[&str]) -> std::process::Command {
-        let list = ["config", "--name-only", "--list", "--includes"];
-        let keys = git_command(&fixed_settings(), &list)
+        let keys = git_command(&fixed_settings(), &neutral::LIST_KEYS)
             .as_std_mut()
             .env("GIT_DIR", &self.git_dir)
             .output()
             .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
             .unwrap_or_default();
-        let pager = std::process::Command::new(program())
-            .args(["config", "--global", "--get", "core.pager"])
+        // As git itself: `GIT_PAGER` (which wins over any setting), the
+        // global `core.pager`, `PAGER`, else `less`.
+        let pager = commands::global_command("core.pager")
+            .as_std_mut()
             .output()
             .ok()
             .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
             .filter(|p| !p.is_empty())
+            .or_else(|| std::env::var("PAGER").ok().filter(|p| !p.is_empty()))
             .unwrap_or_else(|| "less".into());
         let mut settings: Vec<String> = ["core.hooksPath=/dev/null", "core.fsmonitor=false"]
             .into_iter()
@@ -364,11 +366,8 @@ impl Repo {
     ) -> Result<String, GitError> {
         let mut all = Vec::new();
         for key in ["user.name", "user.email"] {
-            let local = self
-                .run(&["config", "--get", key])
-                .await
-                .unwrap_or_default();
-            if local.trim().is_empty() {
+            let local = self.config_value(key).await.ok().flatten();
+            if local.is_none_or(|v| v.is_empty()) {
                 let global = commands::global_value(key).await;
                 if !global.is_empty() {
                     all.push(format!("{key}={global}"));
@@ -379,6 +378,20 @@ impl Repo {
         self.run_neutral(&all, args, PERSON_VARS).await
     }
 
+    /// The repository's value of `key` (`git config --get`), none when
+    /// unset. Reading a value runs nothing the config names, so the keys
+    /// are not listed first ([`Repo::run_with`] does that for commands).
+    pub async fn config_value(&self, key: &str) -> Result<Option<String>, GitError> {
+        neutral::refuse_alternates(&self.handles.git, &self.git_dir)?;
+        match self.run_as_is(&[], &["config", "--get", key], &[]).await {
+            Ok(out) => Ok(Some(out.trim().to_string())),
+            Err(GitError::Failed {
+                exit_code: Some(1), ..
+            }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
     async fn run_neutral(
         &self,
         settings: &[String],
@@ -386,9 +399,7 @@ impl Repo {
         vars: &[&str],
     ) -> Result<String, GitError> {
         neutral::refuse_alternates(&self.handles.git, &self.git_dir)?;
-        let keys = self
-            .run_as_is(&[], &["config", "--name-only", "--list", "--includes"], &[])
-            .await?;
+        let keys = self.run_as_is(&[], &neutral::LIST_KEYS, &[]).await?;
         let mut all = neutral::over(&keys);
         all.extend_from_slice(settings);
         self.run_as_is(&all, args, vars).await
@@ -525,6 +536,7 @@ async fn output(
         return Ok(String::from_utf8_lossy(&output.stdout).into_owned());
     }
     let mut stderr = String::from_utf8_lossy(&output.stderr).trim().to_string();
+    // git says this on stderr; what a command printed is not looked at.
     if stderr.contains("not a git repository") {
         return Err(GitError::NotARepository(dir.display().to_string()));
     }
@@ -538,9 +550,6 @@ async fn output(
             start += 1;
         }
         stderr = format!("{}\n{stderr}", &said[start..]).trim().to_string();
-    }
-    if stderr.contains("not a git repository") {
-        return Err(GitError::NotARepository(dir.display().to_string()));
     }
     Err(GitError::Failed {
         command: shown(),

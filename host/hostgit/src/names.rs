@@ -98,13 +98,18 @@ pub fn is_git_dir_at(path: &Path) -> bool {
     }))
 }
 
+/// Which of [`REPOSITORY_PARTS`] `name` is, compared without case.
+pub fn repository_part(name: &OsStr) -> Option<usize> {
+    REPOSITORY_PARTS.iter().position(|part| {
+        name.as_encoded_bytes()
+            .eq_ignore_ascii_case(part.as_bytes())
+    })
+}
+
 /// Whether an entry `name` put into the open folder `dir` would make it a
 /// repository git opens (it is not one yet).
 pub fn would_make_git_dir(dir: &Dir, name: &OsStr) -> bool {
-    let Some(index) = REPOSITORY_PARTS.iter().position(|part| {
-        name.as_encoded_bytes()
-            .eq_ignore_ascii_case(part.as_bytes())
-    }) else {
+    let Some(index) = repository_part(name) else {
         return false;
     };
     let bits = parts_of(|part| dir.symlink_metadata(part).is_ok());
@@ -129,10 +134,7 @@ pub fn git_owned(real: &Path, dir: &Dir, name: &OsStr, adds: bool) -> Option<Str
             part.to_string_lossy()
         ));
     }
-    if let Some(repository) = std::iter::once(real)
-        .chain(real.ancestors().skip(1))
-        .find(|folder| is_git_dir_at(folder))
-    {
+    if let Some(repository) = real.ancestors().find(|folder| is_git_dir_at(folder)) {
         return Some(format!(
             "`{}` is inside the git repository {}: git's own files are the user's, never a plugin's",
             real.join(name).display(),

@@ -14,6 +14,10 @@ use std::path::Path;
 
 use crate::{GitError, program};
 
+/// The git command that lists which keys a config holds, its includes
+/// followed: what [`over`] reads.
+pub const LIST_KEYS: [&str; 4] = ["config", "--name-only", "--list", "--includes"];
+
 /// Settings that name a program whatever the repository says, put in
 /// front of every command (with [`crate::SAFE`]). `true`/`false` are
 /// programs that do nothing; an empty helper list is no helper.

@@ -49,18 +49,11 @@ fn parts(name: &str) -> Result<Vec<&str>, GitError> {
             ));
         }
         let lower = part.to_ascii_lowercase();
-        if crate::names::is_git_name(std::ffi::OsStr::new(part))
+        let as_name = std::ffi::OsStr::new(part);
+        if crate::names::is_git_name(as_name)
+            || crate::names::repository_part(as_name).is_some()
             || lower.ends_with(".git")
-            || [
-                "head",
-                "objects",
-                "refs",
-                "commondir",
-                "config",
-                "hooks",
-                "info",
-            ]
-            .contains(&lower.as_str())
+            || ["config", "hooks", "info"].contains(&lower.as_str())
         {
             return Err(refused(name, "a name git reads"));
         }

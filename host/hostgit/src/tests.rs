@@ -105,17 +105,16 @@ async fn programs_the_config_names_never_run() {
     git(&["-C", "repo", "checkout", "-q", "-"]);
     std::fs::write(root.join("repo/a.txt"), "main\n").unwrap();
     git(&["-C", "repo", "commit", "-q", "-am", "main"]);
-    let merged = repo
-        .run(&[
-            "-c",
-            "user.name=u",
-            "-c",
-            "user.email=u@x",
-            "merge",
-            "--no-edit",
-            "side",
-        ])
-        .await;
+    let merge_side = [
+        "-c",
+        "user.name=u",
+        "-c",
+        "user.email=u@x",
+        "merge",
+        "--no-edit",
+        "side",
+    ];
+    let merged = repo.run(&merge_side).await;
     assert!(merged.is_err(), "a conflict, by git's own merge");
     repo.run(&["merge", "--abort"]).await.unwrap();
     assert!(
@@ -141,15 +140,7 @@ async fn programs_the_config_names_never_run() {
         "plain git push should run gpg.program"
     );
     std::fs::remove_file(&mark).unwrap();
-    plain(&[
-        "-c",
-        "user.name=u",
-        "-c",
-        "user.email=u@x",
-        "merge",
-        "--no-edit",
-        "side",
-    ]);
+    plain(&merge_side);
     assert!(mark.exists(), "plain git merge should run the merge driver");
 }
 

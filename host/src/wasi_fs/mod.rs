@@ -294,32 +294,26 @@ pub fn add_checks<T: Guarded>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
 fn reads_checked_for_drives<T: Guarded>(
     types: &mut wasmtime::component::LinkerInstance<'_, T>,
 ) -> wasmtime::Result<()> {
-    types.func_wrap_async(
-        "[method]descriptor.stat-at",
-        |mut store, (dir, flags, path): (Resource<Descriptor>, PathFlags, String)| {
-            Box::new(async move {
-                if let Err(e) = check_guest_path(&path) {
-                    return Ok((Err(e),));
-                }
-                let mut fs = store.data_mut().filesystem();
-                let r = fs.stat_at(dir, flags, path).await;
-                answered(&mut fs, r)
-            })
-        },
-    )?;
-    types.func_wrap_async(
-        "[method]descriptor.metadata-hash-at",
-        |mut store, (dir, flags, path): (Resource<Descriptor>, PathFlags, String)| {
-            Box::new(async move {
-                if let Err(e) = check_guest_path(&path) {
-                    return Ok((Err(e),));
-                }
-                let mut fs = store.data_mut().filesystem();
-                let r = fs.metadata_hash_at(dir, flags, path).await;
-                answered(&mut fs, r)
-            })
-        },
-    )?;
+    // The two that look at a path with flags, alike but for the method.
+    macro_rules! looked_at {
+        ($wit:literal, $method:ident) => {
+            types.func_wrap_async(
+                $wit,
+                |mut store, (dir, flags, path): (Resource<Descriptor>, PathFlags, String)| {
+                    Box::new(async move {
+                        if let Err(e) = check_guest_path(&path) {
+                            return Ok((Err(e),));
+                        }
+                        let mut fs = store.data_mut().filesystem();
+                        let r = fs.$method(dir, flags, path).await;
+                        answered(&mut fs, r)
+                    })
+                },
+            )?;
+        };
+    }
+    looked_at!("[method]descriptor.stat-at", stat_at);
+    looked_at!("[method]descriptor.metadata-hash-at", metadata_hash_at);
     types.func_wrap_async(
         "[method]descriptor.readlink-at",
         |mut store, (dir, path): (Resource<Descriptor>, String)| {
