@@ -104,6 +104,11 @@ async fn no_plugin_makes_a_repository_and_ordinary_writes_work() {
             {"op": "mkdir", "path": w("wt-admin")},
             {"op": "write", "path": w("wt-admin/HEAD"), "text": "0000\n"},
             {"op": "write", "path": w("wt-admin/commondir"), "text": "../..\n"},
+            // A folder made where the root itself is (create_dir_all of
+            // a granted folder, as pi's agent folder is) exists already.
+            {"op": "mkdir", "path": ws.display().to_string()},
+            {"op": "mkdir", "path": w("src/refs/..")},
+            {"op": "write", "path": w("src/refs/../again.rs"), "text": "x\n"},
         ]),
     )
     .await;
@@ -111,6 +116,7 @@ async fn no_plugin_makes_a_repository_and_ordinary_writes_work() {
     assert!(said[8].contains("not permitted"), "{said:?}");
     assert_eq!(said[9..11], ["ok", "ok"], "{said:?}");
     assert!(said[11].contains("not permitted"), "{said:?}");
+    assert_eq!(said[12..], ["ok"; 3], "{said:?}");
     assert!(!ws.join("bare/HEAD").exists() && !ws.join("wt-admin/commondir").exists());
     assert_eq!(
         std::fs::read_to_string(ws.join("src/lib.rs")).unwrap(),

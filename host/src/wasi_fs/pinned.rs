@@ -52,7 +52,20 @@ pub fn land(
         // target could be anywhere beneath the root, `.git` included.
         path = base.canonicalize(&path)?;
     }
-    let name = path.file_name().ok_or(ErrorCode::Invalid)?.to_os_string();
+    // A path that resolves to the root itself (`.`, `a/..`, the root's
+    // own guest path) changes the root: its "name" there is `.`, which
+    // wasmtime-wasi answers as before (a folder made there exists already).
+    let name = match path.file_name() {
+        Some(name) => name.to_os_string(),
+        None => {
+            let real = real_path(&base)?;
+            return Ok(Landing {
+                dir: base,
+                real,
+                name: ".".into(),
+            });
+        }
+    };
     let folder = match path.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => base.open_dir(parent)?,
         _ => base,
