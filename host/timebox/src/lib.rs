@@ -5,6 +5,7 @@
 //! Used by the `process` capability and, for `podman exec`, by later
 //! capabilities that need the same semantics.
 
+pub mod confine;
 mod lines;
 mod program;
 mod run_id;
@@ -54,6 +55,9 @@ pub struct Spawn {
     pub no_output_timeout: Option<Duration>,
     pub tail_bytes: usize,
     pub log: Option<LogFile>,
+    /// What the program and its tree may touch ([`confine`]); `None`: the
+    /// user's rights.
+    pub confine: Option<confine::Confinement>,
 }
 
 /// Where the complete output goes, and how much of it at most.
@@ -138,7 +142,7 @@ pub async fn run(spec: &Spawn, cancel: &CancellationToken, progress: &dyn Progre
             } else {
                 Stdio::null()
             });
-            command.spawn()
+            confine::start(spec.confine.as_ref(), || command.spawn())
         })
         .and_then(|child| Ok((sys::Tree::adopt(&child, &marker)?, child)));
     let (tree, mut child) = match started {

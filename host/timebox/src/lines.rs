@@ -53,11 +53,12 @@ impl LineChild {
         abort_input: Option<String>,
         grace: Duration,
         stderr_tail: usize,
+        confinement: Option<&crate::confine::Confinement>,
     ) -> std::io::Result<LineChild> {
         let marker = super::new_marker();
         let mut command = piped_command(program, args, cwd, env, &marker)?;
         command.stdin(Stdio::piped());
-        let mut child = command.spawn()?;
+        let mut child = crate::confine::start(confinement, || command.spawn())?;
         let tree = Arc::new(sys::Tree::adopt(&child, &marker)?);
         let (tx, lines) = mpsc::channel(256);
         tokio::spawn(read_lines(child.stdout.take().expect("piped"), tx));

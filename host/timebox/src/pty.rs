@@ -61,6 +61,8 @@ pub struct Program<'a> {
     pub env: &'a [(String, String)],
     pub rows: u16,
     pub cols: u16,
+    /// What the program and its tree may touch; `None`: the user's rights.
+    pub confine: Option<&'a crate::confine::Confinement>,
 }
 
 /// One program on one pseudo-terminal.
@@ -131,12 +133,17 @@ impl Session {
             command.env(key, value);
         }
         command.env(MARKER_VAR, &marker);
-        let child = pair.slave.spawn_command(command).map_err(|e| {
-            StartError::SpawnFailed(format!("cannot start {}: {e}", p.program.display()))
-        })?;
+        let slave = pair.slave;
+        let (child, slave) = crate::confine::start(p.confine, move || {
+            let child = slave
+                .spawn_command(command)
+                .map_err(|e| std::io::Error::other(e.to_string()))?;
+            Ok((child, slave))
+        })
+        .map_err(|e| StartError::SpawnFailed(format!("cannot start {}: {e}", p.program.display())))?;
         // Our copy of the terminal's other end would keep the reader from
         // ever seeing the end of the output.
-        drop(pair.slave);
+        drop(slave);
         let leader = child.process_id().map(|p| p as i32).unwrap_or(-1);
         // portable-pty has no hook before exec: the leader joins the run's
         // cgroup right after it starts, before a shell gets to fork.

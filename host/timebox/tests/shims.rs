@@ -71,6 +71,7 @@ fn spawn(program: &Path, extra: &[&str]) -> Spawn {
         no_output_timeout: None,
         tail_bytes: 64 * 1024,
         log: None,
+        confine: None,
     }
 }
 

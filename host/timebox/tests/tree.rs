@@ -63,6 +63,7 @@ fn spawn(role: &str, pid_file: &Path, timeout: Duration) -> Spawn {
         no_output_timeout: None,
         tail_bytes: 64 * 1024,
         log: None,
+        confine: None,
     }
 }
 
