@@ -81,6 +81,28 @@ fn grants_json(g: &crate::policy::Grants) -> serde_json::Value {
         "secrets": g.secret_names,
         "limits.memory_mb": g.memory_bytes / (1024 * 1024),
         "limits.timeout_ms": g.timeout_ms,
+        "programs": programs_json(g),
+    })
+}
+
+/// What the plugin's programs may touch (issue 71), as this machine
+/// enforces it.
+fn programs_json(g: &crate::policy::Grants) -> serde_json::Value {
+    let Some(c) = &g.confinement else {
+        return serde_json::json!({"confined": false, "why": "process.confine = false: the user's full rights"});
+    };
+    let ports = |p: &Option<Vec<u16>>| match p {
+        Some(ports) => serde_json::json!(ports),
+        None => serde_json::json!("any"),
+    };
+    serde_json::json!({
+        "confined": timebox::confine::enforcement().describe(),
+        "write": c.write,
+        "write.temporary": "a private folder per call (TMPDIR, TMP, TEMP)",
+        "read": c.read,
+        "hidden": c.hidden,
+        "tcp.connect": ports(&c.connect),
+        "tcp.bind": ports(&c.bind),
     })
 }
 
@@ -103,8 +125,18 @@ pub async fn check(loader: Loader, strict: bool) -> Result<ExitCode> {
     }
     let service = Service::start(loader).await;
     let catalog = service.catalog();
+    println!(
+        "plugins' programs: {}",
+        timebox::confine::enforcement().describe()
+    );
     for p in &catalog.plugins {
         println!("plugin {}: ok, {} tools", p.name, p.tools.len());
+        if p.grants.confinement.is_none() && (p.grants.has("process") || p.grants.has("pty")) {
+            println!(
+                "plugin {}: note: its programs are NOT confined (process.confine = false): they run with your full rights",
+                p.name
+            );
+        }
         for root in p.grants.read_roots.iter().chain(&p.grants.write_roots) {
             if !root.exists() {
                 println!(

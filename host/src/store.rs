@@ -92,6 +92,9 @@ pub struct CallState {
     cancelled_at: Option<Instant>,
     wasi: WasiCtx,
     pub(crate) table: ResourceTable,
+    /// The call's programs' temporary folder, made at the first confined
+    /// start; removed after the table (its programs) at the call's end.
+    pub(crate) private_tmp: std::sync::OnceLock<tempfile::TempDir>,
 }
 
 impl crate::wasi_fs::Guarded for CallState {
@@ -135,6 +138,7 @@ pub fn new_store(
         engine: crate::podman::Engine::Local,
         cancelled_at: None,
         table: ResourceTable::new(),
+        private_tmp: std::sync::OnceLock::new(),
     };
     let mut store = Store::new(pre.engine(), state);
     store.limiter(|state| &mut state.memory);

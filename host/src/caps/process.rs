@@ -74,6 +74,7 @@ impl Host for CallState {
             request.abort_input,
             Duration::from_millis(u64::from(request.grace_ms)),
             request.stderr_tail_bytes.min(MAX_TAIL_BYTES) as usize,
+            allowed.confine.as_ref(),
         );
         match spawned {
             Ok(child) => {
@@ -210,6 +211,7 @@ impl CallState {
             no_output_timeout: request.no_output_timeout_ms.map(Duration::from_millis),
             tail_bytes: request.tail_bytes as usize,
             log,
+            confine: allowed.confine,
         })
     }
 }

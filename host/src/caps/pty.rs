@@ -57,6 +57,7 @@ impl Host for CallState {
             env: &allowed.env,
             rows: request.rows,
             cols: request.cols,
+            confine: allowed.confine.as_ref(),
         })?;
         tracing::debug!(plugin = %self.grants.plugin, trace_id = %self.call.trace_id,
             program = %allowed.program.display(), pid = session.leader(), "pty session started");

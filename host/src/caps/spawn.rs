@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use timebox::Ending;
+use timebox::confine::Confinement;
 
 use crate::bindings::CapabilityError;
 use crate::bindings::mcphost::plugin::process::{Chunk, RunResult, Status, Stream};
@@ -34,6 +35,8 @@ pub struct Allowed {
     pub program: PathBuf,
     pub cwd: PathBuf,
     pub env: Vec<(String, String)>,
+    /// What it and its tree may touch ([`crate::policy::Grants::confinement`]).
+    pub confine: Option<Confinement>,
 }
 
 impl CallState {
@@ -106,11 +109,48 @@ impl CallState {
             .filter_map(|name| std::env::var(&name).ok().map(|v| (name, v)))
             .collect();
         env.extend(request_env);
+        let confine = self.confinement(&mut env)?;
         Ok(Allowed {
             program: resolved,
             cwd,
             env,
+            confine,
         })
+    }
+
+    /// The plugin's confinement for one start: its grants, the call's
+    /// private temporary folder (which `TMPDIR`, `TMP` and `TEMP` name in
+    /// `env`), and its write folders made if missing (a cache not used
+    /// yet). `None` when the policy says `process.confine = false`.
+    fn confinement(
+        &self,
+        env: &mut Vec<(String, String)>,
+    ) -> Result<Option<Confinement>, CapabilityError> {
+        let Some(mut confine) = self.grants.confinement.clone() else {
+            return Ok(None);
+        };
+        let failed = |what: &str, e: std::io::Error| {
+            CapabilityError::Denied(format!("cannot prepare {what} for the program: {e}"))
+        };
+        if self.private_tmp.get().is_none() {
+            let made = tempfile::Builder::new()
+                .prefix("mcp-host-tmp-")
+                .tempdir()
+                .map_err(|e| failed("a private temporary folder", e))?;
+            let _ = self.private_tmp.set(made);
+        }
+        let tmp = self.private_tmp.get().expect("just made").path().to_path_buf();
+        for folder in confine.write.iter().filter(|w| !w.starts_with("/dev")) {
+            if !folder.exists() {
+                std::fs::create_dir_all(folder)
+                    .map_err(|e| failed(&format!("the folder {}", folder.display()), e))?;
+            }
+        }
+        confine.write.push(tmp.clone());
+        let tmp = tmp.to_string_lossy().into_owned();
+        env.retain(|(k, _)| !["TMPDIR", "TMP", "TEMP"].contains(&k.as_str()));
+        env.extend(["TMPDIR", "TMP", "TEMP"].map(|k| (k.to_string(), tmp.clone())));
+        Ok(Some(confine))
     }
 }
 

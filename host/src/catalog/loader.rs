@@ -129,6 +129,10 @@ impl Loader {
             );
         }
         grants.secrets = secrets;
+        // The plugins' secrets are no program's to read.
+        if let Some(confine) = &mut grants.confinement {
+            confine.hidden.push(self.secrets.dir().to_path_buf());
+        }
         grants
     }
 

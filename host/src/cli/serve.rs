@@ -35,7 +35,12 @@ pub async fn serve(
         })
         .collect();
     let programs = programs.join(" ");
-    tracing::info!(programs, "{}", crate::platform::containment());
+    tracing::info!(
+        programs,
+        "{}; plugins' programs: {}",
+        crate::platform::containment(),
+        timebox::confine::enforcement().describe()
+    );
     let memo = loader.places.cache_dir.join("watched");
     let service = Service::start_listed(loader, memo).await;
     tokio::spawn(service.clone().release_when_settled());

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use serde::Deserialize;
 
+mod confinement;
 mod engines;
 mod placeholders;
 mod tables;
@@ -104,6 +105,8 @@ impl PluginPolicy {
             ("capabilities", !self.capabilities.is_empty()),
             ("process.programs", !self.process.programs.is_empty()),
             ("process.env", !self.process.env.is_empty()),
+            ("process.write", !self.process.write.is_empty()),
+            ("process.read", !self.process.read.is_empty()),
             ("fs.read", !self.fs.read.is_empty()),
             ("fs.write", !self.fs.write.is_empty()),
             ("index.root", self.index.root.is_some()),
@@ -125,6 +128,8 @@ impl PluginPolicy {
     fn templates(&self) -> Vec<(String, &str)> {
         let lists = [
             ("process.programs", &self.process.programs),
+            ("process.write", &self.process.write),
+            ("process.read", &self.process.read),
             ("fs.read", &self.fs.read),
             ("fs.write", &self.fs.write),
         ];
@@ -268,6 +273,9 @@ pub struct Grants {
     pub concurrency: usize,
     pub queue: usize,
     pub log_bytes: u64,
+    /// What its programs may touch ([`confinement`]); `None`: they run
+    /// with the user's rights (`process.confine = false`).
+    pub confinement: Option<timebox::confine::Confinement>,
 }
 
 impl Grants {
@@ -402,6 +410,7 @@ impl Config {
                     bail!("[plugins.{name}] containers.engines.{engine}: {why}");
                 }
             }
+            confinement::check_ports(name, &policy.process)?;
             for cap in &policy.capabilities {
                 if !GRANTABLE.contains(&cap.as_str()) {
                     bail!(
@@ -448,9 +457,11 @@ impl Config {
         let mut dirs = Vec::new();
         for (name, p) in &self.plugins {
             let cache = places.plugin_cache(name);
+            // Its programs' `process.write` too: whoever runs there writes.
             dirs.extend(
                 p.fs.write
                     .iter()
+                    .chain(&p.process.write)
                     .flat_map(|r| expand_paths(r, places, &cache)),
             );
         }
@@ -479,7 +490,7 @@ impl Config {
         let mut vars = d.vars.clone();
         vars.extend(p.map(|p| p.vars.clone()).unwrap_or_default());
         let limit = |f: fn(&Limits) -> Option<u64>| p.and_then(|p| f(&p.limits)).or(f(&d.limits));
-        Grants {
+        let mut grants = Grants {
             plugin: plugin.to_string(),
             config_hint: config_hint.to_string(),
             capabilities: pick(|p| &p.capabilities),
@@ -529,7 +540,10 @@ impl Config {
             concurrency: limit(|l| l.concurrency).unwrap_or(DEFAULT_CONCURRENCY) as usize,
             queue: limit(|l| l.queue).unwrap_or(DEFAULT_QUEUE) as usize,
             log_bytes: limit(|l| l.log_mb).unwrap_or(DEFAULT_LOG_MB) * 1024 * 1024,
-        }
+            confinement: None,
+        };
+        grants.confinement = self.confinement(p, places, &grants.plugin_cache, &grants.read_roots, &grants.write_roots);
+        grants
     }
 }
 

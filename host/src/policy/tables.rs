@@ -20,6 +20,31 @@ pub struct ProcessPolicy {
     /// Host environment variables passed through to spawned programs.
     #[serde(default)]
     pub env: Vec<String>,
+    /// Whether its programs are confined to its grants (issue 71; see
+    /// [`super::confinement`]). [default: true]
+    pub confine: Option<bool>,
+    /// Folders its programs may write besides `fs.write` (a runner's
+    /// caches, an agent's state); placeholders expanded, made if missing.
+    #[serde(default)]
+    pub write: Vec<String>,
+    /// Folders its programs may read that are hidden from them by
+    /// default (`~/.ssh`, credential stores, the host's cache).
+    #[serde(default)]
+    pub read: Vec<String>,
+    /// The TCP ports its programs may connect to: numbers, or URLs (their
+    /// port; an empty value is skipped). Absent: any port.
+    pub connect: Option<Vec<Port>>,
+    /// The TCP ports its programs may listen on. Absent: any port.
+    pub bind: Option<Vec<Port>>,
+}
+
+/// A port in `process.connect`/`process.bind`: a number, or a text that
+/// is one or a URL (`${env:PI_BASE_URL|}`) whose port is meant.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum Port {
+    Number(u16),
+    Text(String),
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
