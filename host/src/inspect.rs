@@ -116,6 +116,10 @@ pub async fn check(loader: Loader, strict: bool) -> Result<ExitCode> {
             println!("sentence vectors: NOT READY: {why}");
         }
     }
+    println!(
+        "plugins' programs: {}",
+        timebox::confine::enforcement().describe()
+    );
     if !loader.plugins_dir.is_dir() {
         println!(
             "plugins folder {} does not exist: create it and copy *.wasm plugins into it",
@@ -125,10 +129,6 @@ pub async fn check(loader: Loader, strict: bool) -> Result<ExitCode> {
     }
     let service = Service::start(loader).await;
     let catalog = service.catalog();
-    println!(
-        "plugins' programs: {}",
-        timebox::confine::enforcement().describe()
-    );
     for p in &catalog.plugins {
         println!("plugin {}: ok, {} tools", p.name, p.tools.len());
         if p.grants.confinement.is_none() && (p.grants.has("process") || p.grants.has("pty")) {

@@ -12,6 +12,7 @@ mod cofer_escape;
 mod cofer_files;
 mod cofer_parity;
 mod cofer_secrets;
+mod confined;
 mod content;
 mod copilot;
 mod filters;

@@ -101,7 +101,7 @@ async fn nothing_left(env: &Env, host_pid: u32) {
     panic!("left running after 3 s: {:?}", survivors());
 }
 
-async fn call_with_token(client: &Client, args: Value) -> (CallToolResult, Vec<Value>) {
+pub(crate) async fn call_with_token(client: &Client, args: Value) -> (CallToolResult, Vec<Value>) {
     let handle = client.start_call("pi.prompt", args, "pi-1").await;
     let result = Client::finish(handle).await;
     // The client records notifications as they are handled, which can be
