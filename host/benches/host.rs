@@ -188,6 +188,7 @@ async fn main() {
             no_output_timeout: None,
             tail_bytes: 4096,
             log: None,
+            confine: None,
         };
         let outcome = timebox::run(&spec, &CancellationToken::new(), &NoProgress).await;
         assert_eq!(outcome.ending, timebox::Ending::Timeout);

@@ -333,24 +333,24 @@ async fn the_calls_own_limit_ends_pi_as_the_tools_timeout() {
     nothing_left(&env, client.pid).await;
 }
 
-/// A stand-in `pi` that records being started: none of the refusals may
-/// start it.
-fn tripwire(dir: &Path) -> PathBuf {
-    let mark = dir.join("pi-was-started");
+/// A stand-in `pi` that records being started in its working folder (the
+/// workspace: the one folder pi may write besides its own): none of the
+/// refusals may start it.
+fn tripwire(dir: &Path) {
     let script = dir.join("pi");
-    std::fs::write(
-        &script,
-        format!("#!/bin/sh\ntouch {}\nexit 3\n", mark.display()),
-    )
-    .unwrap();
+    std::fs::write(&script, "#!/bin/sh\ntouch \"$PWD/pi-was-started\"\nexit 3\n").unwrap();
     std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    mark
+}
+
+/// Whether the tripwire ran for `env`.
+fn started(env: &Env) -> bool {
+    env.workspace.join("pi-was-started").exists()
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn providers_that_are_not_ready_are_refused_before_pi_starts() {
     let bin = tempfile::tempdir().unwrap();
-    let mark = tripwire(bin.path());
+    tripwire(bin.path());
 
     let env = host_env(bin.path(), &[("PI_PROVIDER", "claude".into())]);
     let client = env.start().await;
@@ -377,7 +377,7 @@ async fn providers_that_are_not_ready_are_refused_before_pi_starts() {
     let client = env.start().await;
     let (r, _) = call_with_token(&client, json!({"prompt": "hello"})).await;
     assert_eq!(structured(&r)["code"], "claude_auth_required", "{r:?}");
-    assert!(!mark.exists(), "pi was started");
+    assert!(!started(&env), "pi was started");
     drop(client);
 
     let env = host_env(
@@ -392,7 +392,7 @@ async fn providers_that_are_not_ready_are_refused_before_pi_starts() {
     let e = structured(&r);
     assert_eq!(e["code"], "custom_provider_incomplete", "{e}");
     assert_eq!(e["missing"], json!(["model", "apiKey"]));
-    assert!(!mark.exists(), "pi was started");
+    assert!(!started(&env), "pi was started");
 
     // Issue 54, item 17: a base URL that is no URL is refused, not retried.
     let mut vars = custom("api.example.test/v1");
@@ -404,14 +404,14 @@ async fn providers_that_are_not_ready_are_refused_before_pi_starts() {
     let e = structured(&r);
     assert_eq!(e["code"], "invalid_config", "{e}");
     assert_eq!(e["retryable"], false, "{e}");
-    assert!(!mark.exists(), "pi was started");
+    assert!(!started(&env), "pi was started");
 
     // With the tripwire as pi, a ready provider does start it: the check is real.
     let env = host_env(bin.path(), &custom("http://127.0.0.1:9/v1"));
     let client = env.start().await;
     let (r, _) = call_with_token(&client, json!({"prompt": "hello"})).await;
     assert_eq!(structured(&r)["code"], "pi_crashed", "{r:?}");
-    assert!(mark.exists());
+    assert!(started(&env));
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -144,8 +144,10 @@ fn port_of(port: &Port, places: &Places, plugin_cache: &Path) -> Option<u16> {
     }
 }
 
-/// Refuse a `process.connect`/`process.bind` entry that is neither a port
-/// nor a URL once expanded, saying which.
+/// Refuse a `process.connect`/`process.bind` entry written in the file
+/// that is neither a port nor a URL, saying which. One taken from a
+/// variable (`${env:PI_BASE_URL|}`) that is neither adds no port: the
+/// plugin that reads the same variable says what is wrong with it.
 pub(super) fn check_ports(plugin: &str, process: &super::ProcessPolicy) -> anyhow::Result<()> {
     let places = Places {
         workspace: PathBuf::new(),
@@ -154,7 +156,9 @@ pub(super) fn check_ports(plugin: &str, process: &super::ProcessPolicy) -> anyho
     };
     for (key, ports) in [("process.connect", &process.connect), ("process.bind", &process.bind)] {
         for port in ports.iter().flatten() {
-            if let Port::Text(text) = port {
+            if let Port::Text(text) = port
+                && !text.contains("${")
+            {
                 let expanded = expand(text, &places, Path::new(""));
                 if !expanded.trim().is_empty() && port_of(port, &places, Path::new("")).is_none() {
                     anyhow::bail!(

@@ -142,7 +142,8 @@ pub async fn run(spec: &Spawn, cancel: &CancellationToken, progress: &dyn Progre
             } else {
                 Stdio::null()
             });
-            confine::start(spec.confine.as_ref(), || command.spawn())
+            confine::prepare(&mut command, spec.confine.as_ref())?;
+            command.spawn()
         })
         .and_then(|child| Ok((sys::Tree::adopt(&child, &marker)?, child)));
     let (tree, mut child) = match started {

@@ -58,7 +58,8 @@ impl LineChild {
         let marker = super::new_marker();
         let mut command = piped_command(program, args, cwd, env, &marker)?;
         command.stdin(Stdio::piped());
-        let mut child = crate::confine::start(confinement, || command.spawn())?;
+        crate::confine::prepare(&mut command, confinement)?;
+        let mut child = command.spawn()?;
         let tree = Arc::new(sys::Tree::adopt(&child, &marker)?);
         let (tx, lines) = mpsc::channel(256);
         tokio::spawn(read_lines(child.stdout.take().expect("piped"), tx));

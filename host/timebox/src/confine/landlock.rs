@@ -1,10 +1,13 @@
 //! Confinement on Linux: a Landlock ruleset (the `landlock` crate), made
-//! in the host and enforced on a short-lived thread that then starts the
-//! program, so the program and its whole tree inherit it and the host
-//! does not. `no_new_privs` comes with it (a setuid program would
-//! otherwise run unconfined).
+//! in the host and enforced in the child between fork and exec, so the
+//! program and its whole tree inherit it and the host does not.
+//! `no_new_privs` comes with it (a setuid program would otherwise run
+//! unconfined). A pseudo-terminal's program (portable-pty has no hook
+//! before exec) is started from a short-lived thread that confines itself
+//! first instead: a Landlock domain is a thread's, and a child inherits it.
 
 use std::io;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
 use landlock::{
     ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, LandlockStatus, NetPort, Ruleset,
@@ -53,6 +56,34 @@ fn ruleset(c: &Confinement) -> Result<RulesetCreated, RulesetError> {
         created = created.add_rule(NetPort::new(*port, AccessNet::BindTcp))?;
     }
     Ok(created)
+}
+
+/// Make `command` confine its child before exec.
+pub fn prepare(command: &mut tokio::process::Command, c: &Confinement) -> io::Result<()> {
+    let created =
+        ruleset(c).map_err(|e| io::Error::other(format!("cannot confine the program: {e}")))?;
+    // No descriptor: this kernel has no Landlock, and [`probe`] says so.
+    let Some(fd): Option<OwnedFd> = created.into() else {
+        return Ok(());
+    };
+    // SAFETY: the closure makes two system calls, both async-signal-safe,
+    // and reads only the descriptor it owns (closed at exec).
+    unsafe {
+        command.pre_exec(move || enforce(fd.as_raw_fd()));
+    }
+    Ok(())
+}
+
+/// In the child: no new privileges, then the ruleset `fd` for good.
+fn enforce(fd: RawFd) -> io::Result<()> {
+    // SAFETY: plain system calls with integer arguments.
+    if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if unsafe { libc::syscall(libc::SYS_landlock_restrict_self, fd, 0) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 pub fn start<T: Send>(

@@ -67,11 +67,26 @@ pub fn enforcement() -> Enforcement {
     PROBED.get_or_init(sys::probe).clone()
 }
 
-/// Run `start` (which starts a program: a fork and exec) so that what it
-/// starts is confined by `confinement`; `None` starts it as it is. On
-/// Linux `start` runs on a thread of its own that restricts itself first
-/// (a Landlock domain is a thread's, and a child inherits it), so nothing
-/// else of the host is restricted. A confinement the platform cannot
+/// Make `command` start its program confined by `confinement` (`None`:
+/// as it is). A confinement the platform cannot enforce is not one
+/// ([`enforcement`] says so); one it cannot build (a kernel error) is the
+/// start's error, never a silent run without it.
+pub fn prepare(
+    command: &mut tokio::process::Command,
+    confinement: Option<&Confinement>,
+) -> std::io::Result<()> {
+    match confinement {
+        None => Ok(()),
+        Some(c) => sys::prepare(command, c),
+    }
+}
+
+/// Run `start` (which starts a program with no hook before exec: a
+/// pseudo-terminal's) so that what it starts is confined by
+/// `confinement`; `None` starts it as it is. On Linux `start` runs on a
+/// thread of its own that restricts itself first (a Landlock domain is a
+/// thread's, and a child inherits it), so nothing else of the host is
+/// restricted; it costs that thread (a few milliseconds). A confinement the platform cannot
 /// enforce is not one ([`enforcement`] says so); one it cannot build (a
 /// kernel error) is the start's error, never a silent run without it.
 pub fn start<T: Send>(

@@ -6,6 +6,10 @@ use std::io;
 
 use super::{Confinement, Enforcement};
 
+pub fn prepare(_command: &mut tokio::process::Command, _c: &Confinement) -> io::Result<()> {
+    Ok(())
+}
+
 pub fn start<T: Send>(
     _c: &Confinement,
     start: impl FnOnce() -> io::Result<T> + Send,
