@@ -1501,15 +1501,17 @@ async fn an_engine_that_hangs_is_given_up_on_once() {
     let Some(engine) = godot_engine() else {
         return;
     };
-    let asked = tempfile::NamedTempFile::new().unwrap();
-    let env = stand_in_before(
+    // The stand-in notes each start where an engine may write (its
+    // programs are confined to the plugin's grants): Godot's cache folder.
+    let mut env = stand_in_before(
         &engine,
         "godot4",
-        &format!(
-            "#!/bin/sh\necho asked >> {}\nsleep 600\n",
-            asked.path().display()
-        ),
+        "#!/bin/sh\necho asked >> \"$XDG_CACHE_HOME/godot/asked\"\nsleep 600\n",
     );
+    let xdg_cache = env.dir.path().join("xdg-cache");
+    env.host_vars
+        .push(("XDG_CACHE_HOME".into(), xdg_cache.display().to_string()));
+    let asked = xdg_cache.join("godot/asked");
     let (reply, log) = one_call(&env, "KinematicBody2D").await;
     assert_eq!(
         fields(&reply)["results"][0]["uri"],
@@ -1529,7 +1531,7 @@ async fn an_engine_that_hangs_is_given_up_on_once() {
         fields(&reply)["results"][0]["uri"],
         "godot://class/KinematicBody2D"
     );
-    let times = std::fs::read_to_string(asked.path())
+    let times = std::fs::read_to_string(&asked)
         .unwrap()
         .lines()
         .count();
