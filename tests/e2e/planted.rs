@@ -36,7 +36,9 @@ async fn no_program_is_found_in_a_folder_a_plugin_writes() {
         fs.read = [\"${workspace}\"]\nfs.write = [\"${workspace}\"]\n";
     let mut env = Env::new(&["faulty"], config);
     let venv = env.workspace.join(".venv/bin");
-    let marker = env.dir.path().join("planted-ran");
+    // Where the plugin's programs may write, so that a run would show
+    // even though they are confined (issue 71).
+    let marker = env.workspace.join("planted-ran");
     planted_program(&venv.join("tool"), &marker);
     std::os::unix::fs::symlink("../../../../proc/self/environ", venv.join("environ")).unwrap();
     // A trusted folder, outside every root: a file there that is not a
