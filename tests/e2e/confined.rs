@@ -55,6 +55,13 @@ async fn escape_refused(env: &Env, runner: &str, outside: &Path, refusal: &str) 
         "{refusal} in {out:#}"
     );
     assert!(!outside.exists(), "{} was written", outside.display());
+    // The answer names the key that would grant it (and the file, where
+    // the runtime's message does).
+    let refused = out["refused"].as_str().unwrap_or_default();
+    assert!(refused.contains("`process.write`") && refused.contains("[plugins.run_test]"), "{out:#}");
+    if refusal != "PermissionDenied" {
+        assert!(refused.contains(&outside.display().to_string()), "{refused}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]

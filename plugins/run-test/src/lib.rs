@@ -242,6 +242,10 @@ fn run(args: &request::Args, checked: &Checked) -> (serde_json::Value, serde_jso
         "failures": failures,
         "slowest": slowest_shown,
     });
+    // A test the host's confinement refused says which key grants it.
+    if let Some(hint) = plugin_sdk::refused::refusal_hint("run_test", &console) {
+        answer["refused"] = json!(hint);
+    }
     // Only when a file or package did not load or build.
     if !errors.is_empty() {
         answer["errors"] = json!(errors);
@@ -480,6 +484,7 @@ fn output_schema() -> serde_json::Value {
                 "description": "The five slowest tests, slowest first, with their seconds as the runner reported them (pytest, node, jest, vitest, go, dart, flutter); null where the runner reports no per-test time (cargo). summary.md and summary.json keep ten.",
                 "items": {"type": "object", "properties": {"name": {"type": "string"}, "seconds": {"type": "number"}}, "required": ["name", "seconds"]}
             },
+            "refused": {"type": "string", "description": "Present when a test or tool was refused a file by the host's confinement of the plugin's programs (Permission denied): what, and the policy key that would grant it."},
             "failures_omitted": {"type": "integer", "description": "Failures left out of this answer to keep it within 16 KB; summary.json in report_dir details them."}
         },
         "required": ["status", "exit_code", "duration_ms", "report_dir", "artifacts", "excerpt"]

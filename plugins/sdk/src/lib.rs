@@ -27,6 +27,7 @@
 //! errors convert into [`ToolError`] with `?` ([`errors`]).
 
 pub mod errors;
+pub mod refused;
 mod run;
 pub mod text;
 mod time;
