@@ -226,5 +226,10 @@ async fn pis_bash_writes_the_workspace_and_reaches_only_granted_ports() {
     assert!(said.contains("port=1"), "{said}");
     assert!(!outside.exists());
     assert!(env.workspace.join(inside_name).exists());
+    let refused = out["refused"].as_str().unwrap_or_default();
+    assert!(
+        refused.contains(&outside.display().to_string()) && refused.contains("[plugins.pi]"),
+        "{out:#}"
+    );
     drop(listener);
 }

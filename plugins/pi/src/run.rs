@@ -61,6 +61,7 @@ pub fn output_schema() -> Value {
                 "totalTokens": {"type": "integer"}, "cost": {"type": "number"}}},
             "tool_calls_omitted": {"type": "integer", "description": "The earliest tool calls left out of tool_calls to keep this answer within 16 KB; each was relayed as a notification while it ran."},
             "turns": {"type": "integer"},
+            "refused": {"type": "string", "description": "Present when the host's confinement refused a tool a file (Permission denied): what, and the policy key that would grant it."},
         },
         "required": ["text", "stop_reason", "tool_calls", "usage", "turns"],
     })
@@ -77,6 +78,10 @@ pub struct Outcome {
     tool_calls_omitted: usize,
     usage: Usage,
     turns: u64,
+    /// What the host's confinement refused one of pi's tools, and the key
+    /// that would grant it (the first such refusal).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    refused: Option<String>,
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -346,6 +351,10 @@ impl Run {
                     .filter_map(|c| c["text"].as_str())
                     .collect::<String>()
                     .into();
+                if self.outcome.refused.is_none() {
+                    self.outcome.refused =
+                        plugin_sdk::refused::refusal_hint("pi", result.as_str().unwrap_or_default());
+                }
                 shorten_strings(&mut result);
                 self.outcome.tool_calls.push(json!({
                     "toolCallId": event["toolCallId"], "toolName": event["toolName"],
