@@ -33,6 +33,18 @@ fn elsewhere(env: &Env) -> PathBuf {
     dir
 }
 
+/// A run_test environment whose project holds the files `files` makes
+/// from the path (beside the workspace, granted to no one) its escaping
+/// test writes; that path.
+fn project(files: impl FnOnce(&str) -> Vec<(&'static str, String)>) -> (Env, PathBuf) {
+    let env = Env::new(&["run_test"], "");
+    let outside = elsewhere(&env).join("escaped");
+    let files = files(&outside.display().to_string());
+    let files: Vec<(&str, &str)> = files.iter().map(|(p, t)| (*p, t.as_str())).collect();
+    write(&env.workspace, &files);
+    (env, outside)
+}
+
 /// The run's failure `name`, which must be there.
 fn failure<'a>(out: &'a Value, name: &str) -> &'a Value {
     out["failures"]
@@ -69,21 +81,15 @@ async fn a_pytest_suite_writes_its_workspace_and_temp_and_nothing_else() {
     if !confining() || !require_program("pytest", "pip install pytest (.ci/run does)") {
         return;
     }
-    let env = Env::new(&["run_test"], "");
-    let outside = elsewhere(&env).join("from-pytest");
-    write(
-        &env.workspace,
-        &[
-            (
-                "test_escape.py",
-                &format!("def test_escape():\n    open({:?}, 'w').write('x')\n", outside.display().to_string()),
-            ),
+    let (env, outside) = project(|out| {
+        vec![
+            ("test_escape.py", format!("def test_escape():\n    open({out:?}, 'w').write('x')\n")),
             (
                 "test_inside.py",
-                "def test_inside(tmp_path):\n    (tmp_path / 'x').write_text('x')\n    open('inside.txt', 'w').write('x')\n",
+                "def test_inside(tmp_path):\n    (tmp_path / 'x').write_text('x')\n    open('inside.txt', 'w').write('x')\n".into(),
             ),
-        ],
-    );
+        ]
+    });
     escape_refused(&env, "pytest", &outside, "PermissionError").await;
     assert!(env.workspace.join("inside.txt").exists());
 }
@@ -93,26 +99,22 @@ async fn an_npm_suite_writes_its_workspace_and_nothing_else() {
     if !confining() || !require_program("npm", "install Node.js and npm (.ci/run does)") {
         return;
     }
-    let env = Env::new(&["run_test"], "");
-    let outside = elsewhere(&env).join("from-node");
-    write(
-        &env.workspace,
-        &[
+    let (env, outside) = project(|out| {
+        vec![
             (
                 "package.json",
-                &json!({"name": "p", "version": "1.0.0", "scripts": {"test": "node --test"}}).to_string(),
+                json!({"name": "p", "version": "1.0.0", "scripts": {"test": "node --test"}}).to_string(),
             ),
             (
                 "test/files.test.js",
-                &format!(
+                format!(
                     "const test = require('node:test');\nconst fs = require('node:fs');\n\
-                     test('escape', () => {{ fs.writeFileSync({:?}, 'x'); }});\n\
-                     test('inside', () => {{ fs.writeFileSync('inside.txt', 'x'); }});\n",
-                    outside.display().to_string()
+                     test('escape', () => {{ fs.writeFileSync({out:?}, 'x'); }});\n\
+                     test('inside', () => {{ fs.writeFileSync('inside.txt', 'x'); }});\n"
                 ),
             ),
-        ],
-    );
+        ]
+    });
     escape_refused(&env, "npm", &outside, "EACCES").await;
 }
 
@@ -121,26 +123,22 @@ async fn a_cargo_suite_builds_with_its_caches_and_writes_nothing_else() {
     if !confining() {
         return;
     }
-    let env = Env::new(&["run_test"], "");
-    let outside = elsewhere(&env).join("from-cargo");
-    write(
-        &env.workspace,
-        &[
+    let (env, outside) = project(|out| {
+        vec![
             (
                 "Cargo.toml",
-                "[package]\nname = \"sample\"\nversion = \"0.1.0\"\nedition = \"2021\"\n[workspace]\n",
+                "[package]\nname = \"sample\"\nversion = \"0.1.0\"\nedition = \"2021\"\n[workspace]\n".into(),
             ),
-            ("src/lib.rs", "pub fn add(a: i32, b: i32) -> i32 { a + b }\n"),
+            ("src/lib.rs", "pub fn add(a: i32, b: i32) -> i32 { a + b }\n".into()),
             (
                 "tests/files.rs",
-                &format!(
-                    "#[test]\nfn escape() {{ std::fs::write({:?}, \"x\").unwrap(); }}\n\
-                     #[test]\nfn inside() {{ std::fs::write(\"inside.txt\", \"x\").unwrap(); }}\n",
-                    outside.display().to_string()
+                format!(
+                    "#[test]\nfn escape() {{ std::fs::write({out:?}, \"x\").unwrap(); }}\n\
+                     #[test]\nfn inside() {{ std::fs::write(\"inside.txt\", \"x\").unwrap(); }}\n"
                 ),
             ),
-        ],
-    );
+        ]
+    });
     escape_refused(&env, "cargo", &outside, "PermissionDenied").await;
 }
 
