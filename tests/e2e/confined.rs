@@ -21,7 +21,9 @@ fn confining() -> bool {
     let said = String::from_utf8_lossy(&check.stdout).into_owned();
     let confined = said.contains("plugins' programs: confined (Landlock");
     if !confined {
-        skip(&format!("this kernel does not confine programs fully: {said}"));
+        skip(&format!(
+            "this kernel does not confine programs fully: {said}"
+        ));
     }
     confined
 }
@@ -49,7 +51,10 @@ fn project(files: impl FnOnce(&str) -> Vec<(&'static str, String)>) -> (Env, Pat
 fn failure<'a>(out: &'a Value, name: &str) -> &'a Value {
     out["failures"]
         .as_array()
-        .and_then(|f| f.iter().find(|f| f["name"].as_str().is_some_and(|n| n.contains(name))))
+        .and_then(|f| {
+            f.iter()
+                .find(|f| f["name"].as_str().is_some_and(|n| n.contains(name)))
+        })
         .unwrap_or_else(|| panic!("no failure named {name}: {out:#}"))
 }
 
@@ -60,7 +65,10 @@ async fn escape_refused(env: &Env, runner: &str, outside: &Path, refusal: &str) 
     let out = run(&host, runner, json!({"scope": "all"})).await;
     assert_eq!(out["tests"]["passed"], 1, "{out:#}");
     assert_eq!(out["tests"]["failed"], 1, "{out:#}");
-    let message = failure(&out, "escape")["message"].as_str().unwrap_or_default().to_string();
+    let message = failure(&out, "escape")["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
     let excerpt = out["excerpt"].as_str().unwrap_or_default();
     assert!(
         message.contains(refusal) || excerpt.contains(refusal),
@@ -70,9 +78,15 @@ async fn escape_refused(env: &Env, runner: &str, outside: &Path, refusal: &str) 
     // The answer names the key that would grant it (and the file, where
     // the runtime's message does).
     let refused = out["refused"].as_str().unwrap_or_default();
-    assert!(refused.contains("`process.write`") && refused.contains("[plugins.run_test]"), "{out:#}");
+    assert!(
+        refused.contains("`process.write`") && refused.contains("[plugins.run_test]"),
+        "{out:#}"
+    );
     if refusal != "PermissionDenied" {
-        assert!(refused.contains(&outside.display().to_string()), "{refused}");
+        assert!(
+            refused.contains(&outside.display().to_string()),
+            "{refused}"
+        );
     }
 }
 
@@ -103,7 +117,8 @@ async fn an_npm_suite_writes_its_workspace_and_nothing_else() {
         vec![
             (
                 "package.json",
-                json!({"name": "p", "version": "1.0.0", "scripts": {"test": "node --test"}}).to_string(),
+                json!({"name": "p", "version": "1.0.0", "scripts": {"test": "node --test"}})
+                    .to_string(),
             ),
             (
                 "test/files.test.js",
@@ -154,16 +169,26 @@ async fn a_granted_folder_is_written_and_another_plugins_secret_is_not_read() {
     std::fs::create_dir_all(&granted).unwrap();
     let mut env = Env::new(
         &["run_test"],
-        &format!("[plugins.run_test]\nprocess.write = [{:?}]\n", granted.display().to_string()),
+        &format!(
+            "[plugins.run_test]\nprocess.write = [{:?}]\n",
+            granted.display().to_string()
+        ),
     );
     let store = env.dir.path().join("secrets");
-    env.host_vars.push(("MCP_HOST_SECRETS".into(), store.display().to_string()));
+    env.host_vars
+        .push(("MCP_HOST_SECRETS".into(), store.display().to_string()));
     const VALUE: &str = "other-plugins-token-7731";
     let mut set = env.host(&["secret", "set", "other", "TOKEN"]);
     set.stdin(std::process::Stdio::piped());
     let mut child = set.spawn().unwrap();
     use tokio::io::AsyncWriteExt;
-    child.stdin.take().unwrap().write_all(VALUE.as_bytes()).await.unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(VALUE.as_bytes())
+        .await
+        .unwrap();
     assert!(child.wait().await.unwrap().success());
     let secret = store.join("other.toml");
     assert!(std::fs::read_to_string(&secret).unwrap().contains(VALUE));
@@ -172,11 +197,17 @@ async fn a_granted_folder_is_written_and_another_plugins_secret_is_not_read() {
         &[
             (
                 "test_granted.py",
-                &format!("def test_granted():\n    open({:?}, 'w').write('x')\n", granted.join("out").display().to_string()),
+                &format!(
+                    "def test_granted():\n    open({:?}, 'w').write('x')\n",
+                    granted.join("out").display().to_string()
+                ),
             ),
             (
                 "test_escape_secret.py",
-                &format!("def test_escape_secret():\n    print(open({:?}).read())\n", secret.display().to_string()),
+                &format!(
+                    "def test_escape_secret():\n    print(open({:?}).read())\n",
+                    secret.display().to_string()
+                ),
             ),
         ],
     );
@@ -194,7 +225,9 @@ async fn a_granted_folder_is_written_and_another_plugins_secret_is_not_read() {
 /// answer says so; writing inside works.
 #[tokio::test(flavor = "multi_thread")]
 async fn pis_bash_writes_the_workspace_and_reaches_only_granted_ports() {
-    let Some(pi) = crate::pi::pi_cli() else { return };
+    let Some(pi) = crate::pi::pi_cli() else {
+        return;
+    };
     if !confining() {
         return;
     }
@@ -218,9 +251,15 @@ async fn pis_bash_writes_the_workspace_and_reaches_only_granted_ports() {
     let (r, _) = crate::pi::call_with_token(&client, json!({"prompt": "Try the files"})).await;
     assert!(!is_error(&r), "{r:?}");
     let out = structured(&r);
-    let said = out["tool_calls"][0]["result"].as_str().unwrap_or_default().to_string();
+    let said = out["tool_calls"][0]["result"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
     assert!(said.contains("Permission denied"), "{said}");
-    assert!(said.contains("outside=1") && said.contains("inside=0"), "{said}");
+    assert!(
+        said.contains("outside=1") && said.contains("inside=0"),
+        "{said}"
+    );
     assert!(said.contains("port=1"), "{said}");
     assert!(!outside.exists());
     assert!(env.workspace.join(inside_name).exists());

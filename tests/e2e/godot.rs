@@ -1531,10 +1531,7 @@ async fn an_engine_that_hangs_is_given_up_on_once() {
         fields(&reply)["results"][0]["uri"],
         "godot://class/KinematicBody2D"
     );
-    let times = std::fs::read_to_string(&asked)
-        .unwrap()
-        .lines()
-        .count();
+    let times = std::fs::read_to_string(&asked).unwrap().lines().count();
     assert_eq!(times, 1, "the hung engine was asked {times} times");
 }
 

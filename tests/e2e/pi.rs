@@ -338,7 +338,11 @@ async fn the_calls_own_limit_ends_pi_as_the_tools_timeout() {
 /// refusals may start it.
 fn tripwire(dir: &Path) {
     let script = dir.join("pi");
-    std::fs::write(&script, "#!/bin/sh\ntouch \"$PWD/pi-was-started\"\nexit 3\n").unwrap();
+    std::fs::write(
+        &script,
+        "#!/bin/sh\ntouch \"$PWD/pi-was-started\"\nexit 3\n",
+    )
+    .unwrap();
     std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
 }
 

@@ -139,7 +139,12 @@ impl CallState {
                 .map_err(|e| failed("a private temporary folder", e))?;
             let _ = self.private_tmp.set(made);
         }
-        let tmp = self.private_tmp.get().expect("just made").path().to_path_buf();
+        let tmp = self
+            .private_tmp
+            .get()
+            .expect("just made")
+            .path()
+            .to_path_buf();
         for folder in confine.write.iter().filter(|w| !w.starts_with("/dev")) {
             if !folder.exists() {
                 std::fs::create_dir_all(folder)

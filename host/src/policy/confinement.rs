@@ -83,9 +83,12 @@ impl Config {
         read.extend(read_roots.iter().cloned());
         read.extend(list(|p| &p.read));
         let ports = |f: fn(&super::ProcessPolicy) -> &Option<Vec<Port>>| {
-            process
-                .and_then(|p| f(p).as_ref())
-                .map(|ports| ports.iter().filter_map(|port| port_of(port, places, plugin_cache)).collect())
+            process.and_then(|p| f(p).as_ref()).map(|ports| {
+                ports
+                    .iter()
+                    .filter_map(|port| port_of(port, places, plugin_cache))
+                    .collect()
+            })
         };
         Some(Confinement {
             write,
@@ -154,7 +157,10 @@ pub(super) fn check_ports(plugin: &str, process: &super::ProcessPolicy) -> anyho
         home: PathBuf::new(),
         cache_dir: PathBuf::new(),
     };
-    for (key, ports) in [("process.connect", &process.connect), ("process.bind", &process.bind)] {
+    for (key, ports) in [
+        ("process.connect", &process.connect),
+        ("process.bind", &process.bind),
+    ] {
         for port in ports.iter().flatten() {
             if let Port::Text(text) = port
                 && !text.contains("${")

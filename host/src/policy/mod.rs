@@ -542,7 +542,13 @@ impl Config {
             log_bytes: limit(|l| l.log_mb).unwrap_or(DEFAULT_LOG_MB) * 1024 * 1024,
             confinement: None,
         };
-        grants.confinement = self.confinement(p, places, &grants.plugin_cache, &grants.read_roots, &grants.write_roots);
+        grants.confinement = self.confinement(
+            p,
+            places,
+            &grants.plugin_cache,
+            &grants.read_roots,
+            &grants.write_roots,
+        );
         grants
     }
 }

@@ -35,10 +35,18 @@ fn main() {
         ]
         .to_vec(),
         read: vec!["/".into()],
-        hidden: [".ssh", ".gnupg", ".aws", ".docker", ".config/gh", ".cache/mcp-host", ".config/mcp-host/secrets"]
-            .iter()
-            .map(|h| home.join(h))
-            .collect(),
+        hidden: [
+            ".ssh",
+            ".gnupg",
+            ".aws",
+            ".docker",
+            ".config/gh",
+            ".cache/mcp-host",
+            ".config/mcp-host/secrets",
+        ]
+        .iter()
+        .map(|h| home.join(h))
+        .collect(),
         connect: None,
         bind: None,
     };
@@ -63,12 +71,21 @@ fn main() {
             let outcome = timebox::run(&spec, &CancellationToken::new(), &Quiet).await;
             let took = start.elapsed();
             assert_eq!(outcome.exit_code, Some(0), "{:?}", outcome.error);
-            if confine.is_some() { confined.push(took) } else { plain.push(took) }
+            if confine.is_some() {
+                confined.push(took)
+            } else {
+                plain.push(took)
+            }
         }
     });
     let (p50, p95) = (percentile(&mut plain, 0.5), percentile(&mut plain, 0.95));
-    let (c50, c95) = (percentile(&mut confined, 0.5), percentile(&mut confined, 0.95));
-    println!("no-op start and end, {RUNS} each: unconfined p50 {p50:.2?} p95 {p95:.2?}; confined p50 {c50:.2?} p95 {c95:.2?}");
+    let (c50, c95) = (
+        percentile(&mut confined, 0.5),
+        percentile(&mut confined, 0.95),
+    );
+    println!(
+        "no-op start and end, {RUNS} each: unconfined p50 {p50:.2?} p95 {p95:.2?}; confined p50 {c50:.2?} p95 {c95:.2?}"
+    );
     println!(
         "confinement adds: p50 {:.3} ms ({:.2}x), p95 {:.3} ms",
         (c50.as_secs_f64() - p50.as_secs_f64()) * 1e3,

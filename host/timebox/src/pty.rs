@@ -140,7 +140,9 @@ impl Session {
                 .map_err(|e| std::io::Error::other(e.to_string()))?;
             Ok((child, slave))
         })
-        .map_err(|e| StartError::SpawnFailed(format!("cannot start {}: {e}", p.program.display())))?;
+        .map_err(|e| {
+            StartError::SpawnFailed(format!("cannot start {}: {e}", p.program.display()))
+        })?;
         // Our copy of the terminal's other end would keep the reader from
         // ever seeing the end of the output.
         drop(slave);

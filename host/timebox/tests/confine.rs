@@ -117,9 +117,8 @@ async fn tcp_ports_are_reached_only_when_granted() {
     }
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
-    let script = format!(
-        "exec /bin/bash -c 'exec 3<>/dev/tcp/127.0.0.1/{port}' 2>&1 && echo connected"
-    );
+    let script =
+        format!("exec /bin/bash -c 'exec 3<>/dev/tcp/127.0.0.1/{port}' 2>&1 && echo connected");
     let scratch = tempfile::tempdir().unwrap();
     let mut c = granted(scratch.path());
     c.connect = Some(vec![443]);

@@ -352,8 +352,10 @@ impl Run {
                     .collect::<String>()
                     .into();
                 if self.outcome.refused.is_none() {
-                    self.outcome.refused =
-                        plugin_sdk::refused::refusal_hint("pi", result.as_str().unwrap_or_default());
+                    self.outcome.refused = plugin_sdk::refused::refusal_hint(
+                        "pi",
+                        result.as_str().unwrap_or_default(),
+                    );
                 }
                 shorten_strings(&mut result);
                 self.outcome.tool_calls.push(json!({

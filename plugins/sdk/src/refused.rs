@@ -46,15 +46,38 @@ mod tests {
     #[test]
     fn each_runtimes_refusal_names_its_path() {
         for (output, path) in [
-            ("E   PermissionError: [Errno 13] Permission denied: '/tmp/x/out'", "/tmp/x/out"),
-            ("Error: EACCES: permission denied, open '/srv/out.txt'", "/srv/out.txt"),
-            ("touch: cannot touch '/home/u/x': Permission denied", "/home/u/x"),
-            ("called `Result::unwrap()` on an `Err` value: Os { code: 13, kind: PermissionDenied, message: \"Permission denied\" }", ""),
+            (
+                "E   PermissionError: [Errno 13] Permission denied: '/tmp/x/out'",
+                "/tmp/x/out",
+            ),
+            (
+                "Error: EACCES: permission denied, open '/srv/out.txt'",
+                "/srv/out.txt",
+            ),
+            (
+                "touch: cannot touch '/home/u/x': Permission denied",
+                "/home/u/x",
+            ),
+            (
+                "called `Result::unwrap()` on an `Err` value: Os { code: 13, kind: PermissionDenied, message: \"Permission denied\" }",
+                "",
+            ),
         ] {
-            assert_eq!(refused_path(&format!("ok\n{output}\nmore")).as_deref(), Some(path), "{output}");
+            assert_eq!(
+                refused_path(&format!("ok\n{output}\nmore")).as_deref(),
+                Some(path),
+                "{output}"
+            );
         }
         assert_eq!(refused_path("all 3 tests passed"), None);
-        let hint = refusal_hint("run_test", "PermissionError: [Errno 13] Permission denied: '/x'").unwrap();
-        assert!(hint.contains("`/x`") && hint.contains("[plugins.run_test]"), "{hint}");
+        let hint = refusal_hint(
+            "run_test",
+            "PermissionError: [Errno 13] Permission denied: '/x'",
+        )
+        .unwrap();
+        assert!(
+            hint.contains("`/x`") && hint.contains("[plugins.run_test]"),
+            "{hint}"
+        );
     }
 }

@@ -99,9 +99,9 @@ pub fn start<T: Send>(
         scope
             .spawn(move || {
                 let _entered = runtime.as_ref().map(|r| r.enter());
-                created.restrict_self().map_err(|e| {
-                    io::Error::other(format!("cannot confine the program: {e}"))
-                })?;
+                created
+                    .restrict_self()
+                    .map_err(|e| io::Error::other(format!("cannot confine the program: {e}")))?;
                 start()
             })
             .join()

@@ -15,7 +15,6 @@ mod sys;
 
 use std::path::{Path, PathBuf};
 
-
 /// The limits a program and everything it starts runs under.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Confinement {
@@ -144,7 +143,11 @@ mod tests {
             std::fs::create_dir_all(root.join(d)).unwrap();
         }
         std::fs::write(root.join("a/file"), "x").unwrap();
-        let hidden = vec![root.join("a/secret"), root.join("c/d"), root.join("elsewhere")];
+        let hidden = vec![
+            root.join("a/secret"),
+            root.join("c/d"),
+            root.join("elsewhere"),
+        ];
         let mut seen = visible(root, &hidden);
         seen.sort();
         assert_eq!(
