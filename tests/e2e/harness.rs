@@ -801,19 +801,24 @@ pub fn git(dir: &Path, args: &[&str]) -> String {
 /// The `cofer` command lives in its own crate (`plugins/cofer/cli`), so
 /// it is not this package's binary: `scripts/test` builds it first.
 pub fn cofer(dir: &Path, args: &[&str]) -> std::process::Output {
+    cofer_command(dir, args).output().unwrap()
+}
+
+/// The same, not yet started.
+pub fn cofer_command(dir: &Path, args: &[&str]) -> Command {
     let bin = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/debug/cofer");
     assert!(
         bin.exists(),
         "{} is missing: build it with `cargo build -p cofer-cli` (scripts/test does)",
         bin.display()
     );
-    Command::new(bin)
+    let mut command = Command::new(bin);
+    command
         .args(args)
         .current_dir(dir)
         .env("GIT_PAGER", "cat")
-        .env("COFER_TEST_USER_GIT", "1")
-        .output()
-        .unwrap()
+        .env("COFER_TEST_USER_GIT", "1");
+    command
 }
 
 /// `podman args` as the user would run it; its stdout. Without Podman,

@@ -28,6 +28,7 @@ mod layout;
 mod lifetime;
 mod mock_llm;
 mod pi;
+mod pipes;
 mod planted;
 mod pty;
 mod registry;
