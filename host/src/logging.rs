@@ -75,18 +75,3 @@ pub fn init(one_shot: bool) -> Result<()> {
         .init();
     Ok(())
 }
-
-/// `host call … | head`: a reader that stops early ends the output with a
-/// broken pipe (`os error 232` on Windows), which `println!` turns into a
-/// panic and a backtrace. Exit as a Unix tool does there (141), quietly.
-pub fn quiet_when_the_reader_leaves() {
-    let default = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        let said = info.payload_as_str().unwrap_or_default();
-        let gone = said.contains("Broken pipe") || said.contains("os error 232");
-        if said.starts_with("failed printing to stdout") && gone {
-            std::process::exit(141);
-        }
-        default(info)
-    }));
-}

@@ -357,7 +357,7 @@ pub fn main() -> ExitCode {
         matches!(cli.command, Command::Serve { .. }).then(crate::platform::start_watchdog);
     let one_shot = matches!(cli.command, Command::List { .. } | Command::Call { .. });
     if one_shot {
-        crate::logging::quiet_when_the_reader_leaves();
+        quietpipe::quiet_when_the_reader_leaves();
     }
     if let Err(e) = crate::logging::init(one_shot) {
         eprintln!("error: {e:#}");

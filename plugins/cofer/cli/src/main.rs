@@ -139,7 +139,7 @@ enum Command {
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
-    quiet_when_the_reader_leaves();
+    quietpipe::quiet_when_the_reader_leaves();
     match run(Cli::parse()).await {
         Ok(code) => code,
         Err(e) => {
@@ -147,21 +147,6 @@ async fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
-}
-
-/// `cofer list --json | head`: a reader that stops early ends the output
-/// with a broken pipe, which `println!` turns into a panic and a
-/// backtrace. Exit as a Unix tool does there (141), saying nothing.
-fn quiet_when_the_reader_leaves() {
-    let default = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        let said = info.payload_as_str().unwrap_or_default();
-        let gone = said.contains("Broken pipe") || said.contains("os error 232");
-        if said.starts_with("failed printing to stdout") && gone {
-            std::process::exit(141);
-        }
-        default(info)
-    }));
 }
 
 async fn run(cli: Cli) -> Result<ExitCode> {
