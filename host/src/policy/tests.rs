@@ -247,3 +247,48 @@ fn an_unset_variable_without_fallback_is_an_error() {
         "an explicit empty fallback is fine"
     );
 }
+
+/// Issue 71: what a plugin's programs may touch comes from its policy.
+#[test]
+fn a_plugins_programs_are_confined_to_its_grants_unless_it_says_otherwise() {
+    let text = "[plugins.x]\nfs.write = [\"${workspace}\"]\nprocess.write = [\"${home}/.cache/x\"]\n\
+        process.read = [\"${home}/.ssh\"]\n\
+        process.connect = [443, \"https://a.example:8443/v1\", \"http://b.example\", \"${env:MCP_TEST_UNSET_URL|}\"]\n\
+        [plugins.y]\nprocess.confine = false\n\
+        [plugins.z]\ncontainers.secrets = \"${home}/s.toml\"\n";
+    let config = Config::parse(Some((Path::new("c.toml"), text))).unwrap();
+    let x = config.grants("x", &places(), "c").confinement.unwrap();
+    assert!(
+        x.write.contains(&PathBuf::from("/ws"))
+            && x.write.contains(&PathBuf::from("/home/u/.cache/x"))
+    );
+    assert!(x.write.contains(&PathBuf::from("/dev/null")));
+    assert_eq!(x.read[0], PathBuf::from("/"));
+    assert!(x.read.contains(&PathBuf::from("/home/u/.ssh")));
+    for hidden in ["/home/u/.ssh", "/home/u/.aws", "/cache", "/home/u/s.toml"] {
+        assert!(
+            x.hidden.contains(&PathBuf::from(hidden)),
+            "{hidden}: {:?}",
+            x.hidden
+        );
+    }
+    assert_eq!(x.connect, Some(vec![443, 8443, 80]));
+    assert_eq!(x.bind, None);
+    assert!(config.grants("y", &places(), "c").confinement.is_none());
+    // A process.write folder is one a plugin writes: no program is looked up there.
+    assert!(
+        config
+            .grants("y", &places(), "c")
+            .untrusted_dirs
+            .contains(&PathBuf::from("/home/u/.cache/x"))
+    );
+    let bad = Config::parse(Some((
+        Path::new("c.toml"),
+        "[plugins.x]\nprocess.connect = [\"port 80\"]\n",
+    )));
+    let why = format!("{:#}", bad.unwrap_err());
+    assert!(
+        why.contains("process.connect") && why.contains("neither a port nor a URL"),
+        "{why}"
+    );
+}
