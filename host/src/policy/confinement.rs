@@ -103,8 +103,10 @@ impl Config {
     fn hidden(&self, places: &Places) -> Vec<PathBuf> {
         let mut hidden: Vec<PathBuf> = HIDDEN_IN_HOME.iter().map(|h| places.home.join(h)).collect();
         hidden.push(places.cache_dir.clone());
+        // Registry logins wherever Podman and the host look for them.
+        hidden.extend(crate::install::auth::auth_files());
         hidden.extend(
-            ["REGISTRY_AUTH_FILE", "DOCKER_CONFIG", "GNUPGHOME"]
+            ["DOCKER_CONFIG", "GNUPGHOME"]
                 .iter()
                 .filter_map(|v| std::env::var_os(v).filter(|v| !v.is_empty()))
                 .map(PathBuf::from),
@@ -113,7 +115,6 @@ impl Config {
             hidden.push(Path::new(&run).join("containers"));
         }
         if let Some(config) = dirs::config_dir() {
-            hidden.push(config.join("containers/auth.json"));
             hidden.push(config.join("gh"));
         }
         // Every plugin's Cofer secret references: they name where the
@@ -129,22 +130,25 @@ impl Config {
     }
 }
 
-/// A port setting's port: a number, a number in text, or a URL's port
-/// (its scheme's when it names none); nothing for an empty text.
+/// A port setting's port: a number, or its text (placeholders expanded)
+/// as [`port_in`] reads it.
 fn port_of(port: &Port, places: &Places, plugin_cache: &Path) -> Option<u16> {
     match port {
         Port::Number(n) => Some(*n),
-        Port::Text(text) => {
-            let text = expand(text, places, plugin_cache);
-            let text = text.trim();
-            if text.is_empty() {
-                return None;
-            }
-            text.parse()
-                .ok()
-                .or_else(|| reqwest::Url::parse(text).ok()?.port_or_known_default())
-        }
+        Port::Text(text) => port_in(&expand(text, places, plugin_cache)),
     }
+}
+
+/// The port a text names: a number, or a URL's port (its scheme's when
+/// it names none); nothing for an empty text or anything else.
+fn port_in(text: &str) -> Option<u16> {
+    let text = text.trim();
+    if text.is_empty() {
+        return None;
+    }
+    text.parse()
+        .ok()
+        .or_else(|| reqwest::Url::parse(text).ok()?.port_or_known_default())
 }
 
 /// Refuse a `process.connect`/`process.bind` entry written in the file
@@ -152,11 +156,6 @@ fn port_of(port: &Port, places: &Places, plugin_cache: &Path) -> Option<u16> {
 /// variable (`${env:PI_BASE_URL|}`) that is neither adds no port: the
 /// plugin that reads the same variable says what is wrong with it.
 pub(super) fn check_ports(plugin: &str, process: &super::ProcessPolicy) -> anyhow::Result<()> {
-    let places = Places {
-        workspace: PathBuf::new(),
-        home: PathBuf::new(),
-        cache_dir: PathBuf::new(),
-    };
     for (key, ports) in [
         ("process.connect", &process.connect),
         ("process.bind", &process.bind),
@@ -164,14 +163,13 @@ pub(super) fn check_ports(plugin: &str, process: &super::ProcessPolicy) -> anyho
         for port in ports.iter().flatten() {
             if let Port::Text(text) = port
                 && !text.contains("${")
+                && !text.trim().is_empty()
+                && port_in(text).is_none()
             {
-                let expanded = expand(text, &places, Path::new(""));
-                if !expanded.trim().is_empty() && port_of(port, &places, Path::new("")).is_none() {
-                    anyhow::bail!(
-                        "[plugins.{plugin}] {key}: `{text}` is `{expanded}`, neither a port nor a URL with \
-                         one: give a number (443) or a URL (https://host:8443)"
-                    );
-                }
+                anyhow::bail!(
+                    "[plugins.{plugin}] {key}: `{text}` is neither a port nor a URL with one: give a \
+                     number (443) or a URL (https://host:8443)"
+                );
             }
         }
     }

@@ -58,10 +58,14 @@ fn ruleset(c: &Confinement) -> Result<RulesetCreated, RulesetError> {
     Ok(created)
 }
 
+/// [`ruleset`], its error in words for the start that needed it.
+fn built(c: &Confinement) -> io::Result<RulesetCreated> {
+    ruleset(c).map_err(|e| io::Error::other(format!("cannot confine the program: {e}")))
+}
+
 /// Make `command` confine its child before exec.
 pub fn prepare(command: &mut tokio::process::Command, c: &Confinement) -> io::Result<()> {
-    let created =
-        ruleset(c).map_err(|e| io::Error::other(format!("cannot confine the program: {e}")))?;
+    let created = built(c)?;
     // No descriptor: this kernel has no Landlock, and [`probe`] says so.
     let Some(fd): Option<OwnedFd> = created.into() else {
         return Ok(());
@@ -90,15 +94,10 @@ pub fn start<T: Send>(
     c: &Confinement,
     start: impl FnOnce() -> io::Result<T> + Send,
 ) -> io::Result<T> {
-    let created =
-        ruleset(c).map_err(|e| io::Error::other(format!("cannot confine the program: {e}")))?;
-    // A tokio child registers its pipes and exit with the runtime it is
-    // started in: the thread enters the caller's.
-    let runtime = tokio::runtime::Handle::try_current().ok();
+    let created = built(c)?;
     std::thread::scope(|scope| {
         scope
             .spawn(move || {
-                let _entered = runtime.as_ref().map(|r| r.enter());
                 created
                     .restrict_self()
                     .map_err(|e| io::Error::other(format!("cannot confine the program: {e}")))?;
