@@ -141,3 +141,52 @@ fn the_platform_says_what_it_confines() {
         assert!(said.starts_with("NOT confined"), "{said}");
     }
 }
+
+/// A pseudo-terminal's program (started from a thread that confines
+/// itself, portable-pty having no hook before exec) is confined the same.
+#[tokio::test]
+async fn a_confined_terminal_writes_only_where_it_is_granted() {
+    if !landlock_here() {
+        return;
+    }
+    let ours = tempfile::tempdir().unwrap();
+    let other = tempfile::tempdir().unwrap();
+    let (inside, outside) = (ours.path().join("in"), other.path().join("out"));
+    let script = format!(
+        "echo in > {}; echo rc-in=$?; echo out > {}; echo rc-out=$?; echo done",
+        inside.display(),
+        outside.display()
+    );
+    let args = ["-c".to_string(), script];
+    let env = [(
+        "PATH".to_string(),
+        std::env::var("PATH").unwrap_or_default(),
+    )];
+    let confinement = granted(ours.path());
+    let mut session = timebox::pty::Session::start(timebox::pty::Program {
+        program: Path::new("/bin/sh"),
+        args: &args,
+        cwd: Path::new("/"),
+        env: &env,
+        rows: 24,
+        cols: 80,
+        confine: Some(&confinement),
+    })
+    .unwrap();
+    let done = regex::Regex::new("done").unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let text = match session
+        .read_until(Some(&done), deadline, &CancellationToken::new())
+        .await
+    {
+        timebox::pty::Read::Matched(text) | timebox::pty::Read::Ended { text, .. } => text,
+        timebox::pty::Read::Cancelled => unreachable!(),
+    };
+    session.end();
+    assert!(
+        text.contains("rc-in=0") && !text.contains("rc-out=0"),
+        "{text}"
+    );
+    assert!(text.contains("Permission denied"), "{text}");
+    assert!(inside.exists() && !outside.exists());
+}
