@@ -55,20 +55,12 @@ pub fn land(
     // A path that resolves to the root itself (`.`, `a/..`, the root's
     // own guest path) changes the root: its "name" there is `.`, which
     // wasmtime-wasi answers as before (a folder made there exists already).
-    let name = match path.file_name() {
-        Some(name) => name.to_os_string(),
-        None => {
-            let real = real_path(&base)?;
-            return Ok(Landing {
-                dir: base,
-                real,
-                name: ".".into(),
-            });
+    let (folder, name) = match (path.parent(), path.file_name()) {
+        (_, None) => (base, OsString::from(".")),
+        (Some(parent), Some(name)) if !parent.as_os_str().is_empty() => {
+            (base.open_dir(parent)?, name.to_os_string())
         }
-    };
-    let folder = match path.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => base.open_dir(parent)?,
-        _ => base,
+        (_, Some(name)) => (base, name.to_os_string()),
     };
     let real = real_path(&folder)?;
     Ok(Landing {
