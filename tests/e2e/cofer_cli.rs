@@ -94,8 +94,42 @@ fn beside_the_agent(f: &Fixture, program: &std::path::Path) -> std::process::Com
         .env("MCP_HOST_CACHE", &f.env.cache)
         .env("GIT_PAGER", "cat")
         .env("COFER_TEST_USER_GIT", "1")
+        .env("TMPDIR", one_shot_tmp(f))
         .envs(f.env.host_vars.iter().map(|(k, v)| (k, v)));
     command
+}
+
+/// The temporary folder of every host `cofer` starts in a test: where a
+/// Podman service the host started keeps its socket.
+fn one_shot_tmp(f: &Fixture) -> std::path::PathBuf {
+    let dir = f.env.dir.path().join("cofer-tmp");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Issue 72: every `cofer` command left the `podman system service` its
+/// host started running, and its folder behind. Nothing started by the
+/// hosts `cofer` ran may be left: no process names their temporary
+/// folder, no folder is left in it.
+fn nothing_left_running(f: &Fixture) {
+    let tmp = one_shot_tmp(f);
+    let needle = tmp.display().to_string();
+    let mut left = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) {
+            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            if cmdline.contains(&needle) {
+                left.push(cmdline);
+            }
+        }
+    }
+    assert!(left.is_empty(), "left running after cofer: {left:?}");
+    let folders: Vec<_> = std::fs::read_dir(&tmp)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert!(folders.is_empty(), "left in {needle}: {folders:?}");
 }
 
 /// `cofer ARGS` beside the agent, `extra` variables on top.
@@ -214,7 +248,10 @@ async fn a_person_drives_environments_from_the_terminal() {
     let json: serde_json::Value =
         serde_json::from_str(&succeeded(&by_hand(&f, &["list", "--json"], &[]))).unwrap();
     assert_eq!(json[0]["id"], "hand");
+    // Still running once the host `cofer create` ran has ended its
+    // Podman service: the container is not the service's.
     assert_eq!(json[0]["container_state"], "running");
+    nothing_left_running(&f);
 
     // One command: its output and exit code are cofer's; its work committed.
     let out = by_hand(
@@ -317,6 +354,7 @@ async fn a_person_drives_environments_from_the_terminal() {
     assert_eq!(git(&f.repo, &["rev-parse", "main"]), main);
     assert!(f.containers().is_empty(), "{}", f.describe_containers());
     failed_saying(&by_hand(&f, &["delete"], &[]), "--all");
+    nothing_left_running(&f);
 }
 
 /// Issue 55: `cofer terminal` is a real shell on a real terminal (driven
@@ -362,6 +400,13 @@ async fn cofer_terminal_is_a_shell_whose_work_is_committed() {
     drop(stdin);
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success(), "{out:?}");
+    // Issue 72: it said "nothing changed" after committing what was typed.
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains("your changes are commit") && !said.contains("nothing changed"),
+        "{said}"
+    );
+    nothing_left_running(&f);
     let files = git(
         &f.repo,
         &["show", "--format=%s", "--name-only", "cofer/shell"],

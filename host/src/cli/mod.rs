@@ -352,9 +352,10 @@ pub fn main() -> ExitCode {
     crate::platform::limit_heap_arenas();
     let cli = Cli::parse();
     // Nothing a call starts may outlive the host: the watchdog is forked
-    // before any thread exists (crate::watchdog).
-    let watchdog =
-        matches!(cli.command, Command::Serve { .. }).then(crate::platform::start_watchdog);
+    // before any thread exists (crate::watchdog); a one-shot `host call`
+    // (every `cofer` command) gets one too, should it be killed mid-call.
+    let watchdog = matches!(cli.command, Command::Serve { .. } | Command::Call { .. })
+        .then(crate::platform::start_watchdog);
     let one_shot = matches!(cli.command, Command::List { .. } | Command::Call { .. });
     if one_shot {
         quietpipe::quiet_when_the_reader_leaves();
@@ -379,6 +380,9 @@ pub fn main() -> ExitCode {
     let result = runtime.block_on(run(cli.command));
     // Blocking threads (a file watcher, a reader) must not hold the exit.
     runtime.shutdown_timeout(Duration::from_millis(100));
+    // A Podman service the host started ends with it, not at the
+    // watchdog's leisure (nor never, for a command without one).
+    crate::podman::end_own_service();
     if one_shot {
         crate::logging::say_hidden_warnings();
     }

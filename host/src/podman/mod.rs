@@ -16,7 +16,7 @@ use std::path::PathBuf;
 use bollard::Docker;
 use bollard::models::{ContainerInspectResponse, ImageInspect};
 
-pub use service::{client, service_dir};
+pub use service::{client, end_own_service, service_dir};
 
 /// Which Podman service: this machine's, or one the policy names.
 #[derive(Debug, Clone, PartialEq)]

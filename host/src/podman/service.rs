@@ -6,7 +6,9 @@
 //! `$XDG_RUNTIME_DIR/podman/podman.sock` otherwise), else a `podman system
 //! service` the host starts on a socket of its own, in
 //! [`service_dir`]: it carries a marker of this host instance, so the
-//! watchdog ends it with the host and removes the directory.
+//! watchdog ends it with the host and removes the directory. A host that
+//! ends in order ends it itself ([`end_own_service`]): a one-shot `host
+//! call` (every `cofer` command) must not leave it running.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -29,6 +31,8 @@ const REQUEST_TIMEOUT_S: u64 = 300;
 /// new local service if need be).
 static CLIENTS: Mutex<Vec<(Engine, Docker)>> = Mutex::const_new(Vec::new());
 static LOST: AtomicBool = AtomicBool::new(false);
+/// The service this host started, if any: its pid and marker.
+static OWN: std::sync::Mutex<Option<(u32, String)>> = std::sync::Mutex::new(None);
 
 /// The API client for `engine`.
 pub async fn client(engine: &Engine) -> Result<Docker, PodmanError> {
@@ -119,6 +123,19 @@ async fn ready(docker: Docker, service: &str) -> Result<Docker, PodmanError> {
         .map_err(|e| unanswered(service, e))
 }
 
+/// End the Podman service this host started (if it did) and remove its
+/// folder: at the end of a one-shot command and of a graceful shutdown.
+/// Blocking: at most the grace period of [`crate::platform::kill_tree`].
+pub fn end_own_service() {
+    let own = OWN.lock().unwrap_or_else(|e| e.into_inner()).take();
+    if let Some((pid, marker)) = own {
+        let pid = i32::try_from(pid).unwrap_or(i32::MAX);
+        crate::platform::kill_tree(pid, &marker);
+        let _ = std::fs::remove_dir_all(service_dir(timebox::instance()));
+        tracing::debug!(pid, "ended the host's Podman service");
+    }
+}
+
 /// `podman system service` on a socket of this host's own, for as long as
 /// the host lives.
 async fn start_service() -> Result<Docker, PodmanError> {
@@ -133,11 +150,12 @@ async fn start_service() -> Result<Docker, PodmanError> {
     let log = std::fs::File::create(&log_path).map_err(|e| {
         PodmanError::Unavailable(format!("cannot make {}: {e}", log_path.display()))
     })?;
+    let marker = timebox::new_marker();
     let mut command = tokio::process::Command::new(program()?);
     command
         .args(["system", "service", "--time=0"])
         .arg(format!("unix://{}", socket.display()))
-        .env(MARKER_VAR, timebox::new_marker())
+        .env(MARKER_VAR, &marker)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(log);
@@ -152,6 +170,9 @@ async fn start_service() -> Result<Docker, PodmanError> {
             && let Ok(docker) = connect_socket(&socket).await
         {
             tracing::info!(socket = %socket.display(), "started Podman's API service for the host");
+            if let Some(pid) = child.id() {
+                *OWN.lock().unwrap_or_else(|e| e.into_inner()) = Some((pid, marker));
+            }
             // It lives as long as the host (the watchdog ends it after);
             // this task only reaps it should it die before.
             tokio::spawn(async move {

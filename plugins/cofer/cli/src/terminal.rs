@@ -57,7 +57,15 @@ pub fn terminal(host: &Host, id: &str, url: Option<&str>) -> Result<ExitCode> {
             "explanation": "Work done by hand in `cofer terminal`",
         }),
     )?;
-    match committed.value["commit"].as_str() {
+    // What the person typed was written before the `true` ran: it comes
+    // back as the changes made since the last command, not the command's.
+    let commit = [
+        &committed.value["commit"],
+        &committed.value["background_changes_commit"],
+    ]
+    .into_iter()
+    .find_map(|c| c.as_str());
+    match commit {
         Some(commit) => eprintln!("cofer: your changes are commit {commit} on cofer/{id}"),
         None => eprintln!("cofer: nothing changed in /workdir"),
     }
