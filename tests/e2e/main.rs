@@ -11,6 +11,7 @@ mod cofer_engines;
 mod cofer_escape;
 mod cofer_files;
 mod cofer_parity;
+mod cofer_secret_forms;
 mod cofer_secrets;
 mod confined;
 mod content;

@@ -267,10 +267,50 @@ async fn a_credential_helper_named_in_dockers_file_is_asked() {
     )
     .unwrap();
 
+    // Issue 70: a helper of the same name planted in the workspace's
+    // `node_modules/.bin`, ahead on PATH, ran during `host install`.
+    let planted_bin = env.workspace.join("node_modules/.bin");
+    std::fs::create_dir_all(&planted_bin).unwrap();
+    let planted_ran = env.dir.path().join("planted-helper-ran");
+    let planted = planted_bin.join("docker-credential-stand-in");
+    std::fs::write(
+        &planted,
+        format!(
+            "#!/bin/sh
+touch {}
+exit 1
+",
+            planted_ran.display()
+        ),
+    )
+    .unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&planted, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+
     let tag = registry.url("tools/hello:2");
     let out = publish(&home, &built_plugin("hello"), &tag).await;
     succeeded(&out);
-    let out = host(&env, &home, &["install", &tag], None).await;
+    let mut command = env.host(&["install", &tag]);
+    home.apply(&mut command);
+    let path = format!(
+        "{}:{}",
+        planted_bin.display(),
+        command
+            .as_std()
+            .get_envs()
+            .find(|(k, _)| *k == "PATH")
+            .and_then(|(_, v)| v)
+            .unwrap()
+            .to_string_lossy()
+    );
+    command.env("PATH", path);
+    let out = run(command, None).await;
+    assert!(
+        !planted_ran.exists(),
+        "a credential helper planted in the workspace ran"
+    );
     let listed = succeeded(&out);
     assert!(listed.starts_with("hello\t"), "{listed}");
     let asked = std::fs::read_to_string(&asked).unwrap();

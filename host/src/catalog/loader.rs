@@ -128,6 +128,11 @@ impl Loader {
                 "secrets the policy names are not set: `host secret set {plugin} NAME` (the value on stdin)"
             );
         }
+        // Masked from the first answer on: a plugin given a value must not
+        // hand it back to the client (nor a program it runs print it).
+        for (name, value) in &secrets {
+            crate::scrub::remember(name, value.expose());
+        }
         grants.secrets = secrets;
         // The plugins' secrets are no program's to read.
         if let Some(confine) = &mut grants.confinement {

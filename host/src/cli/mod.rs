@@ -310,6 +310,12 @@ impl Common {
             )
             .context("cannot make the cache directory's path absolute")?,
         };
+        crate::install::auth::trust_helpers_outside(
+            [places.workspace.clone(), places.cache_dir.clone()]
+                .into_iter()
+                .chain(config.plugin_write_roots(&places))
+                .collect(),
+        );
         let plugins_dir = self
             .plugins
             .or_else(|| Some(dirs::data_dir()?.join("mcp-host/plugins")))

@@ -178,6 +178,17 @@ fn decode(entry: &Value) -> Result<Option<Credentials>> {
     }))
 }
 
+/// The folders a credential helper is never taken from: what plugins
+/// write, the workspace, the host's cache ([`trust_helpers_outside`]).
+static UNTRUSTED: std::sync::OnceLock<Vec<PathBuf>> = std::sync::OnceLock::new();
+
+/// Take credential helpers only from outside `untrusted` from now on (set
+/// once by the command line, from the policy; the current directory alone
+/// otherwise).
+pub fn trust_helpers_outside(untrusted: Vec<PathBuf>) {
+    let _ = UNTRUSTED.set(untrusted);
+}
+
 /// The login `docker-credential-<name> get` gives for `registry`; `None`
 /// when it has none.
 async fn from_helper(name: &str, registry: &str) -> Result<Option<Credentials>> {
@@ -189,7 +200,21 @@ async fn from_helper(name: &str, registry: &str) -> Result<Option<Credentials>> 
         bail!("the credential helper `{name}` is not a helper's name (docker-credential-<name>)");
     }
     let program = format!("docker-credential-{name}");
-    let mut child = tokio::process::Command::new(&program)
+    // Found as a plugin's programs are: never in a folder a plugin, a
+    // container or a project writes (a project's `node_modules/.bin` on
+    // PATH would otherwise choose what runs with the user's logins).
+    let untrusted = UNTRUSTED
+        .get()
+        .cloned()
+        .unwrap_or_else(|| std::env::current_dir().into_iter().collect());
+    let Some(found) = timebox::resolve_trusted(&program, Path::new("/"), &untrusted) else {
+        bail!(
+            "the auth file names the credential helper `{program}`, which is not on PATH outside \
+             the folders plugins, containers and the workspace may write: install it (in /usr/bin \
+             or ~/.local/bin, say) or change the auth file"
+        );
+    };
+    let mut child = tokio::process::Command::new(&found)
         .arg("get")
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())

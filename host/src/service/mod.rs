@@ -252,6 +252,10 @@ impl Service {
         tracing::debug!(target: "call", plugin = %plugin.name, tool = %exposed, %trace_id, "tool call started");
         // The call's own cancellation, or the host's shutdown.
         let call_cancel = self.shutdown.child_token();
+        // Every value this plugin's commands may have been given, by this
+        // process or an earlier one, is known before anything of the call
+        // goes out (its log lines and progress included).
+        crate::secret_refs::know_all(&plugin.grants).await;
         let linked = {
             let call_cancel = call_cancel.clone();
             async move {

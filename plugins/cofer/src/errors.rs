@@ -77,6 +77,13 @@ pub fn from_container(step: &str, e: ContainerError) -> ToolError {
             e.retryable = true;
             e
         }
+        // The host's words for a secret reference it cannot resolve: the
+        // arguments are fine; the person fixes it where the host runs.
+        ContainerError::Invalid(why) if why.starts_with("secret `") => error(
+            "secret_unresolved",
+            why,
+            "ask the person to do what the message says on the host's machine (set the variable where the host starts, install the secret manager's CLI, or `cofer config secret unset NAME`); other arguments will not help",
+        ),
         ContainerError::Invalid(why) => error("invalid_request", why, "correct the arguments"),
         ContainerError::Unavailable(why) => {
             let again = restarts(&why);

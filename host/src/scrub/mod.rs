@@ -1,17 +1,22 @@
 //! Secret values kept out of everything the host gives back: every value a
 //! secret reference resolved to ([`crate::secret_refs`]) is remembered here
 //! for the host's life, and every tool reply and plugin log line is
-//! scrubbed of it (and of its base64 and URL-encoded forms) on the way
-//! out, whichever plugin or path it came by: a command's output, a file a
-//! command wrote and a plugin read, a diff, an error.
+//! scrubbed of it (and of the forms programs write it in: [`forms`]) on
+//! the way out, whichever plugin or path it came by: a command's output, a
+//! file a command wrote and a plugin read, a diff, an error.
 //!
 //! Process-wide on purpose: a value must not reach a client through any
-//! plugin, and the replies of every plugin pass one place.
+//! plugin, and the replies of every plugin pass one place. Values are
+//! known before the first answer of a process that could carry one: a
+//! plugin's own secrets when it is given them, a repository's Cofer
+//! secrets before a call of a plugin that may ask for them
+//! ([`crate::secret_refs::know_all`]).
+
+mod forms;
 
 use std::borrow::Cow;
 use std::sync::{LazyLock, RwLock};
 
-use base64::Engine as _;
 use serde_json::Value;
 
 /// Shorter values would scrub ordinary words out of every answer;
@@ -32,16 +37,9 @@ pub fn remember(name: &str, value: &str) {
         return;
     }
     let mask = format!("***{name}");
-    let b64 = base64::engine::general_purpose::STANDARD.encode(value);
-    let forms = [
-        value.to_string(),
-        b64.trim_end_matches('=').to_string(),
-        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(value),
-        percent_encoded(value),
-    ];
     let mut known = KNOWN.write().expect("scrub list");
-    for text in forms {
-        if text.len() >= MIN_LEN && !known.iter().any(|f| f.text == text) {
+    for text in forms::of(value) {
+        if !known.iter().any(|f| f.text == text) {
             known.push(Form {
                 text,
                 mask: mask.clone(),
@@ -50,18 +48,6 @@ pub fn remember(name: &str, value: &str) {
     }
     // Longest first: a value that contains another is masked whole.
     known.sort_by(|a, b| b.text.len().cmp(&a.text.len()));
-}
-
-fn percent_encoded(value: &str) -> String {
-    value
-        .bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
 }
 
 /// Whether any value is known: until a secret is resolved, nothing is
@@ -127,6 +113,7 @@ pub fn scrub_json(value: &mut Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use base64::Engine as _;
 
     #[test]
     fn values_and_their_forms_are_masked_with_the_name() {
@@ -136,6 +123,18 @@ mod tests {
         let b64 = base64::engine::general_purpose::STANDARD.encode("hunter2-s3cret/value");
         assert!(!scrub(&b64).contains(b64.trim_end_matches('=')));
         assert!(!scrub("x=hunter2-s3cret%2Fvalue").contains("hunter2"));
+        // Base64 of the value in the middle of a stream, at an offset.
+        let mid = base64::Engine::encode(
+            &base64::engine::general_purpose::STANDARD,
+            "ab:hunter2-s3cret/value:cd",
+        );
+        assert!(scrub(&mid).contains("***DB_PASSWORD"), "{mid}");
+        // A multi-line value line by line, as a diff shows it.
+        remember("KEY", "first-line-of-key\nsecond-line-of-key\n");
+        assert_eq!(
+            scrub("+first-line-of-key\n+second-line-of-key"),
+            "+***KEY\n+***KEY"
+        );
         // Output that starts in the middle of the value.
         assert_eq!(scrub("cret/value\nnext"), "***DB_PASSWORD\nnext");
         let mut json = serde_json::json!({"stdout": ["hunter2-s3cret/value"]});
