@@ -417,3 +417,48 @@ async fn cofer_terminal_is_a_shell_whose_work_is_committed() {
     assert_eq!(at("where.txt").trim(), "/workdir");
     assert!(at("tty.txt").starts_with("/dev/pts/"), "{}", at("tty.txt"));
 }
+
+/// Issue 70, item 8: what an agent wrote (a commit message, a file, a
+/// title) reaches the person's terminal without an ESC or C1 sequence or
+/// a bidi override, in `cofer log`, `cofer diff`, `cofer list` and
+/// `cofer list --json` (which keeps the value, escaped).
+#[tokio::test(flavor = "multi_thread")]
+async fn an_agents_text_carries_no_terminal_sequence_to_cofer() {
+    let Some(f) = Fixture::with_podman(&[], true).await else {
+        return;
+    };
+    let client = f.env.start().await;
+    let mut args = f.create_args("esc");
+    args["title"] = serde_json::json!("ti\u{202e}tle\u{9b}2J");
+    let r = client.call("environment_create", args).await;
+    assert!(!is_error(&r), "{r:?}");
+    // A file and a commit message holding ESC (OSC retitle, CSI clear),
+    // a C1 CSI and a bidi override.
+    let mut run = f.run_args(
+        "esc",
+        "printf 'safe\\033]0;pwned\\007\\033[2J\\302\\233\\342\\200\\256x\\n' > shown.txt",
+    );
+    run["explanation"] = serde_json::json!("message \u{1b}[2J\u{9b}31m\u{2066}evil");
+    let r = client.call("environment_run_cmd", run).await;
+    assert!(!is_error(&r), "{r:?}");
+    let raw_seen = |text: &str| {
+        text.contains('\u{1b}')
+            || text.contains('\u{9b}')
+            || text.contains('\u{202e}')
+            || text.contains('\u{2066}')
+            || text.contains('\u{7}')
+    };
+    for args in [&["log", "esc"][..], &["diff", "esc"], &["list"]] {
+        let out = by_hand(&f, args, &[]);
+        let said = succeeded(&out);
+        assert!(!raw_seen(&said), "cofer {args:?}: {said:?}");
+        assert!(
+            said.contains("safe") || said.contains("ti"),
+            "cofer {args:?}: {said:?}"
+        );
+    }
+    let json = succeeded(&by_hand(&f, &["list", "--json"], &[]));
+    assert!(!raw_seen(&json), "{json:?}");
+    let listed: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(listed[0]["title"], "ti\u{202e}tle\u{9b}2J");
+}

@@ -307,16 +307,7 @@ impl Repo {
             .output()
             .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
             .unwrap_or_default();
-        // As git itself: `GIT_PAGER` (which wins over any setting), the
-        // global `core.pager`, `PAGER`, else `less`.
-        let pager = commands::global_command("core.pager")
-            .as_std_mut()
-            .output()
-            .ok()
-            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-            .filter(|p| !p.is_empty())
-            .or_else(|| std::env::var("PAGER").ok().filter(|p| !p.is_empty()))
-            .unwrap_or_else(|| "less".into());
+        let pager = person_pager();
         let mut settings: Vec<String> = ["core.hooksPath=/dev/null", "core.fsmonitor=false"]
             .into_iter()
             .chain(
@@ -462,6 +453,25 @@ fn linked_worktrees(git_dir: &Path) -> Vec<(std::ffi::OsString, PathBuf)> {
             Some((entry.file_name(), tree))
         })
         .collect()
+}
+
+/// The person's pager, as git itself chooses it: the global `core.pager`
+/// (`GIT_PAGER` wins over it where git runs), `PAGER`, else `less`; never
+/// a repository's.
+pub fn person_pager() -> String {
+    std::env::var("GIT_PAGER")
+        .ok()
+        .filter(|p| !p.is_empty())
+        .or_else(|| {
+            commands::global_command("core.pager")
+                .as_std_mut()
+                .output()
+                .ok()
+                .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+                .filter(|p| !p.is_empty())
+        })
+        .or_else(|| std::env::var("PAGER").ok().filter(|p| !p.is_empty()))
+        .unwrap_or_else(|| "less".into())
 }
 
 static PROGRAM: OnceLock<PathBuf> = OnceLock::new();

@@ -14,7 +14,7 @@ pub fn printable(text: &str) -> String {
     for c in chars.by_ref() {
         let piece = match c {
             '\n' | '\t' => c.to_string(),
-            c if c.is_control() => c.escape_unicode().to_string(),
+            c if termtext::hidden(c) => c.escape_unicode().to_string(),
             c => c.to_string(),
         };
         shown += piece.chars().count();

@@ -108,14 +108,16 @@ pub fn config(repo: &Repo, host: &crate::host::Host, command: ConfigCommand) -> 
             if json {
                 let mut value = serde_json::to_value(&project)?;
                 value["secrets"] = serde_json::to_value(&secrets)?;
-                println!("{}", serde_json::to_string_pretty(&value)?);
+                println!("{}", termtext::json(&serde_json::to_string_pretty(&value)?));
             } else {
                 println!(
                     "base image:     {}",
-                    project
-                        .base_image
-                        .as_deref()
-                        .unwrap_or("(the host's COFER_DEFAULT_IMAGE)")
+                    termtext::line(
+                        project
+                            .base_image
+                            .as_deref()
+                            .unwrap_or("(the host's COFER_DEFAULT_IMAGE)")
+                    )
                 );
                 list("setup commands", &project.setup_commands);
                 list("variables", &project.envs);
@@ -126,7 +128,10 @@ pub fn config(repo: &Repo, host: &crate::host::Host, command: ConfigCommand) -> 
             return Ok(());
         }
         ConfigCommand::BaseImage(BaseImage::Get) => {
-            println!("{}", project.base_image.as_deref().unwrap_or(""));
+            println!(
+                "{}",
+                termtext::line(project.base_image.as_deref().unwrap_or(""))
+            );
             return Ok(());
         }
         ConfigCommand::BaseImage(BaseImage::Set { image }) => {
@@ -135,7 +140,10 @@ pub fn config(repo: &Repo, host: &crate::host::Host, command: ConfigCommand) -> 
         }
         ConfigCommand::BaseImage(BaseImage::Reset) => project.base_image = None,
         ConfigCommand::SetupCommand(Commands::List) => {
-            project.setup_commands.iter().for_each(|c| println!("{c}"));
+            project
+                .setup_commands
+                .iter()
+                .for_each(|c| println!("{}", termtext::line(c)));
             return Ok(());
         }
         ConfigCommand::SetupCommand(Commands::Add { command }) => {
@@ -152,7 +160,10 @@ pub fn config(repo: &Repo, host: &crate::host::Host, command: ConfigCommand) -> 
         }
         ConfigCommand::SetupCommand(Commands::Clear) => project.setup_commands.clear(),
         ConfigCommand::Env(Vars::List) => {
-            project.envs.iter().for_each(|v| println!("{v}"));
+            project
+                .envs
+                .iter()
+                .for_each(|v| println!("{}", termtext::line(v)));
             return Ok(());
         }
         ConfigCommand::Env(Vars::Set { key, value }) => {
@@ -200,7 +211,7 @@ fn list(what: &str, items: &[String]) {
     }
     println!("{what}:");
     for item in items {
-        println!("  {}", crate::list::printable(item));
+        println!("  {}", termtext::line(item));
     }
 }
 

@@ -30,18 +30,10 @@ pub fn environments(host: &Host) -> Result<Vec<Value>> {
         .unwrap_or_default())
 }
 
-/// Text an agent wrote (titles, commit messages), made safe to print on
-/// the person's terminal: no control characters, so no escape sequences.
-pub fn printable(text: &str) -> String {
-    text.chars()
-        .map(|c| if c.is_control() { '\u{fffd}' } else { c })
-        .collect()
-}
-
 /// One environment's field as a table cell.
 fn cell(env: &Value, key: &str) -> String {
     match &env[key] {
-        Value::String(s) => printable(s),
+        Value::String(s) => termtext::line(s),
         Value::Null => "-".into(),
         other => other.to_string(),
     }
@@ -96,7 +88,7 @@ pub async fn last_commands(repo: &Repo, id: &str, n: usize) -> Vec<String> {
     let count = format!("--max-count={n}");
     repo.run(&["log", &count, "--format=%h %cr  %s", &range, "--"])
         .await
-        .map(|out| out.lines().map(printable).collect())
+        .map(|out| out.lines().map(termtext::line).collect())
         .unwrap_or_default()
 }
 

@@ -24,6 +24,7 @@ mod host;
 mod list;
 mod repo;
 mod secrets;
+mod shown;
 mod take;
 mod terminal;
 
@@ -143,7 +144,7 @@ async fn main() -> ExitCode {
     match run(Cli::parse()).await {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("cofer: {e:#}");
+            eprintln!("cofer: {}", termtext::lines(&format!("{e:#}")));
             ExitCode::FAILURE
         }
     }
@@ -163,10 +164,13 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Command::List { json, quiet } => {
             let environments = list::environments(&host)?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&environments)?);
+                println!(
+                    "{}",
+                    termtext::json(&serde_json::to_string_pretty(&environments)?)
+                );
             } else if quiet {
                 for env in &environments {
-                    println!("{}", list::printable(env["id"].as_str().unwrap_or("")));
+                    println!("{}", termtext::line(env["id"].as_str().unwrap_or("")));
                 }
             } else {
                 print!("{}", list::table(&environments));
@@ -202,7 +206,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             }
             let made = host.call("environment_create", args)?;
             let id = made.value["id"].as_str().unwrap_or_default();
-            println!("{}", made.text);
+            println!("{}", termtext::lines(&made.text));
             eprintln!(
                 "cofer: environment `{id}` is ready; tell the agent to open it (environment_open with environment_id `{id}`)"
             );
@@ -216,7 +220,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
                 Some(base) => format!("{base}..{work}"),
                 None => work,
             };
-            repo::show(
+            shown::show(
                 &repo,
                 &["log", "--patch", "--no-ext-diff", "--no-textconv", &range],
             )
@@ -226,11 +230,11 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             // Against the commit it was made from, as environment_diff and
             // `cofer log` are: not against the branch the user is on now.
             match repo::base_commit(&repo, &id) {
-                Some(base) => repo::show(
+                Some(base) => shown::show(
                     &repo,
                     &["diff", "--no-ext-diff", "--no-textconv", &base, &work],
                 ),
-                None => repo::show(
+                None => shown::show(
                     &repo,
                     &[
                         "diff",

@@ -142,7 +142,7 @@ pub async fn checkout(repo: &Repo, id: &str) -> Result<ExitCode> {
         .await?
         .is_some();
     if !exists {
-        let code = show(repo, &["checkout", "-b", &branch, &work])?;
+        let code = person_runs(repo, &["checkout", "-b", &branch, &work])?;
         if code == ExitCode::SUCCESS {
             repo.run(&["config", &marker, id]).await?;
         }
@@ -158,11 +158,11 @@ pub async fn checkout(repo: &Repo, id: &str) -> Result<ExitCode> {
              rename it (`git branch -m {branch} OTHER`) and run `cofer checkout {id}` again"
         );
     }
-    let code = show(repo, &["checkout", &branch])?;
+    let code = person_runs(repo, &["checkout", &branch])?;
     if code != ExitCode::SUCCESS {
         return Ok(code);
     }
-    show(repo, &["merge", "--ff-only", &work])
+    person_runs(repo, &["merge", "--ff-only", &work])
 }
 
 /// The commit environment `id` was made from, from its record.
@@ -179,8 +179,11 @@ pub fn base_commit(repo: &Repo, id: &str) -> Option<String> {
         .then(|| base.to_string())
 }
 
-/// Run a git command with the user's terminal (their pager, colours).
-pub fn show(repo: &Repo, args: &[&str]) -> Result<ExitCode> {
+/// Run a git command of the person's on their terminal (a checkout, a
+/// fast-forward): what git prints there is about refs and paths, and git
+/// quotes a path with control characters itself (`core.quotePath`).
+/// Agent-written text (messages, contents) goes through [`crate::shown`].
+fn person_runs(repo: &Repo, args: &[&str]) -> Result<ExitCode> {
     let status = repo.user_command(args).status().context("cannot run git")?;
     Ok(if status.success() {
         ExitCode::SUCCESS
