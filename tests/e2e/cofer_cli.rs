@@ -111,7 +111,7 @@ fn one_shot_tmp(f: &Fixture) -> std::path::PathBuf {
 /// host started running, and its folder behind. Nothing started by the
 /// hosts `cofer` ran may be left: no process names their temporary
 /// folder, no folder is left in it.
-fn nothing_left_running(f: &Fixture) {
+pub(crate) fn nothing_left_running(f: &Fixture) {
     let tmp = one_shot_tmp(f);
     let needle = tmp.display().to_string();
     let mut left = Vec::new();
@@ -133,7 +133,7 @@ fn nothing_left_running(f: &Fixture) {
 }
 
 /// `cofer ARGS` beside the agent, `extra` variables on top.
-fn by_hand(f: &Fixture, args: &[&str], extra: &[(&str, &str)]) -> std::process::Output {
+pub(crate) fn by_hand(f: &Fixture, args: &[&str], extra: &[(&str, &str)]) -> std::process::Output {
     beside_the_agent(f, &cofer_bin())
         .args(args)
         .envs(extra.iter().copied())
@@ -176,7 +176,7 @@ fn watch_until(f: &Fixture, needle: &str) -> String {
     seen
 }
 
-fn failed_saying(out: &std::process::Output, words: &str) {
+pub(crate) fn failed_saying(out: &std::process::Output, words: &str) {
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "expected a failure: {said}");
     assert!(said.contains(words), "{said}");

@@ -7,6 +7,7 @@ mod asking;
 mod clients;
 mod cofer;
 mod cofer_cli;
+mod cofer_cli_answers;
 mod cofer_engines;
 mod cofer_escape;
 mod cofer_files;

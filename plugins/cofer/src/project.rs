@@ -38,7 +38,7 @@ pub fn read(repo: &str) -> Result<Project, ToolError> {
         error(
             "precondition_failed",
             format!("the repository's Cofer config {path} cannot be used: {why}"),
-            "fix or reset it from the terminal (`cofer config show`, `cofer config base-image reset`, …), then call the tool again",
+            "ask the person to fix it from the terminal (`cofer config show` shows what is wrong, `cofer config reset` starts over), then call the tool again",
         )
     };
     let bytes = match std::fs::metadata(&path) {

@@ -33,6 +33,10 @@ pub enum ConfigCommand {
     Secret(crate::secrets::SecretCommand),
     /// Make an environment's configuration the default for new ones.
     Import { id: String },
+    /// Start over: the file is moved aside (kept beside it as
+    /// `config.json.bak`) and new environments start from the host's
+    /// defaults. For a file that no longer reads.
+    Reset,
 }
 
 #[derive(Subcommand)]
@@ -83,7 +87,10 @@ impl Project {
         let path = path(repo);
         match std::fs::read(&path) {
             Ok(bytes) => serde_json::from_slice(&bytes).with_context(|| {
-                format!("{} is not a Cofer config: fix or remove it", path.display())
+                format!(
+                    "{} is not a Cofer config: `cofer config show` shows it, `cofer config reset` starts over",
+                    path.display()
+                )
             }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Project::default()),
             Err(e) => Err(e).with_context(|| format!("cannot read {}", path.display())),
@@ -101,8 +108,15 @@ impl Project {
 }
 
 pub fn config(repo: &Repo, host: &crate::host::Host, command: ConfigCommand) -> Result<()> {
-    let mut project = Project::read(repo)?;
+    let read = Project::read(repo);
+    let mut project = match (read, &command) {
+        (Ok(project), _) => project,
+        (Err(e), ConfigCommand::Show { .. }) => return show_broken(repo, e),
+        (Err(_), ConfigCommand::Reset) => return reset(repo),
+        (Err(e), _) => return Err(e),
+    };
     match command {
+        ConfigCommand::Reset => return reset(repo),
         ConfigCommand::Show { json } => {
             let secrets = crate::secrets::names(repo)?;
             if json {
@@ -191,6 +205,37 @@ pub fn config(repo: &Repo, host: &crate::host::Host, command: ConfigCommand) -> 
     println!(
         "saved {}; new environments start from it",
         path(repo).display()
+    );
+    Ok(())
+}
+
+/// A file that does not read: what is wrong, its text (made safe to
+/// print), and the way out; the command fails.
+fn show_broken(repo: &Repo, e: anyhow::Error) -> Result<()> {
+    let path = path(repo);
+    let text = std::fs::read(&path).unwrap_or_default();
+    let text = String::from_utf8_lossy(&text[..text.len().min(64 * 1024)]).into_owned();
+    println!("{}", termtext::lines(&text));
+    bail!(
+        "{:#}\nfix it in an editor, or `cofer config reset` to move it aside and start from the host's defaults",
+        e
+    )
+}
+
+/// Move the file aside (`config.json.bak`, replacing an older one).
+fn reset(repo: &Repo) -> Result<()> {
+    let path = path(repo);
+    if !path.exists() {
+        println!("{} does not exist: nothing to reset", path.display());
+        return Ok(());
+    }
+    let aside = path.with_extension("json.bak");
+    std::fs::rename(&path, &aside)
+        .with_context(|| format!("cannot move {} aside", path.display()))?;
+    println!(
+        "moved {} to {}; new environments start from the host's defaults",
+        path.display(),
+        aside.display()
     );
     Ok(())
 }

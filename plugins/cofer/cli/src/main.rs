@@ -248,17 +248,28 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Merge { id, delete } => {
             print!("{}", take::take(&repo, &id, take::How::Merge).await?);
             if delete {
-                delete_one(&host, &id)?;
+                delete_one(&host, &repo, &id).await?;
             }
             done
         }
         Command::Apply { id, delete } => {
             print!("{}", take::take(&repo, &id, take::How::Apply).await?);
-            eprintln!(
-                "cofer: {id}'s changes are staged in your tree, not committed (`git diff --cached`)"
-            );
+            // `diff --cached --quiet` fails when something is staged.
+            let staged = repo
+                .run(&["diff", "--cached", "--quiet", "--no-ext-diff"])
+                .await
+                .is_err();
+            if staged {
+                eprintln!(
+                    "cofer: {id}'s changes are staged in your tree, not committed (`git diff --cached`)"
+                );
+            } else {
+                eprintln!(
+                    "cofer: {id} has nothing your branch does not have already; nothing was staged"
+                );
+            }
             if delete {
-                delete_one(&host, &id)?;
+                delete_one(&host, &repo, &id).await?;
             }
             done
         }
@@ -274,7 +285,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
                 ids
             };
             for id in &ids {
-                delete_one(&host, id)?;
+                delete_one(&host, &repo, id).await?;
             }
             done
         }
@@ -321,13 +332,19 @@ fn quoted(word: &str) -> String {
     }
 }
 
-fn delete_one(host: &Host, id: &str) -> Result<()> {
+/// Destroy environment `id`, and the local branch `cofer checkout` made
+/// for it unless it holds work of the person's ([`repo::forget_checkout`]).
+async fn delete_one(host: &Host, repo: &Repo, id: &str) -> Result<()> {
     repo::check_id(id)?;
+    let tip = hostgit::resolve(repo, &format!("refs/heads/cofer/{id}")).await?;
     let removed = host.call("environment_destroy", json!({"environment_id": id}))?;
     println!(
         "deleted {id}: {}",
-        removed.text.lines().next().unwrap_or("")
+        termtext::line(removed.text.lines().next().unwrap_or(""))
     );
+    if let Some(said) = repo::forget_checkout(repo, id, tip.as_deref()).await? {
+        println!("{said}");
+    }
     Ok(())
 }
 
@@ -365,7 +382,7 @@ async fn prune(host: &Host, repo: &Repo, dry_run: bool) -> Result<()> {
         if dry_run {
             println!("would delete {id}: {why}");
         } else {
-            delete_one(host, &id)?;
+            delete_one(host, repo, &id).await?;
         }
     }
     Ok(())

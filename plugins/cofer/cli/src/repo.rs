@@ -165,6 +165,52 @@ pub async fn checkout(repo: &Repo, id: &str) -> Result<ExitCode> {
     person_runs(repo, &["merge", "--ff-only", &work])
 }
 
+/// After environment `id` is destroyed: the local branch `cofer checkout`
+/// made for it goes too, when it holds nothing but the environment's work
+/// (it points into `tip`, the environment's last commit) and is not the
+/// branch the person is on; otherwise it stays, and the answer says why.
+/// A branch of that name `cofer checkout` did not make is not looked at.
+pub async fn forget_checkout(repo: &Repo, id: &str, tip: Option<&str>) -> Result<Option<String>> {
+    let branch = local_branch(id);
+    let Some(at) = git::resolve(repo, &format!("refs/heads/{branch}")).await? else {
+        return Ok(None);
+    };
+    let marker = format!("branch.{branch}.cofer-environment");
+    let ours = repo
+        .run(&["config", "--get", &marker])
+        .await
+        .is_ok_and(|value| value.trim() == id);
+    if !ours {
+        return Ok(None);
+    }
+    let head = repo
+        .run(&["symbolic-ref", "--quiet", "HEAD"])
+        .await
+        .unwrap_or_default();
+    if head.trim() == format!("refs/heads/{branch}") {
+        return Ok(Some(format!(
+            "kept branch {branch}: you are on it; switch to another branch and `git branch -D {branch}` when done"
+        )));
+    }
+    let only_its_work = match tip {
+        Some(tip) => repo
+            .run(&["merge-base", "--is-ancestor", &at, tip])
+            .await
+            .is_ok(),
+        None => false,
+    };
+    if !only_its_work {
+        return Ok(Some(format!(
+            "kept branch {branch}: it has commits that were not the environment's; `git branch -D {branch}` removes it"
+        )));
+    }
+    // `branch -D` removes its config section (the marker) with it.
+    repo.run(&["branch", "-D", &branch]).await?;
+    Ok(Some(format!(
+        "removed branch {branch} (made by `cofer checkout`)"
+    )))
+}
+
 /// The commit environment `id` was made from, from its record.
 pub fn base_commit(repo: &Repo, id: &str) -> Option<String> {
     let record = repo
