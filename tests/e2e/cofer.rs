@@ -1019,6 +1019,21 @@ async fn hundred_megabytes_of_output_in_bounded_memory() {
     let stdout = out["stdout"].as_str().unwrap();
     assert!(stdout.ends_with("xxTAILMARK\n"), "{out}");
     assert_eq!(out["truncated"], true);
+    // Issue 72, item 8: the same long line followed by another line kept
+    // its end too (it was dropped whole: 5 bytes of a 16 KB budget).
+    let r = client
+        .call(
+            "environment_run_cmd",
+            f.run_args(
+                "loud",
+                "printf '%s' \"$(head -c 200000 /dev/zero | tr '\\0' y)\"; echo LONGEND; echo short",
+            ),
+        )
+        .await;
+    let out = structured(&r);
+    let stdout = out["stdout"].as_str().unwrap();
+    assert!(stdout.ends_with("yyLONGEND\nshort\n"), "{out}");
+    assert!(stdout.len() > 8_000, "{} bytes kept", stdout.len());
     let growth_mib = peak.saturating_sub(before) / 1024;
     assert!(
         growth_mib < 48,

@@ -642,3 +642,22 @@ async fn a_killed_host_leaves_nothing_running_on_the_engine() {
     let r = client.call("environment_destroy", f.scoped("far")).await;
     assert!(!is_error(&r), "{r:?}");
 }
+
+/// Issue 72, item 9: a host started with a PATH without `/usr/sbin` (as
+/// some desktop sessions and clients start it) starts its own Podman
+/// service with the system's folders added: Podman's network helper runs
+/// `iptables`/`nft` from there, and every environment (each has its own
+/// network) failed with `netavark: No such file or directory`, answered
+/// as "check that the image exists".
+#[tokio::test(flavor = "multi_thread")]
+async fn the_hosts_own_podman_service_finds_its_network_helper() {
+    let Some(f) = Fixture::with_podman(&[("PATH", "/usr/bin:/bin")], true).await else {
+        return;
+    };
+    let client = f.env.start().await;
+    let r = client
+        .call("environment_create", f.create_args("net"))
+        .await;
+    assert!(!is_error(&r), "{r:?}");
+    f.run_ok(&client, "net", "true").await;
+}

@@ -123,6 +123,31 @@ async fn ready(docker: Docker, service: &str) -> Result<Docker, PodmanError> {
         .map_err(|e| unanswered(service, e))
 }
 
+/// The PATH the host's own Podman service runs with: the host's, and the
+/// system's administration folders after it when missing. Podman's network
+/// helper (netavark) runs `iptables`/`nft` from there; a host started with
+/// a user's PATH without `/usr/sbin` made every container with a network
+/// fail with `netavark: No such file or directory`.
+fn service_path() -> std::ffi::OsString {
+    let mut dirs: Vec<std::path::PathBuf> = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).collect())
+        .unwrap_or_default();
+    for system in [
+        "/usr/local/sbin",
+        "/usr/local/bin",
+        "/usr/sbin",
+        "/usr/bin",
+        "/sbin",
+        "/bin",
+    ] {
+        let system = std::path::PathBuf::from(system);
+        if cfg!(unix) && !dirs.contains(&system) {
+            dirs.push(system);
+        }
+    }
+    std::env::join_paths(dirs).unwrap_or_default()
+}
+
 /// End the Podman service this host started (if it did) and remove its
 /// folder: at the end of a one-shot command and of a graceful shutdown.
 /// Blocking: at most the grace period of [`crate::platform::kill_tree`].
@@ -156,6 +181,7 @@ async fn start_service() -> Result<Docker, PodmanError> {
         .args(["system", "service", "--time=0"])
         .arg(format!("unix://{}", socket.display()))
         .env(MARKER_VAR, &marker)
+        .env("PATH", service_path())
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(log);

@@ -100,6 +100,15 @@ pub fn from_container(step: &str, e: ContainerError) -> ToolError {
             why,
             "the container is gone: environment_open recreates it, or environment_destroy cleans up",
         ),
+        // Podman's network helper (or what it runs: iptables, nft) was
+        // not found or failed; the image is not the cause.
+        ContainerError::Failed(why) if why.contains("netavark") || why.contains("aardvark") => {
+            error(
+                "podman_network_failed",
+                format!("{step} failed: Podman's network helper failed: {why}"),
+                "Podman runs netavark from helper_binaries_dir in containers.conf (/usr/libexec/podman, /usr/lib/podman) and it runs iptables or nft from the PATH of Podman's service: check `podman info --format '{{.Host.NetworkBackend}}'`, install netavark and iptables/nftables, and make sure the service (or the host that starts it) has /usr/sbin on its PATH",
+            )
+        }
         ContainerError::Failed(why) => step_failed(
             step,
             why,

@@ -322,9 +322,10 @@ fn split_tail(result: &RunResult, budget: usize) -> ((String, usize), (String, u
     ((out, out_omitted + out_cut), (err, err_omitted + err_cut))
 }
 
-/// The last lines of `text` that fit in `n` bytes (a line longer than that:
-/// its end), and how many lines came before them (a line shown in part
-/// counts as left out).
+/// The last `n` bytes of `text`: whole lines, and before them the end of
+/// the line the cut falls in (a long line followed by short ones keeps its
+/// tail, as a last line does, instead of the budget going unused); and
+/// how many lines came before (a line shown in part counts as left out).
 fn last_bytes(text: &str, n: usize) -> (String, usize) {
     if text.len() <= n {
         return (text.to_string(), 0);
@@ -332,14 +333,6 @@ fn last_bytes(text: &str, n: usize) -> (String, usize) {
     let mut cut = text.len() - n;
     while !text.is_char_boundary(cut) {
         cut += 1;
-    }
-    // Mid-line: from the next line, unless that is all there is.
-    let partial = cut > 0 && text.as_bytes()[cut - 1] != b'\n';
-    if let Some(newline) = text[cut..]
-        .find('\n')
-        .filter(|&i| partial && cut + i + 1 < text.len())
-    {
-        cut += newline + 1;
     }
     let omitted = text[..cut].matches('\n').count()
         + usize::from(cut > 0 && text.as_bytes()[cut - 1] != b'\n');
@@ -432,9 +425,15 @@ mod tests {
     use plugin_sdk::process::Stream;
 
     #[test]
-    fn last_bytes_keeps_whole_lines_or_the_end_of_one() {
+    fn last_bytes_keeps_the_end_of_a_line_cut() {
         assert_eq!(last_bytes("aa\nbbb\ncc\n", 7), ("bbb\ncc\n".into(), 1));
-        assert_eq!(last_bytes("aa\nbbb\ncc\n", 6), ("cc\n".into(), 2));
+        assert_eq!(last_bytes("aa\nbbb\ncc\n", 6), ("bb\ncc\n".into(), 2));
+        // Issue 72: a long line then a short one keeps the long one's end.
+        let long = format!("{}\nok\n", "x".repeat(100));
+        assert_eq!(
+            last_bytes(&long, 20),
+            (format!("{}\nok\n", "x".repeat(16)), 1)
+        );
         assert_eq!(
             last_bytes("aa\nbbb\ncc\n", 100),
             ("aa\nbbb\ncc\n".into(), 0)
