@@ -91,8 +91,11 @@ impl Stdio {
             } else {
                 let room = KEPT_HEAD.saturating_sub(self.line.len()).min(body.len());
                 self.line.extend_from_slice(&body[..room]);
-                self.line.truncate(KEPT_HEAD.min(self.line.len()));
-                self.dropped += body.len() - room;
+                // What was kept past the head counts as dropped too: the
+                // size said is the request's own.
+                let cut = self.line.len().saturating_sub(KEPT_HEAD);
+                self.line.truncate(self.line.len() - cut);
+                self.dropped += cut + body.len() - room;
             }
             self.read.consume(take);
             if newline.is_some() {

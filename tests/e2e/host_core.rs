@@ -573,11 +573,29 @@ async fn requests_too_big_or_too_deep_are_answered_not_dropped() {
     let answer = next().await;
     assert_eq!(answer["id"], 2, "{answer}");
     assert_eq!(answer["error"]["code"], -32600, "{answer}");
+    let said = answer["error"]["message"].as_str().unwrap();
+    assert!(said.contains("16777216"), "{answer}");
+    // Issue 72: the size said is the request's own (it was off by 16 MiB).
+    assert!(
+        said.contains(&format!("the request is {} bytes", big.len())),
+        "{said}"
+    );
+
+    // `arguments` that is no object: invalid params naming it (issue 72:
+    // it was -32601, method not found).
+    let call = json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "noop", "arguments": "x=1"}});
+    stdin
+        .write_all(format!("{call}\n").as_bytes())
+        .await
+        .unwrap();
+    let answer = next().await;
+    assert_eq!(answer["id"], 5, "{answer}");
+    assert_eq!(answer["error"]["code"], -32602, "{answer}");
     assert!(
         answer["error"]["message"]
             .as_str()
             .unwrap()
-            .contains("16777216"),
+            .contains("`arguments` must be an object"),
         "{answer}"
     );
 

@@ -5,13 +5,13 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CancelTaskParams, ClientCapabilities,
-    CompleteRequestParams, CompleteResult, CompletionInfo, GetPromptRequestParams,
-    GetPromptResponse, GetPromptResult, GetTaskParams, GetTaskResult, Implementation,
-    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
-    PaginatedRequestParams, Prompt, PromptArgument, PromptMessage, ReadResourceRequestParams,
-    ReadResourceResponse, ReadResourceResult, Reference, Resource, ResourceContents,
-    ResourceTemplate, Role, ServerCapabilities, ServerConfig, SetLevelRequestParams,
-    SubscribeRequestParams, SubscriptionFilter, Tool, UnsubscribeRequestParams, UpdateTaskParams,
+    CompleteRequestParams, CompleteResult, CompletionInfo, CustomRequest, CustomResult,
+    GetPromptRequestParams, GetPromptResponse, GetPromptResult, GetTaskParams, GetTaskResult,
+    Implementation, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
+    ReadResourceResult, Reference, Resource, ResourceContents, ResourceTemplate,
+    ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscribeRequestParams,
+    SubscriptionFilter, Tool, UnsubscribeRequestParams, UpdateTaskParams,
 };
 use rmcp::service::{
     NotificationContext, RequestContext, RoleServer, SubscriptionContext, SubscriptionSendError,
@@ -20,7 +20,6 @@ use rmcp::{ErrorData as McpError, ServerHandler};
 use serde_json::Value;
 
 use crate::bindings::Reference as PluginReference;
-use crate::bindings::exports::mcphost::plugin::prompts::Role as PluginRole;
 use crate::bindings::mcphost::plugin::content::ResourceBody;
 use crate::caps::notify::Change;
 
@@ -307,25 +306,7 @@ impl ServerHandler for McpFront {
             .plugins
             .iter()
             .flat_map(|p| &p.prompts)
-            .map(|p| {
-                let mut prompt = Prompt::new(
-                    p.name.clone(),
-                    p.description.clone(),
-                    Some(
-                        p.arguments
-                            .iter()
-                            .map(|a| {
-                                let mut arg = PromptArgument::new(a.name.clone());
-                                arg.description = a.description.clone();
-                                arg.required = Some(a.required);
-                                arg
-                            })
-                            .collect(),
-                    ),
-                );
-                prompt.title = p.title.clone();
-                prompt
-            })
+            .map(super::prompts::listed)
             .collect();
         Ok(ListPromptsResult::with_all_items(prompts).with_ttl_ms(LIST_TTL_MS))
     }
@@ -390,21 +371,13 @@ impl ServerHandler for McpFront {
             .prompts
             .get(&request.name)
             .and_then(|p| p.scheme.clone());
-        let mut messages = Vec::with_capacity(filled.messages.len());
-        for m in filled.messages {
-            let content =
-                crate::caps::content::to_mcp(m.content, own_scheme.as_deref()).map_err(|e| {
-                    McpError::internal_error(
-                        format!("the plugin's prompt is malformed: {e:?}"),
-                        Some(data("invalid_plugin_output")),
-                    )
-                })?;
-            let role = match m.role {
-                PluginRole::User => Role::User,
-                PluginRole::Assistant => Role::Assistant,
-            };
-            messages.push(PromptMessage::new(role, content));
-        }
+        let messages =
+            super::prompts::messages(filled.messages, own_scheme.as_deref()).map_err(|e| {
+                McpError::internal_error(
+                    format!("the plugin's prompt is malformed: {e:?}"),
+                    Some(data("invalid_plugin_output")),
+                )
+            })?;
         let mut result = GetPromptResult::new(messages);
         result.description = filled.description;
         Ok(result.into())
@@ -586,6 +559,16 @@ impl ServerHandler for McpFront {
     ) -> Result<(), McpError> {
         let client = tasks::client_of(&context);
         self.unfinished.tasks.cancel(&request.task_id, &client)
+    }
+
+    /// A request rmcp could not read as any MCP method's: an MCP method
+    /// whose params do not fit is invalid params, naming what to fix.
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, McpError> {
+        Err(super::malformed::refusal(&request))
     }
 
     async fn set_level(

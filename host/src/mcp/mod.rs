@@ -26,6 +26,8 @@ use crate::client::Level;
 
 mod handler;
 mod link;
+mod malformed;
+mod prompts;
 mod rounds;
 mod tasks;
 pub mod unread;
