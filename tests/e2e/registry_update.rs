@@ -71,6 +71,18 @@ async fn a_plugin_is_inspected_before_install_and_updated_only_when_it_loads() {
     let by_name: Value =
         serde_json::from_str(&succeeded(&host(&env, &["inspect", "hello"]).await)).unwrap();
     assert_eq!(by_name["source"], tag.as_str());
+    // Issue 72, item 19: a name not installed is said so (it was read as
+    // a file); a file that is no component is said in a sentence (it was
+    // a debug dump of the expected bytes).
+    let err = refused(&host(&env, &["inspect", "nothere"]).await);
+    assert!(err.contains("no plugin `nothere` is installed"), "{err}");
+    let err = refused(&host(&env, &["inspect", "/etc/passwd"]).await);
+    assert!(
+        err.contains("is not a WebAssembly component")
+            && !err.contains("0x61")
+            && err.lines().count() <= 3,
+        "{err}"
+    );
 
     // Nothing new: unchanged.
     let out = succeeded(&host(&env, &["update"]).await);
@@ -111,7 +123,8 @@ async fn a_plugin_is_inspected_before_install_and_updated_only_when_it_loads() {
     let broken = dir.path().join("broken.wasm");
     std::fs::write(&broken, foreign_component()).unwrap();
     succeeded(&publish(&broken, &tag).await);
-    let err = refused(&host(&env, &["update"]).await);
+    // (`--yes`: it imports what hello does not, which is asked first.)
+    let err = refused(&host(&env, &["update", "--yes"]).await);
     assert!(
         err.contains("hello was left as it is") && err.contains("does not load"),
         "{err}"
@@ -122,4 +135,75 @@ async fn a_plugin_is_inspected_before_install_and_updated_only_when_it_loads() {
     );
     let err = refused(&host(&env, &["update", "nothere"]).await);
     assert!(err.contains("lists no plugin `nothere`"), "{err}");
+
+    // Issue 72, item 19: a dry run makes the update's name check (it
+    // promised an update the real one refuses).
+    succeeded(&publish(&built_plugin("faulty"), &tag).await);
+    for args in [&["update", "--dry-run"][..], &["update"]] {
+        let err = refused(&host(&env, args).await);
+        assert!(
+            err.contains("declares itself as plugin `faulty`"),
+            "{args:?}: {err}"
+        );
+    }
+
+    // Issue 70, item 6: a build that imports more of the host (run_test's
+    // process and more, declared as `hello`) is not taken unasked.
+    let wider = dir.path().join("wider.wasm");
+    std::fs::write(
+        &wider,
+        named(std::fs::read(built_plugin("run_test")).unwrap(), "hello"),
+    )
+    .unwrap();
+    succeeded(&publish(&wider, &tag).await);
+    let out = host(&env, &["update"]).await;
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{out:?}");
+    assert!(
+        said.contains("not updated")
+            && said.contains("imports more of the host")
+            && said.contains("--yes"),
+        "{said}"
+    );
+    assert_eq!(
+        std::fs::read(env.plugins.join("hello.wasm")).unwrap(),
+        second
+    );
+    let out = succeeded(&host(&env, &["update", "--yes"]).await);
+    assert!(
+        out.contains("\tupdated\t") && out.contains("now imports"),
+        "{out}"
+    );
+
+    // The tag moved back to a build this name had: refused unless asked.
+    succeeded(&publish(&second_file, &tag).await);
+    let out = host(&env, &["update"]).await;
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{out:?}");
+    assert!(
+        said.contains("moved back") && said.contains("--allow-downgrade"),
+        "{said}"
+    );
+    assert_ne!(
+        std::fs::read(env.plugins.join("hello.wasm")).unwrap(),
+        second
+    );
+    succeeded(&host(&env, &["update", "--allow-downgrade"]).await);
+    assert_eq!(
+        std::fs::read(env.plugins.join("hello.wasm")).unwrap(),
+        second
+    );
+}
+
+/// `bytes` (a component) declaring itself as plugin `name`: a custom
+/// section `mcphost:plugin-name` at its end, which is read last.
+fn named(mut bytes: Vec<u8>, name: &str) -> Vec<u8> {
+    let section = "mcphost:plugin-name";
+    let mut body = vec![section.len() as u8];
+    body.extend_from_slice(section.as_bytes());
+    body.extend_from_slice(name.as_bytes());
+    bytes.push(0);
+    bytes.push(body.len() as u8);
+    bytes.extend_from_slice(&body);
+    bytes
 }

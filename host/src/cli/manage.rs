@@ -39,11 +39,18 @@ pub async fn inspect(text: &str, loader: Loader) -> Result<ExitCode> {
 }
 
 /// One line per locked plugin: unchanged, or its old and new digest, who
-/// signed the new one and the host interfaces it imports now.
-pub async fn update(only: Option<&str>, dry_run: bool, loader: Loader) -> Result<ExitCode> {
-    for update in crate::install::preview::update(&loader, only, dry_run).await? {
+/// signed the new one and the host interfaces it imports now, or why its
+/// new build was not taken (then the exit code is 1).
+pub async fn update(asked: &crate::install::update::Asked<'_>, loader: Loader) -> Result<ExitCode> {
+    let mut held = false;
+    for update in crate::install::update::update(&loader, asked).await? {
         if let Some(why) = update.not_checked {
             println!("{}\tnot checked\t{}\t{why}", update.name, update.from);
+            continue;
+        }
+        if let Some(why) = update.held {
+            held = true;
+            println!("{}\tnot updated\t{}\t{why}", update.name, update.from);
             continue;
         }
         let Some(to) = update.to else {
@@ -57,13 +64,21 @@ pub async fn update(only: Option<&str>, dry_run: bool, loader: Loader) -> Result
             true => String::new(),
             false => format!("\tnow imports {}", to.new_imports.join(", ")),
         };
-        let done = if dry_run { "would update" } else { "updated" };
+        let done = if asked.dry_run {
+            "would update"
+        } else {
+            "updated"
+        };
         println!(
             "{}\t{done}\t{} -> {}\t{signed}{imports}",
             update.name, update.from, to.digest
         );
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(if held {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 pub fn uninstall(name: &str, plugins_dir: &Path) -> Result<ExitCode> {

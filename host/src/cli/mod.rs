@@ -159,6 +159,13 @@ enum Command {
         /// Say what would change; install nothing.
         #[arg(long)]
         dry_run: bool,
+        /// Take a build that imports more of the host than the installed
+        /// one without asking.
+        #[arg(long)]
+        yes: bool,
+        /// Take a build this plugin had before (a tag moved back).
+        #[arg(long)]
+        allow_downgrade: bool,
         #[command(flatten)]
         common: Common,
     },
@@ -438,8 +445,18 @@ async fn run(command: Command) -> Result<ExitCode> {
         Command::Update {
             name,
             dry_run,
+            yes,
+            allow_downgrade,
             common,
-        } => manage::update(name.as_deref(), dry_run, common.loader()?).await,
+        } => {
+            let asked = crate::install::update::Asked {
+                only: name.as_deref(),
+                dry_run,
+                yes,
+                allow_downgrade,
+            };
+            manage::update(&asked, common.loader()?).await
+        }
         Command::Uninstall { name, common } => {
             manage::uninstall(&name, &common.loader()?.plugins_dir)
         }

@@ -33,6 +33,7 @@ pub struct Choice {
 /// The name `bytes` from `text` are installed under: the user's choice or
 /// the source's, which the component must not contradict.
 pub fn name(choice: &Choice, source_name: &str, text: &str, bytes: &[u8]) -> Result<String> {
+    is_component(bytes, text)?;
     let declared = declared(bytes)
         .map_err(|e| anyhow::anyhow!("{text} is not a WebAssembly component: {e:#}"))?
         .name;
@@ -49,6 +50,26 @@ pub fn name(choice: &Choice, source_name: &str, text: &str, bytes: &[u8]) -> Res
         ),
         _ => Ok(name),
     }
+}
+
+/// Refuse, in a sentence, what is no WebAssembly component at all (the
+/// parser's own message dumps the bytes it expected) or a core module.
+pub fn is_component(bytes: &[u8], text: &str) -> Result<()> {
+    const MAGIC: &[u8] = b"\0asm";
+    if !bytes.starts_with(MAGIC) {
+        bail!(
+            "{text} is not a WebAssembly component (a component's file starts with `\\0asm`): give a \
+             plugin's .wasm, a registry reference (oci://…) or the name of an installed plugin"
+        );
+    }
+    // Bytes 4..8: version 1 is a core module; a component's layer is 1.
+    if bytes.get(4..8) == Some(&[1, 0, 0, 0]) {
+        bail!(
+            "{text} is a core WebAssembly module, not a component: build the plugin with \
+             `cargo component build` or `cargo build --target wasm32-wasip2`"
+        );
+    }
+    Ok(())
 }
 
 /// A name is a file stem and a policy table key: plain characters only.

@@ -32,6 +32,37 @@ pub struct Entry {
     /// The trusted key whose signature it carried, when it was checked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signer: Option<String>,
+    /// The digests this name held from the same source before, oldest
+    /// first (at most [`REMEMBERED`]): `host update` refuses to go back
+    /// to one unless asked.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub replaced: Vec<String>,
+}
+
+/// How many replaced builds an entry remembers.
+pub const REMEMBERED: usize = 32;
+
+impl Entry {
+    /// The builds replaced once `digest` from `source` takes this entry's
+    /// place: this one's added when it is replaced by another build of the
+    /// same source; `digest` itself is not among them.
+    pub fn replaced_by(&self, source: &str, digest: &str) -> Vec<String> {
+        if self.source != source {
+            return Vec::new();
+        }
+        let mut replaced: Vec<String> = self
+            .replaced
+            .iter()
+            .filter(|d| *d != digest && **d != self.digest)
+            .cloned()
+            .collect();
+        if self.digest != digest {
+            replaced.push(self.digest.clone());
+        }
+        let extra = replaced.len().saturating_sub(REMEMBERED);
+        replaced.drain(..extra);
+        replaced
+    }
 }
 
 impl Lock {
@@ -101,6 +132,7 @@ mod tests {
             digest: "sha256:00".into(),
             manifest: Some("sha256:11".into()),
             signer: None,
+            replaced: vec!["sha256:ff".into()],
         };
         lock.put(entry("b"));
         lock.put(entry("a"));

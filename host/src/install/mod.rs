@@ -17,6 +17,7 @@ mod lock;
 pub mod oci;
 pub mod preview;
 mod signature;
+pub mod update;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -279,14 +280,19 @@ async fn put(
     std::fs::write(&partial, &bytes)
         .and_then(|()| std::fs::rename(&partial, &file))
         .with_context(|| format!("cannot write {}", file.display()))?;
+    let mut lock = Lock::read(dir)?;
+    let replaced = lock
+        .get(&name)
+        .map(|old| old.replaced_by(text, &digest))
+        .unwrap_or_default();
     let entry = Entry {
         name,
         source: text.to_string(),
         digest,
         manifest,
         signer,
+        replaced,
     };
-    let mut lock = Lock::read(dir)?;
     lock.put(entry.clone());
     lock.write(dir)?;
     Ok(Installed {

@@ -4,13 +4,12 @@
 //! and each locked plugin's tag resolved again, installed only after the
 //! same checks as `install`.
 
-use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{Context, Result, anyhow, bail};
 use serde_json::{Value, json};
 
-use super::{Choice, Fetched, Lock, Source, Trust, claim, digest_of, put, read_bounded};
+use super::{Choice, Fetched, Lock, Source, Trust, claim, digest_of, read_bounded};
 use crate::catalog::{Loader, Plugin};
 
 /// A plugin as it would be installed.
@@ -46,6 +45,16 @@ pub async fn inspect(loader: &Loader, text: &str) -> Result<Preview> {
         let source = entry.map_or_else(|| installed.display().to_string(), |e| e.source.clone());
         (source, fetched, text.to_string())
     } else {
+        // A plain name that is neither installed nor a file here: the
+        // person meant an installed plugin.
+        if claim::check_name(text, text).is_ok() && !std::path::Path::new(text).exists() {
+            bail!(
+                "no plugin `{text}` is installed in {} (`host list plugins` shows them), and `{text}` is \
+                 no file here: give an installed plugin's name, a .wasm file or a registry reference \
+                 (oci://registry/name:tag)",
+                loader.plugins_dir.display()
+            );
+        }
         let source = Source::parse(text)?;
         // Fetched whatever its signature: the answer says what install
         // would do with it.
@@ -167,115 +176,4 @@ pub fn imports(bytes: &[u8]) -> Result<Vec<String>> {
         }
     }
     Ok(found.into_iter().collect())
-}
-
-/// What `host update` did (or would do) for one locked plugin.
-pub struct Update {
-    pub name: String,
-    pub from: String,
-    /// None when the source still holds what is installed, or was not
-    /// asked ([`Update::not_checked`]).
-    pub to: Option<Changed>,
-    /// Why the source was not asked again (a file).
-    pub not_checked: Option<String>,
-}
-
-pub struct Changed {
-    pub digest: String,
-    pub manifest: Option<String>,
-    pub signer: Option<String>,
-    /// Host interfaces it imports that the installed one did not.
-    pub new_imports: Vec<String>,
-}
-
-/// Resolve each locked plugin's source again (a registry's tag, not the
-/// manifest recorded) or just `only`; install what changed after the same
-/// checks as `install` (the old file stays until the new one loads), or
-/// only say what would change.
-pub async fn update(loader: &Loader, only: Option<&str>, dry_run: bool) -> Result<Vec<Update>> {
-    let lock = Lock::read(&loader.plugins_dir)?;
-    let entries: Vec<_> = lock
-        .plugins
-        .into_iter()
-        .filter(|e| only.is_none_or(|n| n == e.name))
-        .collect();
-    if entries.is_empty() {
-        match only {
-            Some(name) => bail!(
-                "{} lists no plugin `{name}`: `host list plugins` shows what is installed",
-                Lock::path(&loader.plugins_dir).display()
-            ),
-            None => bail!(
-                "{} lists no plugin: nothing to update",
-                Lock::path(&loader.plugins_dir).display()
-            ),
-        }
-    }
-    let trust = Trust::of(loader)?;
-    let mut done = Vec::new();
-    for entry in entries {
-        let source = Source::parse(&entry.source)?;
-        if let Source::File(path) = &source {
-            done.push(Update {
-                name: entry.name.clone(),
-                from: entry.digest.clone(),
-                to: None,
-                not_checked: Some(format!(
-                    "from the file {}: `host install` it again to take a new build",
-                    path.display()
-                )),
-            });
-            continue;
-        }
-        let fetched = source
-            .fetch(&trust)
-            .await
-            .with_context(|| format!("{} was left as it is", entry.name))?;
-        let digest = digest_of(&fetched.bytes);
-        if digest == entry.digest {
-            done.push(Update {
-                name: entry.name,
-                from: digest,
-                to: None,
-                not_checked: None,
-            });
-            continue;
-        }
-        let installed = installed_imports(&loader.plugins_dir, &entry.name);
-        let new_imports = imports(&fetched.bytes)?
-            .into_iter()
-            .filter(|i| !installed.contains(i))
-            .collect();
-        let changed = Changed {
-            digest,
-            manifest: fetched.manifest.clone(),
-            signer: fetched.signer.clone(),
-            new_imports,
-        };
-        if !dry_run {
-            // The name and its grants were accepted when it was installed.
-            let choice = Choice {
-                name: Some(entry.name.clone()),
-                replace: true,
-                yes: true,
-            };
-            put(loader, &entry.source, &source, fetched, &choice)
-                .await
-                .with_context(|| format!("{} was left as it is", entry.name))?;
-        }
-        done.push(Update {
-            name: entry.name,
-            from: entry.digest,
-            to: Some(changed),
-            not_checked: None,
-        });
-    }
-    Ok(done)
-}
-
-fn installed_imports(dir: &Path, name: &str) -> Vec<String> {
-    read_bounded(&dir.join(format!("{name}.wasm")))
-        .ok()
-        .and_then(|bytes| imports(&bytes).ok())
-        .unwrap_or_default()
 }
