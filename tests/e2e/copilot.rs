@@ -185,6 +185,8 @@ async fn not_logged_in_without_a_token() {
     let e = error(&r);
     assert_eq!(e["code"], "not_logged_in", "{e}");
     assert!(e["remediation"].as_str().unwrap().contains("/login"), "{e}");
+    // Issue 72, item 20: the CLI ran, so its exit code is there.
+    assert!(e["exit_code"].is_i64(), "{e}");
     assert!(
         e["stderr"]
             .as_str()
@@ -451,5 +453,25 @@ async fn models_are_read_at_each_call_and_null_is_the_default() {
     assert!(
         e["message"].as_str().unwrap().contains("beta"),
         "names the models: {e}"
+    );
+}
+
+/// Issue 72, item 20: a `copilot` on PATH that cannot be run (no execute
+/// bit) is `not_runnable`, not `not_installed` "install it".
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cli_without_its_execute_bit_is_said_so() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("copilot"), "#!/bin/sh\necho hi\n").unwrap();
+    let env = host_env(&path_with(dir.path()), &[]);
+    let client = env.start().await;
+    let e = error(
+        &client
+            .call("copilot.chat", json!({"input": "hello", "model": "gpt-5"}))
+            .await,
+    );
+    assert_eq!(e["code"], "not_runnable", "{e}");
+    assert!(
+        e["remediation"].as_str().unwrap().contains("chmod +x"),
+        "{e}"
     );
 }

@@ -1,7 +1,8 @@
 //! `copilot.chat`: a safe bridge to the GitHub Copilot CLI (seed 000).
 //!
-//! One request, one `copilot` process: `copilot -p <input> --model <name>
-//! --no-color` with stdin closed, through the host's `process` capability
+//! One request, one `copilot` process: `copilot --prompt=<input> --model
+//! <name> --no-color` with stdin closed (the input joined to its option, so
+//! it is never read as one), through the host's `process` capability
 //! (30 s, tree killed on timeout). If the installed CLI rejects those
 //! flags, the same request goes through a pseudo-terminal instead
 //! ([`tty`]). Only `input` and `model` are accepted; the input can never
@@ -47,7 +48,7 @@ impl McpTool for Chat {
     // It can run for minutes: a client that takes tasks polls for it.
     const TASKS: TaskSupport = TaskSupport::Optional;
     const TITLE: Option<&'static str> = Some("Ask GitHub Copilot");
-    const DESCRIPTION: &'static str = "Ask the GitHub Copilot CLI. Runs `copilot -p <input> --model <model>` non-interactively (a terminal \
+    const DESCRIPTION: &'static str = "Ask the GitHub Copilot CLI. Runs `copilot --prompt=<input> --model <model>` non-interactively (a terminal \
         session with `/model` if the CLI lacks those flags) and returns its raw stdout, stderr and exit code.";
     const HINTS: Option<Hints> = Some(Hints {
         read_only: true,
@@ -109,6 +110,7 @@ fn output_schema() -> Value {
             "truncated": {"type": "boolean", "description": "Whether anything was left out: by the host's 1 MiB tail, or by the answer's 16 KB budget (see omitted_bytes)."},
             "omitted_bytes": {"type": "object", "properties": {"stdout": {"type": "integer"}, "stderr": {"type": "integer"}}, "description": "Bytes left out to keep the answer within 16 KB: the middle of stdout (its start and end are kept, a line in it says where), the start of stderr."},
             "duration_ms": {"type": "integer", "description": "How long the CLI ran."},
+            "refused": {"type": "string", "description": "Present when the host's confinement refused one of the CLI's commands a file (Permission denied): what, and the policy key that would grant it."},
         },
         "required": ["stdout", "stderr", "exit_code", "mode", "model"],
     })
@@ -126,6 +128,10 @@ pub struct Answer {
     pub model: String,
     #[serde(skip_serializing_if = "Omitted::is_none")]
     pub omitted_bytes: Omitted,
+    /// What the host's confinement refused a command the CLI ran, and the
+    /// key that would grant it (issue 71).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refused: Option<String>,
 }
 
 /// What [`Answer::within_budget`] left out of each stream.
@@ -208,7 +214,7 @@ pub fn check_terminal_input(input: &str) -> Result<(), ToolError> {
     let refuse = |why: &str| {
         Err(ToolError::new("invalid_request", format!("input refused in terminal mode: {why}"))
             .with_details(json!({
-                "remediation": "rephrase without a line starting with '!', without '@' before a word (write 'the file src/x' instead of '@src/x') and without invisible characters",
+                "remediation": "rephrase without a line starting with '!' or '/', without '@' before a word (write 'the file src/x' instead of '@src/x') and without invisible characters",
             })))
     };
     let invisible = input.chars().find(|&c| {
@@ -251,6 +257,22 @@ fn run_prompt(input: &str, model: &str) -> Result<RunResult, ToolError> {
     })
 }
 
+/// The CLI could not be started: not there, or there and not runnable
+/// (a file without its execute bit is found on PATH, then refused).
+pub fn not_started(why: &str) -> ToolError {
+    let lower = why.to_ascii_lowercase();
+    if lower.contains("permission denied") || lower.contains("os error 13") {
+        return ToolError::new(
+            "not_runnable",
+            format!("the Copilot CLI was found but cannot be run: {why}"),
+        )
+        .with_details(json!({
+            "remediation": "make it executable (`chmod +x \"$(command -v copilot)\"`) or reinstall it with `npm install -g @github/copilot`",
+        }));
+    }
+    not_installed(why)
+}
+
 enum Flow {
     Done(Answer),
     FlagsUnsupported,
@@ -272,13 +294,14 @@ fn classify(result: RunResult, model: &str) -> Result<Flow, ToolError> {
             "cancelled",
             "the call was cancelled; copilot was stopped",
         )),
-        Status::SpawnFailed => Err(not_installed(
+        Status::SpawnFailed => Err(not_started(
             result
                 .error
                 .as_deref()
                 .unwrap_or("copilot could not be started"),
         )),
         Status::Exited if result.exit_code == Some(0) => Ok(Flow::Done(Answer {
+            refused: plugin_sdk::refused::refusal_hint("copilot", &format!("{stdout}\n{stderr}")),
             stdout,
             stderr,
             exit_code: Some(0),
@@ -289,7 +312,9 @@ fn classify(result: RunResult, model: &str) -> Result<Flow, ToolError> {
             omitted_bytes: Default::default(),
         })),
         Status::Exited if flags_unsupported(&stderr) => Ok(Flow::FlagsUnsupported),
-        Status::Exited => Err(auth_error(&stderr).unwrap_or_else(|| {
+        Status::Exited => Err(auth_error(&stderr)
+            .map(|e| with_exit(e, result.exit_code))
+            .unwrap_or_else(|| {
             let omitted = fit(&mut stdout, &mut stderr);
             ToolError::new(
                 "copilot_failed",
@@ -305,6 +330,18 @@ fn classify(result: RunResult, model: &str) -> Result<Flow, ToolError> {
             }))
         })),
     }
+}
+
+/// `e` with the CLI's exit code among its details, as every error after
+/// the CLI ran has it.
+fn with_exit(mut e: ToolError, exit_code: Option<i32>) -> ToolError {
+    let mut details: Value = e
+        .details
+        .take()
+        .and_then(|d| serde_json::from_str(&d).ok())
+        .unwrap_or_else(|| json!({}));
+    details["exit_code"] = json!(exit_code);
+    e.with_details(details)
 }
 
 /// The CLI's answer when it does not know `-p` / `--model` (older or
@@ -504,6 +541,29 @@ mod tests {
         for good in ["mail me at a@b.c", "wow! nice", "an @ sign alone"] {
             assert!(check_terminal_input(good).is_ok(), "{good:?}");
         }
+        // Issue 72: the remediation of a `/` line names `/`.
+        let e = check_terminal_input("hi\n/model gpt-5").unwrap_err();
+        assert!(e.message.contains("'/'"), "{}", e.message);
+        assert!(e.details.unwrap().contains("'/'"));
+    }
+
+    #[test]
+    fn a_cli_that_cannot_be_run_is_not_called_missing() {
+        assert_eq!(
+            not_started("Permission denied (os error 13)").code,
+            "not_runnable"
+        );
+        assert_eq!(
+            not_started("No such file or directory (os error 2)").code,
+            "not_installed"
+        );
+        let e = with_exit(
+            auth_error("No authentication information found").unwrap(),
+            Some(1),
+        );
+        let details: Value = serde_json::from_str(e.details.as_deref().unwrap()).unwrap();
+        assert_eq!(details["exit_code"], 1);
+        assert!(details["remediation"].is_string());
     }
 
     #[test]

@@ -12,7 +12,7 @@ use plugin_sdk::pty::{self, PtyError, Session, SpawnRequest};
 use plugin_sdk::text::strip_ansi;
 use serde_json::json;
 
-use crate::{Answer, PROGRAM, auth_error, not_installed, timeout};
+use crate::{Answer, PROGRAM, auth_error, not_started, timeout};
 
 /// The CLI's prompt: `>`, `❯` or `›` alone at the end of what it printed.
 const PROMPT: &str =
@@ -52,6 +52,7 @@ pub fn chat(input: &str, model: &str, budget_ms: u64) -> Result<Answer, ToolErro
         duration_ms: deadline.0.elapsed().as_millis() as u64,
         model: model.to_string(),
         omitted_bytes: Default::default(),
+        refused: None,
     })
 }
 
@@ -146,7 +147,7 @@ fn pty_error(e: PtyError) -> ToolError {
             "remediation": "the installed copilot needs a terminal (it has no -p) and this host cannot open one: \
                             update the CLI (`npm install -g @github/copilot`) or run the host where /dev/ptmx works",
         })),
-        PtyError::SpawnFailed(why) => not_installed(&why),
+        PtyError::SpawnFailed(why) => not_started(&why),
         PtyError::Denied(why) => ToolError::new("denied", why),
         PtyError::Invalid(why) => ToolError::new("copilot_failed", why),
         PtyError::Cancelled => ToolError::new("cancelled", "the call was cancelled; copilot was stopped"),
