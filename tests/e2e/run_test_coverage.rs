@@ -58,6 +58,22 @@ async fn coverage_names_the_lines_no_test_ran() {
             out["coverage"]["percent"].as_f64().unwrap() > 0.0,
             "{out:#}"
         );
+        // Issue 72, item 12: a collection error is not blamed on pytest-cov,
+        // which is installed.
+        write(
+            &env.workspace,
+            &[(
+                "test_broken.py",
+                "def test_x(:
+    pass
+",
+            )],
+        );
+        let out = run(&host, "pytest", json!({"scope": "all", "coverage": true})).await;
+        if let Some(why) = out["coverage"]["unavailable"].as_str() {
+            assert!(!why.contains("installed"), "{why}");
+            assert!(why.ends_with(')') || why.ends_with("says"), "{why}");
+        }
     }
     if require_program("go", "apt-get install golang-go (.ci/run does)") {
         let env = env();
@@ -107,6 +123,21 @@ async fn coverage_names_the_lines_no_test_ran() {
         let host = env.start().await;
         let out = run(&host, "npm", json!({"scope": "all", "coverage": true})).await;
         assert_eq!(out["status"], "pass", "{script}: {out:#}");
+        partly(&out, "shop.js", 3);
+        // Issue 72, item 12: a failing test still gives coverage (vitest
+        // wrote none, and the answer blamed the installation).
+        write(
+            &env.workspace,
+            &[(
+                "test/fails.test.js",
+                &format!(
+                    "{import}test('fails', () => {{ expect(price(7)).toBe(8); }});
+"
+                ),
+            )],
+        );
+        let out = run(&host, "npm", json!({"scope": "all", "coverage": true})).await;
+        assert_eq!(out["status"], "fail", "{script}: {out:#}");
         partly(&out, "shop.js", 3);
     }
     if require_program("cargo", "install Rust (.ci/run does)") {

@@ -94,3 +94,40 @@ async fn a_test_file_that_does_not_load_is_an_error_not_a_failed_test() {
         );
     }
 }
+
+/// Issue 72, item 14: a named pipe standing where raw.log goes is not
+/// named as the log: nothing was written there, and `not_written` says so.
+#[tokio::test]
+async fn a_named_pipe_where_the_log_goes_is_not_called_the_log() {
+    if !require_program("pytest", "pip install pytest (.ci/run does)") {
+        return;
+    }
+    let env = env();
+    write(
+        &env.workspace,
+        &[("test_ok.py", "def test_ok():\n    pass\n")],
+    );
+    let dir = env.workspace.join("rep");
+    std::fs::create_dir_all(&dir).unwrap();
+    nix::unistd::mkfifo(&dir.join("raw.log"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+    let host = env.start().await;
+    let out = run(
+        &host,
+        "pytest",
+        json!({"scope": "all", "report_dir": "rep"}),
+    )
+    .await;
+    // Nothing ran: the log could not be written, and the excerpt says why.
+    assert_eq!(out["status"], "error", "{out:#}");
+    assert!(
+        out["excerpt"].as_str().unwrap().contains("remove it"),
+        "{out:#}"
+    );
+    assert!(out["artifacts"]["raw_log"].is_null(), "{out:#}");
+    assert!(
+        out["artifacts"]["not_written"]["raw_log"]
+            .as_str()
+            .is_some_and(|why| why.contains("named pipe")),
+        "{out:#}"
+    );
+}

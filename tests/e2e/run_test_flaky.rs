@@ -72,12 +72,19 @@ async fn repeat_tells_a_flaky_test_from_a_broken_one() {
         (&broken["pattern"], &broken["verdict"]),
         (&json!("FFFF"), &json!("stable_fail"))
     );
-    // Flaky first; a test that never failed is not listed.
+    // Flaky first; a test that passed every run is stable_pass (issue
+    // 72: it was not listed, though the verdicts are three).
     assert_eq!(repeat["tests"][0]["verdict"], "flaky", "{out:#}");
-    assert!(
-        !repeat["tests"].to_string().contains("test_fine"),
-        "{out:#}"
+    let fine = test_named(&out, "test_coin.py::test_fine");
+    assert_eq!(
+        (&fine["pattern"], &fine["verdict"]),
+        (&json!("PPPP"), &json!("stable_pass"))
     );
+    // The answer names a log that is there: the shown run's.
+    let log = out["artifacts"]["raw_log"].as_str().unwrap();
+    let dir = env.workspace.join(out["report_dir"].as_str().unwrap());
+    assert!(dir.join(log).is_file(), "{out:#}");
+    assert_eq!(out["artifacts"]["raw_logs"].as_array().unwrap().len(), 4);
     // Every run kept its reports; the check's own summary beside them.
     let dir = env.workspace.join(out["report_dir"].as_str().unwrap());
     for i in 1..=4 {
@@ -93,6 +100,28 @@ async fn repeat_tells_a_flaky_test_from_a_broken_one() {
         md.contains("# Flaky check: flaky") && md.contains("`FPFP`"),
         "{md}"
     );
+
+    // Every run timing out is a timeout, not a failure (issue 72).
+    write(
+        &env.workspace,
+        &[(
+            "test_slow.py",
+            "import time
+
+def test_slow():
+    time.sleep(30)
+",
+        )],
+    );
+    let out = run(
+        &host,
+        "pytest",
+        json!({"scope": "file", "target": "test_slow.py", "repeat": 2, "timeout_ms": 3000}),
+    )
+    .await;
+    assert_eq!(out["status"], "timeout", "{out:#}");
+    assert_eq!(out["repeat"]["runs"], "TT", "{out:#}");
+    assert_ne!(out["repeat"]["verdict"], "stable_pass", "{out:#}");
 
     // The whole suite again and again is not a flaky check.
     let refused = host

@@ -140,14 +140,16 @@ async fn run_test_results_render_and_rerun_the_failed_tests() {
     .unwrap();
     let host = env.start_http(&[]).await;
     let args = json!({"runner": "npm", "scope": "all", "timeout_ms": 120000,
-                      "no_output_timeout_ms": 60000, "max_output_bytes": 200000});
+                      "no_output_timeout_ms": 60000, "max_output_bytes": 200000,
+                      "coverage": true});
     let Some(report) = drive(
         &host.url,
         json!({
             "tool": "run_test",
             "arguments": args,
             "waitFor": ".failure",
-            "collect": {"names": ".failure .name", "places": ".failure .where", "failed": "[data-count=failed]", "status": "#status"},
+            "collect": {"names": "#failures .failure .name", "places": "#failures .failure .where", "failed": "[data-count=failed]", "status": "#status",
+                        "slow": "#slow li", "coverage": "#coverage-summary"},
             "click": "#rerun",
             "afterClick": {"waitFor": "#rerun:not([disabled])", "collect": {"status": "#status"}},
             "screenshot": screenshot("run_test"),
@@ -178,6 +180,31 @@ async fn run_test_results_render_and_rerun_the_failed_tests() {
         json!([format!("{} failed", result["tests"]["failed"])])
     );
     assert_eq!(report["dom"]["status"], json!(["fail"]));
+    // Issue 72, item 11: each section says what the answer says. The
+    // slowest tests by the answer's seconds (the view read a field the
+    // answer does not have: `undefined ms`).
+    let slow: Vec<String> = report["dom"]["slow"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap().to_string())
+        .collect();
+    let slowest = result["slowest"].as_array().unwrap();
+    assert_eq!(slow.len(), slowest.len(), "{slow:?} {result}");
+    for (shown, answered) in slow.iter().zip(slowest) {
+        assert!(
+            shown.starts_with(answered["name"].as_str().unwrap())
+                && !shown.contains("undefined")
+                && (shown.ends_with(" ms") || shown.ends_with(" s")),
+            "{shown}"
+        );
+    }
+    // Coverage (node's runner gives none: why is shown).
+    let why = result["coverage"]["unavailable"].as_str().unwrap();
+    assert_eq!(
+        report["dom"]["coverage"],
+        json!([format!("unavailable: {why}")])
+    );
     // The rerun reached the host, as run_test with scope `failed`.
     let calls = report["calls"].as_array().unwrap();
     assert_eq!(calls.len(), 1, "{report}");
@@ -185,6 +212,81 @@ async fn run_test_results_render_and_rerun_the_failed_tests() {
     assert_eq!(calls[0]["params"]["arguments"]["scope"], "failed");
     assert_eq!(calls[0]["isError"], false);
     assert_eq!(report["afterClick"]["status"], json!(["fail"]));
+}
+
+/// Issue 72, item 11: run_test's view shows the files that did not load
+/// (`errors`) and a flaky check (`repeat`), each as the answer has it.
+#[tokio::test(flavor = "multi_thread")]
+async fn run_test_results_show_load_errors_and_a_flaky_check() {
+    if browser().is_none() || !require_program("pytest", "pip install pytest (.ci/run does)") {
+        return;
+    }
+    let env = Env::new(&["run_test"], "");
+    std::fs::write(
+        env.workspace.join("test_ok.py"),
+        "def test_ok():\n    pass\n",
+    )
+    .unwrap();
+    std::fs::write(
+        env.workspace.join("test_broken.py"),
+        "def test_x(:\n    pass\n",
+    )
+    .unwrap();
+    let host = env.start_http(&[]).await;
+    let Some(report) = drive(
+        &host.url,
+        json!({
+            "tool": "run_test",
+            "arguments": {"runner": "pytest", "scope": "all", "timeout_ms": 120000,
+                          "no_output_timeout_ms": 60000, "max_output_bytes": 200000},
+            "waitFor": "#errors .failure",
+            "collect": {"errors": "#errors .failure .name"},
+        }),
+    )
+    .await
+    else {
+        return;
+    };
+    let result = &report["result"]["structuredContent"];
+    let names: Vec<&str> = result["errors"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{result}"))
+        .iter()
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
+    assert!(!names.is_empty(), "{result}");
+    assert_eq!(report["dom"]["errors"], json!(names));
+
+    let Some(report) = drive(
+        &host.url,
+        json!({
+            "tool": "run_test",
+            "arguments": {"runner": "pytest", "scope": "file", "target": "test_ok.py", "repeat": 2,
+                          "timeout_ms": 120000, "no_output_timeout_ms": 60000, "max_output_bytes": 200000},
+            "waitFor": "#repeat-tests tr",
+            "collect": {"summary": "#repeat-summary", "tests": "#repeat-tests .name", "verdicts": "#repeat-tests .verdict"},
+        }),
+    )
+    .await
+    else {
+        return;
+    };
+    let repeat = &report["result"]["structuredContent"]["repeat"];
+    assert_eq!(
+        report["dom"]["tests"],
+        json!(["test_ok.py::test_ok"]),
+        "{repeat}"
+    );
+    assert_eq!(
+        report["dom"]["verdicts"],
+        json!(["stable_pass"]),
+        "{repeat}"
+    );
+    let summary = report["dom"]["summary"][0].as_str().unwrap();
+    assert!(
+        summary.starts_with(repeat["verdict"].as_str().unwrap()) && summary.contains("(PP)"),
+        "{summary}"
+    );
 }
 
 /// A client that does not declare the extension sees what it saw before:

@@ -138,6 +138,7 @@ fn run(args: &request::Args, checked: &Checked) -> (serde_json::Value, serde_jso
             checked.project,
             &checked.report_dir,
             &checked.repo,
+            &console,
         )
     });
     let tests = results.as_ref().map(|r| &r.counts);
@@ -171,6 +172,7 @@ fn run(args: &request::Args, checked: &Checked) -> (serde_json::Value, serde_jso
         "coverage": coverage.as_ref().map(|c| coverage_json(c, usize::MAX)),
         "slowest": (!slowest.is_empty()).then_some(slowest),
         "failed_tests": results.as_ref().map(Results::failed_names).unwrap_or_default(),
+        "passed_tests": results.as_ref().map_or(&[][..], |r| r.passed.as_slice()),
         "excerpt_blocks": summary.blocks,
         "last_lines": summary.last_lines,
     });
@@ -190,8 +192,15 @@ fn run(args: &request::Args, checked: &Checked) -> (serde_json::Value, serde_jso
     // Only what is really on disk is named; a partial file is removed.
     let mut artifacts = serde_json::Map::new();
     let mut not_written = serde_json::Map::new();
-    match std::fs::metadata(&raw_log) {
-        Ok(_) => artifacts.insert("raw_log".into(), json!("raw.log")),
+    match std::fs::symlink_metadata(&raw_log) {
+        Ok(m) if m.is_file() => artifacts.insert("raw_log".into(), json!("raw.log")),
+        // A named pipe (or anything else) stood there: nothing was written.
+        Ok(_) => not_written.insert(
+            "raw_log".into(),
+            json!(
+                "something other than a plain file (a named pipe?) is there: nothing was written"
+            ),
+        ),
         Err(e) => not_written.insert("raw_log".into(), json!(plugin_sdk::io_text(&e))),
     };
     let summaries = [

@@ -85,7 +85,10 @@ fn aggregate(runs: &[(Value, Value)], asked: u32, stopped: Option<String>) -> Va
         .collect();
     let mut messages: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for (_, machine) in runs {
-        for name in machine["failed_tests"].as_array().into_iter().flatten() {
+        let named = ["failed_tests", "passed_tests"]
+            .into_iter()
+            .flat_map(|key| machine[key].as_array().into_iter().flatten());
+        for name in named {
             messages
                 .entry(name.as_str().unwrap_or_default().to_string())
                 .or_default();
@@ -126,6 +129,8 @@ fn aggregate(runs: &[(Value, Value)], asked: u32, stopped: Option<String>) -> Va
             let passed = pattern.matches('P').count();
             let failed = pattern.matches('F').count();
             let verdict = match (passed, failed) {
+                // No run that ended said anything of it.
+                (0, 0) => "inconclusive",
                 (_, 0) => "stable_pass",
                 (0, _) => "stable_fail",
                 _ => "flaky",
@@ -141,8 +146,15 @@ fn aggregate(runs: &[(Value, Value)], asked: u32, stopped: Option<String>) -> Va
             })
         })
         .collect();
-    // Flaky first, then the stable failures; by name within each.
-    tests.sort_by_key(|t| t["verdict"] != "flaky");
+    // Flaky first, then the stable failures, the undecided, the stable
+    // passes; by name within each.
+    let rank = |t: &Value| match t["verdict"].as_str() {
+        Some("flaky") => 0,
+        Some("stable_fail") => 1,
+        Some("inconclusive") => 2,
+        _ => 3,
+    };
+    tests.sort_by_key(rank);
     let verdict = if tests.iter().any(|t| t["verdict"] == "flaky") {
         "flaky"
     } else if tests.iter().any(|t| t["verdict"] == "stable_fail") {
@@ -208,7 +220,20 @@ fn answer(
         .position(|(a, _)| a["status"] != "pass")
         .unwrap_or(runs.len().saturating_sub(1));
     let (first, _) = runs.get(shown).cloned().unwrap_or_default();
-    let all_passed = runs.iter().all(|(a, _)| a["status"] == "pass");
+    // fail when a run failed; pass when every run passed; else how the
+    // first run that did neither ended (every run timed out: timeout).
+    let status = if runs.is_empty() {
+        "error"
+    } else if runs.iter().any(|(a, _)| a["status"] == "fail") {
+        "fail"
+    } else if runs.iter().all(|(a, _)| a["status"] == "pass") {
+        "pass"
+    } else {
+        runs.iter()
+            .map(|(a, _)| a["status"].as_str().unwrap_or("error"))
+            .find(|s| *s != "pass")
+            .unwrap_or("error")
+    };
     let tests = summary["tests"]
         .as_array_mut()
         .map(std::mem::take)
@@ -221,7 +246,18 @@ fn answer(
     if let Some(map) = summary.as_object_mut() {
         map.remove("each_run");
     }
-    let mut artifacts = json!({"summary_json": "summary.json", "summary_md": "summary.md"});
+    // Each run's log is in its own folder; raw_log names the one whose
+    // excerpt is shown.
+    let log_of = |(a, _): &(Value, Value)| -> Option<String> {
+        a["artifacts"]["raw_log"].as_str()?;
+        let dir = a["report_dir"].as_str()?;
+        let run = Path::new(dir.trim_end_matches('/')).file_name()?;
+        Some(format!("{}/raw.log", run.to_string_lossy()))
+    };
+    let logs: Vec<String> = runs.iter().filter_map(log_of).collect();
+    let shown_log = runs.get(shown).and_then(log_of);
+    let mut artifacts = json!({"summary_json": "summary.json", "summary_md": "summary.md",
+                               "raw_log": shown_log, "raw_logs": logs});
     if let Some(e) = not_written {
         artifacts = json!({"not_written": plugin_sdk::io_text(&e)});
     }
@@ -239,7 +275,7 @@ fn answer(
         .filter_map(|(a, _)| a["duration_ms"].as_u64())
         .sum();
     let answer = json!({
-        "status": if all_passed && !runs.is_empty() { "pass" } else if runs.is_empty() { "error" } else { "fail" },
+        "status": status,
         "exit_code": first["exit_code"],
         "duration_ms": duration,
         "report_dir": format!("{}/", base.display()),

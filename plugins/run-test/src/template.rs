@@ -158,6 +158,9 @@ pub fn coverage_args(
         ]),
         (Runner::Npm, Project::Vitest) => Ok(&[
             "--coverage.enabled",
+            // Written when a test fails too (vitest writes none then by
+            // default, and the answer blamed the installation).
+            "--coverage.reportOnFailure",
             "--coverage.provider=v8",
             "--coverage.reporter=lcov",
             "--coverage.reportsDirectory={report}/coverage",

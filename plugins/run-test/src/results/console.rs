@@ -33,7 +33,7 @@ pub fn libtest(output: &str) -> Results {
         };
         let name = c.get(1).map_or("", |m| m.as_str());
         let outcome = match c.get(2).map_or("", |m| m.as_str()) {
-            "ok" => Outcome::Passed,
+            "ok" => Outcome::Passed(name.to_string()),
             "ignored" => Outcome::Skipped,
             _ => {
                 let body = blocks
@@ -96,7 +96,7 @@ pub fn node(output: &str) -> Results {
             continue;
         }
         results.record(match &c[1] {
-            "✔" => Outcome::Passed,
+            "✔" => Outcome::Passed(name),
             "﹣" => Outcome::Skipped,
             _ => Outcome::Failed(named(name)),
         });
@@ -119,7 +119,7 @@ pub fn jest(stderr: &str) -> Results {
     // here and detailed from their `●` blocks below.
     for c in lines.iter().filter_map(|l| verdict.captures(l)) {
         match &c[1] {
-            "✓" => results.record(Outcome::Passed),
+            "✓" => results.record(Outcome::Passed(c[2].to_string())),
             "○" => results.record(Outcome::Skipped),
             _ => {
                 results.counts.failed += 1;
@@ -183,7 +183,7 @@ pub fn vitest(stdout: &str) -> Results {
         };
         let name = c[4].replace(" > ", " ");
         results.record(match &c[1] {
-            "✓" => Outcome::Passed,
+            "✓" => Outcome::Passed(name),
             "↓" => Outcome::Skipped,
             _ => {
                 let message = lines
@@ -208,7 +208,7 @@ fn console(output: &str, verdict: &Regex, read: impl Fn(&str) -> Option<Verdict>
     let mut results = Results::default();
     for c in output.lines().filter_map(|l| verdict.captures(l)) {
         let outcome = match read(&c[2]) {
-            Some(Verdict::Passed) => Outcome::Passed,
+            Some(Verdict::Passed) => Outcome::Passed(c[1].to_string()),
             Some(Verdict::Skipped) => Outcome::Skipped,
             Some(Verdict::Failed) => {
                 let mut f = named(c[1].to_string());

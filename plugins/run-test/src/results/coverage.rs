@@ -38,6 +38,7 @@ pub fn read(
     project: Project,
     report_dir: &Path,
     repo: &Path,
+    output: &str,
 ) -> Result<Vec<FileCoverage>, String> {
     coverage_args(runner, project)?;
     let file = report_dir.join(coverage_file(runner));
@@ -50,19 +51,11 @@ pub fn read(
         }
         Ok(_) => std::fs::read_to_string(&file).map_err(|e| plugin_sdk::io_text(&e))?,
         Err(_) => {
-            let hint = match runner {
-                Runner::Pytest => {
-                    "is pytest-cov installed (`pip install pytest-cov`)? raw.log says"
-                }
-                Runner::Npm if project == Project::Vitest => {
-                    "is @vitest/coverage-v8 installed (`npm install -D @vitest/coverage-v8`)? raw.log says"
-                }
-                _ => "raw.log says why",
-            };
             return Err(format!(
-                "{} wrote no coverage ({} is missing): {hint}",
+                "{} wrote no coverage ({} is missing): {}",
                 runner.name(),
-                coverage_file(runner)
+                coverage_file(runner),
+                why_none(runner, project, output)
             ));
         }
     };
@@ -71,6 +64,38 @@ pub fn read(
         Runner::Go => go_profile(&text, &go_module(repo).unwrap_or_default()),
         _ => lcov(&text, &repo_text),
     })
+}
+
+/// Why a run wrote no coverage, as far as its output says: a missing
+/// provider only when the output says it is missing (a failing test or a
+/// collection error writes none either, with the provider installed).
+fn why_none(runner: Runner, project: Project, output: &str) -> String {
+    let missing = match runner {
+        Runner::Pytest if output.contains("unrecognized arguments: --cov") => {
+            Some("pytest-cov is not installed (`pip install pytest-cov`)")
+        }
+        Runner::Npm
+            if project == Project::Vitest
+                && output.contains("@vitest/coverage-v8")
+                && [
+                    "MISSING DEPENDENCY",
+                    "Cannot find",
+                    "not installed",
+                    "Failed to load",
+                ]
+                .iter()
+                .any(|sign| output.contains(sign)) =>
+        {
+            Some("@vitest/coverage-v8 is not installed (`npm install -D @vitest/coverage-v8`)")
+        }
+        _ => None,
+    };
+    match missing {
+        Some(missing) => format!("{missing}, as raw.log says"),
+        None => "the run ended before writing it (raw.log says how it ended: a collection or \
+                 load error, a crash, a timeout)"
+            .to_string(),
+    }
 }
 
 /// The module path go.mod declares.

@@ -92,7 +92,7 @@ pub fn read(jsonl: &str, repo: &str) -> Results {
                 results.record(if event["skipped"] == true {
                     Outcome::Skipped
                 } else if passed {
-                    Outcome::Passed
+                    Outcome::Passed(test.name.clone())
                 } else {
                     Outcome::Failed(test_failure(test, repo))
                 });

@@ -108,7 +108,7 @@ pub fn read(log: &str, module: Option<&str>, repo: &str) -> Results {
             continue;
         }
         results.record(match action.as_str() {
-            "pass" => Outcome::Passed,
+            "pass" => Outcome::Passed(test.to_string()),
             "skip" => Outcome::Skipped,
             _ => Outcome::Failed(test_failure(package, test, output, module, repo)),
         });

@@ -27,7 +27,7 @@ pub fn read(json: &str, repo: &str) -> Result<Results, String> {
                 results.timed(name.unwrap_or_default(), ms / 1000.0);
             }
             results.record(match test["status"].as_str().unwrap_or_default() {
-                "passed" => Outcome::Passed,
+                "passed" => Outcome::Passed(full_name(test)),
                 "failed" => Outcome::Failed(test_failure(test, rel.as_deref(), repo)),
                 // pending, skipped, todo, disabled
                 _ => Outcome::Skipped,
@@ -51,11 +51,16 @@ pub fn read(json: &str, repo: &str) -> Result<Results, String> {
     Ok(results)
 }
 
-fn test_failure(test: &Value, file: Option<&str>, repo: &str) -> super::Failure {
-    let name = match test["fullName"].as_str() {
+/// A test's name as jest reruns it: its full name, else its title.
+fn full_name(test: &Value) -> String {
+    match test["fullName"].as_str() {
         Some(full) if !full.is_empty() => full.to_string(),
         _ => test["title"].as_str().unwrap_or_default().to_string(),
-    };
+    }
+}
+
+fn test_failure(test: &Value, file: Option<&str>, repo: &str) -> super::Failure {
+    let name = full_name(test);
     let messages: Vec<String> = test["failureMessages"]
         .as_array()
         .into_iter()

@@ -56,7 +56,7 @@ pub fn read(xml: &str, dialect: Dialect, repo: &str) -> Result<Results, String> 
                 continue;
             }
             None if case.children().any(|c| c.has_tag_name("skipped")) => Outcome::Skipped,
-            None => Outcome::Passed,
+            None => Outcome::Passed(case_name(&case, dialect)),
         };
         if let Some(seconds) = case.attribute("time").and_then(|t| t.parse::<f64>().ok()) {
             results.timed(&case_name(&case, dialect), seconds);

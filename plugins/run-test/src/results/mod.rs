@@ -86,13 +86,24 @@ pub struct Results {
     /// The slowest tests, slowest first, where the runner reports each
     /// test's time.
     pub slowest: Vec<Timed>,
+    /// The tests that passed, by name (at most [`MAX_PASSED_NAMES`]): what
+    /// a flaky check calls `stable_pass`.
+    pub passed: Vec<String>,
 }
+
+/// The most passing tests named (a flaky check reruns a selection).
+pub const MAX_PASSED_NAMES: usize = 2000;
 
 impl Results {
     fn record(&mut self, outcome: Outcome) {
         self.counts.total += 1;
         match outcome {
-            Outcome::Passed => self.counts.passed += 1,
+            Outcome::Passed(name) => {
+                self.counts.passed += 1;
+                if self.passed.len() < MAX_PASSED_NAMES {
+                    self.passed.push(name);
+                }
+            }
             Outcome::Skipped => self.counts.skipped += 1,
             Outcome::Failed(f) => {
                 self.counts.failed += 1;
@@ -145,7 +156,8 @@ impl Results {
 }
 
 enum Outcome {
-    Passed,
+    /// Passed, by the name a rerun of it would give.
+    Passed(String),
     Skipped,
     Failed(Failure),
 }
