@@ -131,3 +131,30 @@ async fn a_named_pipe_where_the_log_goes_is_not_called_the_log() {
         "{out:#}"
     );
 }
+
+/// Issue 72, item 15: a pattern pytest cannot parse is a usage error, not
+/// a failing run with 0 tests.
+#[tokio::test]
+async fn a_pattern_pytest_cannot_read_is_an_error_saying_so() {
+    if !require_program("pytest", "pip install pytest (.ci/run does)") {
+        return;
+    }
+    let env = env();
+    write(
+        &env.workspace,
+        &[("test_ok.py", "def test_ok():\n    pass\n")],
+    );
+    let host = env.start().await;
+    let out = run(
+        &host,
+        "pytest",
+        json!({"scope": "pattern", "target": "ok and ("}),
+    )
+    .await;
+    assert_eq!(out["status"], "error", "{out:#}");
+    let excerpt = out["excerpt"].as_str().unwrap();
+    assert!(
+        excerpt.contains("did not run any test") && excerpt.contains("-k"),
+        "{excerpt}"
+    );
+}

@@ -113,6 +113,21 @@ fn run(args: &request::Args, checked: &Checked) -> (serde_json::Value, serde_jso
             }
         }
     };
+    // pytest's usage error (exit 4: a bad `-k` expression, an unknown
+    // option): no test ran, so it is no failing test. Its `ERROR:` line
+    // says what to change.
+    if args.runner == Runner::Pytest && outcome.status == "fail" && outcome.exit_code == Some(4) {
+        let said = outcome
+            .text
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("ERROR: "))
+            .unwrap_or("pytest refused its command line")
+            .to_string();
+        outcome.status = "error";
+        outcome.error = Some(format!(
+            "pytest did not run any test: {said} (a usage error; check `target` and the scope's pattern)"
+        ));
+    }
     if let Project::NodeTestRunner { names_files: true } = checked.project
         && outcome.error.is_none()
         && outcome.text.contains("is not allowed in NODE_OPTIONS")

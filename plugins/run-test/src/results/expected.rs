@@ -47,9 +47,16 @@ impl Patterns {
 
     fn find(&self, text: &str) -> Option<(String, String)> {
         let cut = |s: &str| plugin_sdk::text::cut(s.trim(), MAX_VALUE_CHARS, "…");
+        // node's AssertionError printed by inspect: `actual: 4,` — the
+        // comma is the object's, not the value's.
+        let inspected = text.contains("code: 'ERR_ASSERTION'");
+        let value = |s: &str| match inspected {
+            true => cut(s.trim_end().strip_suffix(',').unwrap_or(s)),
+            false => cut(s),
+        };
         for (expected, actual) in &self.sides {
             if let (Some(e), Some(a)) = (expected.captures(text), actual.captures(text)) {
-                return Some((cut(&e[1]), cut(&a[1])));
+                return Some((value(&e[1]), value(&a[1])));
             }
         }
         if let Some(c) = self.chai.captures(text) {

@@ -105,7 +105,32 @@ fn failure(
             (name.to_string(), file, line)
         }
     };
-    located(name, file, line, message, text)
+    // node writes the message attribute with its line breaks dropped
+    // (`strictly equal:4 !== 2`); its text has them.
+    let message = match dialect {
+        Dialect::Node => node_message(text).unwrap_or_else(|| message.to_string()),
+        Dialect::Pytest => message.to_string(),
+    };
+    located(name, file, line, &message, text)
+}
+
+/// The message of node's failure text: after `Error [ERR_TEST_FAILURE]: `,
+/// up to the stack (`    at …`) or the end of the error (`] {`, ` {`).
+fn node_message(text: &str) -> Option<String> {
+    let start = text.find("Error [ERR_TEST_FAILURE]: ")? + "Error [ERR_TEST_FAILURE]: ".len();
+    let mut lines = Vec::new();
+    for line in text[start..].lines() {
+        let trimmed = line.trim_start();
+        if trimmed.starts_with("at ") || line.starts_with(']') {
+            break;
+        }
+        lines.push(line.trim_end());
+    }
+    while lines.last().is_some_and(|l| l.is_empty()) {
+        lines.pop();
+    }
+    let message = lines.join("\n");
+    (!message.trim().is_empty()).then_some(message)
 }
 
 /// A pytest module that could not be collected: named by its file, its
@@ -220,9 +245,24 @@ test_calc.py:5: AssertionError</failure></testcase><testcase classname="pkg.test
 	<testcase name="subtracts" time="0.003625" classname="test" failure="Expected values to be strictly equal:1 !== 3">
 		<failure type="testCodeFailure" message="Expected values to be strictly equal:1 !== 3">
 [Error [ERR_TEST_FAILURE]: Expected values to be strictly equal:
+
+1 !== 3
+] {
+  code: 'ERR_TEST_FAILURE',
+  failureType: 'testCodeFailure',
   cause: AssertionError [ERR_ASSERTION]: Expected values to be strictly equal:
+  
+  1 !== 3
+  
       at TestContext.&lt;anonymous> (/work/proj/test/a.test.js:4:34)
-      at Test.runInAsyncScope (node:async_hooks:206:9)
+      at Test.runInAsyncScope (node:async_hooks:206:9) {
+    generatedMessage: true,
+    code: 'ERR_ASSERTION',
+    actual: 1,
+    expected: 3,
+    operator: 'strictEqual'
+  }
+}
 		</failure>
 	</testcase>
 	<testcase name="later" time="0.000312" classname="test">
@@ -240,7 +280,16 @@ test_calc.py:5: AssertionError</failure></testcase><testcase classname="pkg.test
             (f.file.as_deref(), f.line),
             (Some("test/a.test.js"), Some(4))
         );
-        assert!(f.message.contains("1 !== 3"));
+        // Issue 72, item 15: the message keeps its line breaks (node's
+        // attribute drops them) and the values lose inspect's commas.
+        assert_eq!(
+            f.message,
+            "Expected values to be strictly equal:\n\n1 !== 3"
+        );
+        assert_eq!(
+            (f.expected.as_deref(), f.actual.as_deref()),
+            (Some("3"), Some("1"))
+        );
     }
 
     #[test]
