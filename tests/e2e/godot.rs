@@ -1050,6 +1050,13 @@ async fn an_index_with_damaged_blocks_is_rebuilt() {
         let good = fields(&reply)["results"]
             .as_array()
             .is_some_and(|r| !r.is_empty());
+        // Issue 72, item 16: a failed answer says the next call rebuilds,
+        // and is retryable.
+        if !good {
+            let said = fields(&reply);
+            assert_eq!(said["retryable"], true, "{said}");
+            assert!(said.to_string().contains("call again"), "{said}");
+        }
         answers.push((good, log));
         if good {
             break;

@@ -408,6 +408,19 @@ pub fn from_index(e: plugin_sdk::CapabilityError) -> ToolError {
         | plugin_sdk::CapabilityError::Invalid(why)
         | plugin_sdk::CapabilityError::NotFound(why) => why,
     };
+    // The host let a damaged index go: the next call builds it again, so
+    // this one is worth repeating (issue 72: it said "unexpected failure",
+    // not retryable).
+    if why.contains("is built again at the next call") {
+        plugin_sdk::log::log(plugin_sdk::log::Level::Warn, &why);
+        let mut e = ToolError::new(
+            "INTERNAL",
+            "the reference's index was damaged (a disk error or a copy cut short); it has been let go \
+             and the next call builds it again: call again",
+        );
+        e.retryable = true;
+        return e;
+    }
     internal(format!("the reference's index failed: {why}"))
 }
 
