@@ -669,6 +669,17 @@ async fn the_manual_is_searched_and_read() {
         top["sections"][0]["heading"], "Using CharacterBody2D/3D",
         "{top:#}"
     );
+    // Issue 72, item 17: the label without its `doc_` opens it too.
+    let top = read(
+        &client,
+        "godot://manual/tutorials/scripting/pausing_games#pausing-games",
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        top["sections"][0]["heading"], "Pausing games and process mode",
+        "{top:#}"
+    );
 
     // Issue 54, item 13: where the reference's leaders break the score
     // order, the answer says so (and only then).

@@ -340,6 +340,30 @@ async fn godot_class_pages_render_and_their_links_open_classes() {
     assert_eq!(calls[0]["params"]["name"], "godot.get_class");
     assert_eq!(calls[0]["params"]["arguments"]["name"], class["inherits"]);
     assert_eq!(report["afterClick"]["title"], json!([class["inherits"]]));
+
+    // Issue 72, item 17: the reference's italics are emphasis, not
+    // asterisks, and `Tween.new()` (a constructor, not a member) opens its
+    // class instead of a NOT_FOUND page.
+    let Some(report) = drive(
+        &host.url,
+        json!({
+            "tool": "godot.get_class",
+            "arguments": {"name": "Tween"},
+            "waitFor": "h1",
+            "collect": {"em": ".doc em", "text": ".doc p"},
+            "click": "button.link[title=\"open Tween.new()\"]",
+            "afterClick": {"waitFor": "#back:not([hidden])", "collect": {"title": "h1", "where": "#where"}},
+        }),
+    )
+    .await
+    else {
+        return;
+    };
+    let em = report["dom"]["em"].as_array().unwrap();
+    assert!(em.iter().any(|e| e == "tween"), "{em:?}");
+    let text = report["dom"]["text"].to_string();
+    assert!(!text.contains("*tween*"), "{text}");
+    assert_eq!(report["afterClick"]["title"], json!(["Tween"]), "{report}");
 }
 
 /// pi's view: the run's timeline, one entry per tool call of the result,

@@ -59,14 +59,18 @@ pub fn manual_page(page: &str, anchor: Option<&str>) -> Result<Value, ToolError>
         )
     })?;
     // A label's anchor (`#doc_using_character_body_2d`, as links to the
-    // page's top use) names its heading's section too.
+    // page's top use) names its heading's section too, with or without its
+    // `doc_` (`#pausing-games` for `.. _doc_pausing_games:`).
     let label = anchor.map(|a| a.to_lowercase().replace('_', "-"));
+    let named_by = |s: &crate::manual::Section, l: &str| {
+        s.labels
+            .iter()
+            .any(|own| own == l || own.strip_prefix("doc-") == Some(l))
+    };
     let sections: Vec<Value> = crate::manual::parse(page, &text)
         .into_iter()
         .filter(|s| {
-            anchor.is_none_or(|a| {
-                s.anchor == a || label.as_ref().is_some_and(|l| s.labels.contains(l))
-            })
+            anchor.is_none_or(|a| s.anchor == a || label.as_ref().is_some_and(|l| named_by(s, l)))
         })
         .map(|s| {
             serde_json::json!({

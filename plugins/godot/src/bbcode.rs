@@ -177,13 +177,46 @@ pub fn without_inline_code(text: &str) -> String {
     out
 }
 
-/// The first sentence (or line) of a text, for a summary.
+/// The first sentence (or line) of a text, for a summary. A period ends
+/// it only where a sentence ends: not after an abbreviation (`i.e.`,
+/// `e.g.`, `etc.`, `vs.`), a single letter or a number, not inside an
+/// inline code span, and not before a word in lower case.
 pub fn first_sentence(text: &str) -> &str {
     let line = text.lines().next().unwrap_or("");
-    match line.find(". ") {
-        Some(i) => &line[..=i],
-        None => line,
+    for (i, _) in line.match_indices(". ") {
+        if ends_sentence(line, i) {
+            return &line[..=i];
+        }
     }
+    line
+}
+
+/// Whether the period at `dot` of `line` (followed by a space) ends a
+/// sentence.
+fn ends_sentence(line: &str, dot: usize) -> bool {
+    const ABBREVIATIONS: &[&str] = &["i.e", "e.g", "etc", "vs", "approx", "cf", "no", "fig"];
+    // Inside `code`: an odd number of backticks before it.
+    if line[..dot].matches('`').count() % 2 == 1 {
+        return false;
+    }
+    let word = line[..dot]
+        .rsplit(|c: char| c.is_whitespace() || c == '(')
+        .next()
+        .unwrap_or("");
+    let bare = word
+        .trim_start_matches(['(', '"', '\''])
+        .to_ascii_lowercase();
+    if ABBREVIATIONS.contains(&bare.as_str())
+        || (bare.chars().count() == 1 && bare.chars().all(char::is_alphabetic))
+        || bare.contains('.')
+    {
+        return false;
+    }
+    // A sentence goes on after a period when the next word is lower case.
+    !line[dot + 2..]
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_lowercase())
 }
 
 #[cfg(test)]
@@ -191,6 +224,20 @@ mod tests {
     use super::*;
 
     const URL: &str = "https://docs.godotengine.org/en/4.6";
+
+    #[test]
+    fn a_summary_ends_where_a_sentence_does() {
+        assert_eq!(
+            first_sentence("Moves it (i.e. the node) by an offset. Then more."),
+            "Moves it (i.e. the node) by an offset."
+        );
+        assert_eq!(
+            first_sentence("Use `a. b` or e.g. this one. Next."),
+            "Use `a. b` or e.g. this one."
+        );
+        assert_eq!(first_sentence("Returns 0. More."), "Returns 0.");
+        assert_eq!(first_sentence("One line only"), "One line only");
+    }
 
     #[test]
     fn inline_markup_becomes_readable_text() {

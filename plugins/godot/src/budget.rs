@@ -31,12 +31,33 @@ fn size(value: &Value) -> usize {
     serde_json::to_string(value).map_or(usize::MAX, |s| s.len())
 }
 
+/// `text` in at most `max` characters: cut after the last sentence or
+/// paragraph that fits, never inside a fenced code block (the block is
+/// left out whole) nor a word.
 fn cut(text: &str, max: usize) -> String {
     if text.chars().count() <= max {
         return text.to_string();
     }
-    let kept: String = text.chars().take(max).collect();
-    format!("{}…", kept.trim_end())
+    let end = text.char_indices().nth(max).map_or(text.len(), |(i, _)| i);
+    let mut kept = &text[..end];
+    // An opened fence not closed in what is kept: cut before it.
+    if kept.matches("```").count() % 2 == 1
+        && let Some(fence) = kept.rfind("```")
+    {
+        kept = &kept[..fence];
+    }
+    // The last paragraph's or sentence's end, if it keeps half of it.
+    let boundary = [kept.rfind("\n"), kept.rfind(". ").map(|i| i + 1)]
+        .into_iter()
+        .flatten()
+        .max()
+        .filter(|&i| i >= kept.len() / 2);
+    let kept = match boundary {
+        Some(i) => &kept[..i],
+        // Else the last whole word.
+        None => kept.rfind(char::is_whitespace).map_or(kept, |i| &kept[..i]),
+    };
+    format!("{} …", kept.trim_end())
 }
 
 /// A member with its description's first sentence as `summary`.
@@ -178,6 +199,18 @@ fn names_only(group: &Value, sections: &[&str]) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_description_is_cut_between_sentences_never_in_code_or_a_word() {
+        let text = format!(
+            "First sentence here. Second one.\n```gdscript\nvar tween = create_tween()\n```\n{}",
+            "word ".repeat(50)
+        );
+        let kept = cut(&text, 60);
+        assert_eq!(kept, "First sentence here. Second one. …");
+        let kept = cut(&"averyveryverylongword ".repeat(10), 50);
+        assert!(kept.ends_with("word …"), "{kept}");
+    }
 
     const SECTIONS: [&str; 2] = ["methods", "members"];
 
