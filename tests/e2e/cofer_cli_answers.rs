@@ -101,3 +101,68 @@ async fn a_broken_config_is_shown_and_reset() {
         .await;
     assert!(!is_error(&r), "{r:?}");
 }
+
+/// Issue 70, item 1 end to end: programs the repository's config names
+/// (the user's `.git/config` and Cofer's own remote's, as an attacker of
+/// round five left them) never run in Cofer's push (the git capability's
+/// push), nor in the person's own `cofer merge`, `diff` and `log`; the same
+/// keys do run them for plain git, so the check is not empty.
+#[tokio::test(flavor = "multi_thread")]
+async fn programs_named_in_gits_config_never_run_in_cofer() {
+    let Some(f) = Fixture::with_podman(&[], true).await else {
+        return;
+    };
+    let mark = f.env.dir.path().join("program-ran");
+    let evil = f.env.dir.path().join("evil.sh");
+    std::fs::write(
+        &evil,
+        format!("#!/bin/sh\necho \"$0 $*\" >> {}\nexit 1\n", mark.display()),
+    )
+    .unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&evil, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let evil = evil.display().to_string();
+    let remote = f.repo.join(".git/cofer/remote.git");
+    git(&remote, &["config", "receive.certNonceSeed", "seed"]);
+    for dir in [f.repo.clone(), remote.clone()] {
+        for (key, value) in [
+            ("core.alternateRefsCommand", evil.as_str()),
+            ("push.gpgSign", "true"),
+            ("gpg.program", evil.as_str()),
+            ("credential.helper", evil.as_str()),
+            ("core.sshCommand", evil.as_str()),
+            ("core.pager", evil.as_str()),
+            ("diff.external", evil.as_str()),
+        ] {
+            git(&dir, &["config", key, value]);
+        }
+    }
+    let global = f.env.dir.path().join("global-gitconfig");
+    std::fs::write(&global, "[user]\n\tname = U\n\temail = u@example.com\n").unwrap();
+    let global = global.display().to_string();
+
+    let client = f.env.start().await;
+    f.create(&client, "cfg").await;
+    f.run_ok(&client, "cfg", "echo work > work.txt").await;
+    for args in [&["diff", "cfg"][..], &["log", "cfg"], &["merge", "cfg"]] {
+        succeeded(&by_hand(&f, args, &[("GIT_CONFIG_GLOBAL", &global)]));
+    }
+    assert!(f.repo.join("work.txt").exists(), "the merge took the work");
+    assert!(
+        !mark.exists(),
+        "a program the config names ran: {}",
+        std::fs::read_to_string(&mark).unwrap_or_default()
+    );
+    // Plain git runs it: the keys are live.
+    let out = std::process::Command::new("git")
+        .args(["push", "-q", "--force"])
+        .arg(&remote)
+        .arg("HEAD:refs/heads/plain")
+        .current_dir(&f.repo)
+        .output()
+        .unwrap();
+    let _ = out;
+    assert!(mark.exists(), "plain git push should run gpg.program");
+}
