@@ -166,3 +166,24 @@ async fn programs_named_in_gits_config_never_run_in_cofer() {
     let _ = out;
     assert!(mark.exists(), "plain git push should run gpg.program");
 }
+
+/// Issue 70, item 9: a warning both commits of a command make (the
+/// changes found before it, then its own) is said once.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_warning_of_both_commits_is_said_once() {
+    let Some(f) = Fixture::with_podman(&[("COFER_MAX_FILE_MB", "1")], true).await else {
+        return;
+    };
+    let client = f.env.start().await;
+    f.create(&client, "big").await;
+    f.run_ok(&client, "big", "head -c 2000000 /dev/zero > big.bin")
+        .await;
+    let out = f.run_ok(&client, "big", "true").await;
+    let warnings: Vec<&serde_json::Value> = out["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|w| w.as_str().unwrap().contains("big.bin"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{out}");
+}

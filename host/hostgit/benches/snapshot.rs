@@ -4,6 +4,7 @@
 //!
 //! ```sh
 //! cargo bench -p hostgit --bench snapshot
+//! SNAPSHOT_FILES=1000000 SNAPSHOT_ROUNDS=3 cargo bench -p hostgit --bench snapshot
 //! ```
 
 use std::path::Path;
@@ -13,8 +14,13 @@ use std::time::{Duration, Instant};
 use hostgit::Repo;
 use hostgit::snapshot::{Identity, commit_worktree};
 
-const FILES: usize = 10_000;
-const ROUNDS: usize = 15;
+/// How many files and rounds, unless `SNAPSHOT_FILES`/`SNAPSHOT_ROUNDS` say.
+fn setting(var: &str, default: usize) -> usize {
+    std::env::var(var)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
 
 fn git(dir: &Path, args: &[&str]) {
     let status = Command::new("git")
@@ -42,9 +48,11 @@ fn median(mut samples: Vec<Duration>) -> Duration {
 }
 
 fn main() {
+    let files = setting("SNAPSHOT_FILES", 10_000);
+    let rounds = setting("SNAPSHOT_ROUNDS", 15);
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("repo");
-    for i in 0..FILES {
+    for i in 0..files {
         let path = root.join(format!("src/m{}/f{i}.txt", i % 100));
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(path, format!("file {i}\n").repeat(20)).unwrap();
@@ -88,7 +96,7 @@ fn main() {
     std::thread::sleep(Duration::from_millis(1100));
 
     let (mut ours_same, mut git_same, mut ours_one, mut git_one) = (vec![], vec![], vec![], vec![]);
-    for round in 0..ROUNDS {
+    for round in 0..rounds {
         let started = Instant::now();
         commit_worktree(&repo, &data, "nothing", &who, 10 << 20).unwrap();
         ours_same.push(started.elapsed());
@@ -130,7 +138,7 @@ fn main() {
             ours.as_secs_f64() / theirs.as_secs_f64()
         );
     };
-    println!("{FILES} files, medians of {ROUNDS} rounds, alternating");
+    println!("{files} files, medians of {rounds} rounds, alternating");
     row("nothing changed", ours_same, git_same);
     row("one file changed", ours_one, git_one);
 

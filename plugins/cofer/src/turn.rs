@@ -61,7 +61,13 @@ pub fn turn<T>(
     env.pull()?;
     let value = value?;
     let (commit, more) = commit(env, message)?;
-    warnings.extend(more);
+    // The two commits of a turn say the same of an unchanged tree (the
+    // 500,000-file limit was said twice per answer): once is enough.
+    for warning in more {
+        if !warnings.contains(&warning) {
+            warnings.push(warning);
+        }
+    }
     Ok(Turn {
         value,
         background_commit,

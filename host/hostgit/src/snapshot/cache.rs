@@ -3,35 +3,68 @@
 
 use super::*;
 
-/// What the last commit holds: files by path, and every directory.
-#[derive(Default)]
+/// What the last commit holds: files by path, and every directory. Read
+/// only when the walk first needs it (an ignored folder or file, a file
+/// left out, a file system without an executable bit): a command over an
+/// unchanged tree that needs none of that reads no tree at all (a million
+/// files' paths were read and held at every command).
 pub(super) struct Tracked {
-    pub(super) files: HashMap<BString, (ObjectId, EntryKind)>,
-    pub(super) dirs: HashSet<BString>,
+    root: Option<ObjectId>,
+    read: Option<Read>,
+}
+
+#[derive(Default)]
+struct Read {
+    files: HashMap<BString, (ObjectId, EntryKind)>,
+    dirs: HashSet<BString>,
 }
 
 impl Tracked {
-    pub(super) fn read(repo: &gix::Repository, root: ObjectId) -> WalkResult<Tracked> {
-        let mut tracked = Tracked::default();
-        let mut pending = vec![(BString::default(), root)];
-        while let Some((prefix, id)) = pending.pop() {
-            let object = repo.find_object(id)?;
-            for entry in
-                gix::objs::TreeRefIter::from_bytes(&object.data, repo.object_hash()).flatten()
-            {
-                let path = join(prefix.as_bstr(), entry.filename);
-                match entry.mode.kind() {
-                    EntryKind::Tree => {
-                        tracked.dirs.insert(path.clone());
-                        pending.push((path, entry.oid.to_owned()));
-                    }
-                    kind => {
-                        tracked.files.insert(path, (entry.oid.to_owned(), kind));
+    /// What the tree `root` holds (none: an empty tree), read when asked.
+    pub(super) fn of(root: Option<ObjectId>) -> Tracked {
+        Tracked { root, read: None }
+    }
+
+    pub(super) fn has_dir(&mut self, repo: &gix::Repository, path: &BString) -> WalkResult<bool> {
+        Ok(self.read(repo)?.dirs.contains(path))
+    }
+
+    pub(super) fn file(
+        &mut self,
+        repo: &gix::Repository,
+        path: &BString,
+    ) -> WalkResult<Option<(ObjectId, EntryKind)>> {
+        Ok(self.read(repo)?.files.get(path).copied())
+    }
+
+    fn read(&mut self, repo: &gix::Repository) -> WalkResult<&Read> {
+        if self.read.is_none() {
+            let mut read = Read::default();
+            let mut pending: Vec<(BString, ObjectId)> = self
+                .root
+                .map(|root| (BString::default(), root))
+                .into_iter()
+                .collect();
+            while let Some((prefix, id)) = pending.pop() {
+                let object = repo.find_object(id)?;
+                for entry in
+                    gix::objs::TreeRefIter::from_bytes(&object.data, repo.object_hash()).flatten()
+                {
+                    let path = join(prefix.as_bstr(), entry.filename);
+                    match entry.mode.kind() {
+                        EntryKind::Tree => {
+                            read.dirs.insert(path.clone());
+                            pending.push((path, entry.oid.to_owned()));
+                        }
+                        kind => {
+                            read.files.insert(path, (entry.oid.to_owned(), kind));
+                        }
                     }
                 }
             }
+            self.read = Some(read);
         }
-        Ok(tracked)
+        Ok(self.read.as_ref().expect("read just now"))
     }
 }
 
@@ -48,6 +81,11 @@ pub(super) const STAT: gix::index::entry::stat::Options = gix::index::entry::sta
 impl StatCache {
     pub(super) fn read(path: &Path, hash: gix::hash::Kind) -> StatCache {
         StatCache(gix::index::File::at(path, hash, false, Default::default()).ok())
+    }
+
+    /// How many entries it holds (none without an index).
+    pub(super) fn len(&self) -> Option<usize> {
+        self.0.as_ref().map(|index| index.entries().len())
     }
 
     /// The blob `path` still holds if its stat says it is unchanged (and

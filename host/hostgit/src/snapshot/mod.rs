@@ -178,10 +178,7 @@ pub fn commit_worktree(
         ),
         None => None,
     };
-    let tracked = match parent_tree {
-        Some(id) => Tracked::read(&repo, id).map_err(|e| failed("read the last commit", &e))?,
-        None => Tracked::default(),
-    };
+    let tracked = Tracked::of(parent_tree);
 
     let root = tree
         .tree
@@ -201,11 +198,15 @@ pub fn commit_worktree(
         too_many: LeftOut::default(),
         linked: HashMap::new(),
         index: Vec::new(),
+        changed: false,
     };
     let new_tree = walk
         .dir(&root, BStr::new(""))
         .map_err(|e| failed("walk the worktree", &e))?
         .unwrap_or_else(|| ObjectId::empty_tree(repo.object_hash()));
+    // Every entry as the index has it: nothing to write (100 MB for a
+    // million files, at every command).
+    let unchanged = !walk.changed && walk.cache.len() == Some(walk.index.len());
     let Walk {
         too_large,
         too_deep,
@@ -219,7 +220,7 @@ pub fn commit_worktree(
     let too_many = too_many.map(|path| path.to_string());
     let unapplied_ignores = ignore.unapplied.map(|path| path.to_string());
     // The index is a cache: a failure to write it costs time, not data.
-    if let Err(e) = write_index(&index_path, repo.object_hash(), index) {
+    if !unchanged && let Err(e) = write_index(&index_path, repo.object_hash(), index) {
         tracing::debug!("cannot write {}: {e}", index_path.display());
     }
     let too_large = too_large.map(|(path, bytes)| (path.to_string(), bytes));

@@ -321,3 +321,31 @@ fn gitignore_files_past_the_line_budget_of_their_path_are_not_applied() {
         );
     }
 }
+
+/// Issue 70, item 9: a second commit over an unchanged tree costs a walk:
+/// the index (the stat cache) is not written again, nothing is committed;
+/// a change is still seen and the index written.
+#[test]
+fn an_unchanged_tree_writes_no_index_again() {
+    let (_dir, repo, tree) = setup(&[("a.txt", "a\n"), ("src/b.txt", "b\n")]);
+    let index = repo.git_dir().join("worktrees/t/index");
+    let first = commit_worktree(&repo, &tree, "m", &who(), 1 << 20).unwrap();
+    assert!(first.commit.is_none(), "the worktree is the base");
+    // Past the racy second: the entries' stats can be trusted.
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    commit_worktree(&repo, &tree, "m", &who(), 1 << 20).unwrap();
+    let written = std::fs::metadata(&index).unwrap().modified().unwrap();
+    let again = commit_worktree(&repo, &tree, "m", &who(), 1 << 20).unwrap();
+    assert!(again.commit.is_none());
+    assert_eq!(
+        std::fs::metadata(&index).unwrap().modified().unwrap(),
+        written
+    );
+    std::fs::write(tree.work_tree().join("a.txt"), "changed\n").unwrap();
+    let changed = commit_worktree(&repo, &tree, "m", &who(), 1 << 20).unwrap();
+    assert!(changed.commit.is_some());
+    assert_ne!(
+        std::fs::metadata(&index).unwrap().modified().unwrap(),
+        written
+    );
+}

@@ -22,6 +22,9 @@ pub(super) struct Walk<'r> {
     pub(super) linked: HashMap<(u64, u64), (Stat, ObjectId)>,
     /// Entries of the new index: path, stat (none: check next time), blob, mode.
     pub(super) index: Vec<(BString, Option<Stat>, ObjectId, entry::Mode)>,
+    /// Whether any entry differs from the stat cache's (a file read, a
+    /// link, one kept at its committed version): the index is written.
+    pub(super) changed: bool,
 }
 
 impl Walk<'_> {
@@ -69,7 +72,7 @@ impl Walk<'_> {
             let ignored = self.ignore.ignored(path.as_bstr(), file_type.is_dir());
             let found = if file_type.is_dir() {
                 // An ignored directory is entered only for what is tracked in it.
-                if ignored && !self.tracked.dirs.contains(&path) {
+                if ignored && !self.tracked.has_dir(self.repo, &path)? {
                     continue;
                 }
                 if self.depth == MAX_DEPTH {
@@ -81,15 +84,16 @@ impl Walk<'_> {
                 let tree = self.dir(&sub, path.as_bstr());
                 self.depth -= 1;
                 tree?.map(|oid| (EntryKind::Tree, oid))
-            } else if ignored && !self.tracked.files.contains_key(&path) {
+            } else if ignored && self.tracked.file(self.repo, &path)?.is_none() {
                 continue;
             } else if self.index.len() >= MAX_FILES {
                 self.too_many.push(path.clone());
-                self.as_committed(path)
+                self.as_committed(path)?
             } else if link {
                 let target = dir.read_link_contents(item.file_name())?;
                 let target = gix::path::into_bstr(target)?;
                 let oid = self.repo.write_blob(target.as_ref() as &[u8])?.detach();
+                self.changed = true;
                 self.index.push((
                     path.clone(),
                     Some(crate::sys::stat_of(&meta)),
@@ -123,12 +127,13 @@ impl Walk<'_> {
         meta: &Metadata,
     ) -> WalkResult<Option<(EntryKind, ObjectId)>> {
         // Where the file system has no executable bit, the committed mode stays.
-        let executable = crate::sys::executable(meta).unwrap_or_else(|| {
-            self.tracked
-                .files
-                .get(&path)
-                .is_some_and(|&(_, kind)| kind == EntryKind::BlobExecutable)
-        });
+        let executable = match crate::sys::executable(meta) {
+            Some(executable) => executable,
+            None => self
+                .tracked
+                .file(self.repo, &path)?
+                .is_some_and(|(_, kind)| kind == EntryKind::BlobExecutable),
+        };
         let (kind, mode) = if executable {
             (EntryKind::BlobExecutable, entry::Mode::FILE_EXECUTABLE)
         } else {
@@ -139,6 +144,7 @@ impl Walk<'_> {
             self.index.push((path, Some(stat), oid, mode));
             return Ok(Some((kind, oid)));
         }
+        self.changed = true;
         let inode = crate::sys::shared_inode(meta);
         if let Some((seen, oid)) = inode.and_then(|i| self.linked.get(&i))
             && seen.matches(&stat, STAT)
@@ -150,7 +156,7 @@ impl Walk<'_> {
         // Too large by its stat: not read (a sparse file costs the container
         // nothing and would cost the host the whole limit in reading).
         if meta.len() > self.max_file_bytes {
-            return Ok(self.left_out(path, meta.len()));
+            return self.left_out(path, meta.len());
         }
         let file = match open_nofollow(dir, name) {
             // Gone, or no longer a file, since it was listed.
@@ -164,7 +170,7 @@ impl Walk<'_> {
         file.take(self.max_file_bytes.saturating_add(1))
             .read_to_end(&mut bytes)?;
         if bytes.len() as u64 > self.max_file_bytes {
-            return Ok(self.left_out(path, bytes.len() as u64));
+            return self.left_out(path, bytes.len() as u64);
         }
         let oid = self.repo.write_blob(&bytes)?.detach();
         if let Some(inode) = inode {
@@ -176,14 +182,22 @@ impl Walk<'_> {
 
     /// A file over the limit, of `bytes`: left out, or kept at its
     /// committed version.
-    pub(super) fn left_out(&mut self, path: BString, bytes: u64) -> Option<(EntryKind, ObjectId)> {
+    pub(super) fn left_out(
+        &mut self,
+        path: BString,
+        bytes: u64,
+    ) -> WalkResult<Option<(EntryKind, ObjectId)>> {
         self.too_large.push((path.clone(), bytes));
         self.as_committed(path)
     }
 
     /// A file left out: its last committed version, if it has one.
-    pub(super) fn as_committed(&mut self, path: BString) -> Option<(EntryKind, ObjectId)> {
-        self.tracked.files.get(&path).map(|&(oid, kind)| {
+    pub(super) fn as_committed(
+        &mut self,
+        path: BString,
+    ) -> WalkResult<Option<(EntryKind, ObjectId)>> {
+        self.changed = true;
+        Ok(self.tracked.file(self.repo, &path)?.map(|(oid, kind)| {
             let mode = match kind {
                 EntryKind::BlobExecutable => entry::Mode::FILE_EXECUTABLE,
                 EntryKind::Link => entry::Mode::SYMLINK,
@@ -191,7 +205,7 @@ impl Walk<'_> {
             };
             self.index.push((path, None, oid, mode));
             (kind, oid)
-        })
+        }))
     }
 }
 
