@@ -166,6 +166,8 @@ async fn the_tests_a_source_file_touches_run_and_no_others() {
         assert_eq!(out["status"], "pass", "{out:#}");
         assert_eq!(out["tests"]["total"], 1, "{out:#}");
         assert!(related(&out).0.contains("findRelatedTests"), "{out:#}");
+        // Issue 72, item 14: what ran is the test file, not the source.
+        assert_eq!(related(&out).1, ["test/math.test.js"], "{out:#}");
     }
     if let Some(env) = js_runner_env("vitest run", "module") {
         write(

@@ -278,7 +278,15 @@ fn run(args: &request::Args, checked: &Checked) -> (serde_json::Value, serde_jso
         answer["coverage"] = coverage_json(coverage, COVERAGE_FILES_SHOWN);
     }
     if let Some((how, tests)) = &checked.related {
-        answer["related"] = json!({"how": how, "run": tests});
+        // What ran, where the report names the test files (jest is given
+        // the source file and finds the tests itself).
+        let ran = results.as_ref().map_or(&[][..], |r| r.files.as_slice());
+        let run = if ran.is_empty() {
+            tests.as_slice()
+        } else {
+            ran
+        };
+        answer["related"] = json!({"how": how, "run": run});
     }
     (answer::fit(answer), machine)
 }

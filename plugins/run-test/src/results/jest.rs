@@ -18,6 +18,9 @@ pub fn read(json: &str, repo: &str) -> Result<Results, String> {
     for file in files {
         let path = file["name"].as_str().unwrap_or_default();
         let rel = in_repo(path, repo);
+        if let Some(rel) = &rel {
+            results.files.push(rel.clone());
+        }
         let tests = file["assertionResults"]
             .as_array()
             .map_or(&[][..], Vec::as_slice);

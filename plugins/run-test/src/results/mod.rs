@@ -89,6 +89,9 @@ pub struct Results {
     /// The tests that passed, by name (at most [`MAX_PASSED_NAMES`]): what
     /// a flaky check calls `stable_pass`.
     pub passed: Vec<String>,
+    /// The test files that ran, where the report names them (jest's and
+    /// vitest's): what a `related` run ran.
+    pub files: Vec<String>,
 }
 
 /// The most passing tests named (a flaky check reruns a selection).
