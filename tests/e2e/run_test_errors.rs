@@ -82,12 +82,17 @@ async fn a_test_file_that_does_not_load_is_an_error_not_a_failed_test() {
             &env.workspace,
             &[(
                 "test/broken.test.js",
-                "describe('x', () => {\n  test('y', () => {\n",
+                &format!("{import}test('y', () => {{ let = ; }});\n"),
             )],
         );
         let host = env.start().await;
         let out = run(&host, "npm", json!({"scope": "all"})).await;
         errored(&env, &out, "test/broken.test.js", "");
+        // Issue 72, item 15: vitest's parse error is placed at its line
+        // (it was line 1).
+        if script == "vitest" {
+            assert_eq!(out["errors"][0]["line"], 2, "{out:#}");
+        }
         assert_eq!(
             out["tests"]["failed"], 1,
             "{script}: math subtracts only: {out:#}"

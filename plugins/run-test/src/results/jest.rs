@@ -41,8 +41,9 @@ pub fn read(json: &str, repo: &str) -> Result<Results, String> {
         let message = strip_ansi(file["message"].as_str().unwrap_or_default());
         if file["status"] == "failed" && !tests.iter().any(|t| t["status"] == "failed") {
             let name = rel.clone().unwrap_or_else(|| path.to_string());
-            let place =
-                stack_location(&message, repo).or_else(|| rel.clone().map(|file| (file, 1)));
+            let place = parse_failure_at(&message, repo)
+                .or_else(|| stack_location(&message, repo))
+                .or_else(|| rel.clone().map(|file| (file, 1)));
             results.errored(failure(
                 name,
                 place,
@@ -52,6 +53,20 @@ pub fn read(json: &str, repo: &str) -> Result<Results, String> {
         }
     }
     Ok(results)
+}
+
+/// Where vitest says a file did not parse: `At file: /test/x.test.js:2:24`
+/// (the path from the project's root, or absolute).
+fn parse_failure_at(message: &str, repo: &str) -> Option<(String, u32)> {
+    let at = message
+        .lines()
+        .rev()
+        .find_map(|l| l.trim().strip_prefix("At file: "))?;
+    let mut parts = at.rsplitn(3, ':');
+    let (_column, line, path) = (parts.next()?, parts.next()?, parts.next()?);
+    let line = line.parse().ok()?;
+    let file = in_repo(path, repo).unwrap_or_else(|| path.trim_start_matches('/').to_string());
+    Some((file, line))
 }
 
 /// A test's name as jest reruns it: its full name, else its title.
@@ -149,6 +164,19 @@ mod tests {
 
     /// vitest 4's `json` reporter: the same shape, its frames without
     /// parentheses.
+    #[test]
+    fn a_file_vitest_could_not_parse_is_placed_at_its_line() {
+        let message = "Parse failure: Parse failed with 1 error:\nUnexpected token\n2: test('x', () => { let = ; });\n                           ^\nAt file: /test/bad.test.js:2:24";
+        assert_eq!(
+            parse_failure_at(message, "/work/p/"),
+            Some(("test/bad.test.js".to_string(), 2))
+        );
+        assert_eq!(
+            parse_failure_at("At file: /work/p/test/a.test.js:7:1", "/work/p/"),
+            Some(("test/a.test.js".to_string(), 7))
+        );
+    }
+
     #[test]
     fn vitest_frames_are_found_too() {
         let report = r#"{"testResults":[{"name":"/w/p/a.test.js","status":"failed","message":"","assertionResults":[
