@@ -35,6 +35,20 @@ fn telling() -> Vec<String> {
     ]
 }
 
+/// `cofer config secret ARGS` in the fixture's repository, with the test's
+/// references file.
+fn secret(f: &Fixture, secrets: &std::path::Path, args: &[&str]) {
+    let bin = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/debug/cofer");
+    let out = std::process::Command::new(bin)
+        .args(["config", "secret"])
+        .args(args)
+        .current_dir(&f.repo)
+        .env("COFER_SECRETS", secrets)
+        .output()
+        .unwrap();
+    succeeded(&out);
+}
+
 fn assert_masked(text: &str, what: &str) {
     for form in telling() {
         assert!(
@@ -64,16 +78,7 @@ async fn secrets_are_masked_in_a_fresh_host_in_every_form_programs_write() {
     else {
         return;
     };
-    let set = |name: &str, reference: &str| {
-        let bin = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/debug/cofer");
-        let out = std::process::Command::new(bin)
-            .args(["config", "secret", "set", name, reference])
-            .current_dir(&f.repo)
-            .env("COFER_SECRETS", &secrets)
-            .output()
-            .unwrap();
-        succeeded(&out);
-    };
+    let set = |name: &str, reference: &str| secret(&f, &secrets, &["set", name, reference]);
     set("QUOTED", "env://COFER_TEST_QUOTED");
     set("SPACED", "env://COFER_TEST_SPACED");
     set("PLAIN", "env://COFER_TEST_PLAIN");
@@ -146,16 +151,7 @@ async fn a_planted_link_is_no_secret_file_and_an_unresolved_one_is_the_persons()
     // What a plugin whose reads are refused outside its roots could do.
     let link = f.repo.join("innocent.txt");
     std::os::unix::fs::symlink(&private, &link).unwrap();
-    let bin = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/debug/cofer");
-    let set = |name: &str, reference: &str| {
-        let out = std::process::Command::new(&bin)
-            .args(["config", "secret", "set", name, reference])
-            .current_dir(&f.repo)
-            .env("COFER_SECRETS", &secrets)
-            .output()
-            .unwrap();
-        succeeded(&out);
-    };
+    let set = |name: &str, reference: &str| secret(&f, &secrets, &["set", name, reference]);
     set("LINKED", &format!("file://{}", link.display()));
     let client = f.env.start().await;
     f.create(&client, "link").await;
@@ -177,13 +173,7 @@ async fn a_planted_link_is_no_secret_file_and_an_unresolved_one_is_the_persons()
     );
 
     // A variable the host lacks: the person's to set, said as such.
-    let out = std::process::Command::new(&bin)
-        .args(["config", "secret", "unset", "LINKED"])
-        .current_dir(&f.repo)
-        .env("COFER_SECRETS", &secrets)
-        .output()
-        .unwrap();
-    succeeded(&out);
+    secret(&f, &secrets, &["unset", "LINKED"]);
     set("ABSENT", "env://COFER_TEST_NEVER_SET");
     let r = client
         .call("environment_run_cmd", f.run_args("link", "true"))

@@ -100,18 +100,26 @@ async fn a_test_file_that_does_not_load_is_an_error_not_a_failed_test() {
     }
 }
 
-/// Issue 72, item 14: a named pipe standing where raw.log goes is not
-/// named as the log: nothing was written there, and `not_written` says so.
-#[tokio::test]
-async fn a_named_pipe_where_the_log_goes_is_not_called_the_log() {
+/// A pytest project of one passing test, or a skip without pytest.
+fn one_passing_pytest() -> Option<Env> {
     if !require_program("pytest", "pip install pytest (.ci/run does)") {
-        return;
+        return None;
     }
     let env = env();
     write(
         &env.workspace,
         &[("test_ok.py", "def test_ok():\n    pass\n")],
     );
+    Some(env)
+}
+
+/// Issue 72, item 14: a named pipe standing where raw.log goes is not
+/// named as the log: nothing was written there, and `not_written` says so.
+#[tokio::test]
+async fn a_named_pipe_where_the_log_goes_is_not_called_the_log() {
+    let Some(env) = one_passing_pytest() else {
+        return;
+    };
     let dir = env.workspace.join("rep");
     std::fs::create_dir_all(&dir).unwrap();
     nix::unistd::mkfifo(&dir.join("raw.log"), nix::sys::stat::Mode::S_IRWXU).unwrap();
@@ -141,14 +149,9 @@ async fn a_named_pipe_where_the_log_goes_is_not_called_the_log() {
 /// a failing run with 0 tests.
 #[tokio::test]
 async fn a_pattern_pytest_cannot_read_is_an_error_saying_so() {
-    if !require_program("pytest", "pip install pytest (.ci/run does)") {
+    let Some(env) = one_passing_pytest() else {
         return;
-    }
-    let env = env();
-    write(
-        &env.workspace,
-        &[("test_ok.py", "def test_ok():\n    pass\n")],
-    );
+    };
     let host = env.start().await;
     let out = run(
         &host,
