@@ -123,6 +123,21 @@ def test_slow():
     assert_eq!(out["repeat"]["runs"], "TT", "{out:#}");
     assert_ne!(out["repeat"]["verdict"], "stable_pass", "{out:#}");
 
+    // Issue 72, item 14: a file that does not load is in `errors`, as
+    // `tests.errors` counts it (the flaky check's answer left it out).
+    write(
+        &env.workspace,
+        &[("test_unloadable.py", "def test_x(:\n    pass\n")],
+    );
+    let out = run(
+        &host,
+        "pytest",
+        json!({"scope": "file", "target": "test_unloadable.py", "repeat": 2}),
+    )
+    .await;
+    assert_eq!(out["tests"]["errors"], 1, "{out:#}");
+    assert_eq!(out["errors"][0]["name"], "test_unloadable.py", "{out:#}");
+
     // The whole suite again and again is not a flaky check.
     let refused = host
         .call(

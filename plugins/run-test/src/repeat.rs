@@ -274,7 +274,7 @@ fn answer(
         .iter()
         .filter_map(|(a, _)| a["duration_ms"].as_u64())
         .sum();
-    let answer = json!({
+    let mut answer = json!({
         "status": status,
         "exit_code": first["exit_code"],
         "duration_ms": duration,
@@ -285,5 +285,13 @@ fn answer(
         "failures": first["failures"],
         "repeat": summary,
     });
+    // The shown run's other keys, where it has them: its files that did
+    // not load (`tests.errors` counted them, `errors` was missing), its
+    // slowest tests, what the confinement refused.
+    for key in ["errors", "slowest", "refused", "coverage"] {
+        if !first[key].is_null() {
+            answer[key] = first[key].clone();
+        }
+    }
     crate::answer::fit(answer)
 }
