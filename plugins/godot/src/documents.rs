@@ -14,8 +14,9 @@ use crate::model::ClassDoc;
 use crate::parse::class_header;
 use crate::uri;
 
-/// Bump when the documents change shape (the saved index is rebuilt).
-pub(crate) const FORMAT: &str = "godot-docs/20";
+/// Bump when the documents change shape or content (the saved index is
+/// rebuilt; 21: summaries end where a sentence ends, issue 72).
+pub(crate) const FORMAT: &str = "godot-docs/21";
 /// Documents handed to the host's index at once.
 const BATCH: usize = 2000;
 
