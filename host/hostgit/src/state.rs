@@ -110,7 +110,11 @@ pub fn write(repo: &Repo, name: &str, text: &str, only_new: bool) -> Result<bool
     }
     let dir = folder(repo, &parts, true)?.expect("made");
     let file = parts[parts.len() - 1];
-    let fresh = format!(".{file}.{}.tmp", std::process::id());
+    // One name per write: two calls writing the same file at once (two
+    // creates of one id) each removed the other's file by a shared name.
+    static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let fresh = format!(".{file}.{}.{n}.tmp", std::process::id());
     let mut options = OpenOptions::new();
     options.write(true).create_new(true);
     let _ = dir.remove_file(&fresh);
