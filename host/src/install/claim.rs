@@ -128,21 +128,28 @@ pub fn accept(grants: &Grants, text: &str, choice: &Choice) -> Result<()> {
     for line in &lines {
         shown.push_str(&format!("  {line}\n"));
     }
-    let stdin = std::io::stdin();
-    if !stdin.is_terminal() {
-        bail!(
+    match ask(&format!("{shown}Give them to {text}? [y/N] ")) {
+        None => bail!(
             "{shown}{text} was not installed: these grants are given to whatever is named `{name}`; \
              add `--yes` to accept them for this artifact, or install it under another name with `--name`"
-        );
+        ),
+        Some(false) => bail!("{text} was not installed: its grants were not accepted"),
+        Some(true) => Ok(()),
     }
-    eprint!("{shown}Give them to {text}? [y/N] ");
+}
+
+/// `question` asked on the terminal: whether the person said yes; `None`
+/// when nobody can be asked (standard input is no terminal).
+pub fn ask(question: &str) -> Option<bool> {
+    let stdin = std::io::stdin();
+    if !stdin.is_terminal() {
+        return None;
+    }
+    eprint!("{question}");
     let _ = std::io::stderr().flush();
     let mut answer = String::new();
-    stdin.lock().read_line(&mut answer)?;
-    if !matches!(answer.trim(), "y" | "Y" | "yes" | "Yes") {
-        bail!("{text} was not installed: its grants were not accepted");
-    }
-    Ok(())
+    let _ = stdin.lock().read_line(&mut answer);
+    Some(matches!(answer.trim(), "y" | "Y" | "yes" | "Yes"))
 }
 
 /// One line per grant that gives power (nothing for a plugin with none):

@@ -7,7 +7,6 @@
 //! tag moved back), which is refused unless `--allow-downgrade`. A dry
 //! run makes every check the update makes, and installs nothing.
 
-use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
@@ -169,21 +168,13 @@ fn accept_imports(loader: &Loader, name: &str, new: &[String], yes: bool) -> Res
     if grants.is_empty() {
         shown.push_str("  (none: what it imports would be denied)\n");
     }
-    let stdin = std::io::stdin();
-    if !stdin.is_terminal() {
-        return Err(format!(
+    match claim::ask(&format!("{shown}Update `{name}`? [y/N] ")) {
+        None => Err(format!(
             "{}not updated: check it with `host inspect` and run `host update {name} --yes` to take it",
             shown.replace('\n', " ")
-        ));
-    }
-    eprint!("{shown}Update `{name}`? [y/N] ");
-    let _ = std::io::stderr().flush();
-    let mut answer = String::new();
-    let _ = stdin.lock().read_line(&mut answer);
-    if matches!(answer.trim(), "y" | "Y" | "yes" | "Yes") {
-        Ok(())
-    } else {
-        Err("not updated: its new imports were not accepted".into())
+        )),
+        Some(false) => Err("not updated: its new imports were not accepted".into()),
+        Some(true) => Ok(()),
     }
 }
 
