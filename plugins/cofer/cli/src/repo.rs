@@ -148,11 +148,7 @@ pub async fn checkout(repo: &Repo, id: &str) -> Result<ExitCode> {
         }
         return Ok(code);
     }
-    let ours = repo
-        .run(&["config", "--get", &marker])
-        .await
-        .is_ok_and(|value| value.trim() == id);
-    if !ours {
+    if !made_by_checkout(repo, id).await {
         bail!(
             "a branch `{branch}` exists that `cofer checkout` did not make: it is left as it is; \
              rename it (`git branch -m {branch} OTHER`) and run `cofer checkout {id}` again"
@@ -165,6 +161,15 @@ pub async fn checkout(repo: &Repo, id: &str) -> Result<ExitCode> {
     person_runs(repo, &["merge", "--ff-only", &work])
 }
 
+/// Whether the local branch `cofer-<id>` is the one `cofer checkout` made
+/// for environment `id` (its config carries the marker), not the user's.
+async fn made_by_checkout(repo: &Repo, id: &str) -> bool {
+    let marker = format!("branch.{}.cofer-environment", local_branch(id));
+    repo.run(&["config", "--get", &marker])
+        .await
+        .is_ok_and(|value| value.trim() == id)
+}
+
 /// After environment `id` is destroyed: the local branch `cofer checkout`
 /// made for it goes too, when it holds nothing but the environment's work
 /// (it points into `tip`, the environment's last commit) and is not the
@@ -175,12 +180,7 @@ pub async fn forget_checkout(repo: &Repo, id: &str, tip: Option<&str>) -> Result
     let Some(at) = git::resolve(repo, &format!("refs/heads/{branch}")).await? else {
         return Ok(None);
     };
-    let marker = format!("branch.{branch}.cofer-environment");
-    let ours = repo
-        .run(&["config", "--get", &marker])
-        .await
-        .is_ok_and(|value| value.trim() == id);
-    if !ours {
+    if !made_by_checkout(repo, id).await {
         return Ok(None);
     }
     let head = repo
