@@ -265,3 +265,69 @@ async fn dump_the_godot_ranker_features() {
     std::fs::copy(env.stderr_log(), &target).unwrap();
     eprintln!("{} written", target.display());
 }
+
+/// Not a test: every text the host embeds for the 4.6 reference and
+/// manual (the Godot plugin's `sense` field), with its document's `uri`,
+/// `kind` and the entries it `links` to (a manual section's or
+/// passage's), one JSON object a line in target/godot-texts.jsonl: what
+/// `scripts/train-godot-model` trains and measures the sentence model on
+/// (the very texts the host embeds, not a second reading of the docs).
+/// Words alone: no model is needed.
+/// `cargo test -p host --test e2e dump_the_godot_texts -- --ignored`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a command, not a check: it writes target/godot-texts.jsonl"]
+async fn dump_the_godot_texts() {
+    let Some(docs) = godot_docs() else {
+        panic!("needs the Godot docs");
+    };
+    let config = godot_config_with_manual(&docs.join("4.x"), &docs.join("manual"));
+    let mut env = Env::new(&["godot"], &config);
+    env.with_model(Path::new("none"));
+    let client = env.start().await;
+    client
+        .call("godot.search", json!({ "query": "Node" }))
+        .await;
+    drop(client);
+    // The index is the folder with a CURRENT generation under the host's
+    // folders.
+    let mut folders = vec![env.dir.path().to_path_buf()];
+    let mut found = None;
+    while let Some(dir) = folders.pop() {
+        if dir.join("CURRENT").is_file() {
+            found = Some(dir);
+            break;
+        }
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            if entry.file_type().unwrap().is_dir() {
+                folders.push(entry.path());
+            }
+        }
+    }
+    let dir = found.expect("the Godot index");
+    let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+    let opened = textindex::open(&name, &dir).expect("the index opens");
+    let wanted = ["uri", "kind", "links"].map(String::from);
+    let mut out = String::new();
+    for (address, text) in opened.texts("sense").unwrap() {
+        let doc = opened.fetch(address, &wanted).unwrap();
+        let value = |field: &str| {
+            doc.iter()
+                .find(|(name, _)| name == field)
+                .map(|(_, value)| value.clone())
+                .unwrap_or_default()
+        };
+        let links: Vec<&String> = doc
+            .iter()
+            .filter(|(k, _)| k == "links")
+            .map(|(_, v)| v)
+            .collect();
+        let line = json!({
+            "uri": value("uri"), "kind": value("kind"), "links": links, "text": text,
+        });
+        out.push_str(&line.to_string());
+        out.push('\n');
+    }
+    let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/godot-texts.jsonl");
+    std::fs::write(&target, out).unwrap();
+    eprintln!("{} written", target.display());
+}

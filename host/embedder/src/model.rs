@@ -5,16 +5,17 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
-use candle_transformers::models::bert::{self, BertModel};
 use sha2::{Digest, Sha256};
 use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
 
+use crate::bert::{self, Bert};
+use crate::compact::Precision;
 use crate::mpnet::{self, MpNet};
 
 /// The networks a model folder may hold, by its config's `model_type`.
 enum Encoder {
     /// BERT and its kin (all-MiniLM-L6-v2).
-    Bert(BertModel),
+    Bert(Bert),
     /// MPNet (all-mpnet-base-v2).
     MpNet(MpNet),
 }
@@ -37,9 +38,19 @@ pub struct Model {
 }
 
 impl Model {
-    /// Load the model in `folder`. Errors say which file is missing or
-    /// wrong.
+    /// Load the model in `folder`, its weights held compact. Errors say
+    /// which file is missing or wrong.
     pub fn load(folder: &Path) -> Result<Model> {
+        Model::load_as(folder, Precision::Compact)
+    }
+
+    /// Load the model in `folder` with its weights held in f32 throughout:
+    /// the baseline the compact weights are measured against.
+    pub fn load_full_precision(folder: &Path) -> Result<Model> {
+        Model::load_as(folder, Precision::Full)
+    }
+
+    fn load_as(folder: &Path, precision: Precision) -> Result<Model> {
         for file in FILES {
             if !folder.join(file).is_file() {
                 bail!(
@@ -83,18 +94,20 @@ impl Model {
             strategy: PaddingStrategy::BatchLongest,
             ..Default::default()
         }));
-        // The weights are copied into tensors; the file's bytes go when
-        // the builder does.
-        let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &Device::Cpu)?;
+        // The weights are copied into tensors (matrices in half precision,
+        // tables a byte per value: `compact`); the file's bytes go when the
+        // builder does.
+        let vb = VarBuilder::from_buffered_safetensors(weights, precision.matrix(), &Device::Cpu)?;
         let not_weights = || format!("{}/model.safetensors is not {what} model", folder.display());
         let (encoder, dim) = if mpnet {
             let config: mpnet::Config = serde_json::from_slice(&config).with_context(not_one)?;
             config.check().with_context(not_one)?;
-            let model = MpNet::load(vb, &config).with_context(not_weights)?;
+            let model = MpNet::load(vb, &config, precision).with_context(not_weights)?;
             (Encoder::MpNet(model), config.hidden_size)
         } else {
             let config: bert::Config = serde_json::from_slice(&config).with_context(not_one)?;
-            let model = BertModel::load(vb, &config).with_context(not_weights)?;
+            config.check().with_context(not_one)?;
+            let model = Bert::load(vb, &config, precision).with_context(not_weights)?;
             (Encoder::Bert(model), config.hidden_size)
         };
         Ok(Model {
@@ -139,9 +152,7 @@ impl Model {
         let ids = rows(&|e| e.get_ids())?;
         let mask = rows(&|e| e.get_attention_mask())?;
         let out = match &self.encoder {
-            Encoder::Bert(bert) => {
-                bert.forward(&ids, &rows(&|e| e.get_type_ids())?, Some(&mask))?
-            }
+            Encoder::Bert(bert) => bert.forward(&ids, &rows(&|e| e.get_type_ids())?, &mask)?,
             Encoder::MpNet(mpnet) => mpnet.forward(&ids, &mask)?,
         };
         // Mean over the tokens the mask keeps (padding left out).

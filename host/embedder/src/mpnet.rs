@@ -5,8 +5,10 @@
 //! after Hugging Face's `modeling_mpnet.py`; weight names as it saves them.
 
 use candle_core::{DType, Module, Result, Tensor};
-use candle_nn::{Embedding, LayerNorm, LayerNormConfig, Linear, VarBuilder};
+use candle_nn::{Embedding, LayerNorm, LayerNormConfig, VarBuilder};
 use serde::Deserialize;
+
+use crate::compact::{Dense, Precision, Table};
 
 #[derive(Deserialize)]
 pub struct Config {
@@ -46,8 +48,8 @@ impl Config {
 const MAX_DISTANCE: f64 = 128.0;
 
 pub struct MpNet {
-    words: Embedding,
-    positions: Embedding,
+    words: Table,
+    positions: Table,
     norm: LayerNorm,
     layers: Vec<Layer>,
     /// Per relative-distance bucket, a bias for each head.
@@ -58,26 +60,26 @@ pub struct MpNet {
 }
 
 struct Layer {
-    q: Linear,
-    k: Linear,
-    v: Linear,
-    o: Linear,
+    q: Dense,
+    k: Dense,
+    v: Dense,
+    o: Dense,
     attention_norm: LayerNorm,
-    intermediate: Linear,
-    output: Linear,
+    intermediate: Dense,
+    output: Dense,
     output_norm: LayerNorm,
 }
 
 impl MpNet {
     /// The network of `config` ([`Config::check`]ed) with weights from `vb`.
-    pub fn load(vb: VarBuilder, config: &Config) -> Result<MpNet> {
+    pub fn load(vb: VarBuilder, config: &Config, p: Precision) -> Result<MpNet> {
         let hidden = config.hidden_size;
         let norm = |vb: VarBuilder| {
             let eps = LayerNormConfig {
                 eps: config.layer_norm_eps,
                 ..Default::default()
             };
-            candle_nn::layer_norm(hidden, eps, vb)
+            candle_nn::layer_norm(hidden, eps, vb.set_dtype(DType::F32))
         };
         let embeddings = vb.pp("embeddings");
         let layers = (0..config.num_hidden_layers)
@@ -85,44 +87,49 @@ impl MpNet {
                 let layer = vb.pp(format!("encoder.layer.{i}"));
                 let attention = layer.pp("attention");
                 let square =
-                    |name: &str| candle_nn::linear(hidden, hidden, attention.pp("attn").pp(name));
+                    |name: &str| Dense::load(hidden, hidden, attention.pp("attn").pp(name), p);
                 Ok(Layer {
                     q: square("q")?,
                     k: square("k")?,
                     v: square("v")?,
                     o: square("o")?,
                     attention_norm: norm(attention.pp("LayerNorm"))?,
-                    intermediate: candle_nn::linear(
+                    intermediate: Dense::load(
                         hidden,
                         config.intermediate_size,
                         layer.pp("intermediate.dense"),
+                        p,
                     )?,
-                    output: candle_nn::linear(
+                    output: Dense::load(
                         config.intermediate_size,
                         hidden,
                         layer.pp("output.dense"),
+                        p,
                     )?,
                     output_norm: norm(layer.pp("output.LayerNorm"))?,
                 })
             })
             .collect::<Result<Vec<_>>>()?;
         Ok(MpNet {
-            words: candle_nn::embedding(
+            words: Table::load(
                 config.vocab_size,
                 hidden,
                 embeddings.pp("word_embeddings"),
+                p,
             )?,
-            positions: candle_nn::embedding(
+            positions: Table::load(
                 config.max_position_embeddings,
                 hidden,
                 embeddings.pp("position_embeddings"),
+                p,
             )?,
             norm: norm(embeddings.pp("LayerNorm"))?,
             layers,
             relative_bias: candle_nn::embedding(
                 config.relative_attention_num_buckets,
                 config.num_attention_heads,
-                vb.pp("encoder.relative_attention_bias"),
+                vb.pp("encoder.relative_attention_bias")
+                    .set_dtype(DType::F32),
             )?,
             heads: config.num_attention_heads,
             pad: config.pad_token_id,

@@ -6,6 +6,11 @@
 //! cosine similarity to about two decimals at a quarter of the size.
 //! Records are only appended; a record cut short (a host that died
 //! mid-write) is dropped when the file is read.
+//!
+//! In memory a store holds where each vector lies, not the vector: the
+//! vectors a table needs are read into one [`Matrix`] when it is made, so
+//! each is held once (issue 73: held twice, they were a tenth of the
+//! Godot seed's memory budget).
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -45,35 +50,74 @@ impl Quantized {
 
     /// The dot product with a full vector (cosine, both being unit length).
     pub fn dot(&self, vector: &[f32]) -> f32 {
-        // Eight sums side by side, which the compiler turns into vector
-        // instructions (one running sum cannot be: float addition is not
-        // reordered); a question is compared with every entry, 8x faster.
-        const LANES: usize = 8;
-        let mut sums = [0.0f32; LANES];
-        let bytes = self.bytes.chunks_exact(LANES);
-        let values = vector.chunks_exact(LANES);
-        let rest: f32 = bytes
-            .remainder()
-            .iter()
-            .zip(values.remainder())
-            .map(|(b, v)| *b as f32 * v)
-            .sum();
-        for (b, v) in bytes.zip(values) {
-            for lane in 0..LANES {
-                sums[lane] += b[lane] as f32 * v[lane];
-            }
-        }
-        (sums.iter().sum::<f32>() + rest) * self.scale
+        dot(&self.bytes, self.scale, vector)
     }
 }
 
-/// The vectors of one model: every file read, and the one appended to.
+/// `bytes × scale` dotted with `vector`.
+fn dot(bytes: &[i8], scale: f32, vector: &[f32]) -> f32 {
+    // Eight sums side by side, which the compiler turns into vector
+    // instructions (one running sum cannot be: float addition is not
+    // reordered); a question is compared with every entry, 8x faster.
+    const LANES: usize = 8;
+    let mut sums = [0.0f32; LANES];
+    let bytes = bytes.chunks_exact(LANES);
+    let values = vector.chunks_exact(LANES);
+    let rest: f32 = bytes
+        .remainder()
+        .iter()
+        .zip(values.remainder())
+        .map(|(b, v)| *b as f32 * v)
+        .sum();
+    for (b, v) in bytes.zip(values) {
+        for lane in 0..LANES {
+            sums[lane] += b[lane] as f32 * v[lane];
+        }
+    }
+    (sums.iter().sum::<f32>() + rest) * scale
+}
+
+/// Vectors side by side in one allocation, a row each: what a table of
+/// documents is scanned as.
+#[derive(Debug, Default)]
+pub struct Matrix {
+    dim: usize,
+    bytes: Vec<i8>,
+    scales: Vec<f32>,
+}
+
+impl Matrix {
+    pub fn rows(&self) -> usize {
+        self.scales.len()
+    }
+
+    /// Row `row` dotted with `vector` (cosine, both being unit length).
+    pub fn dot(&self, row: usize, vector: &[f32]) -> f32 {
+        let bytes = &self.bytes[row * self.dim..(row + 1) * self.dim];
+        dot(bytes, self.scales[row], vector)
+    }
+
+    fn push(&mut self, scale: f32, bytes: &[u8]) {
+        self.scales.push(scale);
+        self.bytes.extend(bytes.iter().map(|b| *b as i8));
+    }
+}
+
+/// Where a vector's record lies: which of the store's files, and where.
+#[derive(Clone, Copy)]
+struct Place {
+    file: u32,
+    offset: u64,
+}
+
+/// The vectors of one model: where each lies in the files read, and the
+/// file appended to.
 pub struct Store {
     digest: [u8; 32],
     dim: usize,
-    rows: HashMap<TextHash, Quantized>,
-    /// Where new vectors go.
-    file: PathBuf,
+    places: HashMap<TextHash, Place>,
+    /// The seeds read, then the file new vectors go to (last).
+    files: Vec<PathBuf>,
 }
 
 impl Store {
@@ -90,8 +134,8 @@ impl Store {
         let mut store = Store {
             digest,
             dim,
-            rows: HashMap::new(),
-            file: file.to_path_buf(),
+            places: HashMap::new(),
+            files: Vec::new(),
         };
         let mut notes = Vec::new();
         for seed in seeds {
@@ -124,11 +168,9 @@ impl Store {
                 std::fs::create_dir_all(parent)
                     .with_context(|| format!("creating {}", parent.display()))?;
             }
-            let mut header = Vec::with_capacity(HEADER);
-            header.extend_from_slice(MAGIC);
-            header.extend_from_slice(&digest);
-            header.extend_from_slice(&(dim as u32).to_le_bytes());
-            std::fs::write(file, header).with_context(|| format!("writing {}", file.display()))?;
+            std::fs::write(file, store.header())
+                .with_context(|| format!("writing {}", file.display()))?;
+            store.files.push(file.to_path_buf());
         }
         Ok((store, notes))
     }
@@ -137,8 +179,16 @@ impl Store {
         32 + 4 + self.dim
     }
 
-    /// Read every whole record of `path` into memory; how many.
-    fn read(&mut self, path: &Path) -> Result<usize> {
+    fn header(&self) -> Vec<u8> {
+        let mut header = Vec::with_capacity(HEADER);
+        header.extend_from_slice(MAGIC);
+        header.extend_from_slice(&self.digest);
+        header.extend_from_slice(&(self.dim as u32).to_le_bytes());
+        header
+    }
+
+    /// `path`'s bytes, when it is a store of this model.
+    fn contents(&self, path: &Path) -> Result<Vec<u8>> {
         let size = std::fs::metadata(path)
             .with_context(|| format!("reading {}", path.display()))?
             .len();
@@ -159,36 +209,89 @@ impl Store {
         if dim != self.dim {
             bail!("its vectors have {dim} dimensions, the model {}", self.dim);
         }
+        Ok(data)
+    }
+
+    /// Note where every whole record of `path` lies; how many.
+    fn read(&mut self, path: &Path) -> Result<usize> {
+        let data = self.contents(path)?;
+        let file = self.files.len() as u32;
         let mut count = 0;
-        for record in data[HEADER..].chunks_exact(self.record_len()) {
+        for (i, record) in data[HEADER..].chunks_exact(self.record_len()).enumerate() {
             let hash: TextHash = record[..32].try_into().expect("32 bytes");
             let scale = f32::from_le_bytes(record[32..36].try_into().expect("4 bytes"));
             if !scale.is_finite() {
                 continue;
             }
-            let bytes = record[36..].iter().map(|b| *b as i8).collect();
-            self.rows.insert(hash, Quantized { scale, bytes });
+            let offset = (HEADER + i * self.record_len()) as u64;
+            self.places.insert(hash, Place { file, offset });
             count += 1;
         }
+        self.files.push(path.to_path_buf());
         Ok(count)
     }
 
-    pub fn get(&self, hash: &TextHash) -> Option<&Quantized> {
-        self.rows.get(hash)
+    pub fn contains(&self, hash: &TextHash) -> bool {
+        self.places.contains_key(hash)
     }
 
     pub fn len(&self) -> usize {
-        self.rows.len()
+        self.places.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.rows.is_empty()
+        self.places.is_empty()
     }
 
-    /// Keep `vectors` (text hash, unit vector) in memory and append them to
-    /// the file, in one write.
+    /// The vectors of `hashes`, in their order, read from the files; the
+    /// positions in `hashes` of those the store lacks (or that a file no
+    /// longer holds: it changed under us) are left out and returned.
+    pub fn matrix(&self, hashes: &[TextHash]) -> Result<(Matrix, Vec<usize>)> {
+        let mut matrix = Matrix {
+            dim: self.dim,
+            bytes: Vec::with_capacity(hashes.len() * self.dim),
+            scales: Vec::with_capacity(hashes.len()),
+        };
+        let mut lacking = Vec::new();
+        // Each file read once, dropped before the next.
+        let mut by_file: Vec<Vec<(usize, u64)>> = vec![Vec::new(); self.files.len()];
+        for (i, hash) in hashes.iter().enumerate() {
+            match self.places.get(hash) {
+                Some(place) => by_file[place.file as usize].push((i, place.offset)),
+                None => lacking.push(i),
+            }
+        }
+        let mut found: Vec<Option<(f32, Vec<u8>)>> = vec![None; hashes.len()];
+        for (file, wanted) in by_file.iter().enumerate() {
+            if wanted.is_empty() {
+                continue;
+            }
+            let data = self.contents(&self.files[file])?;
+            for (i, offset) in wanted {
+                let at = *offset as usize;
+                let record = data.get(at..at + self.record_len());
+                match record.filter(|r| r[..32] == hashes[*i]) {
+                    Some(r) => {
+                        let scale = f32::from_le_bytes(r[32..36].try_into().expect("4 bytes"));
+                        found[*i] = Some((scale, r[36..].to_vec()));
+                    }
+                    None => lacking.push(*i),
+                }
+            }
+        }
+        for row in found.into_iter().flatten() {
+            matrix.push(row.0, &row.1);
+        }
+        lacking.sort_unstable();
+        Ok((matrix, lacking))
+    }
+
+    /// Append `vectors` (text hash, unit vector) to the file, in one write,
+    /// and note where they lie.
     pub fn put(&mut self, vectors: Vec<(TextHash, Vec<f32>)>) -> Result<()> {
+        let own = self.files.last().expect("the store's own file").clone();
         let mut out = Vec::with_capacity(vectors.len() * self.record_len());
+        let mut hashes = Vec::with_capacity(vectors.len());
         for (hash, vector) in vectors {
             if vector.len() != self.dim {
                 bail!(
@@ -201,14 +304,30 @@ impl Store {
             out.extend_from_slice(&hash);
             out.extend_from_slice(&q.scale.to_le_bytes());
             out.extend(q.bytes.iter().map(|b| *b as u8));
-            self.rows.insert(hash, q);
+            hashes.push(hash);
         }
         let mut file = std::fs::OpenOptions::new()
             .append(true)
-            .open(&self.file)
-            .with_context(|| format!("opening {}", self.file.display()))?;
+            .open(&own)
+            .with_context(|| format!("opening {}", own.display()))?;
+        let start = file
+            .metadata()
+            .with_context(|| format!("reading {}", own.display()))?
+            .len();
         file.write_all(&out)
-            .with_context(|| format!("writing {}", self.file.display()))
+            .with_context(|| format!("writing {}", own.display()))?;
+        let file_index = (self.files.len() - 1) as u32;
+        for (i, hash) in hashes.into_iter().enumerate() {
+            let offset = start + (i * self.record_len()) as u64;
+            self.places.insert(
+                hash,
+                Place {
+                    file: file_index,
+                    offset,
+                },
+            );
+        }
+        Ok(())
     }
 }
 
@@ -253,17 +372,35 @@ mod tests {
         f.write_all(&[7; 20]).unwrap();
         let (mut again, _) = Store::open([1; 32], 8, &file, &[]).unwrap();
         assert_eq!(again.len(), 2);
-        assert_eq!(again.get(&text_hash("two")), store.get(&text_hash("two")));
+        let hashes = [text_hash("two"), text_hash("none"), text_hash("one")];
+        for store in [&store, &again] {
+            // In the order asked, what is lacking said by its position.
+            let (matrix, lacking) = store.matrix(&hashes).unwrap();
+            assert_eq!((matrix.rows(), lacking), (2, vec![1]));
+            assert!((matrix.dot(0, &unit(1.0, 8)) - 1.0).abs() < 0.01);
+            assert!((matrix.dot(1, &unit(0.0, 8)) - 1.0).abs() < 0.01);
+        }
         again.put(vec![(text_hash("three"), unit(2.0, 8))]).unwrap();
         let (again, _) = Store::open([1; 32], 8, &file, &[]).unwrap();
         assert_eq!(again.len(), 3);
+        assert!(again.contains(&text_hash("three")) && !again.contains(&text_hash("four")));
         // As a seed of another model it is skipped, with why.
         let other = dir.path().join("b.vec");
         let (seeded, notes) = Store::open([2; 32], 8, &other, std::slice::from_ref(&file)).unwrap();
         assert!(seeded.is_empty());
         assert!(notes[0].contains("another model"), "{notes:?}");
         // As a seed of the same model it is read.
-        let (seeded, _) = Store::open([1; 32], 8, &dir.path().join("c.vec"), &[file]).unwrap();
+        let (mut seeded, _) =
+            Store::open([1; 32], 8, &dir.path().join("c.vec"), &[file.clone()]).unwrap();
         assert_eq!(seeded.len(), 3);
+        // New vectors go to its own file; a table takes from both.
+        seeded.put(vec![(text_hash("four"), unit(3.0, 8))]).unwrap();
+        let (matrix, lacking) = seeded
+            .matrix(&[text_hash("four"), text_hash("three")])
+            .unwrap();
+        assert!(lacking.is_empty());
+        assert!((matrix.dot(0, &unit(3.0, 8)) - 1.0).abs() < 0.01);
+        assert!((matrix.dot(1, &unit(2.0, 8)) - 1.0).abs() < 0.01);
+        assert_eq!(std::fs::metadata(&file).unwrap().len(), 44 + 3 * 44);
     }
 }

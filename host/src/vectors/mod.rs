@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, OnceLock, RwLock};
 
-use embedder::{Model, Quantized, Store};
+use embedder::{Matrix, Model, Store};
 use textindex::{DocAddress, Document, Filter, Opened};
 
 /// Characters of a question embedded (the model reads 128 tokens at most).
@@ -92,7 +92,8 @@ struct Loaded {
 struct Table {
     done: AtomicU64,
     total: AtomicU64,
-    rows: OnceLock<Vec<(DocAddress, Quantized)>>,
+    /// The documents, and their vectors a row each in the same order.
+    rows: OnceLock<(Vec<DocAddress>, Matrix)>,
     failed: OnceLock<String>,
 }
 
@@ -214,15 +215,15 @@ pub async fn similar(
     let loaded = loaded.clone();
     let query = service.question(loaded, question).await?;
     let passing = opened.passing(filters)?;
-    let rows = table.rows.get().expect("ready");
+    let (addresses, matrix) = table.rows.get().expect("ready");
     // Best first; equal scores (the same text in two documents) in the
     // rows' order, which is their ids' (`Opened::texts`): the same answer
     // from every build of the index.
-    let mut scored: Vec<(f32, usize)> = rows
+    let mut scored: Vec<(f32, usize)> = addresses
         .iter()
         .enumerate()
-        .filter(|(_, (address, _))| passing.as_ref().is_none_or(|p| p.contains(address)))
-        .map(|(row, (_, vector))| (vector.dot(&query), row))
+        .filter(|(_, address)| passing.as_ref().is_none_or(|p| p.contains(address)))
+        .map(|(row, _)| (matrix.dot(row, &query), row))
         .collect();
     let order = |a: &(f32, usize), b: &(f32, usize)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
     let limit = limit.min(MAX_HITS);
@@ -233,7 +234,7 @@ pub async fn similar(
     scored.sort_by(order);
     let mut hits = Vec::with_capacity(scored.len());
     for (score, row) in scored {
-        hits.push((score, opened.fetch(rows[row].0, wanted)?));
+        hits.push((score, opened.fetch(addresses[row], wanted)?));
     }
     Ok((state, hits))
 }

@@ -105,7 +105,7 @@ fn run(job: &Job, loaded: &Loaded) -> Result<(), String> {
     {
         let store = loaded.store.lock().expect("store lock");
         for ((_, text), hash) in texts.iter().zip(&hashes) {
-            if store.get(hash).is_none() {
+            if !store.contains(hash) {
                 missing.entry(*hash).or_insert((text.as_str(), 0)).1 += 1;
             }
         }
@@ -137,13 +137,22 @@ fn run(job: &Job, loaded: &Loaded) -> Result<(), String> {
         let docs: u64 = batch.iter().map(|(_, (_, n))| n).sum();
         table.done.fetch_add(docs, Ordering::AcqRel);
     }
-    let store = loaded.store.lock().expect("store lock");
-    let rows = texts
+    // The vectors read from the store's files into one matrix: held once,
+    // in the table, and scanned in one sweep.
+    let (matrix, lacking) = loaded
+        .store
+        .lock()
+        .expect("store lock")
+        .matrix(&hashes)
+        .map_err(|e| format!("the vector store cannot be read: {e:#}"))?;
+    let mut lacking = lacking.into_iter().peekable();
+    let addresses = texts
         .iter()
-        .zip(&hashes)
-        .filter_map(|((address, _), hash)| Some((*address, store.get(hash)?.clone())))
+        .enumerate()
+        .filter(|(i, _)| lacking.next_if_eq(i).is_none())
+        .map(|(_, (address, _))| *address)
         .collect();
-    let _ = table.rows.set(rows);
+    let _ = table.rows.set((addresses, matrix));
     tracing::info!(index = %job.opened.info.name, field = %job.field, documents = texts.len(), embedded = missing.len(), ms = started.elapsed().as_millis() as u64, "sentence vectors ready");
     Ok(())
 }
