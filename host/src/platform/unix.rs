@@ -148,14 +148,14 @@ pub fn limit_heap_arenas() {}
 /// Give the free memory of the allocator's arenas back to the system
 /// (glibc keeps it for reuse, in every thread's arena); whether it did.
 #[cfg(target_env = "gnu")]
-fn return_free_heap() -> bool {
+pub fn return_free_heap() -> bool {
     // SAFETY: malloc_trim only returns free memory; it may be called any time.
     unsafe { nix::libc::malloc_trim(0) == 1 }
 }
 
 /// Other C libraries give free memory back on their own.
 #[cfg(not(target_env = "gnu"))]
-fn return_free_heap() -> bool {
+pub fn return_free_heap() -> bool {
     false
 }
 

@@ -42,6 +42,11 @@ pub fn containment() -> String {
 /// The Windows heap keeps its own arenas.
 pub fn limit_heap_arenas() {}
 
+/// Windows' heap gives free memory back on its own.
+pub fn return_free_heap() -> bool {
+    false
+}
+
 /// No watchdog: a Job Object kills its tree when the host's handle closes.
 pub fn start_watchdog() -> Result<Option<i32>, String> {
     Ok(None)

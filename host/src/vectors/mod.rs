@@ -133,7 +133,7 @@ fn service() -> Option<Arc<Service>> {
 
 /// The default model folder (where `scripts/setup-model` puts it).
 pub fn default_model_dir() -> Option<PathBuf> {
-    Some(dirs::data_dir()?.join("mcp-host/models/all-minilm-l6-v2"))
+    Some(dirs::data_dir()?.join("mcp-host/models/godot-minilm-l6"))
 }
 
 /// What `host check` says of the model: loaded here to be sure it

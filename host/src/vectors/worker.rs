@@ -51,6 +51,12 @@ pub fn start(store_dir: PathBuf, model: Slot) -> Sender<Job> {
                     .get_or_init(|| load(&job.model_dir, &store_dir).map(Arc::new))
                     .clone();
                 let outcome = loaded.and_then(|loaded| pool.install(|| run(&job, &loaded)));
+                // Loading (the weights file, read whole) and embedding (a
+                // batch's activations, MiBs each) leave free memory in the
+                // allocator's arenas, which glibc keeps for reuse: given
+                // back, it no longer counts against the memory a resident
+                // index may add (issue 73; see the performance chapter).
+                crate::platform::return_free_heap();
                 if let Err(why) = outcome {
                     tracing::warn!(index = %job.opened.info.name, field = %job.field, error = %why, "documents not embedded: words only");
                     let _ = job.table.failed.set(why);
