@@ -719,7 +719,7 @@ pub fn embedding_model() -> Option<PathBuf> {
         .filter_map(std::env::var_os)
         .find(|v| v != "none")
         .map(PathBuf::from)
-        .or_else(|| Some(dirs_home()?.join(".local/share/mcp-host/models/all-minilm-l6-v2")))?;
+        .or_else(|| Some(dirs_home()?.join(".local/share/mcp-host/models/godot-minilm-l6")))?;
     if dir.join("model.safetensors").is_file() {
         return Some(dir);
     }

@@ -9,7 +9,7 @@
 //! texts are our Godot question sets.
 //!
 //! `cargo bench -p embedder --bench models` (models found as the tests
-//! find them: $MCP_TEST_EMBEDDING_MODEL, $MCP_TEST_MPNET_MODEL, else where
+//! find them: $MCP_TEST_STOCK_MODEL, $MCP_TEST_MPNET_MODEL, else where
 //! scripts/setup-model puts them; the adapted one in plugins/godot/model).
 //! Each model is measured in a process of its own, so that one's memory
 //! is not counted in the other's.
@@ -38,7 +38,7 @@ fn main() {
                 .join(folder)
         })
     };
-    let minilm = installed("MCP_TEST_EMBEDDING_MODEL", "all-minilm-l6-v2");
+    let minilm = installed("MCP_TEST_STOCK_MODEL", "all-minilm-l6-v2");
     let mpnet = installed("MCP_TEST_MPNET_MODEL", "all-mpnet-base-v2");
     let adapted = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../plugins/godot/model");
     let models = [

@@ -1,20 +1,23 @@
-//! The two layers that hold nearly all of a sentence model's weights,
-//! kept small in memory (issue 73): a model resident beside an index must
-//! fit the Godot seed's budget, and its fp32 weights alone took most of it.
+//! The layers that hold a sentence model's weights, kept small in memory
+//! where it costs no speed (issue 73): a model resident beside an index
+//! must fit the Godot seed's budget, and its fp32 weights took most of it.
 //!
-//! - [`Dense`]: a linear layer whose weight matrix is held in half
-//!   precision. The matrix product converts it to f32 as it packs the
-//!   panels (the `gemm` crate's f16 kernels) and sums in f32; the
-//!   activations stay f32 everywhere else (layer norms, softmax, GELU).
-//! - [`Table`]: an embedding table held at a byte per value with one
-//!   scale per row, the rows a batch needs turned back into f32 when it is
-//!   looked up. A table is read a row per token, never multiplied, so its
-//!   values need less precision than a matrix's.
+//! - [`Table`]: an embedding table (half of MiniLM's weights) held at a
+//!   byte per value with one scale per row, the rows a batch needs turned
+//!   back into f32 when it is looked up. A table is read a row per token,
+//!   never multiplied, so its values need less precision than a matrix's,
+//!   and a lookup costs nothing measurable.
+//! - [`Dense`]: a linear layer, its matrix in [`Precision::matrix`]'s
+//!   dtype. The host keeps matrices in f32: held in half precision (the
+//!   `gemm` crate's f16 kernels, f32 sums) they took 20 MiB less but a
+//!   question took 2.5x as long on this CPU (p50 21.2 against 8.4 ms,
+//!   `cargo bench -p embedder --bench models`, 2026-12-02: the f16 path
+//!   converts every weight on every product, and a question is a product
+//!   of a few rows).
 //!
-//! Both take half (Dense) and a quarter (Table) of the fp32 memory;
 //! `host/embedder/tests/model.rs` checks the vectors stay those of the
-//! full-precision model. [`Precision::Full`] keeps fp32 throughout, the
-//! baseline `cargo bench -p embedder --bench models` measures against.
+//! full-precision model. [`Precision::Full`] keeps the tables in f32 too:
+//! the baseline `cargo bench -p embedder --bench models` measures against.
 
 use candle_core::{DType, Device, Module, Result, Tensor};
 use candle_nn::VarBuilder;
@@ -22,19 +25,17 @@ use candle_nn::VarBuilder;
 /// How a model's weights are held.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Precision {
-    /// Matrices in half precision, tables a byte per value: the host's.
+    /// Tables a byte per value: the host's.
     Compact,
     /// Everything in f32, as the model was trained.
     Full,
 }
 
 impl Precision {
-    /// The dtype matrices are held (and loaded) in.
+    /// The dtype matrices are held (and loaded) in: f32 both ways (see
+    /// the module's note on half precision).
     pub fn matrix(self) -> DType {
-        match self {
-            Precision::Compact => DType::F16,
-            Precision::Full => DType::F32,
-        }
+        DType::F32
     }
 }
 
@@ -57,11 +58,20 @@ impl Dense {
 impl Module for Dense {
     /// `x` (`… × in`, f32) times the matrix, plus the bias: `… × out`, f32.
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        // As rows of one 2-D product: the transposed matrix is read in
+        // place (a broadcast one was copied whole on every call: half of
+        // a question's time).
+        let dims = x.dims().to_vec();
+        let inputs = *dims.last().expect("a layer's input has a last dimension");
+        let rows = x.elem_count() / inputs.max(1);
         let product = x
+            .reshape((rows, inputs))?
             .to_dtype(self.weight.dtype())?
-            .broadcast_matmul(&self.weight.t()?)?
+            .matmul(&self.weight.t()?)?
             .to_dtype(DType::F32)?;
-        product.broadcast_add(&self.bias)
+        let mut shape = dims;
+        *shape.last_mut().expect("checked") = self.weight.dim(0)?;
+        product.broadcast_add(&self.bias)?.reshape(shape)
     }
 }
 
@@ -141,7 +151,7 @@ mod tests {
     }
 
     #[test]
-    fn a_dense_layer_in_half_precision_gives_the_full_precision_product() {
+    fn a_dense_layer_gives_the_full_precision_product() {
         let (inputs, outputs) = (48, 20);
         let weight: Vec<f32> = (0..inputs * outputs)
             .map(|i| ((i as f32) * 0.37).sin() * 0.2)

@@ -5,8 +5,7 @@
 //!   sentence-transformers' models), run with candle: texts in, unit
 //!   vectors out (mean pooling, as the model was trained); BERT through
 //!   [`bert`] and MPNet (all-mpnet-base-v2) through [`mpnet`], both with
-//!   their weights held compact ([`compact`]: matrices in half precision,
-//!   embedding tables a byte per value).
+//!   their embedding tables held compact ([`compact`]: a byte per value).
 //! - [`store`]: vectors kept on disk keyed by the hash of their text, one
 //!   file per model, quantised to 8 bits: what is embedded once is never
 //!   embedded again, and a file built elsewhere (shipped with a corpus)

@@ -94,9 +94,8 @@ impl Model {
             strategy: PaddingStrategy::BatchLongest,
             ..Default::default()
         }));
-        // The weights are copied into tensors (matrices in half precision,
-        // tables a byte per value: `compact`); the file's bytes go when the
-        // builder does.
+        // The weights are copied into tensors (tables a byte per value:
+        // `compact`); the file's bytes go when the builder does.
         let vb = VarBuilder::from_buffered_safetensors(weights, precision.matrix(), &Device::Cpu)?;
         let not_weights = || format!("{}/model.safetensors is not {what} model", folder.display());
         let (encoder, dim) = if mpnet {

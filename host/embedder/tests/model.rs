@@ -1,7 +1,8 @@
 //! The real models (scripts/setup-model) embed sentences by meaning:
-//! all-MiniLM-L6-v2, found by $MCP_TEST_EMBEDDING_MODEL or
-//! $MCP_HOST_EMBEDDING_MODEL, and all-mpnet-base-v2 (MPNet, our own
-//! forward pass), found by $MCP_TEST_MPNET_MODEL; else where
+//! the host's (the Godot-adapted MiniLM), found by
+//! $MCP_TEST_EMBEDDING_MODEL or $MCP_HOST_EMBEDDING_MODEL; the stock
+//! all-MiniLM-L6-v2 it was trained from, by $MCP_TEST_STOCK_MODEL; and
+//! all-mpnet-base-v2 (MPNet), by $MCP_TEST_MPNET_MODEL; else where
 //! scripts/setup-model puts them. Under CI=true a missing model fails,
 //! elsewhere the test says it skipped.
 
@@ -45,7 +46,7 @@ fn cosine(a: &[f32], b: &[f32]) -> f32 {
 #[test]
 fn minilm_puts_sentences_that_mean_the_same_nearest() {
     let vars = ["MCP_TEST_EMBEDDING_MODEL", "MCP_HOST_EMBEDDING_MODEL"];
-    if let Some(dir) = model_dir(&vars, "all-minilm-l6-v2") {
+    if let Some(dir) = model_dir(&vars, "godot-minilm-l6") {
         embeds_by_meaning(&embedder::Model::load(&dir).unwrap(), 384);
     }
 }
@@ -112,8 +113,8 @@ fn mpnet_gives_the_reference_implementations_values() {
 /// torch 2.15.0 on the CPU, 2026-12-02).
 #[test]
 fn minilm_gives_the_reference_implementations_values() {
-    // The stock model only: the host's may be another (the Godot one).
-    let Some(dir) = model_dir(&["MCP_TEST_EMBEDDING_MODEL"], "all-minilm-l6-v2") else {
+    // The stock model only: the host's is the Godot one trained from it.
+    let Some(dir) = model_dir(&["MCP_TEST_STOCK_MODEL"], "all-minilm-l6-v2") else {
         return;
     };
     let hello = [-0.0344773, 0.0310232, 0.0067349, 0.026109, -0.0393621];

@@ -264,8 +264,8 @@ struct Common {
     secrets_dir: Option<PathBuf>,
     /// Sentence-embedding model folder for the `vectors` capability
     /// (config.json, tokenizer.json, model.safetensors); `none` for words
-    /// only. [default: ~/.local/share/mcp-host/models/all-minilm-l6-v2
-    /// when it exists; scripts/setup-model fetches it]
+    /// only. [default: ~/.local/share/mcp-host/models/godot-minilm-l6
+    /// when it exists; scripts/setup-model installs it]
     #[arg(long, env = "MCP_HOST_EMBEDDING_MODEL")]
     embedding_model: Option<PathBuf>,
 }
