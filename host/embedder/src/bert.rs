@@ -6,10 +6,11 @@
 //! `bert.` prefix.
 
 use candle_core::{DType, Module, Result, Tensor};
-use candle_nn::{LayerNorm, LayerNormConfig, VarBuilder};
+use candle_nn::{LayerNorm, VarBuilder};
 use serde::Deserialize;
 
-use crate::compact::{Dense, Precision, Table};
+use crate::compact::{Precision, Table};
+use crate::layer::{self, Activation, Layer, Names, Sizes};
 
 #[derive(Deserialize)]
 pub struct Config {
@@ -48,7 +49,7 @@ impl Config {
                 self.hidden_size
             );
         }
-        if activation(&self.hidden_act).is_none() {
+        if Activation::named(&self.hidden_act).is_none() {
             candle_core::bail!(
                 "hidden_act `{}`: gelu, gelu_new, gelu_pytorch_tanh or relu",
                 self.hidden_act
@@ -58,44 +59,22 @@ impl Config {
     }
 }
 
-#[derive(Clone, Copy)]
-enum Activation {
-    /// GELU as BERT was trained with it (the error function).
-    Gelu,
-    /// GELU's tanh approximation.
-    GeluTanh,
-    Relu,
-}
-
-fn activation(name: &str) -> Option<Activation> {
-    match name {
-        "gelu" => Some(Activation::Gelu),
-        "gelu_new" | "gelu_pytorch_tanh" => Some(Activation::GeluTanh),
-        "relu" => Some(Activation::Relu),
-        _ => None,
-    }
-}
-
 pub struct Bert {
     words: Table,
     positions: Table,
     types: Table,
     norm: LayerNorm,
     layers: Vec<Layer>,
-    heads: usize,
-    activation: Activation,
 }
 
-struct Layer {
-    q: Dense,
-    k: Dense,
-    v: Dense,
-    o: Dense,
-    attention_norm: LayerNorm,
-    intermediate: Dense,
-    output: Dense,
-    output_norm: LayerNorm,
-}
+/// Where BERT keeps a layer's attention weights.
+const NAMES: Names = Names {
+    q: "self.query",
+    k: "self.key",
+    v: "self.value",
+    o: "output.dense",
+    norm: "output.LayerNorm",
+};
 
 impl Bert {
     /// The network of `config` ([`Config::check`]ed) with weights from `vb`.
@@ -106,51 +85,27 @@ impl Bert {
             vb.pp("bert")
         };
         let hidden = config.hidden_size;
-        let norm = |vb: VarBuilder| {
-            let eps = LayerNormConfig {
-                eps: config.layer_norm_eps,
-                ..Default::default()
-            };
-            let norm = candle_nn::layer_norm(hidden, eps, vb.set_dtype(DType::F32))?;
-            Ok::<_, candle_core::Error>(norm)
+        let sizes = Sizes {
+            hidden,
+            intermediate: config.intermediate_size,
+            heads: config.num_attention_heads,
+            eps: config.layer_norm_eps,
         };
-        let embeddings = vb.pp("embeddings");
+        let activation = Activation::named(&config.hidden_act).expect("checked");
         let layers = (0..config.num_hidden_layers)
             .map(|i| {
-                let layer = vb.pp(format!("encoder.layer.{i}"));
-                let attention = layer.pp("attention");
-                let square = |name: &str| Dense::load(hidden, hidden, attention.pp(name), p);
-                Ok(Layer {
-                    q: square("self.query")?,
-                    k: square("self.key")?,
-                    v: square("self.value")?,
-                    o: square("output.dense")?,
-                    attention_norm: norm(attention.pp("output.LayerNorm"))?,
-                    intermediate: Dense::load(
-                        hidden,
-                        config.intermediate_size,
-                        layer.pp("intermediate.dense"),
-                        p,
-                    )?,
-                    output: Dense::load(
-                        config.intermediate_size,
-                        hidden,
-                        layer.pp("output.dense"),
-                        p,
-                    )?,
-                    output_norm: norm(layer.pp("output.LayerNorm"))?,
-                })
+                let vb = vb.pp(format!("encoder.layer.{i}"));
+                Layer::load(vb, &NAMES, &sizes, activation, p)
             })
             .collect::<Result<Vec<_>>>()?;
+        let embeddings = vb.pp("embeddings");
         let table = |rows: usize, name: &str| Table::load(rows, hidden, embeddings.pp(name), p);
         Ok(Bert {
             words: table(config.vocab_size, "word_embeddings")?,
             positions: table(config.max_position_embeddings, "position_embeddings")?,
             types: table(config.type_vocab_size, "token_type_embeddings")?,
-            norm: norm(embeddings.pp("LayerNorm"))?,
+            norm: layer::norm(hidden, config.layer_norm_eps, embeddings.pp("LayerNorm"))?,
             layers,
-            heads: config.num_attention_heads,
-            activation: activation(&config.hidden_act).expect("checked"),
         })
     }
 
@@ -158,44 +113,15 @@ impl Bert {
     /// token types, `mask` 1 where a token is real.
     pub fn forward(&self, ids: &Tensor, types: &Tensor, mask: &Tensor) -> Result<Tensor> {
         let (batch, tokens) = ids.dims2()?;
-        let device = ids.device();
-        let positions = Tensor::arange(0u32, tokens as u32, device)?;
+        let positions = Tensor::arange(0u32, tokens as u32, ids.device())?;
         let embedded = (self.words.forward(ids)? + self.types.forward(types)?)?
             .broadcast_add(&self.positions.forward(&positions)?)?;
         let mut x = self.norm.forward(&embedded)?;
         // Padding out of reach of every query.
         let real = mask.to_dtype(DType::F32)?;
         let padding = ((real.ones_like()? - &real)? * -1e9)?.reshape((batch, 1, 1, tokens))?;
-        let hidden = x.dim(2)?;
-        let size = hidden / self.heads;
-        let scale = 1.0 / (size as f64).sqrt();
         for layer in &self.layers {
-            let heads = |t: Tensor| {
-                t.reshape((batch, tokens, self.heads, size))?
-                    .transpose(1, 2)?
-                    .contiguous()
-            };
-            let q = heads(layer.q.forward(&x)?)?;
-            let k = heads(layer.k.forward(&x)?)?;
-            let v = heads(layer.v.forward(&x)?)?;
-            let scores = (q.matmul(&k.t()?)? * scale)?.broadcast_add(&padding)?;
-            let weights = candle_nn::ops::softmax_last_dim(&scores)?;
-            let context = weights
-                .matmul(&v)?
-                .transpose(1, 2)?
-                .reshape((batch, tokens, hidden))?;
-            let attended = layer
-                .attention_norm
-                .forward(&(layer.o.forward(&context)? + &x)?)?;
-            let inner = layer.intermediate.forward(&attended)?;
-            let inner = match self.activation {
-                Activation::Gelu => inner.gelu_erf()?,
-                Activation::GeluTanh => inner.gelu()?,
-                Activation::Relu => inner.relu()?,
-            };
-            x = layer
-                .output_norm
-                .forward(&(layer.output.forward(&inner)? + &attended)?)?;
+            x = layer.forward(&x, &padding)?;
         }
         Ok(x)
     }

@@ -17,6 +17,7 @@
 
 mod bert;
 mod compact;
+mod layer;
 pub mod model;
 mod mpnet;
 pub mod store;

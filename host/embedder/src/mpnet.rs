@@ -5,10 +5,11 @@
 //! after Hugging Face's `modeling_mpnet.py`; weight names as it saves them.
 
 use candle_core::{DType, Module, Result, Tensor};
-use candle_nn::{Embedding, LayerNorm, LayerNormConfig, VarBuilder};
+use candle_nn::{Embedding, LayerNorm, VarBuilder};
 use serde::Deserialize;
 
-use crate::compact::{Dense, Precision, Table};
+use crate::compact::{Precision, Table};
+use crate::layer::{self, Activation, Layer, Names, Sizes};
 
 #[derive(Deserialize)]
 pub struct Config {
@@ -54,60 +55,34 @@ pub struct MpNet {
     layers: Vec<Layer>,
     /// Per relative-distance bucket, a bias for each head.
     relative_bias: Embedding,
-    heads: usize,
     pad: u32,
     buckets: usize,
 }
 
-struct Layer {
-    q: Dense,
-    k: Dense,
-    v: Dense,
-    o: Dense,
-    attention_norm: LayerNorm,
-    intermediate: Dense,
-    output: Dense,
-    output_norm: LayerNorm,
-}
+/// Where MPNet keeps a layer's attention weights.
+const NAMES: Names = Names {
+    q: "attn.q",
+    k: "attn.k",
+    v: "attn.v",
+    o: "attn.o",
+    norm: "LayerNorm",
+};
 
 impl MpNet {
     /// The network of `config` ([`Config::check`]ed) with weights from `vb`.
     pub fn load(vb: VarBuilder, config: &Config, p: Precision) -> Result<MpNet> {
         let hidden = config.hidden_size;
-        let norm = |vb: VarBuilder| {
-            let eps = LayerNormConfig {
-                eps: config.layer_norm_eps,
-                ..Default::default()
-            };
-            candle_nn::layer_norm(hidden, eps, vb.set_dtype(DType::F32))
+        let sizes = Sizes {
+            hidden,
+            intermediate: config.intermediate_size,
+            heads: config.num_attention_heads,
+            eps: config.layer_norm_eps,
         };
         let embeddings = vb.pp("embeddings");
         let layers = (0..config.num_hidden_layers)
             .map(|i| {
-                let layer = vb.pp(format!("encoder.layer.{i}"));
-                let attention = layer.pp("attention");
-                let square =
-                    |name: &str| Dense::load(hidden, hidden, attention.pp("attn").pp(name), p);
-                Ok(Layer {
-                    q: square("q")?,
-                    k: square("k")?,
-                    v: square("v")?,
-                    o: square("o")?,
-                    attention_norm: norm(attention.pp("LayerNorm"))?,
-                    intermediate: Dense::load(
-                        hidden,
-                        config.intermediate_size,
-                        layer.pp("intermediate.dense"),
-                        p,
-                    )?,
-                    output: Dense::load(
-                        config.intermediate_size,
-                        hidden,
-                        layer.pp("output.dense"),
-                        p,
-                    )?,
-                    output_norm: norm(layer.pp("output.LayerNorm"))?,
-                })
+                let vb = vb.pp(format!("encoder.layer.{i}"));
+                Layer::load(vb, &NAMES, &sizes, Activation::Gelu, p)
             })
             .collect::<Result<Vec<_>>>()?;
         Ok(MpNet {
@@ -123,7 +98,7 @@ impl MpNet {
                 embeddings.pp("position_embeddings"),
                 p,
             )?,
-            norm: norm(embeddings.pp("LayerNorm"))?,
+            norm: layer::norm(hidden, config.layer_norm_eps, embeddings.pp("LayerNorm"))?,
             layers,
             relative_bias: candle_nn::embedding(
                 config.relative_attention_num_buckets,
@@ -131,7 +106,6 @@ impl MpNet {
                 vb.pp("encoder.relative_attention_bias")
                     .set_dtype(DType::F32),
             )?,
-            heads: config.num_attention_heads,
             pad: config.pad_token_id,
             buckets: config.relative_attention_num_buckets,
         })
@@ -162,31 +136,8 @@ impl MpNet {
             .unsqueeze(0)?;
         let padding = ((real.ones_like()? - &real)? * -1e9)?.reshape((batch, 1, 1, tokens))?;
         let bias = distance.broadcast_add(&padding)?;
-        let hidden = x.dim(2)?;
-        let size = hidden / self.heads;
-        let scale = 1.0 / (size as f64).sqrt();
         for layer in &self.layers {
-            let heads = |t: Tensor| {
-                t.reshape((batch, tokens, self.heads, size))?
-                    .transpose(1, 2)?
-                    .contiguous()
-            };
-            let q = heads(layer.q.forward(&x)?)?;
-            let k = heads(layer.k.forward(&x)?)?;
-            let v = heads(layer.v.forward(&x)?)?;
-            let scores = (q.matmul(&k.t()?)? * scale)?.broadcast_add(&bias)?;
-            let weights = candle_nn::ops::softmax_last_dim(&scores)?;
-            let context = weights
-                .matmul(&v)?
-                .transpose(1, 2)?
-                .reshape((batch, tokens, hidden))?;
-            let attended = layer
-                .attention_norm
-                .forward(&(layer.o.forward(&context)? + &x)?)?;
-            let inner = layer.intermediate.forward(&attended)?.gelu_erf()?;
-            x = layer
-                .output_norm
-                .forward(&(layer.output.forward(&inner)? + &attended)?)?;
+            x = layer.forward(&x, &bias)?;
         }
         Ok(x)
     }
