@@ -42,13 +42,7 @@ impl Config {
     /// What the forward pass needs: heads that split the hidden size
     /// evenly and an activation it knows.
     pub fn check(&self) -> Result<()> {
-        let heads = self.num_attention_heads;
-        if heads == 0 || !self.hidden_size.is_multiple_of(heads) {
-            candle_core::bail!(
-                "num_attention_heads {heads} does not divide hidden_size {}",
-                self.hidden_size
-            );
-        }
+        layer::check_heads(self.num_attention_heads, self.hidden_size)?;
         if Activation::named(&self.hidden_act).is_none() {
             candle_core::bail!(
                 "hidden_act `{}`: gelu, gelu_new, gelu_pytorch_tanh or relu",

@@ -71,6 +71,15 @@ pub struct Layer {
     activation: Activation,
 }
 
+/// Heads that split the hidden size evenly: what the forward pass
+/// divides by (a config's check).
+pub fn check_heads(heads: usize, hidden: usize) -> Result<()> {
+    if heads == 0 || !hidden.is_multiple_of(heads) {
+        candle_core::bail!("num_attention_heads {heads} does not divide hidden_size {hidden}");
+    }
+    Ok(())
+}
+
 /// A layer norm of `hidden` values, its weights in f32 whatever the
 /// matrices are held in.
 pub fn norm(hidden: usize, eps: f64, vb: VarBuilder) -> Result<LayerNorm> {

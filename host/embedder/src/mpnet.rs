@@ -28,13 +28,7 @@ impl Config {
     /// What the forward pass divides by: heads that split the hidden
     /// size evenly, and buckets for both directions.
     pub fn check(&self) -> Result<()> {
-        let heads = self.num_attention_heads;
-        if heads == 0 || !self.hidden_size.is_multiple_of(heads) {
-            candle_core::bail!(
-                "num_attention_heads {heads} does not divide hidden_size {}",
-                self.hidden_size
-            );
-        }
+        layer::check_heads(self.num_attention_heads, self.hidden_size)?;
         if self.relative_attention_num_buckets < 4 {
             candle_core::bail!(
                 "relative_attention_num_buckets is {}: MPNet needs at least 4",
