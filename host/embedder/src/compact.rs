@@ -22,6 +22,8 @@
 use candle_core::{DType, Device, Module, Result, Tensor};
 use candle_nn::VarBuilder;
 
+use crate::store::Quantized;
+
 /// How a model's weights are held.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Precision {
@@ -104,14 +106,10 @@ impl Table {
         let (mut bytes, mut scales) = (Vec::with_capacity(rows * width), Vec::with_capacity(rows));
         for row in 0..rows {
             let values = weight.get(row)?.to_dtype(DType::F32)?.to_vec1::<f32>()?;
-            let largest = values.iter().fold(0f32, |m, v| m.max(v.abs()));
-            let scale = if largest > 0.0 { largest / 127.0 } else { 1.0 };
-            bytes.extend(
-                values
-                    .iter()
-                    .map(|v| (v / scale).round().clamp(-127.0, 127.0) as i8),
-            );
-            scales.push(scale);
+            // The store's quantisation of a vector, applied to each row.
+            let row = Quantized::new(&values);
+            bytes.extend(row.bytes);
+            scales.push(row.scale);
         }
         (table.bytes, table.scales) = (bytes, scales);
         Ok(table)
