@@ -10,16 +10,12 @@ use candle_nn::{LayerNorm, VarBuilder};
 use serde::Deserialize;
 
 use crate::compact::{Precision, Table};
-use crate::layer::{self, Activation, Layer, Names, Sizes};
+use crate::layer::{self, Activation, Layer, Names, Shape};
 
 #[derive(Deserialize)]
 pub struct Config {
-    pub vocab_size: usize,
-    pub hidden_size: usize,
-    pub num_hidden_layers: usize,
-    pub num_attention_heads: usize,
-    pub intermediate_size: usize,
-    pub max_position_embeddings: usize,
+    #[serde(flatten)]
+    pub shape: Shape,
     #[serde(default = "two")]
     pub type_vocab_size: usize,
     #[serde(default = "eps")]
@@ -42,7 +38,7 @@ impl Config {
     /// What the forward pass needs: heads that split the hidden size
     /// evenly and an activation it knows.
     pub fn check(&self) -> Result<()> {
-        layer::check_heads(self.num_attention_heads, self.hidden_size)?;
+        self.shape.check()?;
         if Activation::named(&self.hidden_act).is_none() {
             candle_core::bail!(
                 "hidden_act `{}`: gelu, gelu_new, gelu_pytorch_tanh or relu",
@@ -78,25 +74,15 @@ impl Bert {
         } else {
             vb.pp("bert")
         };
-        let hidden = config.hidden_size;
-        let sizes = Sizes {
-            hidden,
-            intermediate: config.intermediate_size,
-            heads: config.num_attention_heads,
-            eps: config.layer_norm_eps,
-        };
+        let shape = &config.shape;
+        let hidden = shape.hidden_size;
         let activation = Activation::named(&config.hidden_act).expect("checked");
-        let layers = (0..config.num_hidden_layers)
-            .map(|i| {
-                let vb = vb.pp(format!("encoder.layer.{i}"));
-                Layer::load(vb, &NAMES, &sizes, activation, p)
-            })
-            .collect::<Result<Vec<_>>>()?;
+        let layers = shape.layers(&vb, &NAMES, config.layer_norm_eps, activation, p)?;
         let embeddings = vb.pp("embeddings");
         let table = |rows: usize, name: &str| Table::load(rows, hidden, embeddings.pp(name), p);
         Ok(Bert {
-            words: table(config.vocab_size, "word_embeddings")?,
-            positions: table(config.max_position_embeddings, "position_embeddings")?,
+            words: table(shape.vocab_size, "word_embeddings")?,
+            positions: table(shape.max_position_embeddings, "position_embeddings")?,
             types: table(config.type_vocab_size, "token_type_embeddings")?,
             norm: layer::norm(hidden, config.layer_norm_eps, embeddings.pp("LayerNorm"))?,
             layers,

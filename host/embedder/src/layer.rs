@@ -7,6 +7,7 @@
 
 use candle_core::{DType, Module, Result, Tensor};
 use candle_nn::{LayerNorm, LayerNormConfig, VarBuilder};
+use serde::Deserialize;
 
 use crate::compact::{Dense, Precision};
 
@@ -50,12 +51,45 @@ pub struct Names {
     pub norm: &'static str,
 }
 
-/// The sizes of a layer.
-pub struct Sizes {
-    pub hidden: usize,
-    pub intermediate: usize,
-    pub heads: usize,
-    pub eps: f64,
+/// What every config.json of the family gives of a network's shape
+/// (each network's config takes it in whole, with its own keys beside).
+#[derive(Deserialize)]
+pub struct Shape {
+    pub vocab_size: usize,
+    pub hidden_size: usize,
+    pub num_hidden_layers: usize,
+    pub num_attention_heads: usize,
+    pub intermediate_size: usize,
+    pub max_position_embeddings: usize,
+}
+
+impl Shape {
+    /// Heads that split the hidden size evenly: what the forward pass
+    /// divides by.
+    pub fn check(&self) -> Result<()> {
+        let (heads, hidden) = (self.num_attention_heads, self.hidden_size);
+        if heads == 0 || !hidden.is_multiple_of(heads) {
+            candle_core::bail!("num_attention_heads {heads} does not divide hidden_size {hidden}");
+        }
+        Ok(())
+    }
+
+    /// The encoder's layers, under `vb`'s `encoder.layer.<i>`.
+    pub fn layers(
+        &self,
+        vb: &VarBuilder,
+        names: &Names,
+        eps: f64,
+        activation: Activation,
+        p: Precision,
+    ) -> Result<Vec<Layer>> {
+        (0..self.num_hidden_layers)
+            .map(|i| {
+                let vb = vb.pp(format!("encoder.layer.{i}"));
+                Layer::load(vb, names, self, eps, activation, p)
+            })
+            .collect()
+    }
 }
 
 pub struct Layer {
@@ -71,15 +105,6 @@ pub struct Layer {
     activation: Activation,
 }
 
-/// Heads that split the hidden size evenly: what the forward pass
-/// divides by (a config's check).
-pub fn check_heads(heads: usize, hidden: usize) -> Result<()> {
-    if heads == 0 || !hidden.is_multiple_of(heads) {
-        candle_core::bail!("num_attention_heads {heads} does not divide hidden_size {hidden}");
-    }
-    Ok(())
-}
-
 /// A layer norm of `hidden` values, its weights in f32 whatever the
 /// matrices are held in.
 pub fn norm(hidden: usize, eps: f64, vb: VarBuilder) -> Result<LayerNorm> {
@@ -92,18 +117,15 @@ pub fn norm(hidden: usize, eps: f64, vb: VarBuilder) -> Result<LayerNorm> {
 
 impl Layer {
     /// The layer under `vb` (a network's `encoder.layer.<i>`).
-    pub fn load(
+    fn load(
         vb: VarBuilder,
         names: &Names,
-        sizes: &Sizes,
+        shape: &Shape,
+        eps: f64,
         activation: Activation,
         p: Precision,
     ) -> Result<Layer> {
-        let Sizes {
-            hidden,
-            intermediate,
-            ..
-        } = *sizes;
+        let (hidden, intermediate) = (shape.hidden_size, shape.intermediate_size);
         let attention = vb.pp("attention");
         let square = |name: &str| Dense::load(hidden, hidden, attention.pp(name), p);
         Ok(Layer {
@@ -111,11 +133,11 @@ impl Layer {
             k: square(names.k)?,
             v: square(names.v)?,
             o: square(names.o)?,
-            attention_norm: norm(hidden, sizes.eps, attention.pp(names.norm))?,
+            attention_norm: norm(hidden, eps, attention.pp(names.norm))?,
             intermediate: Dense::load(hidden, intermediate, vb.pp("intermediate.dense"), p)?,
             output: Dense::load(intermediate, hidden, vb.pp("output.dense"), p)?,
-            output_norm: norm(hidden, sizes.eps, vb.pp("output.LayerNorm"))?,
-            heads: sizes.heads,
+            output_norm: norm(hidden, eps, vb.pp("output.LayerNorm"))?,
+            heads: shape.num_attention_heads,
             activation,
         })
     }

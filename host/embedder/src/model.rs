@@ -102,12 +102,12 @@ impl Model {
             let config: mpnet::Config = serde_json::from_slice(&config).with_context(not_one)?;
             config.check().with_context(not_one)?;
             let model = MpNet::load(vb, &config, precision).with_context(not_weights)?;
-            (Encoder::MpNet(model), config.hidden_size)
+            (Encoder::MpNet(model), config.shape.hidden_size)
         } else {
             let config: bert::Config = serde_json::from_slice(&config).with_context(not_one)?;
             config.check().with_context(not_one)?;
             let model = Bert::load(vb, &config, precision).with_context(not_weights)?;
-            (Encoder::Bert(model), config.hidden_size)
+            (Encoder::Bert(model), config.shape.hidden_size)
         };
         Ok(Model {
             encoder,

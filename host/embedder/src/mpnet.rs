@@ -9,16 +9,12 @@ use candle_nn::{Embedding, LayerNorm, VarBuilder};
 use serde::Deserialize;
 
 use crate::compact::{Precision, Table};
-use crate::layer::{self, Activation, Layer, Names, Sizes};
+use crate::layer::{self, Activation, Layer, Names, Shape};
 
 #[derive(Deserialize)]
 pub struct Config {
-    pub vocab_size: usize,
-    pub hidden_size: usize,
-    pub num_hidden_layers: usize,
-    pub num_attention_heads: usize,
-    pub intermediate_size: usize,
-    pub max_position_embeddings: usize,
+    #[serde(flatten)]
+    pub shape: Shape,
     pub layer_norm_eps: f64,
     pub pad_token_id: u32,
     pub relative_attention_num_buckets: usize,
@@ -28,7 +24,7 @@ impl Config {
     /// What the forward pass divides by: heads that split the hidden
     /// size evenly, and buckets for both directions.
     pub fn check(&self) -> Result<()> {
-        layer::check_heads(self.num_attention_heads, self.hidden_size)?;
+        self.shape.check()?;
         if self.relative_attention_num_buckets < 4 {
             candle_core::bail!(
                 "relative_attention_num_buckets is {}: MPNet needs at least 4",
@@ -65,29 +61,19 @@ const NAMES: Names = Names {
 impl MpNet {
     /// The network of `config` ([`Config::check`]ed) with weights from `vb`.
     pub fn load(vb: VarBuilder, config: &Config, p: Precision) -> Result<MpNet> {
-        let hidden = config.hidden_size;
-        let sizes = Sizes {
-            hidden,
-            intermediate: config.intermediate_size,
-            heads: config.num_attention_heads,
-            eps: config.layer_norm_eps,
-        };
+        let shape = &config.shape;
+        let hidden = shape.hidden_size;
         let embeddings = vb.pp("embeddings");
-        let layers = (0..config.num_hidden_layers)
-            .map(|i| {
-                let vb = vb.pp(format!("encoder.layer.{i}"));
-                Layer::load(vb, &NAMES, &sizes, Activation::Gelu, p)
-            })
-            .collect::<Result<Vec<_>>>()?;
+        let layers = shape.layers(&vb, &NAMES, config.layer_norm_eps, Activation::Gelu, p)?;
         Ok(MpNet {
             words: Table::load(
-                config.vocab_size,
+                shape.vocab_size,
                 hidden,
                 embeddings.pp("word_embeddings"),
                 p,
             )?,
             positions: Table::load(
-                config.max_position_embeddings,
+                shape.max_position_embeddings,
                 hidden,
                 embeddings.pp("position_embeddings"),
                 p,
@@ -96,7 +82,7 @@ impl MpNet {
             layers,
             relative_bias: candle_nn::embedding(
                 config.relative_attention_num_buckets,
-                config.num_attention_heads,
+                shape.num_attention_heads,
                 vb.pp("encoder.relative_attention_bias")
                     .set_dtype(DType::F32),
             )?,
@@ -158,17 +144,19 @@ fn bucket(relative: i64, buckets: usize) -> u32 {
 
 #[cfg(test)]
 mod tests {
-    use super::{Config, bucket};
+    use super::{Config, Shape, bucket};
 
     #[test]
     fn a_config_the_forward_pass_cannot_divide_by_is_refused() {
         let config = |heads: usize, buckets: usize| Config {
-            vocab_size: 10,
-            hidden_size: 768,
-            num_hidden_layers: 1,
-            num_attention_heads: heads,
-            intermediate_size: 8,
-            max_position_embeddings: 8,
+            shape: Shape {
+                vocab_size: 10,
+                hidden_size: 768,
+                num_hidden_layers: 1,
+                num_attention_heads: heads,
+                intermediate_size: 8,
+                max_position_embeddings: 8,
+            },
             layer_norm_eps: 1e-5,
             pad_token_id: 1,
             relative_attention_num_buckets: buckets,
