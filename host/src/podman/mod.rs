@@ -8,6 +8,7 @@
 pub mod exec;
 mod framed;
 mod service;
+mod ssh;
 mod sweep;
 
 use std::collections::BTreeMap;

@@ -44,7 +44,10 @@ pub async fn client(engine: &Engine) -> Result<Docker, PodmanError> {
         return Ok(docker.clone());
     }
     let docker = match engine {
-        Engine::Remote(remote) => connect(&remote.url).await?,
+        Engine::Remote(remote) => match &remote.ssh {
+            Some(target) => super::ssh::connect(remote, target).await?,
+            None => connect(&remote.url).await?,
+        },
         Engine::Local => local().await?,
     };
     clients.push((engine.clone(), docker.clone()));
@@ -107,7 +110,7 @@ fn unanswered(service: &str, e: bollard::errors::Error) -> PodmanError {
     ))
 }
 
-async fn connect_socket(socket: &Path) -> Result<Docker, PodmanError> {
+pub(super) async fn connect_socket(socket: &Path) -> Result<Docker, PodmanError> {
     let shown = socket.display().to_string();
     let docker = crate::platform::connect_podman(&shown, REQUEST_TIMEOUT_S)
         .map_err(|e| unanswered(&shown, e))?;
@@ -148,10 +151,11 @@ fn service_path() -> std::ffi::OsString {
     std::env::join_paths(dirs).unwrap_or_default()
 }
 
-/// End the Podman service this host started (if it did) and remove its
-/// folder: at the end of a one-shot command and of a graceful shutdown.
+/// End the Podman service this host started (if it did) and its ssh
+/// tunnels, and remove their folder: at the end of a one-shot command and of a graceful shutdown.
 /// Blocking: at most the grace period of [`crate::platform::kill_tree`].
 pub fn end_own_service() {
+    super::ssh::end_tunnels();
     let own = OWN.lock().unwrap_or_else(|e| e.into_inner()).take();
     if let Some((pid, marker)) = own {
         let pid = i32::try_from(pid).unwrap_or(i32::MAX);

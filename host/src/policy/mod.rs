@@ -12,11 +12,13 @@ use anyhow::{Context, Result, bail};
 use serde::Deserialize;
 
 mod confinement;
+mod connections;
 mod engines;
 mod placeholders;
 mod tables;
 
-pub use engines::{ContainersPolicy, EngineSetting, LOCAL_ENGINE, RemoteEngine};
+use engines::Surroundings;
+pub use engines::{ContainersPolicy, EngineSetting, LOCAL_ENGINE, RemoteEngine, SshTarget};
 use placeholders::{env_refs, expand, expand_path, expand_paths, unset_without_fallback};
 pub use tables::{FsPolicy, IndexPolicy, Limits, ProcessPolicy, ToolsPolicy};
 
@@ -244,6 +246,12 @@ pub struct Grants {
     pub commit: Vec<String>,
     /// Engines besides the local one (`containers.engines`).
     pub engines: Vec<RemoteEngine>,
+    /// Engines named but not usable here, and why (an ssh key in a folder
+    /// a plugin writes …).
+    pub refused_engines: Vec<(String, String)>,
+    /// Named groups of engines (`containers.pools`): a new environment
+    /// goes to the member with the most room.
+    pub pools: BTreeMap<String, Vec<String>>,
     /// The file of secret references its execs may use (`containers.secrets`).
     pub secret_refs: Option<PathBuf>,
     /// Its tools that exist for this host: `tools.allow` (empty: all) less
@@ -405,10 +413,20 @@ impl Config {
                     );
                 }
             }
+            // Folders plugins write are known with the places (`grants`).
+            let (home, config_home) = person_folders();
+            let around = Surroundings {
+                home: &home,
+                config_home: &config_home,
+                untrusted: &[],
+            };
             for (engine, setting) in &policy.containers.engines {
-                if let Err(why) = setting.resolve(engine) {
+                if let Err(why) = setting.resolve(engine, &around) {
                     bail!("[plugins.{name}] containers.engines.{engine}: {why}");
                 }
+            }
+            if let Err(why) = policy.containers.check_pools() {
+                bail!("[plugins.{name}] containers.pools.{why}");
             }
             confinement::check_ports(name, &policy.process)?;
             for cap in &policy.capabilities {
@@ -505,11 +523,9 @@ impl Config {
                 .map(|p| expand(p, places, &plugin_cache))
                 .collect(),
             commit: pick(|p| &p.containers.commit),
-            engines: p
-                .iter()
-                .flat_map(|p| &p.containers.engines)
-                .filter_map(|(name, setting)| setting.resolve(name).ok())
-                .collect(),
+            engines: Vec::new(),
+            refused_engines: Vec::new(),
+            pools: p.map(|p| p.containers.pools.clone()).unwrap_or_default(),
             tool_allow: pick(|p| &p.tools.allow),
             tool_deny: pick(|p| &p.tools.deny),
             secret_refs: p
@@ -542,6 +558,18 @@ impl Config {
             log_bytes: limit(|l| l.log_mb).unwrap_or(DEFAULT_LOG_MB) * 1024 * 1024,
             confinement: None,
         };
+        let (home, config_home) = person_folders();
+        let around = Surroundings {
+            home: &home,
+            config_home: &config_home,
+            untrusted: &grants.untrusted_dirs,
+        };
+        for (name, setting) in p.iter().flat_map(|p| &p.containers.engines) {
+            match setting.resolve(name, &around) {
+                Ok(engine) => grants.engines.push(engine),
+                Err(why) => grants.refused_engines.push((name.clone(), why)),
+            }
+        }
         grants.confinement = self.confinement(
             p,
             places,
@@ -551,6 +579,14 @@ impl Config {
         );
         grants
     }
+}
+
+/// The person's home and config folder (`$XDG_CONFIG_HOME`), where ssh
+/// and Podman keep what reaches other machines.
+fn person_folders() -> (PathBuf, PathBuf) {
+    let home = dirs::home_dir().unwrap_or_else(|| PathBuf::from("/"));
+    let config = dirs::config_dir().unwrap_or_else(|| home.join(".config"));
+    (home, config)
 }
 
 /// Merge `over` into `base`: tables recursively, everything else replaced.

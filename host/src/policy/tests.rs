@@ -161,8 +161,11 @@ fn engines_are_named_with_a_url_and_an_address() {
     let file = dir.path().join("c.toml");
     std::fs::write(
         &file,
-        "[plugins.cofer.containers.engines]\nlab = \"tcp://10.0.0.5:8888\"\n\
-         tunnel = { url = \"unix:///run/lab.sock\", address = \"lab.example\" }\n",
+        "[plugins.cofer.containers.engines]\nlab = \"ssh://core@10.0.0.5:2222/run/podman/podman.sock\"\n\
+         near = \"tcp://127.0.0.1:8888\"\n\
+         open = { url = \"tcp://10.0.0.6:8888\", insecure = true }\n\
+         tunnel = { url = \"unix:///run/lab.sock\", address = \"lab.example\" }\n\
+         [plugins.cofer.containers.pools]\nteam = [\"lab\", \"local\"]\n",
     )
     .unwrap();
     let g = Config::load(Some(&file))
@@ -176,15 +179,56 @@ fn engines_are_named_with_a_url_and_an_address() {
     assert_eq!(
         named,
         [
-            ("lab", "tcp://10.0.0.5:8888", "10.0.0.5"),
+            (
+                "lab",
+                "ssh://core@10.0.0.5:2222/run/podman/podman.sock",
+                "10.0.0.5"
+            ),
+            ("near", "tcp://127.0.0.1:8888", "127.0.0.1"),
+            ("open", "tcp://10.0.0.6:8888", "10.0.0.6"),
             ("tunnel", "unix:///run/lab.sock", "lab.example")
         ]
     );
+    let ssh = g.engines[0].ssh.as_ref().unwrap();
+    assert_eq!(
+        (
+            ssh.user.as_deref(),
+            ssh.host.as_str(),
+            ssh.port,
+            ssh.socket.as_str()
+        ),
+        (Some("core"), "10.0.0.5", 2222, "/run/podman/podman.sock")
+    );
+    assert!(ssh.known_hosts.ends_with(".ssh/known_hosts"), "{ssh:?}");
+    assert_eq!(g.pools["team"], ["lab", "local"]);
     for (bad, says) in [
-        ("x = \"ssh://me@lab/run/podman/podman.sock\"", "forward"),
+        // Podman's API over the network without ssh is root for anyone.
+        ("x = \"tcp://10.0.0.5:8888\"", "insecure = true"),
+        (
+            "x = \"ssh://-oProxyCommand=x/run/p.sock\"",
+            "ssh://user@host",
+        ),
+        ("x = \"ssh://me@lab\"", "no socket path"),
+        ("x = \"http://lab/run/p.sock\"", "ssh://user@host"),
         ("x = \"tcp://10.0.0.5\"", "no port"),
         ("x = \"unix:///run/lab.sock\"", "address"),
-        ("local = \"tcp://10.0.0.5:1\"", "this machine's own"),
+        (
+            "x = { connection = \"no-such-connection\" }",
+            "podman system connection add",
+        ),
+        (
+            "x = { url = \"tcp://127.0.0.1:1\", connection = \"c\" }",
+            "either",
+        ),
+        ("local = \"tcp://127.0.0.1:1\"", "this machine's own"),
+        (
+            "x = \"tcp://127.0.0.1:1\"\n[plugins.cofer.containers.pools]\nteam = [\"x\", \"gone\"]",
+            "`gone` is not an engine",
+        ),
+        (
+            "x = \"tcp://127.0.0.1:1\"\n[plugins.cofer.containers.pools]\nx = [\"local\"]",
+            "an engine has that name",
+        ),
     ] {
         std::fs::write(
             &file,

@@ -98,7 +98,7 @@ pub fn resolve_trusted(program: &str, cwd: &Path, untrusted: &[PathBuf]) -> Opti
 }
 
 /// The programs the host runs itself.
-pub const HOST_PROGRAMS: &[&str] = &["git", "tar", "podman"];
+pub const HOST_PROGRAMS: &[&str] = &["git", "tar", "podman", "ssh"];
 
 static FOUND: OnceLock<HashMap<&'static str, Option<PathBuf>>> = OnceLock::new();
 

@@ -49,6 +49,7 @@ mod manifest;
 pub mod mounts;
 mod network;
 mod owned;
+mod placement;
 mod taken;
 pub(crate) mod unpack;
 mod volumes;
@@ -96,25 +97,7 @@ impl Host for CallState {
     async fn use_engine(&mut self, name: String) -> Answer<EngineInfo> {
         let g = self.grants.clone();
         granted(&g)?;
-        let engine = if name == LOCAL_ENGINE {
-            Engine::Local
-        } else {
-            let found = g.engines.iter().find(|e| e.name == name).ok_or_else(|| {
-                let known: Vec<&str> = std::iter::once(LOCAL_ENGINE)
-                    .chain(g.engines.iter().map(|e| e.name.as_str()))
-                    .collect();
-                ContainerError::Denied(format!(
-                    "plugin `{}` has no engine `{name}` (it has: {}): name a Podman service as \
-                     `containers.engines.{name} = \"tcp://<address>:<port>\"` under [plugins.{}] in {}",
-                    g.plugin,
-                    known.join(", "),
-                    g.plugin,
-                    g.config_hint
-                ))
-            })?;
-            Engine::Remote(found.clone())
-        };
-        self.engine = engine;
+        self.engine = placement::choose(&g, &name).await?;
         Ok(engine_info(&self.engine))
     }
 
