@@ -91,7 +91,7 @@ pub struct RunCmd {
     /// Use the image entrypoint, if present, by prepending it to the args.
     #[serde(default)]
     pub use_entrypoint: bool,
-    /// Ports to expose. Only works with background environments. For each port, returns the environment_internal (for use inside environments) and host_external (for use by the user) addresses.
+    /// Ports to expose. Only works with background environments. For each port, returns the environment_internal (for use inside environments) and host_external (for use by the user) addresses. When left out, the ports the repository's devcontainer.json forwards (forwardPorts), if any.
     #[serde(default)]
     #[schemars(length(max = 32), inner(range(min = 1)))]
     pub ports: Vec<u16>,

@@ -40,7 +40,13 @@ pub fn create(args: Create) -> Result<ToolOutput, ToolError> {
     }
     // The person's defaults for this repository; read first, so a broken
     // file stops the create before anything is made.
-    let project = crate::project::read(&repo)?;
+    let defaults = crate::project::defaults(&repo)?;
+    if args.image.is_none()
+        && let Some(unbuilt) = defaults.unbuilt()
+    {
+        return Err(unbuilt);
+    }
+    let project = &defaults.project;
     env::env_pairs(&project.envs)?;
     env::ensure_repository_id(&repo)?;
     let mut env = match &args.environment_id {
@@ -75,7 +81,7 @@ pub fn create(args: Create) -> Result<ToolOutput, ToolError> {
     let image = args
         .image
         .clone()
-        .or(project.base_image)
+        .or(project.base_image.clone())
         .or_else(|| {
             std::env::var("COFER_DEFAULT_IMAGE")
                 .ok()
@@ -124,10 +130,11 @@ pub fn create(args: Create) -> Result<ToolOutput, ToolError> {
             from_git_ref: from.clone(),
             base_commit: base.clone(),
             created_at: plugin_sdk::iso8601(plugin_sdk::now_secs()),
-            setup_commands: project.setup_commands,
-            envs: project.envs,
+            setup_commands: project.setup_commands.clone(),
+            envs: project.envs.clone(),
             services: Vec::new(),
             engine: (env.engine != env::LOCAL).then(|| env.engine.clone()),
+            forward_ports: defaults.forward_ports.clone(),
         };
         crate::container::start(&env, &record, &env.container_name())?;
         env.write_record(&record)?;
@@ -142,8 +149,14 @@ pub fn create(args: Create) -> Result<ToolOutput, ToolError> {
         }
     };
 
-    let mut text =
-        serde_json::to_string_pretty(&env.describe(&record, &[])).expect("JSON serialises");
+    let mut described = env.describe(&record, &[]);
+    if let Some(said) = defaults.said() {
+        described["devcontainer"] = said;
+    }
+    if !record.forward_ports.is_empty() {
+        described["forward_ports"] = serde_json::json!(record.forward_ports);
+    }
+    let mut text = serde_json::to_string_pretty(&described).expect("JSON serialises");
     if !status.is_empty() {
         text.push_str(&format!(
             "\n\nWARNING: the source repository has uncommitted changes; the environment was created from {from} \

@@ -405,6 +405,10 @@ pub struct Record {
     /// The engine it runs on, when not the local one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub engine: Option<String>,
+    /// Ports a background command publishes when it names none
+    /// (devcontainer.json's `forwardPorts`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub forward_ports: Vec<u16>,
 }
 
 /// A service added with `environment_add_service` (container-use's
@@ -559,6 +563,7 @@ mod tests {
             envs: Vec::new(),
             services: Vec::new(),
             engine: None,
+            forward_ports: Vec::new(),
         };
         let d = env.describe(&record, &[]);
         for key in [

@@ -436,6 +436,7 @@ fn list(args: args::List) -> Result<ToolOutput, ToolError> {
     engines.dedup();
     let mut containers = Vec::new();
     let mut unreachable = Vec::new();
+    let mut unreached: Vec<&str> = Vec::new();
     for engine in &engines {
         let listed = plugin_sdk::containers::use_engine(engine).and_then(|_| {
             plugin_sdk::containers::list(&[(env::LABEL_SOURCE.into(), repo.clone())])
@@ -445,7 +446,10 @@ fn list(args: args::List) -> Result<ToolOutput, ToolError> {
             Err(e) if engine == env::LOCAL => {
                 return Err(errors::from_container("list containers", e));
             }
-            Err(e) => unreachable.push(format!("{engine}: {}", ToolError::from(e).message)),
+            Err(e) => {
+                unreachable.push(format!("{engine}: {}", ToolError::from(e).message));
+                unreached.push(engine.as_str());
+            }
         }
     }
     let repo_id = env::repository_id(&repo);
@@ -466,19 +470,30 @@ fn list(args: args::List) -> Result<ToolOutput, ToolError> {
                 .iter()
                 .filter(|c| c.labels.iter().any(|(k, v)| k == env::LABEL_ENV && v == id))
                 .collect();
-            let main = of_env
-                .iter()
-                .find(|c| c.labels.iter().any(|(k, v)| k == env::LABEL_ROLE && v == "main"));
+            let main = of_env.iter().find(|c| {
+                c.labels
+                    .iter()
+                    .any(|(k, v)| k == env::LABEL_ROLE && v == "main")
+            });
+            let engine = record.as_ref().map_or(env::LOCAL, |r| r.engine());
+            // Nothing is known of its containers while its engine does not
+            // answer; its worktree, branch and record stay as they are.
+            let state = if unreached.contains(&engine) {
+                "unreachable".to_string()
+            } else {
+                main.map(|c| c.state.clone())
+                    .unwrap_or_else(|| "missing".into())
+            };
             json!({
                 "id": id,
-                "engine": record.as_ref().map_or(env::LOCAL, |r| r.engine()),
+                "engine": engine,
                 "title": record.as_ref().map(|r| r.title.clone()),
                 "image": record.as_ref().map(|r| r.image.clone()),
                 "created_at": record.as_ref().map(|r| r.created_at.clone()),
                 "branch": env.branch(),
                 "worktree": env.has_worktree().then(|| env.worktree()),
                 "container": main.map(|c| c.name.clone()),
-                "container_state": main.map(|c| c.state.clone()).unwrap_or_else(|| "missing".into()),
+                "container_state": state,
                 "services": of_env.len() - usize::from(main.is_some()),
             })
         })
@@ -493,8 +508,9 @@ fn list(args: args::List) -> Result<ToolOutput, ToolError> {
 fn open(args: args::Open) -> Result<ToolOutput, ToolError> {
     let (env, record) = Env::find(&args.common.environment_source, &args.environment_id)?;
     env.require_worktree()?;
-    container::ensure(&env, &record)?;
-    let restarted = services::ensure(&env, &record)?;
+    let unreached = |e| errors::unreached(&record, e);
+    container::ensure(&env, &record).map_err(unreached)?;
+    let restarted = services::ensure(&env, &record).map_err(unreached)?;
     let services = network::running(&env)?;
     let mut out = text(&env.describe(&record, &services));
     if !restarted.is_empty() {

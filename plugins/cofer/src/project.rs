@@ -4,6 +4,11 @@
 //! environment's worktree or container reaches. Only `environment_create`
 //! reads it; an environment keeps what it was made with in its record.
 //!
+//! When that file does not give a default, the repository's
+//! devcontainer.json may ([`devcontainer`]): its image, variables,
+//! create commands and forwarded ports; what it says that Cofer does not
+//! honour is listed in the create's answer.
+//!
 //! Secrets are not here: their references are the host's, kept where no
 //! plugin can write (`cofer config secret`).
 
@@ -29,6 +34,88 @@ pub struct Project {
 
 pub fn path(repo: &str) -> String {
     format!("{}/config.json", state_dir(repo))
+}
+
+/// What a new environment of the repository starts from: the person's
+/// config, each default it leaves out taken from devcontainer.json.
+#[derive(Debug, Default)]
+pub struct Defaults {
+    pub project: Project,
+    pub forward_ports: Vec<u16>,
+    /// devcontainer.json's Dockerfile, when the person's config names no image.
+    pub build: Option<devcontainer::Build>,
+    /// devcontainer.json's, when it gave anything.
+    pub devcontainer: Option<devcontainer::Devcontainer>,
+}
+
+/// The repository's defaults (none when it has neither file).
+pub fn defaults(repo: &str) -> Result<Defaults, ToolError> {
+    let mut project = read(repo)?;
+    let found = devcontainer::read(std::path::Path::new(repo)).map_err(|why| {
+        error(
+            "precondition_failed",
+            format!("the repository's devcontainer.json cannot be used: {why}"),
+            "fix the file (or give the defaults with `cofer config` instead, which take precedence), then call the tool again",
+        )
+    })?;
+    let Some(d) = found else {
+        return Ok(Defaults {
+            project,
+            ..Defaults::default()
+        });
+    };
+    if project.base_image.is_none() {
+        project.base_image = d.image.clone();
+    }
+    if project.setup_commands.is_empty() {
+        project.setup_commands = d.setup_commands.clone();
+    }
+    if project.envs.is_empty() {
+        project.envs = d.envs.clone();
+    }
+    let build = if project.base_image.is_none() {
+        d.build.clone()
+    } else {
+        None
+    };
+    Ok(Defaults {
+        project,
+        forward_ports: d.forward_ports.clone(),
+        build,
+        devcontainer: Some(d),
+    })
+}
+
+impl Defaults {
+    /// An image is needed and only a Dockerfile gives one: Cofer does not
+    /// build images (yet), so the person does, once.
+    pub fn unbuilt(&self) -> Option<ToolError> {
+        let build = self.build.as_ref()?;
+        let file = self
+            .devcontainer
+            .as_ref()
+            .map_or("devcontainer.json", |d| d.file.as_str());
+        Some(error(
+            "precondition_failed",
+            format!(
+                "{file} builds its image from {} (context {}), and Cofer does not build images",
+                build.dockerfile, build.context
+            ),
+            &format!(
+                "ask the person to build it once (`podman build -t localhost/<name> -f {} {}` in the repository) and set it with `cofer config base-image localhost/<name>`, or pass image",
+                build.dockerfile, build.context
+            ),
+        ))
+    }
+
+    /// What the create's answer says of devcontainer.json.
+    pub fn said(&self) -> Option<serde_json::Value> {
+        let d = self.devcontainer.as_ref()?;
+        Some(serde_json::json!({
+            "file": d.file,
+            "not_honoured": d.not_honoured,
+        }))
+    }
 }
 
 /// The repository's defaults; none when it has no config file.

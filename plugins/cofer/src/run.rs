@@ -219,7 +219,14 @@ fn background(env: &Env, record: &Record, args: &RunCmd) -> Result<ToolOutput, T
         service_command(&args.shell, &args.command),
     )?;
     request.use_entrypoint = args.use_entrypoint;
-    request.ports = args.ports.clone();
+    // The project's forwarded ports (devcontainer.json) when the call
+    // names none: its servers are reached where the project says.
+    let ports = if args.ports.is_empty() {
+        record.forward_ports.clone()
+    } else {
+        args.ports.clone()
+    };
+    request.ports = ports.clone();
     request
         .labels
         // A label is one line; a multi-line command is shown with `\n`.
@@ -241,7 +248,7 @@ fn background(env: &Env, record: &Record, args: &RunCmd) -> Result<ToolOutput, T
     };
     exited_at_start(&info.id)?;
     let internal_host = info.ip_address.clone().unwrap_or_else(|| info.name.clone());
-    let endpoints = crate::network::endpoints(&info, &args.ports, &internal_host);
+    let endpoints = crate::network::endpoints(&info, &ports, &internal_host);
     let endpoints = Value::Object(endpoints);
     let report = json!({
         "background": true,

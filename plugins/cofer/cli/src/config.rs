@@ -119,22 +119,71 @@ pub fn config(repo: &Repo, host: &crate::host::Host, command: ConfigCommand) -> 
         ConfigCommand::Reset => return reset(repo),
         ConfigCommand::Show { json } => {
             let secrets = crate::secrets::names(repo)?;
+            // What a new environment starts from, and where each came from:
+            // this file, else the repository's devcontainer.json.
+            let devcontainer = devcontainer::read(repo.work_tree()).map_err(|why| {
+                anyhow::anyhow!("the repository's devcontainer.json cannot be used: {why}")
+            })?;
+            let ours = path(repo).display().to_string();
+            let from = |set: bool, theirs: bool| -> String {
+                match (set, &devcontainer) {
+                    (true, _) => ours.clone(),
+                    (false, Some(d)) if theirs => d.file.clone(),
+                    _ => "the host's defaults".into(),
+                }
+            };
+            let dc = devcontainer.clone().unwrap_or_default();
+            let image = project.base_image.clone().or(dc.image.clone());
+            let setup = if project.setup_commands.is_empty() {
+                dc.setup_commands.clone()
+            } else {
+                project.setup_commands.clone()
+            };
+            let envs = if project.envs.is_empty() {
+                dc.envs.clone()
+            } else {
+                project.envs.clone()
+            };
+            let origins = serde_json::json!({
+                "base_image": from(project.base_image.is_some(), dc.image.is_some() || dc.build.is_some()),
+                "setup_commands": from(!project.setup_commands.is_empty(), !dc.setup_commands.is_empty()),
+                "envs": from(!project.envs.is_empty(), !dc.envs.is_empty()),
+                "forward_ports": from(false, !dc.forward_ports.is_empty()),
+            });
             if json {
                 let mut value = serde_json::to_value(&project)?;
+                value["base_image"] = serde_json::to_value(&image)?;
+                value["setup_commands"] = serde_json::to_value(&setup)?;
+                value["envs"] = serde_json::to_value(&envs)?;
+                value["forward_ports"] = serde_json::to_value(&dc.forward_ports)?;
+                value["from"] = origins;
+                value["not_honoured"] = serde_json::to_value(&dc.not_honoured)?;
                 value["secrets"] = serde_json::to_value(&secrets)?;
                 println!("{}", termtext::json(&serde_json::to_string_pretty(&value)?));
             } else {
+                let shown_image = match (&image, &dc.build) {
+                    (Some(image), _) => image.clone(),
+                    (None, Some(b)) => format!("(built from {}: not done by Cofer)", b.dockerfile),
+                    (None, None) => "(the host's COFER_DEFAULT_IMAGE)".into(),
+                };
+                println!("base image:     {}", termtext::line(&shown_image));
                 println!(
-                    "base image:     {}",
-                    termtext::line(
-                        project
-                            .base_image
-                            .as_deref()
-                            .unwrap_or("(the host's COFER_DEFAULT_IMAGE)")
-                    )
+                    "  from {}",
+                    termtext::line(origins["base_image"].as_str().unwrap_or(""))
                 );
-                list("setup commands", &project.setup_commands);
-                list("variables", &project.envs);
+                list("setup commands", &setup);
+                println!(
+                    "  from {}",
+                    termtext::line(origins["setup_commands"].as_str().unwrap_or(""))
+                );
+                list("variables", &envs);
+                println!(
+                    "  from {}",
+                    termtext::line(origins["envs"].as_str().unwrap_or(""))
+                );
+                let ports: Vec<String> = dc.forward_ports.iter().map(u16::to_string).collect();
+                list("forwarded ports", &ports);
+                list("not honoured", &dc.not_honoured);
                 let secrets: Vec<String> =
                     secrets.iter().map(|(k, v)| format!("{k} = {v}")).collect();
                 list("secrets", &secrets);
