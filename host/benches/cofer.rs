@@ -31,6 +31,9 @@ mod harness;
 #[path = "../../tests/e2e/isolated_engine.rs"]
 #[allow(dead_code)]
 mod isolated_engine;
+#[path = "../../tests/e2e/ssh_engine.rs"]
+#[allow(dead_code)]
+mod ssh_engine;
 
 use std::time::{Duration, Instant};
 
@@ -64,16 +67,22 @@ async fn main() {
         return;
     };
     let far = IsolatedEngine::start_on_own_disk(&cofer_image());
+    let ssh = ssh_engine::SshEngine::start_on_own_disk(&cofer_image());
     let mut env = Env::new_in(&here.path, &["cofer"], "");
     env.host_vars
         .push(("CONTAINERS_CONF".into(), containers_conf()));
+    let mut config = "[plugins.cofer.containers.engines]\n".to_string();
     if let Some(far) = &far {
-        let config = format!(
-            "[plugins.cofer.containers.engines]\nfar = \"{}\"\n",
+        // A namespace of this run's only: the unauthenticated API is allowed.
+        config.push_str(&format!(
+            "far = {{ url = \"{}\", insecure = true }}\n",
             far.address
-        );
-        std::fs::write(&env.config, config).unwrap();
+        ));
     }
+    if let Some(ssh) = &ssh {
+        config.push_str(&format!("lab = {}\n", ssh.table(&ssh.known_hosts)));
+    }
+    std::fs::write(&env.config, config).unwrap();
     let repo = env.workspace.join("repo");
     for i in 0..FILES {
         let dir = repo.join(format!("src/d{:03}", i / 100));
@@ -109,6 +118,19 @@ async fn main() {
 
     let local = measure(&client, &source, "local", &[]).await;
     print("local", &local);
+    let ratio = |a: Duration, b: Duration| a.as_secs_f64() / b.as_secs_f64();
+    if let Some(ssh) = &ssh {
+        let remote = ["--remote", "--url", ssh.engine.address.as_str()];
+        let lab = measure(&client, &source, "lab", &remote).await;
+        print("lab (namespaced, over ssh)", &lab);
+        println!(
+            "ssh / local: create {:.2}x, destroy {:.2}x, run_cmd `true` {:.2}x, changing a file {:.2}x",
+            ratio(lab.create, local.create),
+            ratio(lab.destroy, local.destroy),
+            ratio(lab.tool, local.tool),
+            ratio(lab.changing, local.changing),
+        );
+    }
     let Some(far) = far else {
         println!("second engine: skipped (it needs root, ip, unshare and nsenter)");
         return;
@@ -116,7 +138,6 @@ async fn main() {
     let remote = ["--remote", "--url", far.address.as_str()];
     let far_figures = measure(&client, &source, "far", &remote).await;
     print("far (namespaced, over TCP)", &far_figures);
-    let ratio = |a: Duration, b: Duration| a.as_secs_f64() / b.as_secs_f64();
     // A far create is a local one plus the copy into the volume, which
     // this disk decides: its share, from the host's log.
     let log = std::fs::read_to_string(env.stderr_log()).unwrap_or_default();

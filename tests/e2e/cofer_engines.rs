@@ -73,10 +73,12 @@ async fn an_engine_without_the_worktree_fails_create_cleanly() {
     );
 }
 
-/// The user's config naming `engine` as `far`.
+/// The user's config naming `engine` as `far`: Podman's API over TCP,
+/// which the host takes only when told the network is the person's own
+/// (here a namespace of the test's).
 fn far_engine_config(engine: &IsolatedEngine) -> String {
     format!(
-        "[plugins.cofer.containers.engines]\nfar = \"{}\"\n",
+        "[plugins.cofer.containers.engines]\nfar = {{ url = \"{}\", insecure = true }}\n",
         engine.address
     )
 }

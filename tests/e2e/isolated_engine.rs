@@ -13,10 +13,17 @@ use crate::harness::*;
 
 /// The second engine; everything on it and around it goes when dropped.
 pub struct IsolatedEngine {
+    /// The URL `podman --remote` reaches it at: `tcp://` on its address,
+    /// or `unix://` for one that only listens on a socket (reached by the
+    /// host over ssh, [`crate::ssh_engine`]).
     pub address: String,
-    netns: String,
+    /// Its network namespace's name and address.
+    pub netns: String,
+    pub ip: String,
     veth: String,
     service: std::process::Child,
+    /// How its service is started.
+    script: String,
     /// Its storage and config, outside the hidden temporary folder.
     dir: tempfile::TempDir,
     /// Its storage's own disk, if it has one.
@@ -69,7 +76,18 @@ impl IsolatedEngine {
     /// Started with `image` loaded into it; `None` (a skip, a failure
     /// under CI=true) without Podman, `ip`, `unshare` and `nsenter`.
     pub fn start(image: &str) -> Option<IsolatedEngine> {
-        Self::start_with(image, None)
+        Self::start_with(image, None, false)
+    }
+
+    /// Listening on a unix socket in its folder only (not on TCP); its
+    /// storage on a disk of its own when `own_disk` (benchmarks).
+    pub fn start_on_socket(image: &str, own_disk: bool) -> Option<IsolatedEngine> {
+        let disk = if own_disk {
+            Some(OwnDisk::new()?)
+        } else {
+            None
+        };
+        Self::start_with(image, disk, true)
     }
 
     /// Started with its storage on a file system of its own: an ext4 made
@@ -80,10 +98,10 @@ impl IsolatedEngine {
     /// and benches delete make the next 10,000 created there 20-40x slower.
     #[allow(dead_code)] // the cofer bench's; the tests need no disk of their own
     pub fn start_on_own_disk(image: &str) -> Option<IsolatedEngine> {
-        Self::start_with(image, Some(OwnDisk::new()?))
+        Self::start_with(image, Some(OwnDisk::new()?), false)
     }
 
-    fn start_with(image: &str, disk: Option<OwnDisk>) -> Option<IsolatedEngine> {
+    fn start_with(image: &str, disk: Option<OwnDisk>, socket: bool) -> Option<IsolatedEngine> {
         if !podman_ready()
             || !["ip", "unshare", "nsenter"]
                 .iter()
@@ -123,7 +141,11 @@ impl IsolatedEngine {
             .unwrap();
         let conf = dir.path().join("containers.conf");
         std::fs::copy(containers_conf(), &conf).unwrap();
-        let address = format!("tcp://{engine_ip}:8899");
+        let address = if socket {
+            format!("unix://{}/podman.sock", dir.path().display())
+        } else {
+            format!("tcp://{engine_ip}:8899")
+        };
         let root = disk.as_ref().map_or(dir.path(), |d| &d.path).display();
         // `nsenter --net`, not `ip netns exec`: that one remounts /sys, and
         // the cgroup mounts runc needs would be gone.
@@ -133,42 +155,63 @@ impl IsolatedEngine {
              system service --time 0 {address}",
             tmp = std::env::temp_dir().display()
         );
-        let service = Command::new("unshare")
-            .args([
-                "-m",
-                "nsenter",
-                &format!("--net=/run/netns/{netns}"),
-                "sh",
-                "-c",
-                &script,
-            ])
-            .env("CONTAINERS_CONF", &conf)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::fs::File::create(dir.path().join("service.log")).unwrap())
-            .spawn()
-            .unwrap();
-        let engine = IsolatedEngine {
+        let mut engine = IsolatedEngine {
             address,
             netns,
+            ip: engine_ip,
             veth,
-            service,
+            service: Command::new("true").spawn().unwrap(),
+            script,
             dir,
             disk,
         };
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while std::net::TcpStream::connect((engine_ip.as_str(), 8899)).is_err() {
-            assert!(
-                Instant::now() < deadline,
-                "the isolated engine never listened: {}",
-                std::fs::read_to_string(engine.dir.path().join("service.log")).unwrap_or_default()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        engine.start_service();
         // No registry: the image goes over as `podman save | load`.
         let saved = engine.dir.path().join("image.tar");
         podman(&["save", "--output", &saved.to_string_lossy(), image]);
         engine.remote(&["load", "--input", &saved.to_string_lossy()]);
         Some(engine)
+    }
+
+    /// Start its service, and wait until it answers.
+    fn start_service(&mut self) {
+        let conf = self.dir.path().join("containers.conf");
+        self.service = Command::new("unshare")
+            .args([
+                "-m",
+                "nsenter",
+                &format!("--net=/run/netns/{}", self.netns),
+                "sh",
+                "-c",
+                &self.script,
+            ])
+            .env("CONTAINERS_CONF", &conf)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(self.dir.path().join("service.log")).unwrap())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !self.answers() {
+            assert!(
+                Instant::now() < deadline,
+                "the isolated engine never answered: {}",
+                std::fs::read_to_string(self.dir.path().join("service.log")).unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn answers(&self) -> bool {
+        Command::new("podman")
+            .args(["--remote", "--url", &self.address, "version"])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    }
+
+    /// Its own folder (storage, config, logs): outside every test's
+    /// workspace.
+    pub fn dir(&self) -> &std::path::Path {
+        self.dir.path()
     }
 
     /// `podman --remote` on this engine; its stdout.
