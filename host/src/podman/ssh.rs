@@ -40,12 +40,13 @@ static TUNNELS: std::sync::Mutex<Vec<Tunnel>> = std::sync::Mutex::new(Vec::new()
 /// The API client of `remote`, through its tunnel (opened when there is
 /// none or the last one ended).
 pub async fn connect(remote: &RemoteEngine, target: &SshTarget) -> Result<Docker, PodmanError> {
-    if let Some(socket) = alive(&remote.name) {
-        if let Ok(docker) = super::service::connect_socket(&socket).await {
-            return Ok(docker);
-        }
-        close(&remote.name);
+    if let Some(socket) = alive(&remote.name)
+        && let Ok(docker) = super::service::connect_socket(&socket).await
+    {
+        return Ok(docker);
     }
+    // One that ended, or forwards to nothing that answers, goes first.
+    close(&remote.name);
     let socket = open(remote, target)?;
     let started = Instant::now();
     // When ssh has logged in and listens, Podman's answer comes at once
