@@ -54,11 +54,31 @@ impl Quantized {
     }
 }
 
-/// `bytes × scale` dotted with `vector`.
+/// `bytes × scale` dotted with `vector`: with AVX2 and FMA when the
+/// processor has them (a question is compared with every entry of an
+/// index, 32,000 rows for Godot's: the build's baseline x86-64 has 4-wide
+/// vectors only), else the portable loop.
 fn dot(bytes: &[i8], scale: f32, vector: &[f32]) -> f32 {
-    // Eight sums side by side, which the compiler turns into vector
-    // instructions (one running sum cannot be: float addition is not
-    // reordered); a question is compared with every entry, 8x faster.
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+        // SAFETY: the features the function is compiled for are present.
+        return unsafe { dot_avx2(bytes, vector) } * scale;
+    }
+    dot_portable(bytes, vector) * scale
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+fn dot_avx2(bytes: &[i8], vector: &[f32]) -> f32 {
+    // The same loop, compiled for 8-wide vectors.
+    dot_portable(bytes, vector)
+}
+
+/// Eight sums side by side, which the compiler turns into vector
+/// instructions (one running sum cannot be: float addition is not
+/// reordered).
+#[inline(always)]
+fn dot_portable(bytes: &[i8], vector: &[f32]) -> f32 {
     const LANES: usize = 8;
     let mut sums = [0.0f32; LANES];
     let bytes = bytes.chunks_exact(LANES);
@@ -74,7 +94,7 @@ fn dot(bytes: &[i8], scale: f32, vector: &[f32]) -> f32 {
             sums[lane] += b[lane] as f32 * v[lane];
         }
     }
-    (sums.iter().sum::<f32>() + rest) * scale
+    sums.iter().sum::<f32>() + rest
 }
 
 /// Vectors side by side in one allocation, a row each: what a table of

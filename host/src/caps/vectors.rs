@@ -20,6 +20,14 @@ impl Host for CallState {
         Ok(state_of(state))
     }
 
+    async fn prepare(&mut self, text: String) -> wasmtime::Result<()> {
+        // No index is named: the question is only embedded, nothing read.
+        if self.grants.capabilities.iter().any(|c| c == "index") {
+            vectors::prepare(&text);
+        }
+        Ok(())
+    }
+
     async fn similar(&mut self, name: String, request: SimilarRequest) -> Answer<SimilarAnswer> {
         let opened = self.opened(&name)?;
         let filters: Vec<textindex::Filter> = request

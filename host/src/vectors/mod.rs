@@ -100,11 +100,16 @@ struct Table {
 /// The model, once the worker has loaded it (or why it could not).
 type Slot = Arc<OnceLock<Result<Arc<Loaded>, String>>>;
 
+/// A question's vector: embedded once, by whichever asks first (a
+/// `prepare` ahead of the plugin's lexical work, or `similar`); the
+/// others wait for that one.
+type Question = Arc<tokio::sync::OnceCell<Result<Arc<Vec<f32>>, String>>>;
+
 struct Service {
     settings: Settings,
     model: Slot,
-    /// The last questions embedded, newest last.
-    recent: Mutex<std::collections::VecDeque<(String, Arc<Vec<f32>>)>>,
+    /// The last questions embedded or being embedded, newest last.
+    recent: Mutex<std::collections::VecDeque<(String, Question)>>,
     tables: Mutex<HashMap<(PathBuf, String), Arc<Table>>>,
     jobs: Mutex<Option<std::sync::mpsc::Sender<worker::Job>>>,
 }
@@ -239,6 +244,24 @@ pub async fn similar(
     Ok((state, hits))
 }
 
+/// Begin embedding `question` now, on a thread of its own, so that a
+/// `similar` for it soon after finds it ready: a plugin calls this before
+/// its lexical work on the same question, which then runs beside the
+/// model instead of before it. Nothing when there is no loaded model.
+pub fn prepare(question: &str) {
+    let Some(service) = service() else { return };
+    let Some(Ok(loaded)) = service.model.get() else {
+        return;
+    };
+    let loaded = loaded.clone();
+    let question = question.to_string();
+    tokio::spawn(async move {
+        if let Err(why) = service.question(loaded, &question).await {
+            tracing::debug!(why, "embedding a question ahead failed");
+        }
+    });
+}
+
 fn check_field(opened: &Opened, field: &str) -> Result<(), String> {
     match opened.spec.fields.iter().find(|f| f.name == field) {
         Some(f) if f.stored && f.kind != textindex::Kind::Weight => Ok(()),
@@ -250,29 +273,35 @@ fn check_field(opened: &Opened, field: &str) -> Result<(), String> {
 }
 
 impl Service {
-    /// The vector of `question`: embedded, or the one embedded a moment
-    /// ago (a plugin asks once per list it wants: entries, sections).
+    /// The vector of `question`: embedded, or the one embedded (or being
+    /// embedded) a moment ago: a plugin asks once per list it wants
+    /// (entries, sections), and may have asked ahead ([`prepare`]).
     async fn question(&self, loaded: Arc<Loaded>, question: &str) -> Result<Arc<Vec<f32>>, String> {
         let question: String = question.chars().take(MAX_QUESTION_CHARS).collect();
-        let recent = |q: &str| {
-            let recent = self.recent.lock().expect("vectors lock");
-            recent.iter().find(|(t, _)| t == q).map(|(_, v)| v.clone())
-        };
-        if let Some(vector) = recent(&question) {
-            return Ok(vector);
-        }
-        let text = question.clone();
-        let embedded = tokio::task::spawn_blocking(move || loaded.model.embed(&[text.as_str()]))
-            .await
-            .map_err(|e| format!("embedding the question failed: {e}"))?
-            .map_err(|e| format!("embedding the question failed: {e:#}"))?;
-        let vector = Arc::new(embedded.into_iter().next().unwrap_or_default());
+        let cell = self.cell(&question);
+        cell.get_or_init(|| async move {
+            tokio::task::spawn_blocking(move || loaded.model.embed(&[question.as_str()]))
+                .await
+                .map_err(|e| format!("embedding the question failed: {e}"))?
+                .map_err(|e| format!("embedding the question failed: {e:#}"))
+                .map(|embedded| Arc::new(embedded.into_iter().next().unwrap_or_default()))
+        })
+        .await
+        .clone()
+    }
+
+    /// The slot of `question` among the recent ones, made if new.
+    fn cell(&self, question: &str) -> Question {
         let mut recent = self.recent.lock().expect("vectors lock");
+        if let Some((_, cell)) = recent.iter().find(|(q, _)| q == question) {
+            return cell.clone();
+        }
         if recent.len() == RECENT_QUESTIONS {
             recent.pop_front();
         }
-        recent.push_back((question, vector.clone()));
-        Ok(vector)
+        let cell = Question::default();
+        recent.push_back((question.to_string(), cell.clone()));
+        cell
     }
 
     fn state(&self, table: &Table) -> State {

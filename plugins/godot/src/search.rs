@@ -83,8 +83,13 @@ pub fn search(
     let (docs, served, has_manual) = ensure(version)?;
     // The version's senses are embedded in the background from its first
     // search on (nothing when done or under way).
-    meaning::embed(&docs.index());
+    let vectors = meaning::embed(&docs.index());
     let plain = plain_words(query, &words);
+    // A question in plain words is ranked with what the vectors say: the
+    // host embeds it now, beside the lexical searches below.
+    if plain && matches!(vectors, Some(plugin_sdk::vectors::State::Ready(_))) {
+        plugin_sdk::vectors::prepare(query);
+    }
     let exact = |term: String, boost: f32| TermBoost {
         field: "name_lc".into(),
         term,
