@@ -222,6 +222,12 @@ impl Env {
         self.serve(host, Answers::default()).await
     }
 
+    /// A client of `host`, any command serving MCP on stdio (its stderr
+    /// goes to this environment's log).
+    pub async fn serve_command(&self, host: tokio::process::Command) -> Client {
+        self.serve(host, Answers::default()).await
+    }
+
     /// A client of `host`, a `host serve --stdio` command.
     async fn serve(&self, host: tokio::process::Command, answers: Answers) -> Client {
         let stderr = std::fs::OpenOptions::new()
@@ -730,7 +736,7 @@ pub fn embedding_model() -> Option<PathBuf> {
     None
 }
 
-fn dirs_home() -> Option<PathBuf> {
+pub fn dirs_home() -> Option<PathBuf> {
     std::env::var_os("HOME").map(PathBuf::from)
 }
 

@@ -4,6 +4,7 @@
 //! does both).
 
 mod asking;
+mod bundle;
 mod clients;
 mod cofer;
 mod cofer_cli;
