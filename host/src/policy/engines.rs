@@ -41,8 +41,48 @@ pub struct ContainersPolicy {
 }
 
 impl ContainersPolicy {
+    /// What is wrong with its engines and pools, as the config loads
+    /// (the folders plugins write are known only with the places: those
+    /// checks come with [`Self::resolve_engines`]).
+    pub(super) fn check(&self) -> Result<(), String> {
+        let (home, config_home) = person_folders();
+        let around = Surroundings {
+            home: &home,
+            config_home: &config_home,
+            untrusted: &[],
+        };
+        for (engine, setting) in &self.engines {
+            setting
+                .resolve(engine, &around)
+                .map_err(|why| format!("engines.{engine}: {why}"))?;
+        }
+        self.check_pools().map_err(|why| format!("pools.{why}"))
+    }
+
+    /// Its engines, and those refused here with why (a key or known_hosts
+    /// in a folder of `untrusted`).
+    pub(super) fn resolve_engines(
+        &self,
+        untrusted: &[PathBuf],
+    ) -> (Vec<RemoteEngine>, Vec<(String, String)>) {
+        let (home, config_home) = person_folders();
+        let around = Surroundings {
+            home: &home,
+            config_home: &config_home,
+            untrusted,
+        };
+        let (mut engines, mut refused) = (Vec::new(), Vec::new());
+        for (name, setting) in &self.engines {
+            match setting.resolve(name, &around) {
+                Ok(engine) => engines.push(engine),
+                Err(why) => refused.push((name.clone(), why)),
+            }
+        }
+        (engines, refused)
+    }
+
     /// Pools name engines of this policy, and are not engines themselves.
-    pub(super) fn check_pools(&self) -> Result<(), String> {
+    fn check_pools(&self) -> Result<(), String> {
         for (pool, members) in &self.pools {
             check_name(pool).map_err(|why| format!("{pool}: {why}"))?;
             if self.engines.contains_key(pool) {
@@ -64,6 +104,14 @@ impl ContainersPolicy {
         }
         Ok(())
     }
+}
+
+/// The person's home and config folder (`$XDG_CONFIG_HOME`), where ssh
+/// and Podman keep what reaches other machines.
+fn person_folders() -> (PathBuf, PathBuf) {
+    let home = dirs::home_dir().unwrap_or_else(|| PathBuf::from("/"));
+    let config = dirs::config_dir().unwrap_or_else(|| home.join(".config"));
+    (home, config)
 }
 
 /// One entry of `containers.engines`.

@@ -17,7 +17,6 @@ mod engines;
 mod placeholders;
 mod tables;
 
-use engines::Surroundings;
 pub use engines::{ContainersPolicy, EngineSetting, LOCAL_ENGINE, RemoteEngine, SshTarget};
 use placeholders::{env_refs, expand, expand_path, expand_paths, unset_without_fallback};
 pub use tables::{FsPolicy, IndexPolicy, Limits, ProcessPolicy, ToolsPolicy};
@@ -413,20 +412,8 @@ impl Config {
                     );
                 }
             }
-            // Folders plugins write are known with the places (`grants`).
-            let (home, config_home) = person_folders();
-            let around = Surroundings {
-                home: &home,
-                config_home: &config_home,
-                untrusted: &[],
-            };
-            for (engine, setting) in &policy.containers.engines {
-                if let Err(why) = setting.resolve(engine, &around) {
-                    bail!("[plugins.{name}] containers.engines.{engine}: {why}");
-                }
-            }
-            if let Err(why) = policy.containers.check_pools() {
-                bail!("[plugins.{name}] containers.pools.{why}");
+            if let Err(why) = policy.containers.check() {
+                bail!("[plugins.{name}] containers.{why}");
             }
             confinement::check_ports(name, &policy.process)?;
             for cap in &policy.capabilities {
@@ -558,17 +545,9 @@ impl Config {
             log_bytes: limit(|l| l.log_mb).unwrap_or(DEFAULT_LOG_MB) * 1024 * 1024,
             confinement: None,
         };
-        let (home, config_home) = person_folders();
-        let around = Surroundings {
-            home: &home,
-            config_home: &config_home,
-            untrusted: &grants.untrusted_dirs,
-        };
-        for (name, setting) in p.iter().flat_map(|p| &p.containers.engines) {
-            match setting.resolve(name, &around) {
-                Ok(engine) => grants.engines.push(engine),
-                Err(why) => grants.refused_engines.push((name.clone(), why)),
-            }
+        if let Some(p) = p {
+            (grants.engines, grants.refused_engines) =
+                p.containers.resolve_engines(&grants.untrusted_dirs);
         }
         grants.confinement = self.confinement(
             p,
@@ -579,14 +558,6 @@ impl Config {
         );
         grants
     }
-}
-
-/// The person's home and config folder (`$XDG_CONFIG_HOME`), where ssh
-/// and Podman keep what reaches other machines.
-fn person_folders() -> (PathBuf, PathBuf) {
-    let home = dirs::home_dir().unwrap_or_else(|| PathBuf::from("/"));
-    let config = dirs::config_dir().unwrap_or_else(|| home.join(".config"));
-    (home, config)
 }
 
 /// Merge `over` into `base`: tables recursively, everything else replaced.

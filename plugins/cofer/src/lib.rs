@@ -19,6 +19,7 @@ mod engine;
 mod env;
 mod errors;
 mod files;
+mod listing;
 mod network;
 mod project;
 mod run;
@@ -28,7 +29,7 @@ mod workdir;
 
 use plugin_sdk::log::{Level, log};
 use plugin_sdk::{Hints, McpTool, TaskSupport, ToolError, ToolOutput, git};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use env::Env;
 use errors::{error, from_git};
@@ -122,7 +123,7 @@ impl McpTool for List {
     type Args = args::List;
 
     fn call(args: args::List) -> Result<ToolOutput, ToolError> {
-        list(args)
+        listing::list(args)
     }
 }
 
@@ -405,104 +406,11 @@ pub(crate) fn setting(name: &str, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
-fn text(value: &Value) -> ToolOutput {
+pub(crate) fn text(value: &Value) -> ToolOutput {
     ToolOutput {
         text: serde_json::to_string_pretty(value).expect("JSON values serialise"),
         structured: None,
     }
-}
-
-fn list(args: args::List) -> Result<ToolOutput, ToolError> {
-    let repo = open_repo(&args.common.environment_source)?;
-    let mut ids: Vec<String> = std::fs::read_dir(env::records_dir(&repo))
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| {
-            e.file_name()
-                .to_str()?
-                .strip_suffix(".json")
-                .map(str::to_string)
-        })
-        .collect();
-    // Containers on every engine an environment of the repository is on.
-    let mut engines: Vec<String> = ids
-        .iter()
-        .filter_map(|id| Env::new(&repo, id).read_record())
-        .map(|r| r.engine().to_string())
-        .chain([env::LOCAL.to_string()])
-        .collect();
-    engines.sort();
-    engines.dedup();
-    let mut containers = Vec::new();
-    let mut unreachable = Vec::new();
-    let mut unreached: Vec<&str> = Vec::new();
-    for engine in &engines {
-        let listed = plugin_sdk::containers::use_engine(engine).and_then(|_| {
-            plugin_sdk::containers::list(&[(env::LABEL_SOURCE.into(), repo.clone())])
-        });
-        match listed {
-            Ok(found) => containers.extend(found),
-            Err(e) if engine == env::LOCAL => {
-                return Err(errors::from_container("list containers", e));
-            }
-            Err(e) => {
-                unreachable.push(format!("{engine}: {}", ToolError::from(e).message));
-                unreached.push(engine.as_str());
-            }
-        }
-    }
-    let repo_id = env::repository_id(&repo);
-    containers.retain(|c| env::of_repository(repo_id.as_deref(), c));
-    for c in &containers {
-        if let Some((_, id)) = c.labels.iter().find(|(k, _)| k == env::LABEL_ENV) {
-            ids.push(id.clone());
-        }
-    }
-    ids.sort();
-    ids.dedup();
-    let environments: Vec<Value> = ids
-        .iter()
-        .map(|id| {
-            let env = Env::new(&repo, id);
-            let record = env.read_record();
-            let of_env: Vec<_> = containers
-                .iter()
-                .filter(|c| c.labels.iter().any(|(k, v)| k == env::LABEL_ENV && v == id))
-                .collect();
-            let main = of_env.iter().find(|c| {
-                c.labels
-                    .iter()
-                    .any(|(k, v)| k == env::LABEL_ROLE && v == "main")
-            });
-            let engine = record.as_ref().map_or(env::LOCAL, |r| r.engine());
-            // Nothing is known of its containers while its engine does not
-            // answer; its worktree, branch and record stay as they are.
-            let state = if unreached.contains(&engine) {
-                "unreachable".to_string()
-            } else {
-                main.map(|c| c.state.clone())
-                    .unwrap_or_else(|| "missing".into())
-            };
-            json!({
-                "id": id,
-                "engine": engine,
-                "title": record.as_ref().map(|r| r.title.clone()),
-                "image": record.as_ref().map(|r| r.image.clone()),
-                "created_at": record.as_ref().map(|r| r.created_at.clone()),
-                "branch": env.branch(),
-                "worktree": env.has_worktree().then(|| env.worktree()),
-                "container": main.map(|c| c.name.clone()),
-                "container_state": state,
-                "services": of_env.len() - usize::from(main.is_some()),
-            })
-        })
-        .collect();
-    let mut out = json!({ "environments": environments });
-    if !unreachable.is_empty() {
-        out["unreachable_engines"] = json!(unreachable);
-    }
-    Ok(text(&out))
 }
 
 fn open(args: args::Open) -> Result<ToolOutput, ToolError> {
