@@ -118,18 +118,11 @@ async fn main() {
 
     let local = measure(&client, &source, "local", &[]).await;
     print("local", &local);
-    let ratio = |a: Duration, b: Duration| a.as_secs_f64() / b.as_secs_f64();
     if let Some(ssh) = &ssh {
         let remote = ["--remote", "--url", ssh.engine.address.as_str()];
         let lab = measure(&client, &source, "lab", &remote).await;
         print("lab (namespaced, over ssh)", &lab);
-        println!(
-            "ssh / local: create {:.2}x, destroy {:.2}x, run_cmd `true` {:.2}x, changing a file {:.2}x",
-            ratio(lab.create, local.create),
-            ratio(lab.destroy, local.destroy),
-            ratio(lab.tool, local.tool),
-            ratio(lab.changing, local.changing),
-        );
+        compare("ssh / local", &lab, &local);
     }
     let Some(far) = far else {
         println!("second engine: skipped (it needs root, ip, unshare and nsenter)");
@@ -154,15 +147,21 @@ async fn main() {
             copies.len(),
             ms(copy),
             ms(far_figures.create.saturating_sub(copy)),
-            ratio(far_figures.create.saturating_sub(copy), local.create)
+            far_figures.create.saturating_sub(copy).as_secs_f64() / local.create.as_secs_f64()
         );
     }
+    compare("far / local", &far_figures, &local);
+}
+
+/// Each of `a`'s figures as a multiple of `b`'s.
+fn compare(label: &str, a: &Figures, b: &Figures) {
+    let ratio = |a: Duration, b: Duration| a.as_secs_f64() / b.as_secs_f64();
     println!(
-        "far / local: create {:.2}x, destroy {:.2}x, run_cmd `true` {:.2}x, changing a file {:.2}x",
-        ratio(far_figures.create, local.create),
-        ratio(far_figures.destroy, local.destroy),
-        ratio(far_figures.tool, local.tool),
-        ratio(far_figures.changing, local.changing),
+        "{label}: create {:.2}x, destroy {:.2}x, run_cmd `true` {:.2}x, changing a file {:.2}x",
+        ratio(a.create, b.create),
+        ratio(a.destroy, b.destroy),
+        ratio(a.tool, b.tool),
+        ratio(a.changing, b.changing),
     );
 }
 

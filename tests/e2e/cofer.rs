@@ -143,6 +143,28 @@ impl Fixture {
         structured(&r).clone()
     }
 
+    /// `environment_list`'s (id, engine, container state) of each
+    /// environment, and the whole answer for a failure message.
+    pub async fn listed(&self, client: &Client) -> (Vec<(String, String, String)>, Value) {
+        let r = client
+            .call(
+                "environment_list",
+                json!({"environment_source": self.source()}),
+            )
+            .await;
+        let listed: Value = serde_json::from_str(&text(&r)).unwrap();
+        let rows = listed["environments"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| {
+                let field = |k: &str| e[k].as_str().unwrap().to_string();
+                (field("id"), field("engine"), field("container_state"))
+            })
+            .collect();
+        (rows, listed)
+    }
+
     pub fn scoped(&self, id: &str) -> Value {
         json!({"environment_source": self.source(), "environment_id": id})
     }

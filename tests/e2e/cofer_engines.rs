@@ -5,7 +5,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::cofer::{Fixture, created, error_of};
 use crate::harness::*;
@@ -298,25 +298,7 @@ async fn an_environment_lives_on_another_machines_engine() {
         .await;
     assert!(!is_error(&r), "{r:?}");
     assert!(f.worktree("near").join("near.txt").exists());
-    let listed = client
-        .call(
-            "environment_list",
-            json!({"environment_source": f.source()}),
-        )
-        .await;
-    let listed: Value = serde_json::from_str(&text(&listed)).unwrap();
-    let engines: Vec<(String, String, String)> = listed["environments"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| {
-            (
-                e["id"].as_str().unwrap().to_string(),
-                e["engine"].as_str().unwrap().to_string(),
-                e["container_state"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect();
+    let (engines, listed) = f.listed(&client).await;
     assert_eq!(
         engines,
         [

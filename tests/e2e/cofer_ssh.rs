@@ -3,7 +3,7 @@
 //! a pool of the local engine and the ssh one placing environments by
 //! room, and the ssh engine going away mid-session and coming back.
 
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::cofer::{Fixture, created, error_of};
 use crate::harness::*;
@@ -219,25 +219,7 @@ async fn a_pool_places_by_room_and_outlives_an_engine_going_away() {
     );
 
     ssh.stop_sshd();
-    let listed = client
-        .call(
-            "environment_list",
-            json!({"environment_source": f.source()}),
-        )
-        .await;
-    let listed: Value = serde_json::from_str(&text(&listed)).unwrap();
-    let states: Vec<(String, String, String)> = listed["environments"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| {
-            (
-                e["id"].as_str().unwrap().into(),
-                e["engine"].as_str().unwrap().into(),
-                e["container_state"].as_str().unwrap().into(),
-            )
-        })
-        .collect();
+    let (states, listed) = f.listed(&client).await;
     assert_eq!(
         states,
         [
