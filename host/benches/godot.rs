@@ -236,6 +236,10 @@ async fn main() {
         by_meaning().await;
         return;
     }
+    if std::env::args().any(|a| a == "unshared") {
+        unshared().await;
+        return;
+    }
     let Some(docs) = godot_docs() else { return };
     let doc_dir = docs.join("4.x");
     let mut loaded = Vec::new();
@@ -356,6 +360,46 @@ async fn by_meaning() {
     println!(
         "extra resident memory serving with the model: {:.1} MiB",
         (resident[1] as f64 - resident[0] as f64) / 1024.0
+    );
+}
+
+/// A reference that shares nothing with the shipped vectors (Godot 3.6's
+/// class reference): how long after the first search its vectors are
+/// ready, every text embedded by the host in the background, lexical
+/// answers meanwhile.
+async fn unshared() {
+    let (Some(docs), Some(model)) = (godot_docs(), harness::embedding_model()) else {
+        return;
+    };
+    let mut env = Env::new(&["godot"], &godot_config(&docs.join("3.x")));
+    env.with_model(&model);
+    let (first, client) = start_to_first_search(&env).await;
+    let started = Instant::now();
+    let mut total = 0;
+    loop {
+        let versions = client.call("godot.versions", json!({})).await;
+        let meaning = harness::structured(&versions)["versions"][0]["meaning"].clone();
+        total = meaning["total"].as_u64().unwrap_or(total);
+        if meaning["state"] == "ready" {
+            break;
+        }
+        assert!(meaning["state"] == "building", "{meaning}");
+        let result = client
+            .call(
+                "godot.search",
+                json!({ "query": "make the player jump", "limit": 3 }),
+            )
+            .await;
+        assert!(
+            !harness::is_error(&result),
+            "lexical answers meanwhile: {result:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    println!(
+        "3.6 reference (nothing shared with the shipped vectors): first search {}, its {total} texts' vectors ready {} after it",
+        ms(first),
+        ms(started.elapsed())
     );
 }
 

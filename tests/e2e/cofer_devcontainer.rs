@@ -122,35 +122,65 @@ async fn a_devcontainer_json_gives_the_project_defaults() {
     assert!(!is_error(&r), "{r:?}");
 }
 
+/// `build.dockerfile` is built by the engine from the repository (its
+/// `.git` left out of the context), and the environment runs the image;
+/// a base image that is not local (nor pullable by the policy) is refused
+/// before anything is built, saying how to get it.
 #[tokio::test(flavor = "multi_thread")]
-async fn a_devcontainer_dockerfile_is_refused_with_what_to_do() {
+async fn a_devcontainer_dockerfile_is_built_by_the_engine() {
     let Some(f) = Fixture::with_podman(&[], true).await else {
         return;
     };
     commit_file(
         &f,
         ".devcontainer.json",
-        r#"{ "build": { "dockerfile": "Dockerfile", "context": "." } }"#,
+        r#"{ "build": { "dockerfile": ".devcontainer/Dockerfile", "context": "." } }"#,
     );
-    commit_file(&f, "Dockerfile", &format!("FROM {}\n", cofer_image()));
+    commit_file(
+        &f,
+        ".devcontainer/Dockerfile",
+        &format!(
+            "FROM {}\nCOPY README.md /from-context.txt\nRUN echo built > /built.txt\nENV FROM_DOCKERFILE=yes\n",
+            cofer_image()
+        ),
+    );
     let client = f.env.start().await;
     let mut args = f.create_args("built");
     args.as_object_mut().unwrap().remove("image");
-    let r = client.call("environment_create", args).await;
-    let err = error_of(&r);
-    assert_eq!(err["code"], "precondition_failed", "{err}");
-    let said = err.to_string();
+    let described = created(&client.call("environment_create", args).await);
+    let image = described["config"]["base_image"]
+        .as_str()
+        .unwrap()
+        .to_string();
     assert!(
-        said.contains("podman build") && said.contains("cofer config base-image"),
-        "{err}"
+        image.starts_with("localhost/cofer-devcontainer-"),
+        "{described}"
     );
-    assert!(!f.repo.join(".cofer/worktrees/built").exists());
-    // With the image given, the file's Dockerfile is not needed.
-    created(
-        &client
-            .call("environment_create", f.create_args("built"))
-            .await,
-    );
+    let r = client
+        .call(
+            "environment_run_cmd",
+            f.run_args(
+                "built",
+                "cat /built.txt /from-context.txt && echo $FROM_DOCKERFILE",
+            ),
+        )
+        .await;
+    assert!(!is_error(&r), "{r:?}");
+    assert_eq!(structured(&r)["stdout"], "built\nhello\nyes\n", "{r:?}");
     let r = client.call("environment_destroy", f.scoped("built")).await;
     assert!(!is_error(&r), "{r:?}");
+    podman(&["rmi", &image]);
+
+    // A base that is not here, and that the policy does not let the host pull.
+    commit_file(
+        &f,
+        ".devcontainer/Dockerfile",
+        "FROM docker.io/library/not-here-cofer-test:1\n",
+    );
+    let mut args = f.create_args("nobase");
+    args.as_object_mut().unwrap().remove("image");
+    let r = client.call("environment_create", args).await;
+    let err = error_of(&r);
+    assert!(err.to_string().contains("not-here-cofer-test"), "{err}");
+    assert!(!f.repo.join(".cofer/worktrees/nobase").exists());
 }

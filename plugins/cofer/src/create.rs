@@ -41,11 +41,6 @@ pub fn create(args: Create) -> Result<ToolOutput, ToolError> {
     // The person's defaults for this repository; read first, so a broken
     // file stops the create before anything is made.
     let defaults = crate::project::defaults(&repo)?;
-    if args.image.is_none()
-        && let Some(unbuilt) = defaults.unbuilt()
-    {
-        return Err(unbuilt);
-    }
     let project = &defaults.project;
     env::env_pairs(&project.envs)?;
     env::ensure_repository_id(&repo)?;
@@ -77,10 +72,16 @@ pub fn create(args: Create) -> Result<ToolOutput, ToolError> {
     let engine = crate::engine::for_new(args.engine.as_deref());
     env.use_engine(&engine)?;
     check_limit()?;
+    // devcontainer.json's Dockerfile, when nothing else names the image.
+    let built = match &args.image {
+        Some(_) => None,
+        None => defaults.build_image(&repo, &env::ensure_repository_id(&repo)?)?,
+    };
 
     let image = args
         .image
         .clone()
+        .or(built)
         .or(project.base_image.clone())
         .or_else(|| {
             std::env::var("COFER_DEFAULT_IMAGE")

@@ -87,25 +87,52 @@ pub fn defaults(repo: &str) -> Result<Defaults, ToolError> {
 }
 
 impl Defaults {
-    /// An image is needed and only a Dockerfile gives one: Cofer does not
-    /// build images (yet), so the person does, once.
-    pub fn unbuilt(&self) -> Option<ToolError> {
-        let build = self.build.as_ref()?;
+    /// The image devcontainer.json's Dockerfile makes, built now by the
+    /// call's engine (layers it built before are reused): a name of the
+    /// repository's own, `localhost/cofer-devcontainer-<repository id>`.
+    /// None when no Dockerfile is to be built.
+    pub fn build_image(
+        &self,
+        repo: &str,
+        repository_id: &str,
+    ) -> Result<Option<String>, ToolError> {
+        let Some(build) = &self.build else {
+            return Ok(None);
+        };
         let file = self
             .devcontainer
             .as_ref()
             .map_or("devcontainer.json", |d| d.file.as_str());
-        Some(error(
-            "precondition_failed",
-            format!(
-                "{file} builds its image from {} (context {}), and Cofer does not build images",
-                build.dockerfile, build.context
-            ),
-            &format!(
-                "ask the person to build it once (`podman build -t localhost/<name> -f {} {}` in the repository) and set it with `cofer config base-image localhost/<name>`, or pass image",
-                build.dockerfile, build.context
-            ),
-        ))
+        let dockerfile = if build.context == "." {
+            Some(build.dockerfile.as_str())
+        } else {
+            build
+                .dockerfile
+                .strip_prefix(&format!("{}/", build.context))
+        };
+        let Some(dockerfile) = dockerfile else {
+            return Err(error(
+                "precondition_failed",
+                format!(
+                    "{file}: the Dockerfile {} lies outside the build's context {}",
+                    build.dockerfile, build.context
+                ),
+                "set build.context to a folder holding the Dockerfile (\"..\" for the repository), then call environment_create again",
+            ));
+        };
+        let image = format!("localhost/cofer-devcontainer-{repository_id}:latest");
+        let context = if build.context == "." {
+            repo.to_string()
+        } else {
+            format!("{repo}/{}", build.context)
+        };
+        crate::note(format!(
+            "environment_create building {image} from {} (context {})",
+            build.dockerfile, build.context
+        ));
+        plugin_sdk::containers::build(&context, dockerfile, &image)
+            .map_err(|e| crate::errors::from_container(&format!("build the image of {file}"), e))?;
+        Ok(Some(image))
     }
 
     /// What the create's answer says of devcontainer.json.

@@ -27,7 +27,7 @@ use crate::podman::{self, Inspected, InspectedMount, failed};
 use crate::policy::Grants;
 
 /// The label naming the plugin that wrote an image.
-const COMMITTED_BY_LABEL: &str = "mcphost.committed-by";
+pub(super) const COMMITTED_BY_LABEL: &str = "mcphost.committed-by";
 
 pub async fn commit(
     docker: &Docker,
@@ -35,29 +35,7 @@ pub async fn commit(
     info: &Inspected,
     image: &str,
 ) -> Result<String, ContainerError> {
-    check_word("image", image)?;
-    if !image_allowed(image, &g.commit) {
-        return Err(ContainerError::Denied(g.denial(
-            &format!("writing the image `{image}`"),
-            "containers.commit",
-            &format!("\"{image}\""),
-        )));
-    }
-    let before = podman::image(docker, image).await?;
-    let by = before.as_ref().and_then(|i| {
-        i.config
-            .as_ref()?
-            .labels
-            .as_ref()?
-            .get(COMMITTED_BY_LABEL)
-            .cloned()
-    });
-    if before.is_some() && by.as_deref() != Some(g.plugin.as_str()) {
-        return Err(ContainerError::Invalid(format!(
-            "image `{image}` exists and was not made by plugin `{}`: choose another name",
-            g.plugin
-        )));
-    }
+    let before = writable(docker, g, image).await?;
     let mut changes: Vec<String> = info
         .labels
         .keys()
@@ -85,6 +63,40 @@ pub async fn commit(
     }
     tracing::info!(plugin = %g.plugin, container = %info.name, image, id, "committed");
     Ok(id)
+}
+
+/// Whether plugin `g` may write the image name `image`: allowed by
+/// `containers.commit`, and either new or one it made. What the name
+/// holds now, if anything.
+pub(super) async fn writable(
+    docker: &Docker,
+    g: &Grants,
+    image: &str,
+) -> Result<Option<bollard::models::ImageInspect>, ContainerError> {
+    check_word("image", image)?;
+    if !image_allowed(image, &g.commit) {
+        return Err(ContainerError::Denied(g.denial(
+            &format!("writing the image `{image}`"),
+            "containers.commit",
+            &format!("\"{image}\""),
+        )));
+    }
+    let before = podman::image(docker, image).await?;
+    let by = before.as_ref().and_then(|i| {
+        i.config
+            .as_ref()?
+            .labels
+            .as_ref()?
+            .get(COMMITTED_BY_LABEL)
+            .cloned()
+    });
+    if before.is_some() && by.as_deref() != Some(g.plugin.as_str()) {
+        return Err(ContainerError::Invalid(format!(
+            "image `{image}` exists and was not made by plugin `{}`: choose another name",
+            g.plugin
+        )));
+    }
+    Ok(before)
 }
 
 /// Commit `container` as `image` (`repository[:tag]`); the image's id.

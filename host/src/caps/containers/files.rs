@@ -63,7 +63,10 @@ impl CopyIn<'_> {
 
 /// A tar of what `copy` names, streamed from GNU tar on this machine
 /// (hard links as files when it is to be [`dealt`] out).
-fn tar_of(copy: &CopyIn, to_deal: bool) -> Result<tokio::process::Child, ContainerError> {
+pub(super) fn tar_of(
+    copy: &CopyIn,
+    to_deal: bool,
+) -> Result<tokio::process::Child, ContainerError> {
     let Some(program) = timebox::host_program("tar") else {
         return Err(ContainerError::Unavailable(
             "GNU tar was not found on PATH (outside the workspace): install it (Debian/Ubuntu: `apt-get install tar`)".into(),

@@ -40,6 +40,7 @@ use crate::podman::{self, Engine, Inspected, PodmanError, failed};
 use crate::policy::{Grants, LOCAL_ENGINE};
 use crate::store::CallState;
 
+mod build;
 mod commit;
 mod create;
 mod dealt;
@@ -350,6 +351,30 @@ impl Host for CallState {
         granted(&g)?;
         let docker = podman::client(&self.engine).await?;
         Ok(network::remove(&docker, &g, &network).await?)
+    }
+
+    async fn build(
+        &mut self,
+        context: String,
+        dockerfile: String,
+        image: String,
+    ) -> Answer<String> {
+        let g = self.grants.clone();
+        granted(&g)?;
+        let roots = g.roots(false);
+        let context = confined(&g, &context, &roots, "fs.read")?;
+        let dockerfile = files::relative("Dockerfile", &dockerfile)?;
+        // The engine reads the folder that was checked, through its handle.
+        let folder = pinned_dir(&g, &context, &roots)?;
+        let through = crate::pin::proc_path(&folder);
+        let docker = podman::client(&self.engine).await?;
+        let b = build::Build {
+            folder: &folder,
+            through: &through,
+            dockerfile: &dockerfile,
+            image: &image,
+        };
+        Ok(build::build(&docker, &g, &b).await?)
     }
 
     async fn commit(&mut self, id: String, image: String) -> Answer<String> {

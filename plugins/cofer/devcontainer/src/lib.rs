@@ -3,7 +3,8 @@
 //! person's own `.git/cofer/config.json` does not give them.
 //!
 //! Honoured: `image`; `build.dockerfile` with `build.context` (the image is
-//! built by the engine, its context inside the repository); `containerEnv`
+//! built by the engine through the host's `containers.build`, its context
+//! inside the repository); `containerEnv`
 //! and `remoteEnv` (one environment here: both are the container's);
 //! `onCreateCommand` and `postCreateCommand` as setup commands, in that
 //! order; `forwardPorts` published like a service's. Everything else the
