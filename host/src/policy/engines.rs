@@ -333,6 +333,10 @@ fn ssh_target(
     if socket.len() < 2 || !socket.starts_with('/') {
         return Err(bad("names no socket path"));
     }
+    // ssh's -L reads `local:remote`: a `:` in the path would split it.
+    if socket.contains(':') || socket.chars().any(char::is_control) {
+        return Err(bad("has a socket path with `:` or a control character"));
+    }
     Ok(SshTarget {
         user: Some(parsed.username().to_string()).filter(|u| !u.is_empty()),
         host,

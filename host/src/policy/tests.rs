@@ -209,6 +209,7 @@ fn engines_are_named_with_a_url_and_an_address() {
             "ssh://user@host",
         ),
         ("x = \"ssh://me@lab\"", "no socket path"),
+        ("x = \"ssh://me@lab/run/a:b.sock\"", "socket path with `:`"),
         ("x = \"http://lab/run/p.sock\"", "ssh://user@host"),
         ("x = \"tcp://10.0.0.5\"", "no port"),
         ("x = \"unix:///run/lab.sock\"", "address"),
