@@ -230,25 +230,18 @@ async fn an_environment_lives_on_another_machines_engine() {
     );
 
     // A checkpoint is an image on the engine, /workdir (the volume) in it.
-    let r = client
-        .call(
-            "environment_checkpoint",
-            json!({"environment_source": f.source(), "environment_id": "far",
-                   "destination": "localhost/far-checkpoint:1"}),
-        )
-        .await;
-    assert!(!is_error(&r), "{r:?}");
     assert_eq!(
-        engine.remote(&[
-            "run",
-            "--rm",
-            "localhost/far-checkpoint:1",
-            "cat",
-            "/workdir/README.md"
-        ]),
+        engine
+            .checkpoint_holds(
+                &client,
+                &f.source(),
+                "far",
+                "localhost/far-checkpoint:1",
+                "/workdir/README.md"
+            )
+            .await,
         "far\n"
     );
-    engine.remote(&["rmi", "localhost/far-checkpoint:1"]);
 
     // A service answers at the engine's address.
     let mut args = f.run_args("far", "httpd -f -p 8080 -h /workdir");

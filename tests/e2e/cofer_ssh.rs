@@ -119,25 +119,18 @@ async fn environments_live_on_an_engine_reached_over_ssh() {
     assert!(page.contains("from-web"), "{page}");
 
     // A checkpoint is an image there.
-    let r = client
-        .call(
-            "environment_checkpoint",
-            json!({"environment_source": f.source(), "environment_id": "far",
-                   "destination": "localhost/ssh-checkpoint:1"}),
-        )
-        .await;
-    assert!(!is_error(&r), "{r:?}");
     assert_eq!(
-        ssh.engine.remote(&[
-            "run",
-            "--rm",
-            "localhost/ssh-checkpoint:1",
-            "cat",
-            "/workdir/ssh.txt"
-        ]),
+        ssh.engine
+            .checkpoint_holds(
+                &client,
+                &f.source(),
+                "far",
+                "localhost/ssh-checkpoint:1",
+                "/workdir/ssh.txt"
+            )
+            .await,
         "over-ssh\n"
     );
-    ssh.engine.remote(&["rmi", "localhost/ssh-checkpoint:1"]);
 
     // By the ssh:// URL.
     let mut args = f.create_args("url");

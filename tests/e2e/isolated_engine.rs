@@ -214,6 +214,31 @@ impl IsolatedEngine {
         self.dir.path()
     }
 
+    /// Environment `id`'s (of the repository `source`) checkpoint made as
+    /// `image` through `client`, and `file` as the image holds it on this
+    /// engine (the image removed).
+    #[allow(dead_code)] // the tests'; the cofer bench makes no checkpoint
+    pub async fn checkpoint_holds(
+        &self,
+        client: &Client,
+        source: &str,
+        id: &str,
+        image: &str,
+        file: &str,
+    ) -> String {
+        let r = client
+            .call(
+                "environment_checkpoint",
+                serde_json::json!({"environment_source": source, "environment_id": id,
+                                   "destination": image}),
+            )
+            .await;
+        assert!(!is_error(&r), "{r:?}");
+        let held = self.remote(&["run", "--rm", image, "cat", file]);
+        self.remote(&["rmi", image]);
+        held
+    }
+
     /// `podman --remote` on this engine; its stdout.
     pub fn remote(&self, args: &[&str]) -> String {
         let out = Command::new("podman")
