@@ -468,6 +468,21 @@ pub fn in_flight_dir(instance: &str) -> std::path::PathBuf {
     std::env::temp_dir().join(format!("mcp-host-remote-runs-{instance}"))
 }
 
+/// The engine at `url`, a record's: over ssh when it says `ssh://`.
+async fn reconnect(url: &str, marker: &str) -> Result<Docker, PodmanError> {
+    if !url.starts_with("ssh://") {
+        return super::connect::connect(url).await;
+    }
+    let target = crate::policy::SshTarget::from_record(url).map_err(PodmanError::Unavailable)?;
+    let remote = crate::policy::RemoteEngine {
+        name: format!("left-{marker}"),
+        url: url.to_string(),
+        address: target.host.clone(),
+        ssh: Some(target.clone()),
+    };
+    super::ssh::connect(&remote, &target).await
+}
+
 /// Kill the runs recorded in `dir` (a host that is gone left them) on
 /// their engines, and remove the records; how many runs were there.
 pub async fn end_in_flight(dir: &std::path::Path) -> usize {
@@ -480,7 +495,7 @@ pub async fn end_in_flight(dir: &std::path::Path) -> usize {
         let text = std::fs::read_to_string(entry.path()).unwrap_or_default();
         let mut lines = text.lines();
         if let (Some(url), Some(container)) = (lines.next(), lines.next())
-            && let Ok(docker) = service::connect(url).await
+            && let Ok(docker) = reconnect(url, &marker).await
         {
             kill_inside(&docker, container, &marker).await;
             ended += 1;
@@ -488,6 +503,7 @@ pub async fn end_in_flight(dir: &std::path::Path) -> usize {
         let _ = std::fs::remove_file(entry.path());
     }
     let _ = std::fs::remove_dir(dir);
+    super::ssh::end_tunnels();
     ended
 }
 

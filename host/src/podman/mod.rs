@@ -5,6 +5,7 @@
 //! Podman sees the host's whole environment: it is the host's tool, not
 //! the plugin's.
 
+mod connect;
 pub mod exec;
 mod framed;
 mod service;
@@ -35,11 +36,18 @@ impl Engine {
     }
 
     /// The engine's URL when it is another machine's (its processes are
-    /// not in this machine's /proc).
+    /// not in this machine's /proc); for one reached over ssh, with its
+    /// key and known_hosts, so a record of it lets the host's watchdog
+    /// reach it again ([`exec::end_in_flight`]).
     pub fn remote_url(&self) -> Option<String> {
         match self {
             Engine::Local => None,
-            Engine::Remote(remote) => Some(remote.url.clone()),
+            Engine::Remote(remote) => Some(
+                remote
+                    .ssh
+                    .as_ref()
+                    .map_or_else(|| remote.url.clone(), |t| t.record()),
+            ),
         }
     }
 

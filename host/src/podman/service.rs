@@ -10,21 +10,19 @@
 //! ends in order ends it itself ([`end_own_service`]): a one-shot `host
 //! call` (every `cofer` command) must not leave it running.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use bollard::Docker;
 use tokio::sync::Mutex;
 
+use super::connect::{connect, connect_socket};
 use super::{Engine, INSTALL_HINT, PodmanError, program};
 use timebox::MARKER_VAR;
 
 /// How long a service the host starts may take to answer.
 const SERVICE_START: Duration = Duration::from_secs(20);
-/// How long one API request may take to be answered (a pull or a commit
-/// is one request; an exec's output stream is not bounded by it).
-const REQUEST_TIMEOUT_S: u64 = 300;
 
 /// The connected clients, one per engine. [`lost`] marks them stale when
 /// a service stops answering, so the next call connects again (starting a
@@ -81,49 +79,8 @@ pub fn service_dir(instance: &str) -> PathBuf {
     std::env::temp_dir().join(format!("mcp-host-podman-{instance}"))
 }
 
-/// The service at `host` (`CONTAINER_HOST`, or an engine's URL).
-pub async fn connect(host: &str) -> Result<Docker, PodmanError> {
-    if let Some(path) = host.strip_prefix("unix://") {
-        return connect_socket(Path::new(path)).await;
-    }
-    if host.starts_with("tcp://") {
-        let docker =
-            Docker::connect_with_http(host, REQUEST_TIMEOUT_S, bollard::API_DEFAULT_VERSION)
-                .map_err(|e| unanswered(host, e))?;
-        return ready(docker, host).await;
-    }
-    Err(PodmanError::Unavailable(format!(
-        "CONTAINER_HOST={host}: the host speaks to Podman's service over `unix://` and `tcp://` only. \
-         For an ssh:// engine, forward its socket (`ssh -nNT -L /tmp/podman.sock:/run/podman/podman.sock \
-         user@machine`) and set CONTAINER_HOST=unix:///tmp/podman.sock"
-    )))
-}
-
 fn system_sockets() -> Vec<PathBuf> {
     crate::platform::podman_sockets()
-}
-
-fn unanswered(service: &str, e: bollard::errors::Error) -> PodmanError {
-    PodmanError::Unavailable(format!(
-        "Podman's service at {service} is not answering: {e}. Start it (`systemctl --user start \
-         podman.socket`, or `podman system service` on the engine's machine) or unset CONTAINER_HOST"
-    ))
-}
-
-pub(super) async fn connect_socket(socket: &Path) -> Result<Docker, PodmanError> {
-    let shown = socket.display().to_string();
-    let docker = crate::platform::connect_podman(&shown, REQUEST_TIMEOUT_S)
-        .map_err(|e| unanswered(&shown, e))?;
-    ready(docker, &shown).await
-}
-
-async fn ready(docker: Docker, service: &str) -> Result<Docker, PodmanError> {
-    docker.ping().await.map_err(|e| unanswered(service, e))?;
-    // Podman 4 speaks API 1.41; bollard asks for a newer one by default.
-    docker
-        .negotiate_version()
-        .await
-        .map_err(|e| unanswered(service, e))
 }
 
 /// The PATH the host's own Podman service runs with: the host's, and the

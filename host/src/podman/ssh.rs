@@ -41,7 +41,7 @@ static TUNNELS: std::sync::Mutex<Vec<Tunnel>> = std::sync::Mutex::new(Vec::new()
 /// none or the last one ended).
 pub async fn connect(remote: &RemoteEngine, target: &SshTarget) -> Result<Docker, PodmanError> {
     if let Some(socket) = alive(&remote.name)
-        && let Ok(docker) = super::service::connect_socket(&socket).await
+        && let Ok(docker) = super::connect::connect_socket(&socket).await
     {
         return Ok(docker);
     }
@@ -54,7 +54,7 @@ pub async fn connect(remote: &RemoteEngine, target: &SshTarget) -> Result<Docker
     let mut listening: Option<Instant> = None;
     loop {
         if socket.exists() {
-            match super::service::connect_socket(&socket).await {
+            match super::connect::connect_socket(&socket).await {
                 Ok(docker) => {
                     tracing::info!(engine = %remote.name, "reached the engine over ssh");
                     return Ok(docker);

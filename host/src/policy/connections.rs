@@ -8,8 +8,6 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use super::engines::Surroundings;
-
 /// A connection's files are a few lines; more is not Podman's.
 const MAX_BYTES: u64 = 1024 * 1024;
 
@@ -39,6 +37,17 @@ struct Entry5 {
     uri: String,
     #[serde(rename = "Identity", default)]
     identity: Option<String>,
+}
+
+/// What resolving an entry needs from outside the policy.
+pub struct Surroundings<'a> {
+    /// The person's home: `~/.ssh/known_hosts`.
+    pub home: &'a Path,
+    /// Their config folder (`$XDG_CONFIG_HOME`): Podman's connection files.
+    pub config_home: &'a Path,
+    /// Folders a plugin or a container may write: nothing the host reads
+    /// to reach an engine may lie there.
+    pub untrusted: &'a [PathBuf],
 }
 
 /// The files that may hold connections, in the order Podman prefers them.

@@ -4,6 +4,8 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use super::connections::Surroundings;
+
 use serde::Deserialize;
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -170,15 +172,58 @@ pub struct SshTarget {
     pub known_hosts: PathBuf,
 }
 
-/// What resolving an entry needs from outside the policy.
-pub struct Surroundings<'a> {
-    /// The person's home: `~/.ssh/known_hosts`.
-    pub home: &'a Path,
-    /// Their config folder (`$XDG_CONFIG_HOME`): Podman's connection files.
-    pub config_home: &'a Path,
-    /// Folders a plugin or a container may write: nothing the host reads
-    /// to reach an engine may lie there.
-    pub untrusted: &'a [PathBuf],
+impl SshTarget {
+    /// The target on one line: its URL with the key and known_hosts as
+    /// query parameters, for a record another process reads back
+    /// ([`Self::from_record`]): a host's watchdog ending its runs there.
+    pub fn record(&self) -> String {
+        use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
+        let enc = |s: &str| utf8_percent_encode(s, NON_ALPHANUMERIC).to_string();
+        let user = self
+            .user
+            .as_deref()
+            .map(|u| format!("{}@", enc(u)))
+            .unwrap_or_default();
+        let host = if self.host.contains(':') {
+            format!("[{}]", self.host)
+        } else {
+            self.host.clone()
+        };
+        let mut line = format!(
+            "ssh://{user}{host}:{}{}?known_hosts={}",
+            self.port,
+            self.socket
+                .split('/')
+                .map(enc)
+                .collect::<Vec<_>>()
+                .join("/"),
+            enc(&self.known_hosts.display().to_string())
+        );
+        if let Some(identity) = &self.identity {
+            line.push_str(&format!(
+                "&identity={}",
+                enc(&identity.display().to_string())
+            ));
+        }
+        line
+    }
+
+    /// What [`Self::record`] wrote.
+    pub fn from_record(line: &str) -> Result<SshTarget, String> {
+        let mut parsed = url::Url::parse(line).map_err(|e| format!("`{line}`: {e}"))?;
+        let mut known_hosts = None;
+        let mut identity = None;
+        for (key, value) in parsed.query_pairs() {
+            match key.as_ref() {
+                "known_hosts" => known_hosts = Some(PathBuf::from(value.as_ref())),
+                "identity" => identity = Some(PathBuf::from(value.as_ref())),
+                _ => {}
+            }
+        }
+        parsed.set_query(None);
+        let known_hosts = known_hosts.ok_or_else(|| format!("`{line}` names no known_hosts"))?;
+        ssh_target(parsed.as_str(), identity, known_hosts)
+    }
 }
 
 impl EngineSetting {

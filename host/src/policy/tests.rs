@@ -337,3 +337,22 @@ fn a_plugins_programs_are_confined_to_its_grants_unless_it_says_otherwise() {
         "{why}"
     );
 }
+
+#[test]
+fn an_ssh_engine_is_recorded_on_one_line_and_read_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("c.toml");
+    std::fs::write(
+        &file,
+        "[plugins.cofer.containers.engines]\nlab = { url = \"ssh://me@[::1]:2222/run/my podman/p.sock\", identity = \"/k/id lab\", known_hosts = \"/k/known&hosts\" }\n",
+    )
+    .unwrap();
+    let g = Config::load(Some(&file))
+        .unwrap()
+        .grants("cofer", &places(), "c.toml");
+    let target = g.engines[0].ssh.clone().unwrap();
+    assert_eq!(target.socket, "/run/my podman/p.sock");
+    let line = target.record();
+    assert!(!line.contains('\n') && !line.contains(' '), "{line}");
+    assert_eq!(crate::policy::SshTarget::from_record(&line).unwrap(), target);
+}

@@ -14,7 +14,7 @@ use plugin_sdk::ToolError;
 use plugin_sdk::containers::{self, ContainerError};
 
 use crate::env::{self, Env};
-use crate::errors::from_container;
+use crate::errors::{error, from_container};
 use crate::setting;
 
 /// The most a pull takes back from the engine, MB (COFER_MAX_SYNC_MB).
@@ -92,4 +92,23 @@ impl Env {
             Err(e) => Err(from_container("bring /workdir back from the engine", e)),
         }
     }
+}
+
+/// `e`, said of an environment whose engine is another machine's that
+/// did not answer: it is not lost, only out of reach.
+pub fn unreached(record: &env::Record, e: ToolError) -> ToolError {
+    if record.engine() == env::LOCAL || e.code != "podman_unavailable" {
+        return e;
+    }
+    let mut e = error(
+        "engine_unreachable",
+        format!(
+            "the environment runs on engine `{}`, which does not answer: {}",
+            record.engine(),
+            e.message
+        ),
+        "nothing was lost (its worktree, branch and record are kept): call environment_open again once the engine's machine is back, or use another environment meanwhile",
+    );
+    e.retryable = true;
+    e
 }

@@ -155,22 +155,3 @@ pub fn ended_at_start(
         "remediation": remediation,
     }))
 }
-
-/// `e`, said of an environment whose engine is another machine's that
-/// did not answer: it is not lost, only out of reach.
-pub fn unreached(record: &crate::env::Record, e: ToolError) -> ToolError {
-    if record.engine() == crate::env::LOCAL || e.code != "podman_unavailable" {
-        return e;
-    }
-    let mut e = error(
-        "engine_unreachable",
-        format!(
-            "the environment runs on engine `{}`, which does not answer: {}",
-            record.engine(),
-            e.message
-        ),
-        "nothing was lost (its worktree, branch and record are kept): call environment_open again once the engine's machine is back, or use another environment meanwhile",
-    );
-    e.retryable = true;
-    e
-}

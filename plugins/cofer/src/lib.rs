@@ -416,7 +416,7 @@ pub(crate) fn text(value: &Value) -> ToolOutput {
 fn open(args: args::Open) -> Result<ToolOutput, ToolError> {
     let (env, record) = Env::find(&args.common.environment_source, &args.environment_id)?;
     env.require_worktree()?;
-    let unreached = |e| errors::unreached(&record, e);
+    let unreached = |e| engine::unreached(&record, e);
     container::ensure(&env, &record).map_err(unreached)?;
     let restarted = services::ensure(&env, &record).map_err(unreached)?;
     let services = network::running(&env)?;
