@@ -563,10 +563,16 @@ async fn a_killed_host_leaves_nothing_running_on_the_engine() {
     let Some(engine) = IsolatedEngine::start(&cofer_image()) else {
         return;
     };
+    killed_host_leaves_nothing_running(&engine, &far_engine_config(&engine)).await;
+}
+
+/// The same for `engine` named `far` by `config` (over TCP, or over ssh:
+/// the watchdog then opens a tunnel of its own to reach it).
+pub async fn killed_host_leaves_nothing_running(engine: &IsolatedEngine, config: &str) {
     let Some(f) = Fixture::with_podman(&[], true).await else {
         return;
     };
-    std::fs::write(&f.env.config, far_engine_config(&engine)).unwrap();
+    std::fs::write(&f.env.config, config).unwrap();
     let client = f.env.start().await;
     let mut args = f.create_args("far");
     args["engine"] = json!("far");

@@ -258,3 +258,18 @@ async fn a_pool_places_by_room_and_outlives_an_engine_going_away() {
         assert!(!is_error(&r), "{r:?}");
     }
 }
+
+/// A host killed mid-command leaves nothing running on an ssh engine: the
+/// run's record carries the engine's key and known_hosts, and the watchdog
+/// opens a tunnel of its own to kill it there.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_killed_host_leaves_nothing_running_on_an_ssh_engine() {
+    let Some(ssh) = SshEngine::start(&cofer_image()) else {
+        return;
+    };
+    let config = format!(
+        "[plugins.cofer.containers.engines]\nfar = {}\n",
+        ssh.table(&ssh.known_hosts)
+    );
+    crate::cofer_engines::killed_host_leaves_nothing_running(&ssh.engine, &config).await;
+}
