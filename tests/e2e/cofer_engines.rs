@@ -610,8 +610,10 @@ pub async fn killed_host_leaves_nothing_running(engine: &IsolatedEngine, config:
     while running().contains("sleep 996") {
         if Instant::now() > deadline {
             let _ = signal(namespace);
+            let log = std::fs::read_to_string(f.env.stderr_log()).unwrap_or_default();
+            let tail = &log[log.floor_char_boundary(log.len().saturating_sub(3000))..];
             panic!(
-                "left running on the engine after the host died:\n{}",
+                "left running on the engine after the host died:\n{}\nthe host's log ends:\n{tail}",
                 running()
             );
         }
@@ -623,7 +625,9 @@ pub async fn killed_host_leaves_nothing_running(engine: &IsolatedEngine, config:
     let _ = apart.wait().await;
     let client = f.env.start().await;
     let r = client.call("environment_destroy", f.scoped("far")).await;
-    assert!(!is_error(&r), "{r:?}");
+    let log = std::fs::read_to_string(f.env.stderr_log()).unwrap_or_default();
+    let tail = &log[log.floor_char_boundary(log.len().saturating_sub(4000))..];
+    assert!(!is_error(&r), "{r:?}\nthe hosts' log ends:\n{tail}");
 }
 
 /// Issue 72, item 9: a host started with a PATH without `/usr/sbin` (as

@@ -442,8 +442,9 @@ pub async fn kill_inside(docker: &Docker, container: &str, marker: &str) -> Kill
 }
 
 /// A run on another machine's engine, recorded for the host's watchdog
-/// (a file named by its marker in [`in_flight_dir`]: the engine's URL
-/// and the container); removed when the run has ended.
+/// (a file named by its marker in [`in_flight_dir`]: the engine's URL,
+/// the container, and the host's ssh for an ssh engine); removed when the
+/// run has ended.
 struct InFlight(std::path::PathBuf);
 
 impl InFlight {
@@ -451,7 +452,14 @@ impl InFlight {
         let dir = in_flight_dir(timebox::instance());
         std::fs::create_dir_all(&dir).ok()?;
         let file = dir.join(marker);
-        std::fs::write(&file, format!("{url}\n{container}\n")).ok()?;
+        // The watchdog finds no program as the host does: ssh goes along.
+        let ssh = url
+            .starts_with("ssh://")
+            .then(|| timebox::host_program("ssh"))
+            .flatten()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default();
+        std::fs::write(&file, format!("{url}\n{container}\n{ssh}\n")).ok()?;
         Some(InFlight(file))
     }
 }
@@ -469,18 +477,24 @@ pub fn in_flight_dir(instance: &str) -> std::path::PathBuf {
 }
 
 /// The engine at `url`, a record's: over ssh when it says `ssh://`.
-async fn reconnect(url: &str, marker: &str) -> Result<Docker, PodmanError> {
+async fn reconnect(
+    url: &str,
+    ssh: Option<&std::path::Path>,
+    nth: usize,
+) -> Result<Docker, PodmanError> {
     if !url.starts_with("ssh://") {
         return super::connect::connect(url).await;
     }
     let target = crate::policy::SshTarget::from_record(url).map_err(PodmanError::Unavailable)?;
     let remote = crate::policy::RemoteEngine {
-        name: format!("left-{marker}"),
+        // Short (the tunnel's socket path must fit a unix address), and
+        // no engine's name (a `.` is not allowed in one).
+        name: format!("left.{nth}"),
         url: url.to_string(),
         address: target.host.clone(),
         ssh: Some(target.clone()),
     };
-    super::ssh::connect(&remote, &target).await
+    super::ssh::connect_with(&remote, &target, ssh).await
 }
 
 /// Kill the runs recorded in `dir` (a host that is gone left them) on
@@ -494,16 +508,29 @@ pub async fn end_in_flight(dir: &std::path::Path) -> usize {
         let marker = entry.file_name().to_string_lossy().into_owned();
         let text = std::fs::read_to_string(entry.path()).unwrap_or_default();
         let mut lines = text.lines();
-        if let (Some(url), Some(container)) = (lines.next(), lines.next())
-            && let Ok(docker) = reconnect(url, &marker).await
-        {
-            kill_inside(&docker, container, &marker).await;
-            ended += 1;
+        if let (Some(url), Some(container)) = (lines.next(), lines.next()) {
+            let ssh = lines
+                .next()
+                .filter(|p| !p.is_empty())
+                .map(std::path::Path::new);
+            match reconnect(url, ssh, ended).await {
+                Ok(docker) => {
+                    kill_inside(&docker, container, &marker).await;
+                    ended += 1;
+                }
+                // The watchdog's words go to the host's stderr.
+                Err(e) => eprintln!(
+                    "mcp-host watchdog: cannot reach the engine of a run left on {container} to end it: {e}"
+                ),
+            }
         }
         let _ = std::fs::remove_file(entry.path());
     }
     let _ = std::fs::remove_dir(dir);
-    super::ssh::end_tunnels();
+    // Only the tunnels opened here: a serving host's own keep working.
+    for nth in 0..=ended {
+        super::ssh::close(&format!("left.{nth}"));
+    }
     ended
 }
 

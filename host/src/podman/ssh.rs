@@ -40,6 +40,16 @@ static TUNNELS: std::sync::Mutex<Vec<Tunnel>> = std::sync::Mutex::new(Vec::new()
 /// The API client of `remote`, through its tunnel (opened when there is
 /// none or the last one ended).
 pub async fn connect(remote: &RemoteEngine, target: &SshTarget) -> Result<Docker, PodmanError> {
+    connect_with(remote, target, None).await
+}
+
+/// The same with `program` as ssh (a record's, for the watchdog: it cannot
+/// look programs up as the host does), else the host's own.
+pub async fn connect_with(
+    remote: &RemoteEngine,
+    target: &SshTarget,
+    program: Option<&Path>,
+) -> Result<Docker, PodmanError> {
     if let Some(socket) = alive(&remote.name)
         && let Ok(docker) = super::connect::connect_socket(&socket).await
     {
@@ -47,7 +57,7 @@ pub async fn connect(remote: &RemoteEngine, target: &SshTarget) -> Result<Docker
     }
     // One that ended, or forwards to nothing that answers, goes first.
     close(&remote.name);
-    let socket = open(remote, target)?;
+    let socket = open(remote, target, program)?;
     let started = Instant::now();
     // When ssh has logged in and listens, Podman's answer comes at once
     // or not at all (its service is down there): a short wait then.
@@ -124,7 +134,8 @@ fn ended(engine: &str) -> Option<String> {
     Some(said)
 }
 
-fn close(engine: &str) {
+/// End `engine`'s tunnel, if it has one.
+pub fn close(engine: &str) {
     let mut tunnels = TUNNELS.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(at) = tunnels.iter().position(|t| t.engine == engine) {
         end(tunnels.remove(at));
@@ -144,16 +155,23 @@ fn log_of(socket: &Path) -> PathBuf {
 }
 
 /// Start `ssh -L` for `remote`; the socket it will listen on.
-fn open(remote: &RemoteEngine, target: &SshTarget) -> Result<PathBuf, PodmanError> {
+fn open(
+    remote: &RemoteEngine,
+    target: &SshTarget,
+    program: Option<&Path>,
+) -> Result<PathBuf, PodmanError> {
     let unavailable =
         |what: String| PodmanError::Unavailable(format!("engine `{}`: {what}", remote.name));
-    let ssh = timebox::host_program("ssh").ok_or_else(|| {
-        unavailable(
+    let ssh = program
+        .map(Path::to_path_buf)
+        .or_else(|| timebox::host_program("ssh"))
+        .ok_or_else(|| {
+            unavailable(
             "`ssh` was not found on PATH (outside the folders plugins write): install OpenSSH's \
              client (Debian/Ubuntu: `apt-get install openssh-client`)"
                 .into(),
         )
-    })?;
+        })?;
     let dir = private_dir().map_err(|e| unavailable(e))?;
     let socket = dir.join(format!("ssh-{}.sock", remote.name));
     let _ = std::fs::remove_file(&socket);

@@ -354,5 +354,8 @@ fn an_ssh_engine_is_recorded_on_one_line_and_read_back() {
     assert_eq!(target.socket, "/run/my podman/p.sock");
     let line = target.record();
     assert!(!line.contains('\n') && !line.contains(' '), "{line}");
-    assert_eq!(crate::policy::SshTarget::from_record(&line).unwrap(), target);
+    assert_eq!(
+        crate::policy::SshTarget::from_record(&line).unwrap(),
+        target
+    );
 }
