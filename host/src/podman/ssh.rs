@@ -50,6 +50,15 @@ pub async fn connect_with(
     target: &SshTarget,
     program: Option<&Path>,
 ) -> Result<Docker, PodmanError> {
+    // The forward ends in a unix socket, which the API client reaches as
+    // a named pipe on Windows: not there (yet).
+    if cfg!(windows) {
+        return Err(PodmanError::Unavailable(format!(
+            "engine `{}`: ssh:// engines are not supported on Windows: forward the engine's \
+             socket yourself and name it as `unix://` (or a named pipe) with `address`",
+            remote.name
+        )));
+    }
     if let Some(socket) = alive(&remote.name)
         && let Ok(docker) = super::connect::connect_socket(&socket).await
     {
