@@ -64,15 +64,11 @@ pub fn defaults(repo: &str) -> Result<Defaults, ToolError> {
             ..Defaults::default()
         });
     };
-    if project.base_image.is_none() {
-        project.base_image = d.image.clone();
-    }
-    if project.setup_commands.is_empty() {
-        project.setup_commands = d.setup_commands.clone();
-    }
-    if project.envs.is_empty() {
-        project.envs = d.envs.clone();
-    }
+    d.fill(
+        &mut project.base_image,
+        &mut project.setup_commands,
+        &mut project.envs,
+    );
     let build = if project.base_image.is_none() {
         d.build.clone()
     } else {

@@ -133,17 +133,12 @@ pub fn config(repo: &Repo, host: &crate::host::Host, command: ConfigCommand) -> 
                 }
             };
             let dc = devcontainer.clone().unwrap_or_default();
-            let image = project.base_image.clone().or(dc.image.clone());
-            let setup = if project.setup_commands.is_empty() {
-                dc.setup_commands.clone()
-            } else {
-                project.setup_commands.clone()
-            };
-            let envs = if project.envs.is_empty() {
-                dc.envs.clone()
-            } else {
-                project.envs.clone()
-            };
+            let (mut image, mut setup, mut envs) = (
+                project.base_image.clone(),
+                project.setup_commands.clone(),
+                project.envs.clone(),
+            );
+            dc.fill(&mut image, &mut setup, &mut envs);
             let origins = serde_json::json!({
                 "base_image": from(project.base_image.is_some(), dc.image.is_some() || dc.build.is_some()),
                 "setup_commands": from(!project.setup_commands.is_empty(), !dc.setup_commands.is_empty()),

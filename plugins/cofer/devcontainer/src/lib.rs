@@ -51,6 +51,28 @@ pub struct Build {
     pub context: String,
 }
 
+impl Devcontainer {
+    /// Fill the defaults a person's config leaves out (no image, no
+    /// commands, no variables) with this file's, field by field: the
+    /// config wins wherever it says something.
+    pub fn fill(
+        &self,
+        image: &mut Option<String>,
+        setup_commands: &mut Vec<String>,
+        envs: &mut Vec<String>,
+    ) {
+        if image.is_none() {
+            image.clone_from(&self.image);
+        }
+        if setup_commands.is_empty() {
+            setup_commands.clone_from(&self.setup_commands);
+        }
+        if envs.is_empty() {
+            envs.clone_from(&self.envs);
+        }
+    }
+}
+
 /// The repository's devcontainer.json, if it has one.
 pub fn read(repo: &Path) -> Result<Option<Devcontainer>, String> {
     for place in PLACES {
