@@ -47,16 +47,8 @@ impl ContainersPolicy {
     /// (the folders plugins write are known only with the places: those
     /// checks come with [`Self::resolve_engines`]).
     pub(super) fn check(&self) -> Result<(), String> {
-        let (home, config_home) = person_folders();
-        let around = Surroundings {
-            home: &home,
-            config_home: &config_home,
-            untrusted: &[],
-        };
-        for (engine, setting) in &self.engines {
-            setting
-                .resolve(engine, &around)
-                .map_err(|why| format!("engines.{engine}: {why}"))?;
+        if let Some((engine, why)) = self.resolve_engines(&[]).1.into_iter().next() {
+            return Err(format!("engines.{engine}: {why}"));
         }
         self.check_pools().map_err(|why| format!("pools.{why}"))
     }
