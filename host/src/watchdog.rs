@@ -70,6 +70,10 @@ pub fn start() -> nix::Result<i32> {
             forget_environment();
             rename(&instance);
             keep_only_its_files(&[watched.as_raw_fd(), report.as_raw_fd()]);
+            // It waits, maybe for days: nothing it ran to start is needed
+            // now. Before its pid is said, as that reads /proc/self/smaps
+            // through a file of its own for a while.
+            crate::platform::release_startup_pages();
             // Its pid is said once it is what it will stay: the host logs
             // it as started, and anyone may look at it from then on.
             let _ = std::fs::File::from(report).write_all(&std::process::id().to_le_bytes());
@@ -161,8 +165,6 @@ fn keep_only_its_files(keep: &[i32]) {
 
 /// The watchdog itself: wait for the host's end, then end its runs.
 fn watch(instance: &str, watched: OwnedFd) -> ! {
-    // It waits, maybe for days: nothing it ran to start is needed now.
-    crate::platform::release_startup_pages();
     let mut buf = [0u8; 64];
     let mut pipe = std::fs::File::from(watched);
     while matches!(pipe.read(&mut buf), Ok(n) if n > 0) {}
