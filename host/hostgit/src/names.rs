@@ -13,15 +13,15 @@ use std::path::Path;
 
 use cap_fs_ext::DirExt;
 use cap_std::fs::Dir;
-use gix::bstr::{BStr, ByteSlice};
+use gix_object::bstr::{BStr, ByteSlice};
 
 /// The name git keeps a repository in, compared without case.
 pub const DOT_GIT: &str = ".git";
 
 /// git's own checks of a name, all of them on: a checkout on Windows or a
 /// Mac reads `.git.`, `git~1`, `.GIT` or `.g\u{200c}it` as `.git`.
-const ALL_SYSTEMS: gix::validate::path::component::Options =
-    gix::validate::path::component::Options {
+const ALL_SYSTEMS: gix_validate::path::component::Options =
+    gix_validate::path::component::Options {
         protect_windows: true,
         protect_hfs: true,
         protect_ntfs: true,
@@ -42,8 +42,8 @@ pub fn is_git_name(name: &OsStr) -> bool {
     }
     let name = bytes.as_bstr();
     matches!(
-        gix::validate::path::component(name, None, ALL_SYSTEMS),
-        Err(gix::validate::path::component::Error::DotGitDir)
+        gix_validate::path::component(name, None, ALL_SYSTEMS),
+        Err(gix_validate::path::component::Error::DotGitDir)
     ) || git_behind_invisibles(name)
 }
 

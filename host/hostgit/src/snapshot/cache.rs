@@ -25,19 +25,19 @@ impl Tracked {
         Tracked { root, read: None }
     }
 
-    pub(super) fn has_dir(&mut self, repo: &gix::Repository, path: &BString) -> WalkResult<bool> {
+    pub(super) fn has_dir(&mut self, repo: &Store, path: &BString) -> WalkResult<bool> {
         Ok(self.read(repo)?.dirs.contains(path))
     }
 
     pub(super) fn file(
         &mut self,
-        repo: &gix::Repository,
+        repo: &Store,
         path: &BString,
     ) -> WalkResult<Option<(ObjectId, EntryKind)>> {
         Ok(self.read(repo)?.files.get(path).copied())
     }
 
-    fn read(&mut self, repo: &gix::Repository) -> WalkResult<&Read> {
+    fn read(&mut self, repo: &Store) -> WalkResult<&Read> {
         if self.read.is_none() {
             let mut read = Read::default();
             let mut pending: Vec<(BString, ObjectId)> = self
@@ -46,10 +46,8 @@ impl Tracked {
                 .into_iter()
                 .collect();
             while let Some((prefix, id)) = pending.pop() {
-                let object = repo.find_object(id)?;
-                for entry in
-                    gix::objs::TreeRefIter::from_bytes(&object.data, repo.object_hash()).flatten()
-                {
+                let data = repo.tree_data(&id)?;
+                for entry in gix_object::TreeRefIter::from_bytes(&data, HASH).flatten() {
                     let path = join(prefix.as_bstr(), entry.filename);
                     match entry.mode.kind() {
                         EntryKind::Tree => {
@@ -69,9 +67,9 @@ impl Tracked {
 }
 
 /// The worktree's last index: blob ids of files whose stat has not changed.
-pub(super) struct StatCache(pub(super) Option<gix::index::File>);
+pub(super) struct StatCache(pub(super) Option<gix_index::File>);
 
-pub(super) const STAT: gix::index::entry::stat::Options = gix::index::entry::stat::Options {
+pub(super) const STAT: gix_index::entry::stat::Options = gix_index::entry::stat::Options {
     trust_ctime: true,
     check_stat: true,
     use_nsec: true,
@@ -79,8 +77,8 @@ pub(super) const STAT: gix::index::entry::stat::Options = gix::index::entry::sta
 };
 
 impl StatCache {
-    pub(super) fn read(path: &Path, hash: gix::hash::Kind) -> StatCache {
-        StatCache(gix::index::File::at(path, hash, false, Default::default()).ok())
+    pub(super) fn read(path: &Path) -> StatCache {
+        StatCache(gix_index::File::at(path, HASH, false, Default::default()).ok())
     }
 
     /// How many entries it holds (none without an index).

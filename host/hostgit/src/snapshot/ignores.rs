@@ -46,7 +46,7 @@ impl Ignores {
         let Some(bytes) = read_small(dir, ".gitignore", 1 << 20) else {
             return false;
         };
-        let Ok(relative) = gix::path::from_bstr(prefix) else {
+        let Ok(relative) = gix_path::from_bstr(prefix) else {
             return false;
         };
         let lines = bytes.split(|b| *b == b'\n').count();

@@ -33,20 +33,22 @@ use std::path::Path;
 
 use cap_fs_ext::{DirExt, FollowSymlinks, OpenOptionsFollowExt};
 use cap_std::fs::{Dir, Metadata, OpenOptions};
-use gix::ObjectId;
-use gix::bstr::{BStr, BString, ByteSlice, ByteVec};
-use gix::index::entry::{self, Stat};
-use gix::objs::tree::{Entry, EntryKind};
+use gix_hash::ObjectId;
 use gix_ignore::glob::pattern::Case;
+use gix_index::entry::{self, Stat};
+use gix_object::bstr::{BStr, BString, ByteSlice, ByteVec};
+use gix_object::tree::{Entry, EntryKind};
 
 use crate::{GitError, Repo, Worktree};
 
 mod cache;
 mod ignores;
+mod store;
 mod walk;
 
 use cache::{StatCache, Tracked};
 use ignores::Ignores;
+use store::{HASH, Store};
 use walk::Walk;
 
 #[cfg(test)]
@@ -60,12 +62,11 @@ const NEVER_AT_TOP: &str = ".cofer";
 /// The names git refuses to check out on some system (`.git.`, `git~1`,
 /// `.g\u{200b}it`, a linked `.gitmodules`): committed, they would break a
 /// later checkout, so they are left out and named.
-const NAME_RULES: gix::validate::path::component::Options =
-    gix::validate::path::component::Options {
-        protect_windows: false,
-        protect_hfs: true,
-        protect_ntfs: true,
-    };
+const NAME_RULES: gix_validate::path::component::Options = gix_validate::path::component::Options {
+    protect_windows: false,
+    protect_hfs: true,
+    protect_ntfs: true,
+};
 /// How deep folders may nest to be committed. A container can nest them
 /// without end (one `cd` at a time), and the walk holds a folder handle
 /// and a stack frame for each level: past this it would run its thread out
@@ -160,21 +161,14 @@ pub fn commit_worktree(
         stderr: e.to_string(),
     };
     let branch = branch_of(tree)?;
-    let repo = gix::open_opts(main.git(), gix::open::Options::isolated())
-        .map_err(|e| failed("open the repository", &e))?;
+    let repo = Store::open(&main.git()).map_err(|e| failed("open the repository", &*e))?;
     let parent = repo
-        .try_find_reference(branch.as_str())
-        .map_err(|e| failed("read the branch", &e))?
-        .map(|mut r| r.peel_to_id())
-        .transpose()
-        .map_err(|e| failed("read the branch", &e))?
-        .map(|id| id.detach());
+        .tip(&branch)
+        .map_err(|e| failed("read the branch", &*e))?;
     let parent_tree = match parent {
         Some(id) => Some(
-            repo.find_commit(id)
-                .and_then(|c| c.tree_id())
-                .map_err(|e| failed("read the last commit", &e))?
-                .detach(),
+            repo.tree_of(&id)
+                .map_err(|e| failed("read the last commit", &*e))?,
         ),
         None => None,
     };
@@ -188,7 +182,7 @@ pub fn commit_worktree(
     let mut walk = Walk {
         repo: &repo,
         tracked,
-        cache: StatCache::read(&index_path, repo.object_hash()),
+        cache: StatCache::read(&index_path),
         ignore: Ignores::new(main, tree, &root),
         max_file_bytes,
         too_large: LeftOut::default(),
@@ -203,7 +197,7 @@ pub fn commit_worktree(
     let new_tree = walk
         .dir(&root, BStr::new(""))
         .map_err(|e| failed("walk the worktree", &e))?
-        .unwrap_or_else(|| ObjectId::empty_tree(repo.object_hash()));
+        .unwrap_or_else(|| ObjectId::empty_tree(HASH));
     // Every entry as the index has it: nothing to write (100 MB for a
     // million files, at every command).
     let unchanged = !walk.changed && walk.cache.len() == Some(walk.index.len());
@@ -220,7 +214,7 @@ pub fn commit_worktree(
     let too_many = too_many.map(|path| path.to_string());
     let unapplied_ignores = ignore.unapplied.map(|path| path.to_string());
     // The index is a cache: a failure to write it costs time, not data.
-    if !unchanged && let Err(e) = write_index(&index_path, repo.object_hash(), index) {
+    if !unchanged && let Err(e) = write_index(&index_path, index) {
         tracing::debug!("cannot write {}: {e}", index_path.display());
     }
     let too_large = too_large.map(|(path, bytes)| (path.to_string(), bytes));
@@ -235,23 +229,16 @@ pub fn commit_worktree(
             too_many,
         });
     }
-    let time = gix::date::Time::now_local_or_utc();
-    let mut time_buf = gix::date::parse::TimeBuf::default();
-    let signature = gix::actor::SignatureRef {
+    let time = gix_date::Time::now_local_or_utc();
+    let mut time_buf = gix_date::parse::TimeBuf::default();
+    let signature = gix_actor::SignatureRef {
         name: who.name.as_bytes().as_bstr(),
         email: who.email.as_bytes().as_bstr(),
         time: time.to_str(&mut time_buf),
     };
     let commit = repo
-        .commit_as(
-            signature,
-            signature,
-            branch.as_str(),
-            message,
-            new_tree,
-            parent,
-        )
-        .map_err(|e| failed("write the commit", &e))?;
+        .commit(signature, &branch, message, new_tree, parent)
+        .map_err(|e| failed("write the commit", &*e))?;
     Ok(Snapshot {
         commit: Some(commit.to_string()),
         too_large,
@@ -309,10 +296,9 @@ fn join(prefix: &BStr, name: &BStr) -> BString {
 
 fn write_index(
     path: &Path,
-    hash: gix::hash::Kind,
     entries: Vec<(BString, Option<Stat>, ObjectId, entry::Mode)>,
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-    let mut state = gix::index::State::new(hash);
+    let mut state = gix_index::State::new(HASH);
     for (path, stat, oid, mode) in entries {
         state.dangerously_push_entry(
             stat.unwrap_or_default(),
@@ -323,6 +309,6 @@ fn write_index(
         );
     }
     state.sort_entries();
-    gix::index::File::from_state(state, path).write(Default::default())?;
+    gix_index::File::from_state(state, path).write(Default::default())?;
     Ok(())
 }

@@ -349,3 +349,63 @@ fn an_unchanged_tree_writes_no_index_again() {
         written
     );
 }
+
+/// The commit and the branch's move are what git itself would write:
+/// objects `git fsck` accepts, a reflog line as `git commit` words it, and
+/// a second commit on top of the first.
+#[test]
+fn commits_and_reflog_lines_are_as_git_writes_them() {
+    let (_dir, repo, tree) = setup(&[("a.txt", "a\n")]);
+    std::fs::write(wt(&tree, "a.txt"), "one\n").unwrap();
+    let first = commit_worktree(&repo, &tree, "first change\n\nbody", &who(), 1 << 20)
+        .unwrap()
+        .commit
+        .unwrap();
+    std::fs::write(wt(&tree, "b.txt"), "two\n").unwrap();
+    let second = commit_worktree(&repo, &tree, "second", &who(), 1 << 20)
+        .unwrap()
+        .commit
+        .unwrap();
+    git(repo.work_tree(), &["fsck", "--strict", "--no-progress"]);
+    assert_eq!(
+        git(repo.work_tree(), &["rev-parse", "cofer/t^"]).trim(),
+        first
+    );
+    let log = git(
+        repo.work_tree(),
+        &["reflog", "show", "--format=%H %gs", "cofer/t"],
+    );
+    let lines: Vec<&str> = log.lines().take(2).collect();
+    assert_eq!(
+        lines,
+        [
+            format!("{second} commit: second"),
+            format!("{first} commit: first change")
+        ],
+        "{log}"
+    );
+}
+
+/// A SHA-256 repository is refused, not filled with SHA-1 objects.
+#[test]
+fn a_repository_of_another_object_format_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("repo");
+    std::fs::create_dir(&root).unwrap();
+    git(&root, &["init", "-q", "--object-format=sha256"]);
+    std::fs::write(root.join("a"), "a\n").unwrap();
+    git(&root, &["add", "a"]);
+    git(&root, &["commit", "-q", "-m", "base"]);
+    git(&root, &["worktree", "add", "-q", "-b", "cofer/t", "wt"]);
+    let repo = Repo::open(&root).unwrap();
+    let path = root.join("wt");
+    let open = Dir::open_ambient_dir(&path, cap_std::ambient_authority()).unwrap();
+    let tree = repo.linked(&path, open).unwrap();
+    std::fs::write(path.join("b"), "b\n").unwrap();
+    let refused = commit_worktree(&repo, &tree, "m", &who(), 1 << 20).unwrap_err();
+    assert!(refused.to_string().contains("SHA-1"), "{refused}");
+    assert_eq!(
+        git(&root, &["rev-parse", "cofer/t"]).trim(),
+        git(&root, &["rev-parse", "main"]).trim()
+    );
+}

@@ -5,7 +5,7 @@ use super::cache::STAT;
 use super::*;
 
 pub(super) struct Walk<'r> {
-    pub(super) repo: &'r gix::Repository,
+    pub(super) repo: &'r Store,
     pub(super) tracked: Tracked,
     pub(super) cache: StatCache,
     pub(super) ignore: Ignores,
@@ -41,18 +41,14 @@ impl Walk<'_> {
             return Ok(None);
         }
         entries.sort();
-        Ok(Some(
-            self.repo
-                .write_object(&gix::objs::Tree { entries })?
-                .detach(),
-        ))
+        Ok(Some(self.repo.write(&gix_object::Tree { entries })?))
     }
 
     pub(super) fn entries(&mut self, dir: &Dir, prefix: &BStr) -> WalkResult<Vec<Entry>> {
         let mut entries = Vec::new();
         for item in dir.entries()? {
             let item = item?;
-            let name = gix::path::os_str_into_bstr(&item.file_name())?.to_owned();
+            let name = gix_path::os_str_into_bstr(&item.file_name())?.to_owned();
             if name.eq_ignore_ascii_case(NEVER.as_bytes())
                 || (prefix.is_empty() && name.eq_ignore_ascii_case(NEVER_AT_TOP.as_bytes()))
             {
@@ -62,8 +58,8 @@ impl Walk<'_> {
             let meta = item.metadata()?;
             let file_type = meta.file_type();
             let link = file_type.is_symlink();
-            let mode = link.then_some(gix::validate::path::component::Mode::Symlink);
-            if gix::validate::path::component(name.as_bstr(), mode, NAME_RULES).is_err()
+            let mode = link.then_some(gix_validate::path::component::Mode::Symlink);
+            if gix_validate::path::component(name.as_bstr(), mode, NAME_RULES).is_err()
                 || crate::names::git_behind_invisibles(name.as_bstr())
             {
                 self.refused_names.push(path);
@@ -91,8 +87,8 @@ impl Walk<'_> {
                 self.as_committed(path)?
             } else if link {
                 let target = dir.read_link_contents(item.file_name())?;
-                let target = gix::path::into_bstr(target)?;
-                let oid = self.repo.write_blob(target.as_ref() as &[u8])?.detach();
+                let target = gix_path::into_bstr(target)?;
+                let oid = self.repo.write_blob(target.as_ref())?;
                 self.changed = true;
                 self.index.push((
                     path.clone(),
@@ -172,7 +168,7 @@ impl Walk<'_> {
         if bytes.len() as u64 > self.max_file_bytes {
             return self.left_out(path, bytes.len() as u64);
         }
-        let oid = self.repo.write_blob(&bytes)?.detach();
+        let oid = self.repo.write_blob(&bytes)?;
         if let Some(inode) = inode {
             self.linked.insert(inode, (stat, oid));
         }

@@ -51,13 +51,13 @@ pub fn shared_inode(meta: &cap_std::fs::Metadata) -> Option<(u64, u64)> {
 }
 
 /// The index's view of a file's metadata (git's stat cache).
-pub fn stat_of(meta: &cap_std::fs::Metadata) -> gix::index::entry::Stat {
+pub fn stat_of(meta: &cap_std::fs::Metadata) -> gix_index::entry::Stat {
     use cap_std::fs::MetadataExt;
-    let time = |secs: i64, nsecs: i64| gix::index::entry::stat::Time {
+    let time = |secs: i64, nsecs: i64| gix_index::entry::stat::Time {
         secs: secs as u32,
         nsecs: nsecs as u32,
     };
-    gix::index::entry::Stat {
+    gix_index::entry::Stat {
         mtime: time(meta.mtime(), meta.mtime_nsec()),
         ctime: time(meta.ctime(), meta.ctime_nsec()),
         dev: meta.dev() as u32,

@@ -51,18 +51,18 @@ pub fn shared_inode(_meta: &cap_std::fs::Metadata) -> Option<(u64, u64)> {
 
 /// The index's view of a file's metadata (git's stat cache): times and
 /// size, as Git for Windows keeps them.
-pub fn stat_of(meta: &cap_std::fs::Metadata) -> gix::index::entry::Stat {
+pub fn stat_of(meta: &cap_std::fs::Metadata) -> gix_index::entry::Stat {
     let time = |at: std::io::Result<cap_std::time::SystemTime>| {
         let since = at
             .ok()
             .and_then(|t| t.into_std().duration_since(std::time::UNIX_EPOCH).ok())
             .unwrap_or_default();
-        gix::index::entry::stat::Time {
+        gix_index::entry::stat::Time {
             secs: since.as_secs() as u32,
             nsecs: since.subsec_nanos(),
         }
     };
-    gix::index::entry::Stat {
+    gix_index::entry::Stat {
         mtime: time(meta.modified()),
         ctime: time(meta.created()),
         size: meta.len() as u32,
